@@ -1,0 +1,54 @@
+# shortflow — one command to install and run the demo, one to install and run every test.
+#   make demo   installs what is needed, then runs the main job on built-in data
+#   make test   installs what is needed, then runs every test (Rust and Python)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Debian packages: the real peers (tshark, tcptrace), capture and namespace tools for the
+# real-kernel tests, and clang/bpftool for the BPF programs.
+DEB_PACKAGES := tshark tcptrace tcpdump iproute2 iptables nftables clang llvm libbpf-dev bpftool nginx-light curl
+
+.PHONY: all demo test deps venv build test-rust test-python bench fuzz clean
+
+all: build
+
+deps: .deps-stamp
+.deps-stamp:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | $$SUDO debconf-set-selections; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@touch $@
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+
+venv: $(VENV)/bin/python
+
+# Builds the Rust core into the package and installs it with its Python dependencies.
+build: deps venv
+	$(VENV)/bin/pip install -q 'maturin>=1.9,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop -q --release --extras test
+	@test -x $(VENV)/bin/shortflow
+
+demo: build
+	$(VENV)/bin/shortflow demo
+
+test: build test-rust test-python
+
+test-rust:
+	cargo test --workspace --release -q
+
+test-python: build
+	$(PY) -m pytest -q tests
+
+bench: build
+	$(PY) benches/run.py
+
+clean:
+	rm -rf target $(VENV) .deps-stamp out
