@@ -1,0 +1,15 @@
+//! One Python exception per core error kind, all under `ShortflowError`.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(shortflow, ShortflowError, PyException, "Base of every shortflow error.");
+create_exception!(shortflow, TraceReadError, ShortflowError, "A capture file could not be read (names the file and byte offset).");
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("ShortflowError", py.get_type::<ShortflowError>())?;
+    m.add("TraceReadError", py.get_type::<TraceReadError>())?;
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! `shortflow._core`: the Python face of the Rust crates. Conversion only: every decision
+//! is made in the core crates.
+
+use pyo3::prelude::*;
+
+mod error;
+mod trace;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    error::register(m)?;
+    trace::register(m)?;
+    Ok(())
+}

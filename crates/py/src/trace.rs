@@ -1,0 +1,288 @@
+//! Bindings of `shortflow-trace`: analyze captures, generate synthetic ones.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use numpy::IntoPyArray;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use shortflow_trace::diag::summary::HandshakeCounts;
+use shortflow_trace::diag::table::{ListColumn, StringColumn};
+use shortflow_trace::gen::{generate as gen_generate, GenConfig};
+use shortflow_trace::track::{EndReason, TrackerConfig};
+use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_trace::{analyze_paths, Analysis, GapClass, LinkType, Options, Progress, Summary, Vantage};
+
+use crate::error::ShortflowError;
+
+/// How often the waiting thread wakes to report progress and look for Ctrl-C.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Analyzes captures; returns `{"columns": …, "summary": …, "files": […]}`.
+///
+/// The analysis runs on worker threads with the GIL released; this thread wakes every
+/// 100 ms to call `progress(done_bytes, total_bytes)` and to honour Ctrl-C, which stops
+/// reading but keeps what was read.
+#[pyfunction]
+#[pyo3(signature = (paths, *, idle_timeout_s=300.0, close_linger_s=60.0, workers=1, progress=None))]
+fn analyze<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    idle_timeout_s: f64,
+    close_linger_s: f64,
+    workers: usize,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    if paths.is_empty() {
+        return Err(PyValueError::new_err("no trace given"));
+    }
+    if !(idle_timeout_s > 0.0 && close_linger_s >= 0.0) {
+        return Err(PyValueError::new_err("idle_timeout_s must be > 0 and close_linger_s >= 0"));
+    }
+    let opts = Options {
+        tracker: TrackerConfig { idle_timeout_ns: (idle_timeout_s * 1e9) as u64, close_linger_ns: (close_linger_s * 1e9) as u64 },
+        workers: workers.max(1),
+    };
+    let state = Progress::default();
+    let progress = progress.map(|p| p.unbind());
+    let mut interrupted = false;
+    let analysis = py.detach(|| {
+        std::thread::scope(|s| {
+            let worker = s.spawn(|| analyze_paths(&paths, &opts, &state));
+            while !worker.is_finished() {
+                std::thread::sleep(POLL);
+                Python::attach(|py| {
+                    if let Some(cb) = &progress {
+                        let done = state.bytes_done.load(Ordering::Relaxed);
+                        let total = state.bytes_total.load(Ordering::Relaxed);
+                        if cb.call1(py, (done, total)).is_err() {
+                            state.cancel.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    if py.check_signals().is_err() {
+                        interrupted = true;
+                        state.cancel.store(true, Ordering::Relaxed);
+                    }
+                });
+            }
+            worker.join().expect("analysis thread does not panic")
+        })
+    });
+    let out = to_python(py, analysis)?;
+    out.set_item("interrupted", interrupted)?;
+    Ok(out)
+}
+
+fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    let cols = PyDict::new(py);
+    let t = a.table;
+    macro_rules! num {
+        ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
+    }
+    num!(trace, conn_id, client_port, server_port, client_isn, first_ts_s, duration_s, syn_count,
+         synack_count, handshake_rtt_s, synack_delay_s, ack_delay_s, vantage, end, packets_c2s,
+         packets_s2c, bytes_c2s, bytes_s2c);
+    cols.set_item("syn_seen", t.syn_seen.into_pyarray(py))?;
+    cols.set_item("established", t.established.into_pyarray(py))?;
+    cols.set_item("client_ip", strings(py, t.client_ip)?)?;
+    cols.set_item("server_ip", strings(py, t.server_ip)?)?;
+    cols.set_item("syn_gaps_s", list(py, t.syn_gaps_s)?)?;
+    cols.set_item("syn_gap_class", list(py, t.syn_gap_class)?)?;
+    cols.set_item("synack_gaps_s", list(py, t.synack_gaps_s)?)?;
+    cols.set_item("synack_gap_class", list(py, t.synack_gap_class)?)?;
+    out.set_item("columns", cols)?;
+    out.set_item("summary", summary(py, &a.summary)?)?;
+    let dicts = PyDict::new(py);
+    dicts.set_item("vantage", Vantage::NAMES.to_vec())?;
+    dicts.set_item("end", EndReason::NAMES.to_vec())?;
+    dicts.set_item("gap_class", GapClass::labels_by_code())?;
+    out.set_item("dictionaries", dicts)?;
+    let files = PyList::empty(py);
+    for f in a.files {
+        let d = PyDict::new(py);
+        d.set_item("path", f.path)?;
+        d.set_item("packets", f.packets)?;
+        d.set_item("tcp_packets", f.tcp_packets)?;
+        d.set_item("skipped_not_ip", f.skipped_not_ip)?;
+        d.set_item("skipped_not_tcp", f.skipped_not_tcp)?;
+        d.set_item("skipped_fragment", f.skipped_fragment)?;
+        d.set_item("skipped_malformed", f.skipped_malformed)?;
+        d.set_item("first_ts_s", f.first_ts_ns.map(|t| t as f64 / 1e9))?;
+        d.set_item("last_ts_s", f.last_ts_ns.map(|t| t as f64 / 1e9))?;
+        d.set_item("peak_open_connections", f.peak_open_connections)?;
+        d.set_item("gzip", f.gzip)?;
+        match f.error {
+            Some(e) => {
+                d.set_item("error", e.to_string())?;
+                d.set_item("error_offset", e.offset)?;
+            }
+            None => {
+                d.set_item("error", py.None())?;
+                d.set_item("error_offset", py.None())?;
+            }
+        }
+        files.append(d)?;
+    }
+    out.set_item("files", files)?;
+    Ok(out)
+}
+
+/// (offsets, data) as numpy arrays: the Python side wraps them as an Arrow string array.
+fn strings<'py>(py: Python<'py>, c: StringColumn) -> PyResult<Bound<'py, PyAny>> {
+    let offsets = if c.offsets.is_empty() { vec![0] } else { c.offsets };
+    Ok((offsets.into_pyarray(py), c.data.into_pyarray(py)).into_pyobject(py)?.into_any())
+}
+
+fn list<'py, T: numpy::Element>(py: Python<'py>, c: ListColumn<T>) -> PyResult<Bound<'py, PyAny>> {
+    let offsets = if c.offsets.is_empty() { vec![0] } else { c.offsets };
+    Ok((offsets.into_pyarray(py), c.values.into_pyarray(py)).into_pyobject(py)?.into_any())
+}
+
+fn counts<'py>(py: Python<'py>, c: &HandshakeCounts) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("with_packet", c.with_packet)?;
+    d.set_item("successful", c.successful)?;
+    d.set_item("multiple", c.multiple)?;
+    d.set_item("multiple_successful", c.multiple_successful)?;
+    d.set_item("multiple_unsuccessful", c.multiple_unsuccessful)?;
+    d.set_item("multiple_outside_standard", c.multiple_outside_standard)?;
+    d.set_item("packets_in_successful", c.packets_in_successful)?;
+    d.set_item("retransmissions", c.retransmissions)?;
+    d.set_item("per_successful", c.per_successful())?;
+    d.set_item("repeat_every", c.repeat_every())?;
+    d.set_item("gaps_rfc6298", c.gaps_rfc6298)?;
+    d.set_item("gaps_rfc2988", c.gaps_rfc2988)?;
+    d.set_item("gaps_outside", c.gaps_outside)?;
+    Ok(d)
+}
+
+fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("packets", s.packets)?;
+    d.set_item("tcp_packets", s.tcp_packets)?;
+    d.set_item("connections", s.connections)?;
+    d.set_item("connection_tries", s.connection_tries())?;
+    d.set_item("successful", s.successful())?;
+    d.set_item("unsuccessful", s.unsuccessful())?;
+    d.set_item("syn", counts(py, &s.syn)?)?;
+    d.set_item("synack", counts(py, &s.synack)?)?;
+    d.set_item("vantage", Vantage::NAMES[s.vantage() as usize])?;
+    d.set_item("vantage_client", s.vantage_client)?;
+    d.set_item("vantage_server", s.vantage_server)?;
+    d.set_item("vantage_unknown", s.vantage_unknown)?;
+    Ok(d)
+}
+
+fn link_from_name(name: &str) -> PyResult<LinkType> {
+    Ok(match name {
+        "ethernet" => LinkType::Ethernet,
+        "raw" => LinkType::Raw,
+        "null" => LinkType::Null,
+        "loop" => LinkType::Loop,
+        "sll" => LinkType::LinuxSll,
+        "sll2" => LinkType::LinuxSll2,
+        "ipv4" => LinkType::Ipv4,
+        "ipv6" => LinkType::Ipv6,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown link type {other:?} (ethernet, raw, null, loop, sll, sll2, ipv4, ipv6)"
+            )))
+        }
+    })
+}
+
+/// Writes a synthetic capture of interleaved short flows; returns the generator's truth.
+#[pyfunction]
+#[pyo3(signature = (path, *, connections=1000, seed=1, arrivals_per_s=2000.0, rtt_min_s=0.01, rtt_max_s=0.2,
+    syn_loss=0.01, synack_loss=0.005, client_rto_s=1.0, server_rto_s=1.0, syn_retries=5, synack_retries=5,
+    vantage="client", ipv6=false, response_segments_max=20, link="ethernet", vlan=None, format="pcap",
+    nanosecond=true, big_endian=false, snaplen=65535, gzip=false))]
+#[allow(clippy::too_many_arguments)]
+fn generate<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    connections: u64,
+    seed: u64,
+    arrivals_per_s: f64,
+    rtt_min_s: f64,
+    rtt_max_s: f64,
+    syn_loss: f64,
+    synack_loss: f64,
+    client_rto_s: f64,
+    server_rto_s: f64,
+    syn_retries: u32,
+    synack_retries: u32,
+    vantage: &str,
+    ipv6: bool,
+    response_segments_max: u32,
+    link: &str,
+    vlan: Option<u16>,
+    format: &str,
+    nanosecond: bool,
+    big_endian: bool,
+    snaplen: u32,
+    gzip: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let vantage = match vantage {
+        "client" => Vantage::Client,
+        "server" => Vantage::Server,
+        v => return Err(PyValueError::new_err(format!("vantage must be 'client' or 'server', not {v:?}"))),
+    };
+    for (name, p) in [("syn_loss", syn_loss), ("synack_loss", synack_loss)] {
+        if !(0.0..1.0).contains(&p) {
+            return Err(PyValueError::new_err(format!("{name} must be in [0, 1), not {p}")));
+        }
+    }
+    if !(arrivals_per_s > 0.0 && rtt_min_s >= 0.0 && rtt_max_s >= rtt_min_s && snaplen >= 20) {
+        return Err(PyValueError::new_err("need arrivals_per_s > 0, 0 <= rtt_min_s <= rtt_max_s and snaplen >= 20"));
+    }
+    let cfg = GenConfig {
+        connections, seed, arrivals_per_s, rtt_min_s, rtt_max_s, syn_loss, synack_loss, client_rto_s,
+        server_rto_s, syn_retries, synack_retries, vantage, ipv6, response_segments_max,
+        ..GenConfig::default()
+    };
+    if !matches!(format, "pcap" | "pcapng") {
+        return Err(PyValueError::new_err(format!("format must be 'pcap' or 'pcapng', not {format:?}")));
+    }
+    let link = link_from_name(link)?;
+    let opts = SegmentOptions { link, vlan, ..SegmentOptions::default() };
+    let res = if nanosecond { TsResolution::Nano } else { TsResolution::Micro };
+    let order = if big_endian { ByteOrder::Big } else { ByteOrder::Little };
+    let io_err = |e: std::io::Error| ShortflowError::new_err(format!("{}: {e}", path.display()));
+    let truth = py.detach(|| -> std::io::Result<_> {
+        let file = BufWriter::with_capacity(1 << 20, File::create(&path)?);
+        let sink: Box<dyn std::io::Write> = if gzip {
+            Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::fast()))
+        } else {
+            Box::new(file)
+        };
+        let mut w = match format {
+            "pcapng" => PcapWriter::pcapng(sink, link, snaplen)?,
+            _ => PcapWriter::pcap(sink, link, res, order, snaplen)?,
+        };
+        let truth = gen_generate(&cfg, &mut w, &opts)?;
+        drop(w.into_inner()); // finishes the gzip stream
+        Ok(truth)
+    });
+    let truth = truth.map_err(io_err)?;
+    let d = PyDict::new(py);
+    d.set_item("packets", truth.packets)?;
+    d.set_item("connections", truth.connections)?;
+    d.set_item("successful", truth.successful)?;
+    d.set_item("syns_captured", truth.syns_captured)?;
+    d.set_item("synacks_captured", truth.synacks_captured)?;
+    d.set_item("multiple_syns", truth.multiple_syns)?;
+    d.set_item("multiple_synacks", truth.multiple_synacks)?;
+    Ok(d)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(generate, m)?)?;
+    Ok(())
+}

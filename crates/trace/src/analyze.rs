@@ -1,0 +1,162 @@
+//! Reads traces, tracks their connections and builds the table and summary.
+//!
+//! Each file is read on one thread in constant memory; several files can be spread over
+//! worker threads. A read error ends that file only: what was read before it is kept and
+//! the error is returned beside the results.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::diag::{ConnectionTable, Summary};
+use crate::error::{ReadError, ReadErrorKind};
+use crate::read::CaptureReader;
+use crate::track::{Tracker, TrackerConfig};
+use crate::wire::segment::{decode, Skip};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub tracker: TrackerConfig,
+    /// Threads reading files in parallel (each file is read by one thread).
+    pub workers: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { tracker: TrackerConfig::default(), workers: 1 }
+    }
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, Default)]
+pub struct FileStats {
+    pub path: PathBuf,
+    pub packets: u64,
+    pub tcp_packets: u64,
+    pub skipped_not_ip: u64,
+    pub skipped_not_tcp: u64,
+    pub skipped_fragment: u64,
+    pub skipped_malformed: u64,
+    pub first_ts_ns: Option<u64>,
+    pub last_ts_ns: Option<u64>,
+    /// Most connections open at once: what the tracker's memory followed.
+    pub peak_open_connections: usize,
+    pub gzip: bool,
+    pub error: Option<ReadError>,
+}
+
+pub struct Analysis {
+    pub table: ConnectionTable,
+    pub summary: Summary,
+    pub files: Vec<FileStats>,
+}
+
+impl Analysis {
+    pub fn errors(&self) -> impl Iterator<Item = &ReadError> {
+        self.files.iter().filter_map(|f| f.error.as_ref())
+    }
+}
+
+/// Progress shared by all workers: bytes of the input files consumed so far.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub bytes_done: AtomicU64,
+    pub bytes_total: AtomicU64,
+    /// Set by the caller (Ctrl-C) to stop reading; the results so far are kept.
+    pub cancel: AtomicBool,
+}
+
+/// Progress is published every this many packets (cheap enough to never show in profiles).
+const PUBLISH_EVERY: u64 = 1 << 16;
+
+/// Analyzes one file; `trace` is its index in the result's file list.
+pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+    let mut stats = FileStats { path: path.to_owned(), ..Default::default() };
+    let mut table = ConnectionTable::default();
+    let mut summary = Summary::default();
+    let mut reader = match CaptureReader::open(path) {
+        Ok(r) => r,
+        Err(e) => {
+            stats.error = Some(e);
+            return (table, summary, stats);
+        }
+    };
+    stats.gzip = reader.is_gzip();
+    let mut published = 0u64;
+    let mut tracker = Tracker::new(opts.tracker, |c| {
+        summary.add_conn(&c);
+        table.push(trace, &c);
+    });
+    loop {
+        let pkt = match reader.next_packet() {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(e) => {
+                stats.error = Some(e);
+                break;
+            }
+        };
+        stats.packets += 1;
+        let ts = pkt.ts_ns;
+        match decode(pkt.link, pkt.data) {
+            Ok(seg) => {
+                stats.tcp_packets += 1;
+                tracker.observe(ts, &seg);
+            }
+            Err(Skip::NotIp) => stats.skipped_not_ip += 1,
+            Err(Skip::NotTcp) => stats.skipped_not_tcp += 1,
+            Err(Skip::Fragment) => stats.skipped_fragment += 1,
+            Err(Skip::Malformed) => stats.skipped_malformed += 1,
+        }
+        stats.first_ts_ns.get_or_insert(ts);
+        stats.last_ts_ns = Some(ts);
+        if stats.packets % PUBLISH_EVERY == 0 {
+            stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
+            let pos = reader.file_position();
+            progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
+            published = pos;
+            if progress.cancel.load(Ordering::Relaxed) {
+                stats.error = Some(ReadError {
+                    path: path.to_owned(),
+                    offset: pos,
+                    decompressed: false,
+                    kind: ReadErrorKind::Io("interrupted".into()),
+                });
+                break;
+            }
+        }
+    }
+    stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
+    progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
+    drop(tracker.finish()); // releases the sink's borrows of `table` and `summary`
+    summary.packets = stats.packets;
+    summary.tcp_packets = stats.tcp_packets;
+    (table, summary, stats)
+}
+
+/// Analyzes several files, `opts.workers` at a time, into one table (rows in file order).
+pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> Analysis {
+    let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+    progress.bytes_total.store(total, Ordering::Relaxed);
+    let results: Vec<Mutex<Option<(ConnectionTable, Summary, FileStats)>>> = paths.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicU64::new(0);
+    let workers = opts.workers.clamp(1, paths.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(path) = paths.get(i) else { break };
+                let r = analyze_file(path, i as u32, opts, progress);
+                *results[i].lock().expect("no worker panics while holding it") = Some(r);
+            });
+        }
+    });
+    let mut out = Analysis { table: ConnectionTable::default(), summary: Summary::default(), files: Vec::new() };
+    for r in results {
+        let (table, summary, stats) = r.into_inner().expect("not poisoned").expect("every file analyzed");
+        out.table.append(table);
+        out.summary.add(&summary);
+        out.files.push(stats);
+    }
+    out
+}

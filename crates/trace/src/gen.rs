@@ -1,0 +1,273 @@
+//! A generator of synthetic short-flow traffic with known handshake losses.
+//!
+//! Each connection is a short HTTP-like exchange (handshake, one request, a response of a
+//! few segments in slow-start rounds, FIN exchange) over a path with a random RTT. SYNs and
+//! SYN/ACKs are lost at the given rates and repeated on the RTO ladder, as a stack would.
+//! The capture point (near the client or near the server) decides which packets appear:
+//! a SYN lost on the way is seen near the client only. Connections start as a Poisson
+//! process and their packets are interleaved in time order, as on a busy link.
+//!
+//! Every run returns its ground truth, so tests can hold the analyzer to it.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Write};
+
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp};
+
+use crate::diag::Vantage;
+use crate::wire::{Endpoint, Segment, TcpFlags};
+use crate::write::{PcapWriter, SegmentOptions};
+
+#[derive(Debug, Clone)]
+pub struct GenConfig {
+    pub connections: u64,
+    pub seed: u64,
+    /// New connections per second (Poisson arrivals).
+    pub arrivals_per_s: f64,
+    pub rtt_min_s: f64,
+    pub rtt_max_s: f64,
+    /// Probability that one transmission of a SYN (SYN/ACK) is lost on the path.
+    pub syn_loss: f64,
+    pub synack_loss: f64,
+    /// Initial SYN and SYN/ACK RTO (1 s per RFC 6298; 3 s per RFC 2988), doubled per retry.
+    pub client_rto_s: f64,
+    pub server_rto_s: f64,
+    /// SYN retries before the client gives up (the try is then unsuccessful).
+    pub syn_retries: u32,
+    pub synack_retries: u32,
+    pub vantage: Vantage,
+    pub ipv6: bool,
+    /// Largest response, in segments of `mss` bytes (uniform 1..=max).
+    pub response_segments_max: u32,
+    pub mss: u32,
+    pub initial_window: u32,
+    /// Unix time of the first connection.
+    pub start_s: u64,
+}
+
+impl Default for GenConfig {
+    fn default() -> Self {
+        Self {
+            connections: 1000,
+            seed: 1,
+            arrivals_per_s: 2000.0,
+            rtt_min_s: 0.010,
+            rtt_max_s: 0.200,
+            syn_loss: 0.01,
+            synack_loss: 0.005,
+            client_rto_s: 1.0,
+            server_rto_s: 1.0,
+            syn_retries: 5,
+            synack_retries: 5,
+            vantage: Vantage::Client,
+            ipv6: false,
+            response_segments_max: 20,
+            mss: 1448,
+            initial_window: 10,
+            start_s: 1_700_000_000,
+        }
+    }
+}
+
+/// What the generated capture contains, counted by the generator itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GenTruth {
+    pub packets: u64,
+    pub connections: u64,
+    /// Connections whose handshake completed (the client's ACK was sent and captured).
+    pub successful: u64,
+    /// SYN and SYN/ACK transmissions that appear in the capture.
+    pub syns_captured: u64,
+    pub synacks_captured: u64,
+    /// Connections with more than one SYN in the capture.
+    pub multiple_syns: u64,
+    pub multiple_synacks: u64,
+}
+
+struct Pkt {
+    ts: u64,
+    seg: Segment,
+}
+
+const NS: f64 = 1e9;
+
+fn ns(s: f64) -> u64 {
+    (s * NS).round() as u64
+}
+
+/// One connection's packets as seen at the capture point, in time order.
+fn connection(i: u64, t0: u64, cfg: &GenConfig, rng: &mut impl Rng, truth: &mut GenTruth) -> Vec<Pkt> {
+    let rtt = rng.random_range(cfg.rtt_min_s..=cfg.rtt_max_s);
+    let d = ns(rtt / 2.0);
+    let (client, server) = endpoints(i, cfg.ipv6);
+    let near_client = cfg.vantage != Vantage::Server;
+    // Capture time of a packet sent at `t` by the client (server): near its sender it is
+    // seen when sent, near the other side one one-way delay later — if it was not lost.
+    let seen_from_client = |t: u64, lost: bool| if near_client { Some(t) } else { (!lost).then_some(t + d) };
+    let seen_from_server = |t: u64, lost: bool| if near_client { (!lost).then_some(t + d) } else { Some(t) };
+    let mut out = Vec::with_capacity(32);
+    let cisn: u32 = rng.random();
+    let sisn: u32 = rng.random();
+    let seg = |from_client: bool, seq: u32, ack: u32, flags: u8, len: u32| Segment {
+        src: if from_client { client } else { server },
+        dst: if from_client { server } else { client },
+        seq,
+        ack,
+        flags: TcpFlags(flags),
+        window: 65535,
+        payload_len: len,
+    };
+    const S: u8 = TcpFlags::SYN;
+    const A: u8 = TcpFlags::ACK;
+    const F: u8 = TcpFlags::FIN;
+    const P: u8 = TcpFlags::PSH;
+
+    // SYNs on the client's ladder until one arrives (or the client gives up).
+    let mut t = t0;
+    let mut rto = ns(cfg.client_rto_s);
+    let mut syn_arrival = None;
+    let mut syns_seen = 0;
+    for _ in 0..=cfg.syn_retries {
+        let lost = rng.random_bool(cfg.syn_loss);
+        if let Some(ts) = seen_from_client(t, lost) {
+            out.push(Pkt { ts, seg: seg(true, cisn, 0, S, 0) });
+            syns_seen += 1;
+        }
+        if !lost {
+            syn_arrival = Some(t + d);
+            break;
+        }
+        t += rto;
+        rto *= 2;
+    }
+    truth.connections += 1;
+    truth.syns_captured += syns_seen;
+    truth.multiple_syns += u64::from(syns_seen > 1);
+    let Some(mut ts_server) = syn_arrival else { return out };
+
+    // SYN/ACKs on the server's ladder until one arrives.
+    let mut rto = ns(cfg.server_rto_s);
+    let mut established = None;
+    let mut synacks_seen = 0;
+    for _ in 0..=cfg.synack_retries {
+        let lost = rng.random_bool(cfg.synack_loss);
+        if let Some(ts) = seen_from_server(ts_server, lost) {
+            out.push(Pkt { ts, seg: seg(false, sisn, cisn.wrapping_add(1), S | A, 0) });
+            synacks_seen += 1;
+        }
+        if !lost {
+            established = Some(ts_server + d);
+            break;
+        }
+        ts_server += rto;
+        rto *= 2;
+    }
+    truth.synacks_captured += synacks_seen;
+    truth.multiple_synacks += u64::from(synacks_seen > 1);
+    let Some(tc) = established else { return out };
+    truth.successful += 1;
+
+    // Handshake ACK and request, then the response in slow-start rounds (IW segments,
+    // doubling per round), the client ACKing every second segment, then the FINs.
+    let (cseq, sseq) = (cisn.wrapping_add(1), sisn.wrapping_add(1));
+    let request = 300;
+    out.push(Pkt { ts: seen_from_client(tc, false).unwrap(), seg: seg(true, cseq, sseq, A, 0) });
+    out.push(Pkt { ts: seen_from_client(tc, false).unwrap(), seg: seg(true, cseq, sseq, A | P, request) });
+    let cack = cseq.wrapping_add(request);
+    let segments = rng.random_range(1..=cfg.response_segments_max.max(1));
+    let mut sent = 0u32;
+    let mut cwnd = cfg.initial_window.max(1);
+    let mut round_start = tc + d; // the server has the request
+    let gap = 12_000; // ns between back-to-back segments (≈ 1 Gbit/s serialisation)
+    while sent < segments {
+        let n = cwnd.min(segments - sent);
+        for k in 0..n {
+            let ts_send = round_start + u64::from(k) * gap;
+            let seq = sseq.wrapping_add(sent * cfg.mss);
+            let flags = if sent + 1 == segments { A | P | F } else { A };
+            out.push(Pkt { ts: seen_from_server(ts_send, false).unwrap(), seg: seg(false, seq, cack, flags, cfg.mss) });
+            sent += 1;
+            if sent % 2 == 0 || sent == segments {
+                let fin = u32::from(sent == segments);
+                let ack = sseq.wrapping_add(sent * cfg.mss + fin);
+                let flags = if fin == 1 { A | F } else { A };
+                out.push(Pkt { ts: seen_from_client(ts_send + d, false).unwrap(), seg: seg(true, cack, ack, flags, 0) });
+            }
+        }
+        round_start += 2 * d + u64::from(n) * gap;
+        cwnd *= 2;
+    }
+    // The server's ACK of the client's FIN.
+    let last = round_start - 2 * d + d + d;
+    out.push(Pkt {
+        ts: seen_from_server(last, false).unwrap(),
+        seg: seg(false, sseq.wrapping_add(segments * cfg.mss + 1), cack.wrapping_add(1), A, 0),
+    });
+    out.sort_by_key(|p| p.ts);
+    out
+}
+
+/// Unique 4-tuple per connection: client 10.a.b.c (or fd00::…) with an ephemeral port,
+/// server 192.0.2.x:80 (documentation prefix; never a real address).
+fn endpoints(i: u64, ipv6: bool) -> (Endpoint, Endpoint) {
+    let port = 1024 + (i % 64_000) as u16;
+    let host = (i / 64_000) as u32;
+    let server_host = (i % 200) as u8 + 1;
+    if ipv6 {
+        let mut c = [0u8; 16];
+        c[0] = 0xfd;
+        c[12..].copy_from_slice(&host.to_be_bytes());
+        let mut s = [0u8; 16];
+        s[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        s[15] = server_host;
+        (Endpoint::v6(c, port), Endpoint::v6(s, 80))
+    } else {
+        let h = host.to_be_bytes();
+        (Endpoint::v4([10, h[1], h[2], h[3]], port), Endpoint::v4([192, 0, 2, server_host], 80))
+    }
+}
+
+/// Writes `cfg.connections` interleaved connections to `writer` in time order.
+pub fn generate<W: Write>(cfg: &GenConfig, writer: &mut PcapWriter<W>, opts: &SegmentOptions) -> io::Result<GenTruth> {
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let arrivals = Exp::new(cfg.arrivals_per_s).map_err(|e| io::Error::other(e.to_string()))?;
+    let mut truth = GenTruth::default();
+    // Min-heap of (capture time, connection slot, packet index): connections are generated
+    // as they start, so memory follows the number of connections in flight.
+    let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
+    let mut slots: Vec<Vec<Pkt>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut next_start = cfg.start_s * 1_000_000_000;
+    let mut started = 0u64;
+    loop {
+        // Start every connection that begins before the earliest pending packet.
+        while started < cfg.connections && heap.peek().is_none_or(|Reverse((t, _, _))| next_start <= *t) {
+            let pkts = connection(started, next_start, cfg, &mut rng, &mut truth);
+            started += 1;
+            next_start += ns(arrivals.sample(&mut rng));
+            if pkts.is_empty() {
+                continue;
+            }
+            let slot = free.pop().unwrap_or_else(|| {
+                slots.push(Vec::new());
+                slots.len() - 1
+            });
+            heap.push(Reverse((pkts[0].ts, slot, 0)));
+            slots[slot] = pkts;
+        }
+        let Some(Reverse((ts, slot, idx))) = heap.pop() else { break };
+        writer.write_segment(ts, &slots[slot][idx].seg, opts)?;
+        truth.packets += 1;
+        if idx + 1 < slots[slot].len() {
+            heap.push(Reverse((slots[slot][idx + 1].ts, slot, idx + 1)));
+        } else {
+            slots[slot] = Vec::new();
+            free.push(slot);
+        }
+    }
+    writer.flush()?;
+    Ok(truth)
+}

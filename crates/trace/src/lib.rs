@@ -1,0 +1,21 @@
+//! shortflow's trace analyzer: streams pcap/pcapng captures, tracks TCP connections and
+//! says where each one lost time in its handshake (document 000).
+//!
+//! ```text
+//! read (pcap, pcapng, gzip) → wire (link, IP, TCP) → track (connections) → diag (table, Table 1)
+//! ```
+
+pub mod analyze;
+pub mod diag;
+pub mod error;
+pub mod gen;
+pub mod read;
+pub mod track;
+pub mod wire;
+pub mod write;
+
+pub use analyze::{analyze_file, analyze_paths, Analysis, FileStats, Options, Progress};
+pub use diag::{ConnectionTable, GapClass, Summary, Vantage};
+pub use error::{ReadError, ReadErrorKind};
+pub use read::{CaptureReader, RawPacket};
+pub use wire::{Endpoint, LinkType, Segment, TcpFlags};

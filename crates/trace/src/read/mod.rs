@@ -1,0 +1,158 @@
+//! Streaming capture readers: classic pcap and pcapng, plain or gzip-compressed.
+//!
+//! The format is picked once from the file's first bytes; then `next()` hands out one
+//! packet at a time from a window of constant size.
+
+mod pcap;
+mod pcapng;
+pub mod source;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{ReadError, ReadErrorKind};
+use crate::wire::LinkType;
+use source::Source;
+
+/// One captured packet, borrowed from the reader's window until the next call.
+#[derive(Debug, Clone, Copy)]
+pub struct RawPacket<'a> {
+    /// Capture time in nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    pub link: LinkType,
+    /// The captured bytes (at most the snap length).
+    pub data: &'a [u8],
+    /// The packet's length on the wire.
+    pub orig_len: u32,
+}
+
+/// Largest record we accept; anything larger is a corrupt length field, not a packet.
+const MAX_RECORD: usize = 16 << 20;
+
+enum Format {
+    Pcap(pcap::PcapState),
+    PcapNg(pcapng::PcapNgState),
+}
+
+/// Reads a capture file packet by packet.
+pub struct CaptureReader {
+    path: PathBuf,
+    src: Source,
+    format: Format,
+}
+
+/// What one parse step found; a packet's bytes are then read with `last()`.
+pub(crate) enum Step {
+    Packet,
+    Skip,
+    End,
+}
+
+/// The packet found by the last step, as offsets into the source's window (the record is
+/// consumed only at the start of the next step, so the bytes stay put until then).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Current {
+    ts_ns: u64,
+    link_code: u32,
+    data_off: usize,
+    caplen: usize,
+    orig_len: u32,
+}
+
+impl Current {
+    fn packet<'a>(&self, src: &'a Source) -> RawPacket<'a> {
+        RawPacket {
+            ts_ns: self.ts_ns,
+            link: LinkType::from_code(self.link_code),
+            data: &src.window()[self.data_off..self.data_off + self.caplen],
+            orig_len: self.orig_len,
+        }
+    }
+}
+
+impl CaptureReader {
+    pub fn open(path: &Path) -> Result<Self, ReadError> {
+        let src = Source::open(path).map_err(|e| ReadError {
+            path: path.to_owned(),
+            offset: 0,
+            decompressed: false,
+            kind: ReadErrorKind::Open(e.to_string()),
+        })?;
+        Self::from_source(path, src)
+    }
+
+    /// Reads from memory (fuzz targets and tests); `name` is used in errors.
+    pub fn from_bytes(name: &str, data: Vec<u8>) -> Result<Self, ReadError> {
+        Self::from_source(Path::new(name), Source::from_bytes(data))
+    }
+
+    fn from_source(path: &Path, mut src: Source) -> Result<Self, ReadError> {
+        let err = |src: &Source, kind| ReadError { path: path.to_owned(), offset: src.offset(), decompressed: src.gzip, kind };
+        let avail = src.ensure(4).map_err(|e| err(&src, io_kind(e, src.gzip)))?;
+        if avail == 0 {
+            return Err(err(&src, ReadErrorKind::Empty));
+        }
+        if avail < 4 {
+            return Err(err(&src, ReadErrorKind::Truncated { what: "file header", needed: 4, available: avail }));
+        }
+        let magic: [u8; 4] = src.window()[..4].try_into().unwrap();
+        let format = if pcap::is_magic(magic) {
+            Format::Pcap(pcap::PcapState::read_header(&mut src).map_err(|k| err(&src, k))?)
+        } else if pcapng::is_magic(magic) {
+            Format::PcapNg(pcapng::PcapNgState::default())
+        } else {
+            return Err(err(&src, ReadErrorKind::UnknownFormat(magic)));
+        };
+        Ok(Self { path: path.to_owned(), src, format })
+    }
+
+    /// The next packet, `Ok(None)` at the clean end of the file, or an error that locates
+    /// the first bad byte (everything before it has been returned already).
+    pub fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, ReadError> {
+        loop {
+            let step = match &mut self.format {
+                Format::Pcap(p) => p.step(&mut self.src),
+                Format::PcapNg(p) => p.step(&mut self.src),
+            };
+            match step {
+                Ok(Step::Packet) => break,
+                Ok(Step::Skip) => continue,
+                Ok(Step::End) => return Ok(None),
+                // A failed step has consumed nothing of the bad record: the window starts at it.
+                Err(kind) => {
+                    let offset = self.src.offset();
+                    return Err(ReadError { path: self.path.clone(), offset, decompressed: self.src.gzip, kind });
+                }
+            }
+        }
+        let current = match &self.format {
+            Format::Pcap(p) => p.current,
+            Format::PcapNg(p) => p.current,
+        };
+        Ok(Some(current.packet(&self.src)))
+    }
+
+    /// Bytes of the file consumed (compressed bytes for gzip), for progress reporting.
+    pub fn file_position(&self) -> u64 {
+        self.src.file_position()
+    }
+
+    pub fn is_gzip(&self) -> bool {
+        self.src.gzip
+    }
+
+    pub fn file_len(&self) -> u64 {
+        self.src.file_len
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+pub(crate) fn io_kind(e: std::io::Error, gzip: bool) -> ReadErrorKind {
+    if gzip && matches!(e.kind(), std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof) {
+        ReadErrorKind::Gzip(e.to_string())
+    } else {
+        ReadErrorKind::Io(e.to_string())
+    }
+}

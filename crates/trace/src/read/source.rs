@@ -1,0 +1,147 @@
+//! A refillable byte window over a file or a gzip stream, in constant memory.
+//!
+//! The parsers look at `window()`, ask `ensure(n)` for n contiguous bytes, and `consume(n)`
+//! what they used; `offset()` is the stream position of the window's first byte, which is
+//! what error messages report.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::rc::Rc;
+
+/// Counts bytes read from the underlying file, for progress on compressed input.
+struct Counting<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Large enough that refills are rare and a read is one big sequential system call.
+const WINDOW: usize = 1 << 20;
+
+pub struct Source {
+    input: Box<dyn Read>,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Stream offset of `buf[start]`.
+    offset: u64,
+    eof: bool,
+    file_bytes_read: Rc<Cell<u64>>,
+    pub file_len: u64,
+    pub gzip: bool,
+}
+
+impl Source {
+    /// Opens a file, decompressing it on the fly when it starts with the gzip magic.
+    pub fn open(path: &std::path::Path) -> io::Result<Self> {
+        let mut file = File::open(path)?;
+        let file_len = file.metadata()?.len();
+        let mut magic = [0u8; 2];
+        let got = read_full(&mut file, &mut magic)?;
+        let gzip = got == 2 && magic == GZIP_MAGIC;
+        let count = Rc::new(Cell::new(0));
+        let counted = Counting { inner: io::Cursor::new(magic[..got].to_vec()).chain(file), count: count.clone() };
+        let input: Box<dyn Read> = if gzip {
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(WINDOW, counted)))
+        } else {
+            Box::new(counted)
+        };
+        Ok(Self::from_reader(input, file_len, gzip, count))
+    }
+
+    /// A source over any reader (used by tests and fuzz targets).
+    pub fn from_bytes(data: Vec<u8>) -> Self {
+        let len = data.len() as u64;
+        let count = Rc::new(Cell::new(0));
+        Self::from_reader(Box::new(io::Cursor::new(data)), len, false, count)
+    }
+
+    fn from_reader(input: Box<dyn Read>, file_len: u64, gzip: bool, count: Rc<Cell<u64>>) -> Self {
+        Self {
+            input,
+            buf: vec![0; WINDOW],
+            start: 0,
+            end: 0,
+            offset: 0,
+            eof: false,
+            file_bytes_read: count,
+            file_len,
+            gzip,
+        }
+    }
+
+    #[inline]
+    pub fn window(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    #[inline]
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Bytes of the file itself consumed so far (compressed bytes for gzip input).
+    pub fn file_position(&self) -> u64 {
+        if self.gzip {
+            self.file_bytes_read.get()
+        } else {
+            self.offset
+        }
+    }
+
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        debug_assert!(n <= self.end - self.start);
+        self.start += n;
+        self.offset += n as u64;
+    }
+
+    /// Makes at least `n` bytes available in the window if the stream has them; returns how
+    /// many are available (fewer than `n` only at the end of the stream).
+    #[inline]
+    pub fn ensure(&mut self, n: usize) -> io::Result<usize> {
+        if self.end - self.start >= n || self.eof {
+            return Ok(self.end - self.start);
+        }
+        self.refill(n)
+    }
+
+    #[cold]
+    fn refill(&mut self, n: usize) -> io::Result<usize> {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        if self.buf.len() < n {
+            self.buf.resize(n.next_power_of_two(), 0);
+        }
+        while self.end < n {
+            let got = self.input.read(&mut self.buf[self.end..])?;
+            if got == 0 {
+                self.eof = true;
+                break;
+            }
+            self.end += got;
+        }
+        Ok(self.end)
+    }
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}

@@ -1,0 +1,128 @@
+//! Connection tracking: a table of open connections keyed by their 4-tuple.
+//!
+//! A connection is the 4-tuple *and* the client's initial sequence number: a SYN with a
+//! new ISN on a known 4-tuple (port reuse, or a client that picked a new ISN for its retry)
+//! ends the old connection and starts a new one (document 000 section 3: a duplicate is the
+//! same addresses, ports *and* sequence number). Connections leave the table when both
+//! sides have closed (after a linger for the last ACKs), on RST, after an idle timeout, or
+//! at the end of the trace — so memory follows the number of open connections, not the
+//! size of the file.
+
+mod conn;
+
+use rustc_hash::FxHashMap;
+
+pub use conn::{Conn, EndReason, Transmissions};
+
+use crate::wire::{Endpoint, Segment};
+
+/// Unordered pair of endpoints: both directions of a connection map to one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowKey(Endpoint, Endpoint);
+
+impl FlowKey {
+    #[inline]
+    fn of(seg: &Segment) -> Self {
+        if seg.src <= seg.dst {
+            Self(seg.src, seg.dst)
+        } else {
+            Self(seg.dst, seg.src)
+        }
+    }
+}
+
+/// Timeouts that decide when a connection leaves the table.
+#[derive(Debug, Clone, Copy)]
+pub struct TrackerConfig {
+    /// A connection with no packet for this long is ended as `Idle` (ns).
+    pub idle_timeout_ns: u64,
+    /// After both FINs or a RST, late packets (the last ACK, retransmitted FINs) still
+    /// belong to the connection for this long (ns).
+    pub close_linger_ns: u64,
+}
+
+impl Default for TrackerConfig {
+    fn default() -> Self {
+        Self { idle_timeout_ns: 300 * SECOND, close_linger_ns: 60 * SECOND }
+    }
+}
+
+pub const SECOND: u64 = 1_000_000_000;
+/// How often (in trace time) the table is swept for idle and closed connections.
+const SWEEP_EVERY_NS: u64 = SECOND;
+
+/// The open connections of one trace; finished ones are handed to `sink`.
+pub struct Tracker<F: FnMut(Conn)> {
+    open: FxHashMap<FlowKey, Conn>,
+    config: TrackerConfig,
+    next_id: u64,
+    next_sweep_ns: u64,
+    sink: F,
+}
+
+impl<F: FnMut(Conn)> Tracker<F> {
+    pub fn new(config: TrackerConfig, sink: F) -> Self {
+        Self { open: FxHashMap::default(), config, next_id: 0, next_sweep_ns: 0, sink }
+    }
+
+    pub fn open_connections(&self) -> usize {
+        self.open.len()
+    }
+
+    /// Accounts one segment captured at `ts_ns`.
+    #[inline]
+    pub fn observe(&mut self, ts_ns: u64, seg: &Segment) {
+        if ts_ns >= self.next_sweep_ns {
+            self.sweep(ts_ns);
+        }
+        let key = FlowKey::of(seg);
+        let syn_only = seg.flags.syn() && !seg.flags.ack();
+        if let Some(conn) = self.open.get_mut(&key) {
+            if !(syn_only && conn.is_new_try(seg)) {
+                conn.observe(ts_ns, seg);
+                return;
+            }
+            // Port reuse or a new ISN: the old connection ends here.
+            let old = self.open.remove(&key).expect("present");
+            (self.sink)(old.ended(EndReason::Reused));
+        }
+        let conn = Conn::start(self.next_id, ts_ns, seg);
+        self.next_id += 1;
+        self.open.insert(key, conn);
+    }
+
+    /// Ends connections that have been idle too long or closed long enough.
+    #[cold]
+    fn sweep(&mut self, now: u64) {
+        self.next_sweep_ns = now.saturating_add(SWEEP_EVERY_NS);
+        let TrackerConfig { idle_timeout_ns, close_linger_ns } = self.config;
+        let sink = &mut self.sink;
+        self.open.retain(|_, c| {
+            let end = if c.closed() && now.saturating_sub(c.last_ts) > close_linger_ns {
+                Some(c.close_reason())
+            } else if now.saturating_sub(c.last_ts) > idle_timeout_ns {
+                Some(EndReason::Idle)
+            } else {
+                None
+            };
+            match end {
+                Some(reason) => {
+                    sink(std::mem::take(c).ended(reason));
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+
+    /// Ends every connection still open (end of the trace, or of what could be read).
+    pub fn finish(mut self) -> F {
+        let mut rest: Vec<Conn> = self.open.drain().map(|(_, c)| c).collect();
+        rest.sort_unstable_by_key(|c| c.id);
+        for c in rest {
+            let reason = if c.closed() { c.close_reason() } else { EndReason::Open };
+            (self.sink)(c.ended(reason));
+        }
+        self.sink
+    }
+}

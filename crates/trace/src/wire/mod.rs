@@ -1,0 +1,7 @@
+//! Wire formats: link layers down to the TCP header fields the tracker needs.
+
+pub mod link;
+pub mod segment;
+
+pub use link::LinkType;
+pub use segment::{decode, Endpoint, Segment, TcpFlags};

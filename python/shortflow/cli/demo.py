@@ -1,0 +1,34 @@
+"""`shortflow demo`: the main job on built-in data."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from shortflow.analyze import analyze
+from shortflow.cli.analyze import print_table1
+from shortflow.plot.gaps import duplicate_gap_histogram
+
+out = Console()
+
+#: Made by `shortflow generate` (see python/shortflow/data/README.md for the command).
+DEMO_TRACE = "demo-server-2008.pcap.gz"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo")
+    def demo_cmd(
+        out_dir: Annotated[Path, typer.Option("--out", help="where the plot goes")] = Path("out/demo"),
+    ) -> None:
+        """Analyze the trace shipped with shortflow and print Table 1 and the plot's path."""
+        trace = resources.files("shortflow") / "data" / DEMO_TRACE
+        with resources.as_file(trace) as path:
+            out.rule(f"shortflow analyze {DEMO_TRACE}")
+            result = analyze(path)
+            print_table1(result)
+            plot = duplicate_gap_histogram(result.table, out_dir / "duplicate-syn-gaps.png")
+            out.print(f"plot of duplicate-SYN gaps: {plot}")

@@ -1,0 +1,54 @@
+"""`shortflow generate`: a synthetic trace of interleaved short flows with known losses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from shortflow.analyze import generate
+from shortflow.units import parse_duration
+
+err = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("generate")
+    def generate_cmd(
+        output: Annotated[Path, typer.Argument(help="capture file to write")],
+        connections: Annotated[int, typer.Option(min=1, help="connections to generate")] = 1000,
+        seed: Annotated[int, typer.Option(help="random seed (same seed, same file)")] = 1,
+        arrivals: Annotated[float, typer.Option("--arrivals-per-s", min=0.001, help="new connections per second")] = 2000.0,
+        rtt_min: Annotated[str, typer.Option(help="smallest path RTT")] = "10ms",
+        rtt_max: Annotated[str, typer.Option(help="largest path RTT")] = "200ms",
+        syn_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN")] = 0.01,
+        synack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN/ACK")] = 0.005,
+        client_rto: Annotated[str, typer.Option(help="client's initial SYN RTO (1s RFC 6298, 3s RFC 2988)")] = "1s",
+        server_rto: Annotated[str, typer.Option(help="server's initial SYN/ACK RTO")] = "1s",
+        vantage: Annotated[str, typer.Option(help="capture point: client or server")] = "client",
+        ipv6: Annotated[bool, typer.Option("--ipv6", help="IPv6 instead of IPv4")] = False,
+        link: Annotated[str, typer.Option(help="ethernet, raw, null, loop, sll, sll2, ipv4, ipv6")] = "ethernet",
+        vlan: Annotated[Optional[int], typer.Option(min=0, max=4095, help="802.1Q VLAN id (ethernet)")] = None,
+        fmt: Annotated[str, typer.Option("--format", help="pcap or pcapng")] = "pcap",
+        micro: Annotated[bool, typer.Option("--micro", help="microsecond pcap timestamps (default ns)")] = False,
+        big_endian: Annotated[bool, typer.Option("--big-endian", help="big-endian pcap headers")] = False,
+        snaplen: Annotated[int, typer.Option(min=20, help="bytes captured per packet")] = 65535,
+        gzip: Annotated[bool, typer.Option("--gzip", help="gzip the file")] = False,
+    ) -> None:
+        """Write a trace whose handshake losses are known, and print that ground truth."""
+        try:
+            truth = generate(
+                output, connections=connections, seed=seed, arrivals_per_s=arrivals,
+                rtt_min_s=parse_duration(rtt_min, what="--rtt-min"), rtt_max_s=parse_duration(rtt_max, what="--rtt-max"),
+                syn_loss=syn_loss, synack_loss=synack_loss,
+                client_rto_s=parse_duration(client_rto, what="--client-rto"),
+                server_rto_s=parse_duration(server_rto, what="--server-rto"),
+                vantage=vantage, ipv6=ipv6, link=link, vlan=vlan, format=fmt, nanosecond=not micro,
+                big_endian=big_endian, snaplen=snaplen, gzip=gzip,
+            )
+        except ValueError as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+        Console().print_json(data={"file": str(output), **truth})

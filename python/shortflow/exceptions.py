@@ -1,0 +1,17 @@
+"""Every shortflow error derives from `ShortflowError` (defined in the native module, so
+errors raised in Rust and in Python share one base)."""
+
+from __future__ import annotations
+
+from shortflow._core import ShortflowError, TraceReadError
+
+
+class ScenarioError(ShortflowError):
+    """A scenario file is invalid; the message names the file and the key."""
+
+
+class PrivilegeError(ShortflowError):
+    """The operation needs root (network namespaces, iptables, BPF)."""
+
+
+__all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "TraceReadError"]

@@ -1,0 +1,52 @@
+"""Writes the per-connection table as Parquet, CSV or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+FORMATS = ("parquet", "csv", "jsonl")
+
+
+def _flatten_lists(table: pa.Table) -> pa.Table:
+    """CSV has no lists: a list cell becomes its items joined by ';'."""
+    for i, name in enumerate(table.column_names):
+        col = table.column(i)
+        if pa.types.is_list(col.type):
+            joined = pa.array([";".join(str(x) for x in v) if v is not None else None for v in col.to_pylist()], pa.string())
+            table = table.set_column(i, name, joined)
+        elif pa.types.is_dictionary(col.type):
+            table = table.set_column(i, name, pc.cast(col, pa.string()))
+    return table
+
+
+def _json_default(x: object) -> object:
+    return str(x)
+
+
+def write_table(table: pa.Table, out_dir: Path, fmt: str) -> Path:
+    """Writes `table` to `out_dir/connections.<fmt>` and returns the path."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"connections.{fmt}"
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    elif fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(_flatten_lists(table), path)
+    else:
+        with path.open("w") as f:
+            for batch in table.to_batches(max_chunksize=65536):
+                for row in batch.to_pylist():
+                    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                    f.write(json.dumps(clean, default=_json_default))
+                    f.write("\n")
+    return path
