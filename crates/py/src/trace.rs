@@ -199,7 +199,7 @@ fn link_from_name(name: &str) -> PyResult<LinkType> {
 /// Writes a synthetic capture of interleaved short flows; returns the generator's truth.
 #[pyfunction]
 #[pyo3(signature = (path, *, connections=1000, seed=1, arrivals_per_s=2000.0, rtt_min_s=0.01, rtt_max_s=0.2,
-    syn_loss=0.01, synack_loss=0.005, client_rto_s=1.0, server_rto_s=1.0, syn_retries=5, synack_retries=5,
+    syn_loss=0.01, synack_loss=0.005, ack_loss=0.0, client_rto_s=1.0, server_rto_s=1.0, syn_retries=5, synack_retries=5,
     vantage="client", ipv6=false, response_segments_max=20, link="ethernet", vlan=None, format="pcap",
     nanosecond=true, big_endian=false, snaplen=65535, gzip=false))]
 #[allow(clippy::too_many_arguments)]
@@ -213,6 +213,7 @@ fn generate<'py>(
     rtt_max_s: f64,
     syn_loss: f64,
     synack_loss: f64,
+    ack_loss: f64,
     client_rto_s: f64,
     server_rto_s: f64,
     syn_retries: u32,
@@ -233,7 +234,7 @@ fn generate<'py>(
         "server" => Vantage::Server,
         v => return Err(PyValueError::new_err(format!("vantage must be 'client' or 'server', not {v:?}"))),
     };
-    for (name, p) in [("syn_loss", syn_loss), ("synack_loss", synack_loss)] {
+    for (name, p) in [("syn_loss", syn_loss), ("synack_loss", synack_loss), ("ack_loss", ack_loss)] {
         if !(0.0..1.0).contains(&p) {
             return Err(PyValueError::new_err(format!("{name} must be in [0, 1), not {p}")));
         }
@@ -242,7 +243,7 @@ fn generate<'py>(
         return Err(PyValueError::new_err("need arrivals_per_s > 0, 0 <= rtt_min_s <= rtt_max_s and snaplen >= 20"));
     }
     let cfg = GenConfig {
-        connections, seed, arrivals_per_s, rtt_min_s, rtt_max_s, syn_loss, synack_loss, client_rto_s,
+        connections, seed, arrivals_per_s, rtt_min_s, rtt_max_s, syn_loss, synack_loss, ack_loss, client_rto_s,
         server_rto_s, syn_retries, synack_retries, vantage, ipv6, response_segments_max,
         ..GenConfig::default()
     };

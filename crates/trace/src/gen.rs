@@ -32,6 +32,9 @@ pub struct GenConfig {
     /// Probability that one transmission of a SYN (SYN/ACK) is lost on the path.
     pub syn_loss: f64,
     pub synack_loss: f64,
+    /// Probability that the client's ACK of a SYN/ACK (with the request behind it) is lost:
+    /// the server then repeats its SYN/ACK, and a capture near the client sees a duplicate.
+    pub ack_loss: f64,
     /// Initial SYN and SYN/ACK RTO (1 s per RFC 6298; 3 s per RFC 2988), doubled per retry.
     pub client_rto_s: f64,
     pub server_rto_s: f64,
@@ -58,6 +61,7 @@ impl Default for GenConfig {
             rtt_max_s: 0.200,
             syn_loss: 0.01,
             synack_loss: 0.005,
+            ack_loss: 0.0,
             client_rto_s: 1.0,
             server_rto_s: 1.0,
             syn_retries: 5,
@@ -125,57 +129,52 @@ fn connection(i: u64, t0: u64, cfg: &GenConfig, rng: &mut impl Rng, truth: &mut 
     const F: u8 = TcpFlags::FIN;
     const P: u8 = TcpFlags::PSH;
 
-    // SYNs on the client's ladder until one arrives (or the client gives up).
-    let mut t = t0;
-    let mut rto = ns(cfg.client_rto_s);
-    let mut syn_arrival = None;
+    let hs = handshake(t0, d, cfg, rng);
     let mut syns_seen = 0;
-    for _ in 0..=cfg.syn_retries {
-        let lost = rng.random_bool(cfg.syn_loss);
-        if let Some(ts) = seen_from_client(t, lost) {
-            out.push(Pkt { ts, seg: seg(true, cisn, 0, S, 0) });
-            syns_seen += 1;
+    let mut synacks_seen = 0;
+    for (t, kind, lost) in &hs.sent {
+        match kind {
+            Sent::Syn => {
+                if let Some(ts) = seen_from_client(*t, *lost) {
+                    out.push(Pkt { ts, seg: seg(true, cisn, 0, S, 0) });
+                    syns_seen += 1;
+                }
+            }
+            Sent::SynAck => {
+                if let Some(ts) = seen_from_server(*t, *lost) {
+                    out.push(Pkt { ts, seg: seg(false, sisn, cisn.wrapping_add(1), S | A, 0) });
+                    synacks_seen += 1;
+                }
+            }
+            Sent::Ack { with_request } => {
+                if let Some(ts) = seen_from_client(*t, *lost) {
+                    let (cseq, sseq) = (cisn.wrapping_add(1), sisn.wrapping_add(1));
+                    out.push(Pkt { ts, seg: seg(true, cseq, sseq, A, 0) });
+                    if *with_request {
+                        out.push(Pkt { ts, seg: seg(true, cseq, sseq, A | P, 300) });
+                    }
+                }
+            }
         }
-        if !lost {
-            syn_arrival = Some(t + d);
-            break;
-        }
-        t += rto;
-        rto *= 2;
     }
     truth.connections += 1;
     truth.syns_captured += syns_seen;
     truth.multiple_syns += u64::from(syns_seen > 1);
-    let Some(mut ts_server) = syn_arrival else { return out };
-
-    // SYN/ACKs on the server's ladder until one arrives.
-    let mut rto = ns(cfg.server_rto_s);
-    let mut established = None;
-    let mut synacks_seen = 0;
-    for _ in 0..=cfg.synack_retries {
-        let lost = rng.random_bool(cfg.synack_loss);
-        if let Some(ts) = seen_from_server(ts_server, lost) {
-            out.push(Pkt { ts, seg: seg(false, sisn, cisn.wrapping_add(1), S | A, 0) });
-            synacks_seen += 1;
-        }
-        if !lost {
-            established = Some(ts_server + d);
-            break;
-        }
-        ts_server += rto;
-        rto *= 2;
-    }
     truth.synacks_captured += synacks_seen;
     truth.multiple_synacks += u64::from(synacks_seen > 1);
-    let Some(tc) = established else { return out };
-    truth.successful += 1;
+    // The capture shows a completed handshake when it holds the client's ACK.
+    let ack_captured = if near_client { hs.client_established.is_some() } else { hs.server_established.is_some() };
+    truth.successful += u64::from(ack_captured);
+    let Some(server_established) = hs.server_established else {
+        out.sort_by_key(|p| p.ts);
+        return out;
+    };
+    let tc = server_established - d;
 
     // Handshake ACK and request, then the response in slow-start rounds (IW segments,
     // doubling per round), the client ACKing every second segment, then the FINs.
     let (cseq, sseq) = (cisn.wrapping_add(1), sisn.wrapping_add(1));
     let request = 300;
-    out.push(Pkt { ts: seen_from_client(tc, false).unwrap(), seg: seg(true, cseq, sseq, A, 0) });
-    out.push(Pkt { ts: seen_from_client(tc, false).unwrap(), seg: seg(true, cseq, sseq, A | P, request) });
     let cack = cseq.wrapping_add(request);
     let segments = rng.random_range(1..=cfg.response_segments_max.max(1));
     let mut sent = 0u32;
@@ -208,6 +207,87 @@ fn connection(i: u64, t0: u64, cfg: &GenConfig, rng: &mut impl Rng, truth: &mut 
     });
     out.sort_by_key(|p| p.ts);
     out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Syn,
+    SynAck,
+    /// The client's ACK of a SYN/ACK; the first one carries the request right behind it.
+    Ack { with_request: bool },
+}
+
+#[derive(Debug, Default)]
+struct Handshake {
+    /// Every handshake packet sent: (send time, kind, lost on the path).
+    sent: Vec<(u64, Sent, bool)>,
+    /// When the client got its first SYN/ACK, and when the server got the client's ACK.
+    client_established: Option<u64>,
+    server_established: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    ClientSynTimer(u32),
+    SynArrives,
+    ServerSynAckTimer(u32),
+    SynAckArrives,
+    AckArrives,
+}
+
+/// The three-way handshake over a lossy path with one-way delay `d`: the client repeats
+/// its SYN on its RTO ladder until a SYN/ACK arrives; the server answers every SYN that
+/// arrives and repeats its SYN/ACK on its own ladder until the ACK arrives; the client
+/// ACKs every SYN/ACK it receives (RFC 9293 3.5). Each packet is lost independently.
+fn handshake(t0: u64, d: u64, cfg: &GenConfig, rng: &mut impl Rng) -> Handshake {
+    let mut hs = Handshake::default();
+    let mut queue: BinaryHeap<Reverse<(u64, Ev)>> = BinaryHeap::new();
+    queue.push(Reverse((t0, Ev::ClientSynTimer(0))));
+    let (crto, srto) = (ns(cfg.client_rto_s), ns(cfg.server_rto_s));
+    let mut server_got_syn = false;
+    while let Some(Reverse((t, ev))) = queue.pop() {
+        match ev {
+            Ev::ClientSynTimer(k) if hs.client_established.is_none() => {
+                let lost = rng.random_bool(cfg.syn_loss);
+                hs.sent.push((t, Sent::Syn, lost));
+                if !lost {
+                    queue.push(Reverse((t + d, Ev::SynArrives)));
+                }
+                if k < cfg.syn_retries {
+                    queue.push(Reverse((t + (crto << k), Ev::ClientSynTimer(k + 1))));
+                }
+            }
+            Ev::SynArrives | Ev::ServerSynAckTimer(_) if hs.server_established.is_none() => {
+                if let Ev::ServerSynAckTimer(m) = ev {
+                    if m < cfg.synack_retries {
+                        queue.push(Reverse((t + (srto << (m + 1)), Ev::ServerSynAckTimer(m + 1))));
+                    }
+                } else if !server_got_syn {
+                    server_got_syn = true;
+                    queue.push(Reverse((t + srto, Ev::ServerSynAckTimer(0))));
+                }
+                let lost = rng.random_bool(cfg.synack_loss);
+                hs.sent.push((t, Sent::SynAck, lost));
+                if !lost {
+                    queue.push(Reverse((t + d, Ev::SynAckArrives)));
+                }
+            }
+            Ev::SynAckArrives => {
+                let first = hs.client_established.is_none();
+                hs.client_established.get_or_insert(t);
+                let lost = rng.random_bool(cfg.ack_loss);
+                hs.sent.push((t, Sent::Ack { with_request: first }, lost));
+                if !lost {
+                    queue.push(Reverse((t + d, Ev::AckArrives)));
+                }
+            }
+            Ev::AckArrives => {
+                hs.server_established.get_or_insert(t);
+            }
+            _ => {}
+        }
+    }
+    hs
 }
 
 /// Unique 4-tuple per connection: client 10.a.b.c (or fd00::…) with an ephemeral port,

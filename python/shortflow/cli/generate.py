@@ -25,6 +25,7 @@ def register(app: typer.Typer) -> None:
         rtt_max: Annotated[str, typer.Option(help="largest path RTT")] = "200ms",
         syn_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN")] = 0.01,
         synack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN/ACK")] = 0.005,
+        ack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of the client's handshake ACK (with the request)")] = 0.0,
         client_rto: Annotated[str, typer.Option(help="client's initial SYN RTO (1s RFC 6298, 3s RFC 2988)")] = "1s",
         server_rto: Annotated[str, typer.Option(help="server's initial SYN/ACK RTO")] = "1s",
         vantage: Annotated[str, typer.Option(help="capture point: client or server")] = "client",
@@ -42,7 +43,7 @@ def register(app: typer.Typer) -> None:
             truth = generate(
                 output, connections=connections, seed=seed, arrivals_per_s=arrivals,
                 rtt_min_s=parse_duration(rtt_min, what="--rtt-min"), rtt_max_s=parse_duration(rtt_max, what="--rtt-max"),
-                syn_loss=syn_loss, synack_loss=synack_loss,
+                syn_loss=syn_loss, synack_loss=synack_loss, ack_loss=ack_loss,
                 client_rto_s=parse_duration(client_rto, what="--client-rto"),
                 server_rto_s=parse_duration(server_rto, what="--server-rto"),
                 vantage=vantage, ipv6=ipv6, link=link, vlan=vlan, format=fmt, nanosecond=not micro,
