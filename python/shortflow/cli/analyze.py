@@ -107,6 +107,7 @@ def register(app: typer.Typer) -> None:
                 err.print(
                     f"[red]error:[/red] {f['error']} — the {f['packets']:,} packets before it were analyzed",
                     highlight=False,
+                    soft_wrap=True,
                 )
         if not quiet:
             print_table1(result)

@@ -1,0 +1,37 @@
+"""Shared fixtures. Tests marked `netns` need root and network namespaces; they run where
+they can (CI here runs as root) and skip with the reason where they cannot."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+
+def netns_unavailable_reason() -> str | None:
+    """Why namespace tests cannot run here, or None when they can."""
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces (run the suite as root, as CI does)"
+    for tool in ("ip", "iptables", "tcpdump"):
+        if shutil.which(tool) is None:
+            return f"needs {tool!r} (installed by `make deps`)"
+    probe = f"sf-probe-{uuid.uuid4().hex[:6]}"
+    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"cannot create a network namespace here: {r.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any(item.get_closest_marker("netns") for item in items):
+        return
+    reason = netns_unavailable_reason()
+    if reason:
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if item.get_closest_marker("netns"):
+                item.add_marker(skip)

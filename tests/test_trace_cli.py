@@ -1,0 +1,148 @@
+"""`shortflow analyze` and `shortflow generate` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+import shortflow
+from shortflow.analyze import SUMMARY_KEYS
+
+SHORTFLOW = [sys.executable, "-m", "shortflow"]
+
+
+def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run([*SHORTFLOW, *args], capture_output=True, text=True, timeout=120)
+    if check and r.returncode != 0:
+        raise AssertionError(f"exit {r.returncode}\nstdout:{r.stdout}\nstderr:{r.stderr}")
+    return r
+
+
+@pytest.fixture(scope="module")
+def lossy_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    path = tmp_path_factory.mktemp("traces") / "lossy.pcap"
+    truth = shortflow.generate(path, connections=800, seed=3, syn_loss=0.1, synack_loss=0.1, ack_loss=0.1, vantage="server")
+    return path, truth
+
+
+def test_summary_json_has_exactly_the_table1_keys(lossy_trace, tmp_path):
+    path, truth = lossy_trace
+    out = tmp_path / "s.json"
+    run("analyze", str(path), "--summary-json", str(out), "-q")
+    s = json.loads(out.read_text())
+    assert list(s) == list(SUMMARY_KEYS)
+    assert s["connection_tries"] == truth["connections"]
+    assert s["successful"] == truth["successful"]
+    assert s["unsuccessful"] == truth["connections"] - truth["successful"]
+    assert s["multiple_syns"] == truth["multiple_syns"]
+    assert s["multiple_syns"] == s["multiple_syns_successful"] + s["multiple_syns_unsuccessful"]
+    assert s["packets"] == truth["packets"]
+    assert s["syn_retransmissions"] == truth["syns_captured"] - truth["connections"]
+    assert s["duplicate_syn_every"] == pytest.approx(s["successful"] / s["multiple_syns_successful"])
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_table_formats(lossy_trace, tmp_path, fmt):
+    path, truth = lossy_trace
+    run("analyze", str(path), "--out", str(tmp_path), "--format", fmt, "-q")
+    f = tmp_path / f"connections.{fmt}"
+    if fmt == "parquet":
+        t = pq.read_table(f)
+        assert t.num_rows == truth["connections"]
+        assert sum(t.column("syn_count").to_pylist()) == truth["syns_captured"]
+    elif fmt == "csv":
+        t = pcsv.read_csv(f)
+        assert t.num_rows == truth["connections"]
+        assert "syn_gap_class" in t.column_names
+    else:
+        rows = [json.loads(line) for line in f.read_text().splitlines()]
+        assert len(rows) == truth["connections"]
+        multi = [r for r in rows if r["syn_count"] > 1]
+        assert multi and all(len(r["syn_gaps_s"]) == r["syn_count"] - 1 for r in multi)
+
+
+def test_table1_is_printed_with_synack_rows_and_vantage(lossy_trace):
+    path, _ = lossy_trace
+    r = run("analyze", str(path))
+    assert "connection tries total" in r.stdout
+    assert "SYN/ACK" in r.stdout
+    assert "near the server" in r.stdout
+
+
+def test_plot_is_a_png(lossy_trace, tmp_path):
+    path, _ = lossy_trace
+    png = tmp_path / "gaps.png"
+    run("analyze", str(path), "--plot", str(png), "-q")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_truncated_trace_names_file_and_offset_and_keeps_results(lossy_trace, tmp_path):
+    path, truth = lossy_trace
+    data = path.read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) // 2 + 7])
+    out = tmp_path / "s.json"
+    r = run("analyze", str(cut), "--summary-json", str(out), "-q", check=False)
+    assert r.returncode == 1
+    assert "cut.pcap: byte " in r.stderr and "truncated" in r.stderr
+    s = json.loads(out.read_text())
+    assert 0 < s["packets"] < truth["packets"]
+    assert 0 < s["connection_tries"] < truth["connections"]
+
+
+def test_gzip_and_pcapng_from_the_cli(tmp_path):
+    gz = tmp_path / "t.pcapng.gz"
+    truth = shortflow.generate(gz, connections=100, format="pcapng", gzip=True, link="sll2")
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+    a = shortflow.analyze(gz)
+    assert a.summary["connection_tries"] == truth["connections"]
+    assert not a.errors
+
+
+def test_bad_arguments_are_clear_errors(lossy_trace, tmp_path):
+    path, _ = lossy_trace
+    r = run("analyze", str(path), "--format", "xml", check=False)
+    assert r.returncode == 2 and "--format" in r.stderr
+    r = run("analyze", str(tmp_path / "missing.pcap"), check=False)
+    assert r.returncode == 2 and "missing.pcap" in r.stderr
+    r = run("analyze", str(path), "--idle-timeout", "30", check=False)
+    assert r.returncode == 2 and "no unit" in r.stderr
+    r = run("generate", str(tmp_path / "x.pcap"), "--vantage", "middle", check=False)
+    assert r.returncode == 2 and "vantage" in r.stderr
+
+
+def test_python_api_unpacks_and_has_arrow_types(lossy_trace):
+    path, truth = lossy_trace
+    table, summary = shortflow.analyze(path)
+    assert table.num_rows == truth["connections"]
+    assert summary["connection_tries"] == truth["connections"]
+    assert str(table.schema.field("syn_gaps_s").type) == "list<item: double>"
+    df = table.to_pandas() if _has_pandas() else None
+    assert df is None or len(df) == truth["connections"]
+
+
+def test_several_traces_with_workers_add_up(tmp_path):
+    truths = []
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"t{i}.pcap"
+        truths.append(shortflow.generate(p, connections=200, seed=i, syn_loss=0.2))
+        paths.append(p)
+    a = shortflow.analyze(paths, workers=2)
+    assert a.summary["connection_tries"] == sum(t["connections"] for t in truths)
+    assert a.summary["multiple_syns"] == sum(t["multiple_syns"] for t in truths)
+    assert a.table.column("trace").unique().to_pylist() == [str(p) for p in paths]
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
