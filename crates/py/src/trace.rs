@@ -28,7 +28,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// 100 ms to call `progress(done_bytes, total_bytes)` and to honour Ctrl-C, which stops
 /// reading but keeps what was read.
 #[pyfunction]
-#[pyo3(signature = (paths, *, idle_timeout_s=300.0, close_linger_s=20.0, workers=1, progress=None))]
+#[pyo3(signature = (paths, *, idle_timeout_s=300.0, close_linger_s=5.0, workers=1, progress=None))]
 fn analyze<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,

@@ -1,1 +1,31 @@
-fn main() {}
+//! criterion: the analyzer on a generated trace of interleaved short flows (~210,000
+//! packets, snap length 96), packets per second. `cargo bench -p shortflow-trace`.
+//! The figures in BENCHMARKS.md come from `benches/run.py` on 5 M packets beside tcptrace
+//! and tshark; this bench is for tracking changes between commits.
+
+use std::io::BufWriter;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use shortflow_trace::gen::{generate, GenConfig};
+use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_trace::{analyze_file, LinkType, Options, Progress};
+
+fn bench(c: &mut Criterion) {
+    let path = std::env::temp_dir().join(format!("sf-bench-{}.pcap", std::process::id()));
+    let file = BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut w = PcapWriter::pcap(file, LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little, 96).unwrap();
+    let cfg = GenConfig { connections: 10_000, arrivals_per_s: 3000.0, ..GenConfig::default() };
+    let truth = generate(&cfg, &mut w, &SegmentOptions::default()).unwrap();
+    drop(w);
+    let mut g = c.benchmark_group("analyze");
+    g.throughput(Throughput::Elements(truth.packets));
+    g.sample_size(20);
+    g.bench_function("interleaved short flows", |b| {
+        b.iter(|| analyze_file(&path, 0, &Options::default(), &Progress::default()))
+    });
+    g.finish();
+    std::fs::remove_file(&path).unwrap();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -71,17 +71,21 @@ const PUBLISH_EVERY: u64 = 1 << 16;
 
 /// Analyzes one file; `trace` is its index in the result's file list.
 pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
-    let mut stats = FileStats { path: path.to_owned(), ..Default::default() };
+    match CaptureReader::open(path) {
+        Ok(reader) => analyze_capture(reader, trace, opts, progress),
+        Err(e) => {
+            let stats = FileStats { path: path.to_owned(), error: Some(e), ..Default::default() };
+            (ConnectionTable::default(), Summary::default(), stats)
+        }
+    }
+}
+
+/// Analyzes an opened capture (a file, or bytes in memory for tests and fuzzing).
+pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+    let path = reader.path().to_owned();
+    let mut stats = FileStats { path: path.clone(), gzip: reader.is_gzip(), ..Default::default() };
     let mut table = ConnectionTable::default();
     let mut summary = Summary::default();
-    let mut reader = match CaptureReader::open(path) {
-        Ok(r) => r,
-        Err(e) => {
-            stats.error = Some(e);
-            return (table, summary, stats);
-        }
-    };
-    stats.gzip = reader.is_gzip();
     let mut published = 0u64;
     let mut tracker = Tracker::new(opts.tracker, |c| {
         summary.add_conn(&c);
@@ -117,7 +121,7 @@ pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress
             published = pos;
             if progress.cancel.load(Ordering::Relaxed) {
                 stats.error = Some(ReadError {
-                    path: path.to_owned(),
+                    path: path.clone(),
                     offset: pos,
                     decompressed: false,
                     kind: ReadErrorKind::Io("interrupted".into()),

@@ -14,7 +14,7 @@ pub mod track;
 pub mod wire;
 pub mod write;
 
-pub use analyze::{analyze_file, analyze_paths, Analysis, FileStats, Options, Progress};
+pub use analyze::{analyze_capture, analyze_file, analyze_paths, Analysis, FileStats, Options, Progress};
 pub use diag::{ConnectionTable, GapClass, Summary, Vantage};
 pub use error::{ReadError, ReadErrorKind};
 pub use read::{CaptureReader, RawPacket};

@@ -55,20 +55,21 @@ impl Source {
         } else {
             Box::new(counted)
         };
-        Ok(Self::from_reader(input, file_len, gzip, count))
+        Ok(Self::from_reader(input, file_len, gzip, count, WINDOW))
     }
 
     /// A source over any reader (used by tests and fuzz targets).
     pub fn from_bytes(data: Vec<u8>) -> Self {
-        let len = data.len() as u64;
+        let len = data.len();
         let count = Rc::new(Cell::new(0));
-        Self::from_reader(Box::new(io::Cursor::new(data)), len, false, count)
+        // In memory the window need not be larger than the data (fuzzing runs many inputs).
+        Self::from_reader(Box::new(io::Cursor::new(data)), len as u64, false, count, len.clamp(64, WINDOW))
     }
 
-    fn from_reader(input: Box<dyn Read>, file_len: u64, gzip: bool, count: Rc<Cell<u64>>) -> Self {
+    fn from_reader(input: Box<dyn Read>, file_len: u64, gzip: bool, count: Rc<Cell<u64>>, window: usize) -> Self {
         Self {
             input,
-            buf: vec![0; WINDOW],
+            buf: vec![0; window],
             start: 0,
             end: 0,
             offset: 0,

@@ -119,7 +119,7 @@ impl Conn {
         self
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn observe(&mut self, ts: u64, seg: &Segment) {
         let from_client = seg.src == self.client;
         let dir = if from_client { C2S } else { S2C };

