@@ -10,6 +10,7 @@ PY := $(VENV)/bin/python
 DEB_PACKAGES := tshark tcptrace tcpdump iproute2 iptables nftables clang llvm libbpf-dev bpftool nginx-light curl
 
 .PHONY: all demo test deps venv build test-rust test-python bench fuzz clean
+FUZZ_SECONDS ?= 120
 
 all: build
 
@@ -49,6 +50,13 @@ test-python: build
 
 bench: build
 	$(PY) benches/run.py
+
+# Each reader's fuzz target for FUZZ_SECONDS, starting from the committed seeds.
+fuzz:
+	cargo install -q cargo-fuzz
+	cd crates/trace/fuzz && for t in read_pcap read_pcapng; do \
+	  mkdir -p corpus/$$t && cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=8192 || exit 1; \
+	done
 
 clean:
 	rm -rf target $(VENV) .deps-stamp out
