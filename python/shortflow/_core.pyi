@@ -1,0 +1,53 @@
+"""Native core of shortflow (Rust, PyO3). Conversion only: the work is in the crates."""
+
+from collections.abc import Callable, Sequence
+from os import PathLike
+from typing import Any
+
+class ShortflowError(Exception):
+    """Base of every shortflow error."""
+
+class TraceReadError(ShortflowError):
+    """A capture file could not be read (names the file and byte offset)."""
+
+def analyze(
+    paths: Sequence[str | PathLike[str]],
+    *,
+    idle_timeout_s: float = 300.0,
+    close_linger_s: float = 5.0,
+    workers: int = 1,
+    progress: Callable[[int, int], object] | None = None,
+) -> dict[str, Any]:
+    """Analyze captures: ``{"columns", "summary", "dictionaries", "files", "interrupted"}``.
+
+    Runs with the GIL released; ``progress(done_bytes, total_bytes)`` is called every
+    100 ms; Ctrl-C stops reading and keeps what was read.
+    """
+
+def generate(
+    path: str | PathLike[str],
+    *,
+    connections: int = 1000,
+    seed: int = 1,
+    arrivals_per_s: float = 2000.0,
+    rtt_min_s: float = 0.01,
+    rtt_max_s: float = 0.2,
+    syn_loss: float = 0.01,
+    synack_loss: float = 0.005,
+    ack_loss: float = 0.0,
+    client_rto_s: float = 1.0,
+    server_rto_s: float = 1.0,
+    syn_retries: int = 5,
+    synack_retries: int = 5,
+    vantage: str = "client",
+    ipv6: bool = False,
+    response_segments_max: int = 20,
+    link: str = "ethernet",
+    vlan: int | None = None,
+    format: str = "pcap",
+    nanosecond: bool = True,
+    big_endian: bool = False,
+    snaplen: int = 65535,
+    gzip: bool = False,
+) -> dict[str, int]:
+    """Write a synthetic capture of interleaved short flows; returns its ground truth."""
