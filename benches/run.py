@@ -10,6 +10,7 @@ wait4). Prints a Markdown table to paste into BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -55,7 +56,11 @@ def main() -> None:
     if not trace.exists():
         truth = shortflow.generate(trace, connections=conns, snaplen=96, arrivals_per_s=3000, seed=7, syn_loss=0.01, synack_loss=0.005, ack_loss=0.002)
         print(f"generated {trace} ({truth['packets']:,} packets)")
-    packets = shortflow.analyze(trace).summary["packets"]
+    # Counted in a child process: a large parent would inflate every child's peak RSS
+    # (a forked child starts with the parent's pages until it execs).
+    summary_file = DATA / "bench-summary.json"
+    subprocess.run([str(ROOT / ".venv" / "bin" / "shortflow"), "analyze", str(trace), "-q", "--summary-json", str(summary_file)], check=True)
+    packets = json.loads(summary_file.read_text())["packets"]
     size_mb = trace.stat().st_size / 1e6
     core = ROOT / "target" / "release" / "examples" / "analyze_file"
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "shortflow-trace", "--example", "analyze_file"], cwd=ROOT, check=True)

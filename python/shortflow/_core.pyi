@@ -10,12 +10,18 @@ class ShortflowError(Exception):
 class TraceReadError(ShortflowError):
     """A capture file could not be read (names the file and byte offset)."""
 
+DEFAULT_IDLE_TIMEOUT_S: float
+"""A connection with no packet for this long is ended as idle (seconds)."""
+DEFAULT_CLOSE_LINGER_S: float
+"""After both FINs or a RST, late packets still belong to the connection this long (s)."""
+
 def analyze(
     paths: Sequence[str | PathLike[str]],
     *,
-    idle_timeout_s: float = 300.0,
-    close_linger_s: float = 5.0,
+    idle_timeout_s: float | None = None,
+    close_linger_s: float | None = None,
     workers: int = 1,
+    table: bool = True,
     progress: Callable[[int, int], object] | None = None,
 ) -> dict[str, Any]:
     """Analyze captures: ``{"columns", "summary", "dictionaries", "files", "interrupted"}``.

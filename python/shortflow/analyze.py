@@ -162,12 +162,19 @@ def synack_table(raw_summary: dict[str, Any]) -> dict[str, Any]:
 def analyze(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
-    idle_timeout_s: float = 300.0,
-    close_linger_s: float = 60.0,
+    idle_timeout_s: float | None = None,
+    close_linger_s: float | None = None,
     workers: int = 1,
+    table: bool = True,
     progress: ProgressFn | None = None,
 ) -> Analysis:
     """Analyze pcap/pcapng traces (plain or gzip) and return their connections.
+
+    ``idle_timeout_s`` and ``close_linger_s`` default to the core's
+    (`shortflow._core.DEFAULT_IDLE_TIMEOUT_S`, `DEFAULT_CLOSE_LINGER_S`).
+
+    With ``table=False`` only the summary is computed (``Analysis.table`` is then empty):
+    faster and lighter when Table 1 is all that is wanted.
 
     A trace that is truncated or corrupt does not raise: what was read before the bad
     byte is analyzed, and ``Analysis.errors`` names the file and the byte offset.
@@ -189,6 +196,7 @@ def analyze(
         idle_timeout_s=idle_timeout_s,
         close_linger_s=close_linger_s,
         workers=workers,
+        table=table,
         progress=progress,
     )
     s = raw["summary"]

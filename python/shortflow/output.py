@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 FORMATS = ("parquet", "csv", "jsonl")
 
@@ -20,7 +19,7 @@ def _flatten_lists(table: pa.Table) -> pa.Table:
             joined = pa.array([";".join(str(x) for x in v) if v is not None else None for v in col.to_pylist()], pa.string())
             table = table.set_column(i, name, joined)
         elif pa.types.is_dictionary(col.type):
-            table = table.set_column(i, name, pc.cast(col, pa.string()))
+            table = table.set_column(i, name, col.cast(pa.string()))
     return table
 
 

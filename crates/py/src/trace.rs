@@ -28,33 +28,45 @@ const POLL: Duration = Duration::from_millis(100);
 /// 100 ms to call `progress(done_bytes, total_bytes)` and to honour Ctrl-C, which stops
 /// reading but keeps what was read.
 #[pyfunction]
-#[pyo3(signature = (paths, *, idle_timeout_s=300.0, close_linger_s=5.0, workers=1, progress=None))]
+#[pyo3(signature = (paths, *, idle_timeout_s=None, close_linger_s=None, workers=1, table=true, progress=None))]
 fn analyze<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,
-    idle_timeout_s: f64,
-    close_linger_s: f64,
+    idle_timeout_s: Option<f64>,
+    close_linger_s: Option<f64>,
     workers: usize,
+    table: bool,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     if paths.is_empty() {
         return Err(PyValueError::new_err("no trace given"));
     }
+    // Unset timeouts take the core's defaults (one source of truth: TrackerConfig::default).
+    let defaults = TrackerConfig::default();
+    let idle_timeout_s = idle_timeout_s.unwrap_or(defaults.idle_timeout_ns as f64 / 1e9);
+    let close_linger_s = close_linger_s.unwrap_or(defaults.close_linger_ns as f64 / 1e9);
     if !(idle_timeout_s > 0.0 && close_linger_s >= 0.0) {
         return Err(PyValueError::new_err("idle_timeout_s must be > 0 and close_linger_s >= 0"));
     }
     let opts = Options {
         tracker: TrackerConfig { idle_timeout_ns: (idle_timeout_s * 1e9) as u64, close_linger_ns: (close_linger_s * 1e9) as u64 },
         workers: workers.max(1),
+        table,
     };
     let state = Progress::default();
     let progress = progress.map(|p| p.unbind());
     let mut interrupted = false;
     let analysis = py.detach(|| {
         std::thread::scope(|s| {
-            let worker = s.spawn(|| analyze_paths(&paths, &opts, &state));
-            while !worker.is_finished() {
-                std::thread::sleep(POLL);
+            let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+            let (paths, opts, state) = (&paths, &opts, &state);
+            let worker = s.spawn(move || {
+                let a = analyze_paths(paths, opts, state);
+                let _ = done_tx.send(());
+                a
+            });
+            // Wakes at the end of the work at once, or every POLL to report progress.
+            while done_rx.recv_timeout(POLL) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
                 Python::attach(|py| {
                     if let Some(cb) = &progress {
                         let done = state.bytes_done.load(Ordering::Relaxed);
@@ -283,6 +295,9 @@ fn generate<'py>(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let d = TrackerConfig::default();
+    m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
+    m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     Ok(())

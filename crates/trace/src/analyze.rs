@@ -19,11 +19,13 @@ pub struct Options {
     pub tracker: TrackerConfig,
     /// Threads reading files in parallel (each file is read by one thread).
     pub workers: usize,
+    /// Build the per-connection table (false: the summary only, which is all Table 1 needs).
+    pub table: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { tracker: TrackerConfig::default(), workers: 1 }
+        Self { tracker: TrackerConfig::default(), workers: 1, table: true }
     }
 }
 
@@ -39,7 +41,8 @@ pub struct FileStats {
     pub skipped_malformed: u64,
     pub first_ts_ns: Option<u64>,
     pub last_ts_ns: Option<u64>,
-    /// Most connections open at once: what the tracker's memory followed.
+    /// Most connections open at once (sampled every 65,536 packets): what the tracker's
+    /// memory followed.
     pub peak_open_connections: usize,
     pub gzip: bool,
     pub error: Option<ReadError>,
@@ -87,9 +90,12 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
     let mut table = ConnectionTable::default();
     let mut summary = Summary::default();
     let mut published = 0u64;
+    let build_table = opts.table;
     let mut tracker = Tracker::new(opts.tracker, |c| {
         summary.add_conn(&c);
-        table.push(trace, &c);
+        if build_table {
+            table.push(trace, &c);
+        }
     });
     loop {
         let pkt = match reader.next_packet() {

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
+from shortflow import _core
 from shortflow.analyze import Analysis, analyze
 from shortflow.output import FORMATS, write_table
 from shortflow.units import parse_duration
@@ -65,17 +66,17 @@ def print_table1(a: Analysis, console: Console = out) -> None:
     )
 
 
-def run_analysis(paths: list[Path], *, workers: int, idle_timeout_s: float, quiet: bool) -> Analysis:
+def run_analysis(paths: list[Path], *, workers: int, timeouts: dict[str, float], quiet: bool, table: bool) -> Analysis:
     total = sum(p.stat().st_size for p in paths if p.exists())
     if quiet or total < PROGRESS_MIN_BYTES or not err.is_terminal:
-        return analyze(paths, workers=workers, idle_timeout_s=idle_timeout_s)
+        return analyze(paths, workers=workers, table=table, **timeouts)
     with Progress(
         TextColumn("reading"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
         console=err, transient=True,
     ) as bar:
         task = bar.add_task("read", total=total)
         return analyze(
-            paths, workers=workers, idle_timeout_s=idle_timeout_s,
+            paths, workers=workers, table=table, **timeouts,
             progress=lambda done, tot: bar.update(task, completed=done, total=tot or None),
         )
 
@@ -89,7 +90,8 @@ def register(app: typer.Typer) -> None:
         summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 as JSON to this file")] = None,
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
         workers: Annotated[int, typer.Option("--workers", min=1, help="files read in parallel, one thread each")] = 1,
-        idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = "300s",
+        idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = f"{_core.DEFAULT_IDLE_TIMEOUT_S:g}s",
+        close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors")] = False,
     ) -> None:
         """Find each connection's handshake losses and print document 000's Table 1."""
@@ -97,11 +99,16 @@ def register(app: typer.Typer) -> None:
             err.print(f"[red]error:[/red] --format {fmt!r}: choose one of {', '.join(FORMATS)}")
             raise typer.Exit(2)
         try:
-            idle_s = parse_duration(idle_timeout, what="--idle-timeout")
+            timeouts = {
+                "idle_timeout_s": parse_duration(idle_timeout, what="--idle-timeout"),
+                "close_linger_s": parse_duration(close_linger, what="--close-linger"),
+            }
         except ValueError as e:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2) from None
-        result = run_analysis(traces, workers=workers, idle_timeout_s=idle_s, quiet=quiet)
+        # The per-connection table is built only when something uses it.
+        need_table = out_dir is not None or plot is not None
+        result = run_analysis(traces, workers=workers, timeouts=timeouts, quiet=quiet, table=need_table)
         for f in result.files:
             if f["error"]:
                 err.print(
