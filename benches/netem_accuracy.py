@@ -1,0 +1,100 @@
+"""Accuracy of the testbed's link emulator (`shortflow-netem`), measured end to end.
+
+Delay: a UDP echo between the client and server namespaces through the router; each probe's
+RTT (perf_counter in the client) minus the configured RTT is the error, which includes the
+veth/kernel path and Python's own time (~tens of µs), so it bounds the emulator's error
+from above. The emulator's own release lateness (deadline → verdict) is printed beside it.
+
+Rate: UDP packets of 1400 B blasted from several client processes for a few seconds with a
+10 ms one-way delay; the emulator's lateness shows when releases begin to drift.
+
+    sudo .venv/bin/python benches/netem_accuracy.py delay 10ms 20ms 50ms 100ms
+    sudo .venv/bin/python benches/netem_accuracy.py rate
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import textwrap
+
+from shortflow.testbed import names as N
+from shortflow.testbed.link import Link
+from shortflow.testbed.scenario_real import Host, RealScenario
+from shortflow.testbed.system import in_ns
+from shortflow.testbed.topology import Topology
+from shortflow.units import parse_duration
+
+ECHO = textwrap.dedent("""
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 9000))
+    while True:
+        d, a = s.recvfrom(2048); s.sendto(d, a)
+""")
+
+PROBE = textwrap.dedent("""
+    import socket, sys, time
+    n, gap = int(sys.argv[2]), float(sys.argv[3])
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    for i in range(n):
+        t0 = time.perf_counter(); s.sendto(b"x" * 64, (sys.argv[1], 9000)); s.recv(2048)
+        print(time.perf_counter() - t0); time.sleep(gap)
+""")
+
+BLAST = textwrap.dedent("""
+    import socket, sys, time
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); end = time.time() + float(sys.argv[2]); n = 0
+    buf = b"x" * 1400
+    while time.time() < end:
+        for _ in range(64):
+            s.sendto(buf, (sys.argv[1], 9001)); n += 1
+    print(n)
+""")
+
+
+def scenario(rtt_s: float) -> RealScenario:
+    return RealScenario(path=None, name="bench", rtt_s=rtt_s, bandwidth_bps=None,  # type: ignore[arg-type]
+                        queue_packets=None, client=Host(), server=Host())
+
+
+def delay(rtt_text: str, probes: int = 300) -> None:
+    rtt = parse_duration(rtt_text)
+    with Topology() as t:
+        t.set_route("client", [])
+        t.set_route("server", [])
+        link = Link(t, scenario(rtt))
+        link.start()
+        t.spawn("echo", "server", [sys.executable, "-c", ECHO])
+        out = in_ns(t.names.ns("client"), sys.executable, "-c", PROBE, N.SERVER_IP, str(probes), "0.005", timeout=120).stdout
+        stats = link.stop()
+    err_ms = [(float(x) - rtt) * 1e3 for x in out.split()]
+    late = stats["forward"]["lateness"], stats["reverse"]["lateness"]
+    print(f"RTT {rtt_text}: {len(err_ms)} probes, error mean {statistics.mean(err_ms):+.3f} ms, "
+          f"stddev {statistics.stdev(err_ms):.3f} ms, min {min(err_ms):+.3f}, max {max(err_ms):+.3f} ms; "
+          f"emulator lateness mean {late[0]['mean_us']:.1f}/{late[1]['mean_us']:.1f} µs, "
+          f"stddev {late[0]['stddev_us']:.1f}/{late[1]['stddev_us']:.1f} µs, max {late[0]['max_us']:.0f}/{late[1]['max_us']:.0f} µs (fwd/rev)")
+
+
+def rate(seconds: float = 3.0, senders: int = 2) -> None:
+    with Topology() as t:
+        t.set_route("client", [])
+        t.set_route("server", [])
+        link = Link(t, scenario(0.02))
+        link.start()
+        procs = [t.spawn(f"blast{i}", "client", [sys.executable, "-c", BLAST, N.SERVER_IP, str(seconds)],
+                         stdout=-1) for i in range(senders)]
+        sent = sum(int(p.communicate(timeout=seconds + 30)[0]) for p in procs)
+        stats = link.stop()
+    f = stats["forward"]
+    print(f"rate: offered {sent / seconds:,.0f} pkt/s (1400 B UDP, {senders} senders), emulator saw "
+          f"{f['packets'] / seconds:,.0f} pkt/s, released {f['released']}, overflows {stats['overflows']}; "
+          f"lateness mean {f['lateness']['mean_us']:.1f} µs, stddev {f['lateness']['stddev_us']:.1f} µs, "
+          f"max {f['lateness']['max_us']:.0f} µs")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "delay":
+        for r in sys.argv[2:] or ["10ms", "20ms", "50ms", "100ms"]:
+            delay(r)
+    else:
+        rate()

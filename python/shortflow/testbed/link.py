@@ -1,0 +1,99 @@
+"""The emulated link in the router namespace: `shortflow-netem` on NFQUEUE for delay, loss
+and scripted drops (this kernel has no netem qdisc), `tbf` on the router's two egress veths
+for the bottleneck rate and its drop-tail queue."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from shortflow.testbed.names import RunNames
+from shortflow.testbed.scenario_real import RealScenario
+from shortflow.testbed.system import TestbedError, in_ns
+from shortflow.testbed.topology import Topology, stop
+
+MTU_FRAME = 1514
+
+
+def netem_binary() -> str:
+    """`$SHORTFLOW_NETEM`, then `shortflow-netem` on PATH, then the repository's build."""
+    env = os.environ.get("SHORTFLOW_NETEM")
+    if env:
+        return env
+    found = shutil.which("shortflow-netem")
+    if found:
+        return found
+    repo = Path(__file__).resolve().parents[3]
+    for profile in ("release", "debug"):
+        candidate = repo / "target" / profile / "shortflow-netem"
+        if candidate.is_file():
+            return str(candidate)
+    raise TestbedError("shortflow-netem not found: build it with `cargo build --release -p shortflow-netem` "
+                       "(or set SHORTFLOW_NETEM to its path)")
+
+
+def netem_args(s: RealScenario) -> list[str]:
+    """Command-line of the emulator for scenario `s`: half the RTT each way."""
+    delay = f"{s.one_way_delay_s * 1e6:.0f}us"
+    args = ["--delay-forward", delay, "--delay-reverse", delay,
+            "--loss-forward", repr(s.loss_forward), "--loss-reverse", repr(s.loss_reverse), "--seed", str(s.seed)]
+    # [drop]: syn and ack go client → server; synack and data (the response) server → client.
+    for kind, direction, nths in (("syn", "forward", s.drop_syn), ("synack", "reverse", s.drop_synack),
+                                  ("ack", "forward", s.drop_ack), ("data", "reverse", s.drop_data)):
+        args += [a for n in nths for a in ("--drop", f"{direction}:{kind}:{n}")]
+    return args
+
+
+class Link:
+    """Started by `start()`, stopped by `stop()` (which returns the emulator's statistics)."""
+
+    def __init__(self, topo: Topology, s: RealScenario) -> None:
+        self.topo, self.s = topo, s
+        self.stats_path = topo.workdir / "netem-stats.json"
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        n: RunNames = self.topo.names
+        router = n.ns("router")
+        args = [netem_binary(), "--queue", "0", "--stats", str(self.stats_path), *netem_args(self.s)]
+        self.proc = self.topo.spawn("shortflow-netem", "router", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            err = self.proc.stderr.read() if self.proc.stderr and self.proc.poll() is not None else ""
+            raise TestbedError(f"shortflow-netem did not start: {(line + ' ' + err).strip()}")
+        # Queue 0 carries client → server, queue 1 server → client (by input device).
+        for dev, queue in ((n.router_client_dev, "0"), (n.router_server_dev, "1")):
+            in_ns(router, "iptables", "-A", "FORWARD", "-i", dev, "-m", "comment", "--comment", n.rule_comment,
+                  "-j", "NFQUEUE", "--queue-num", queue)
+        if self.s.bandwidth_bps:
+            for dev in (n.router_client_dev, n.router_server_dev):
+                in_ns(router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", *self._tbf_args())
+
+    def _tbf_args(self) -> list[str]:
+        rate = self.s.bandwidth_bps or 0
+        # Burst: at least two frames, else one millisecond of the rate (tbf needs > MTU).
+        burst = max(2 * MTU_FRAME, int(rate / 8 / 1000))
+        limit = (self.s.queue_packets or 100) * MTU_FRAME
+        return ["rate", f"{int(rate)}bit", "burst", str(burst), "limit", str(limit)]
+
+    def stop(self) -> dict[str, Any]:
+        """Stops the emulator and returns its statistics (delays, drops it made)."""
+        if self.proc is None:
+            return {}
+        stop(self.proc, signal.SIGTERM)
+        err = self.proc.stderr.read() if self.proc.stderr else ""
+        if self.proc.returncode != 0:
+            raise TestbedError(f"shortflow-netem failed ({self.proc.returncode}): {err.strip()}")
+        try:
+            stats: dict[str, Any] = json.loads(self.stats_path.read_text())
+        except (OSError, ValueError) as e:
+            raise TestbedError(f"shortflow-netem wrote no statistics: {e}") from None
+        if err.strip():
+            stats["warnings"] = err.strip().splitlines()
+        return stats

@@ -1,0 +1,271 @@
+"""The part of a scenario file the real-kernel testbed needs, read with `tomllib`.
+
+The simulator owns the full scenario format; this module reads only what the testbed acts
+on and refuses, naming the key and the file, anything the real kernel here cannot do (or
+that the testbed does not know): a silently ignored key would make the two worlds disagree
+without saying why.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shortflow.exceptions import ScenarioError
+from shortflow.units import parse_duration
+
+_SIZE = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
+_RATE = {"bit": 1, "kbit": 1e3, "Kbit": 1e3, "Mbit": 1e6, "Gbit": 1e9}
+_NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]+)\s*$")
+
+
+@dataclass(frozen=True)
+class StackProfile:
+    """What a named stack profile means on the real kernel.
+
+    ``syn_rto_s``: the initial SYN (and SYN/ACK) retransmission timeout; Linux's default is
+    1 s (RFC 6298 (5.7)); anything else needs BPF sock_ops TIMEOUT_INIT.
+    ``rto_min_s``: the RTO floor (route ``rto_min``); Linux's default is 200 ms.
+    """
+
+    syn_rto_s: float
+    rto_min_s: float
+    source: str
+
+
+#: Profiles Linux can mimic. rfc2988: 3 s initial RTO (RFC 2988 (2.1)) and a 1 s floor
+#: (2.4); rfc6298: 1 s initial RTO (RFC 6298 (2.1), (5.7)) and a 1 s floor (2.4);
+#: linux: the kernel as it is (1 s SYN RTO, 200 ms floor: include/net/tcp.h TCP_RTO_MIN).
+PROFILES = {
+    "linux": StackProfile(1.0, 0.2, "Linux defaults (TCP_TIMEOUT_INIT 1 s, TCP_RTO_MIN 200 ms)"),
+    "rfc6298": StackProfile(1.0, 1.0, "RFC 6298 (2.1) initial RTO 1 s, (2.4) minimum RTO 1 s"),
+    "rfc2988": StackProfile(3.0, 1.0, "RFC 2988 (2.1) initial RTO 3 s, (2.4) minimum RTO 1 s"),
+}
+#: Profiles whose retransmission rules Linux has no knob for.
+UNMIMICKABLE = {
+    "solaris": "Solaris's SYN retry schedule and RTO rules have no Linux knob",
+    "bsd": "BSD's SYN back-off ladder (3 s, 3 s, 6 s, ...) has no Linux knob",
+    "windows": "Windows's SYN back-off and RTO rules have no Linux knob",
+}
+
+
+@dataclass
+class Host:
+    """One end's stack settings. None: the profile's (or kernel's) value."""
+
+    stack: str = "linux"
+    initial_window: int | None = None
+    rto_min_s: float | None = None
+    syn_rto_s: float | None = None
+    quickack: bool | None = None
+    slow_start_after_idle: bool | None = None
+    congestion_control: str = "cubic"
+
+    @property
+    def profile(self) -> StackProfile:
+        return PROFILES[self.stack]
+
+    @property
+    def effective_syn_rto_s(self) -> float:
+        return self.syn_rto_s if self.syn_rto_s is not None else self.profile.syn_rto_s
+
+    @property
+    def effective_rto_min_s(self) -> float:
+        return self.rto_min_s if self.rto_min_s is not None else self.profile.rto_min_s
+
+
+@dataclass
+class RealScenario:
+    """A scenario as the testbed runs it. Drops are 1-based occurrence numbers."""
+
+    path: Path
+    name: str
+    rtt_s: float
+    bandwidth_bps: float | None
+    queue_packets: int | None
+    client: Host
+    server: Host
+    drop_syn: list[int] = field(default_factory=list)
+    drop_synack: list[int] = field(default_factory=list)
+    drop_ack: list[int] = field(default_factory=list)
+    drop_data: list[int] = field(default_factory=list)
+    loss_forward: float = 0.0
+    loss_reverse: float = 0.0
+    seed: int = 1
+    request_bytes: int = 300
+    response_bytes: int = 13549
+    connections: int = 1
+    interval_s: float = 0.0
+
+    @property
+    def one_way_delay_s(self) -> float:
+        return self.rtt_s / 2
+
+
+class _Reader:
+    """Typed access to one table of the file; every error names file and key."""
+
+    def __init__(self, path: Path, table: dict[str, Any], prefix: str) -> None:
+        self.path, self.table, self.prefix, self.used = path, table, prefix, set()
+
+    def fail(self, key: str, why: str) -> ScenarioError:
+        return ScenarioError(f"{self.path}: {self.prefix}{key}: {why}")
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        self.used.add(key)
+        if key not in self.table:
+            return default
+        value = self.table[key]
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise self.fail(key, f"expected {getattr(kind, '__name__', kind)}, found {value!r}")
+        return value
+
+    def duration(self, key: str) -> float | None:
+        text = self.get(key, str)
+        if text is None:
+            return None
+        try:
+            return parse_duration(text, what=f"{self.prefix}{key}")
+        except ValueError as e:
+            raise ScenarioError(f"{self.path}: {e}") from None
+
+    def unit(self, key: str, units: dict[str, float], example: str) -> float | None:
+        text = self.get(key, str)
+        if text is None:
+            return None
+        m = _NUMBER_UNIT.match(text)
+        if not m or m.group(2) not in units:
+            raise self.fail(key, f"{text!r} is not a number with a unit like {example} (units: {', '.join(units)})")
+        return float(m.group(1)) * units[m.group(2)]
+
+    def indices(self, key: str) -> list[int]:
+        value = self.get(key, list, [])
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+            raise self.fail(key, f"expected a list of occurrence numbers >= 1, found {value!r}")
+        return sorted(set(value))
+
+    def probability(self, key: str) -> float:
+        p = float(self.get(key, (int, float), 0.0))
+        if not 0.0 <= p <= 1.0:
+            raise self.fail(key, f"{p} is not a probability between 0 and 1")
+        return p
+
+    def refuse_unknown(self, why: dict[str, str] | None = None) -> None:
+        for key in self.table:
+            if key in self.used:
+                continue
+            reason = (why or {}).get(key, "the testbed does not know this key (it would be silently ignored)")
+            raise self.fail(key, reason)
+
+
+def _host(path: Path, doc: dict[str, Any], side: str) -> Host:
+    r = _Reader(path, _table(path, doc, side), f"{side}.")
+    stack = r.get("stack", str, "linux")
+    if stack in UNMIMICKABLE:
+        raise r.fail("stack", f"{stack!r} cannot run on the real kernel: {UNMIMICKABLE[stack]}")
+    if stack not in PROFILES:
+        raise r.fail("stack", f"unknown stack profile {stack!r} (known: {', '.join([*PROFILES, *UNMIMICKABLE])})")
+    iw = r.get("initial_window", int)
+    if iw is not None and not 1 <= iw <= 1024:
+        raise r.fail("initial_window", f"{iw} segments is outside what `ip route initcwnd` takes (1-1024)")
+    host = Host(
+        stack=stack,
+        initial_window=iw,
+        rto_min_s=r.duration("rto_min"),
+        syn_rto_s=r.duration("syn_rto"),
+        quickack=r.get("quickack", bool),
+        slow_start_after_idle=r.get("slow_start_after_idle", bool),
+        congestion_control=r.get("congestion_control", str, "cubic"),
+    )
+    # Linux clamps a route rto_min to at least one jiffy and TCP_RTO_MAX (120 s).
+    if host.rto_min_s is not None and not 0.004 <= host.rto_min_s <= 120:
+        raise r.fail("rto_min", "Linux takes a minimum RTO between 4ms (one jiffy) and 120s")
+    if host.syn_rto_s is not None and not 0.004 <= host.syn_rto_s <= 120:
+        raise r.fail("syn_rto", "Linux takes a SYN RTO between 4ms (one jiffy) and 120s")
+    r.refuse_unknown({"delayed_ack": "a delayed-ACK timer other than Linux's own is not set by the testbed yet"})
+    return host
+
+
+def _table(path: Path, doc: dict[str, Any], name: str) -> dict[str, Any]:
+    value = doc.get(name, {})
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{path}: {name}: expected a table [{name}]")
+    return value
+
+
+def _path_settings(path: Path, doc: dict[str, Any]) -> tuple[float, float | None, int | None]:
+    r = _Reader(path, _table(path, doc, "path"), "path.")
+    rtt = r.duration("rtt")
+    if rtt is None:
+        raise r.fail("rtt", "missing: the testbed needs the two-way propagation delay (e.g. rtt = \"20ms\")")
+    bandwidth = r.unit("bandwidth", _RATE, "100Mbit")
+    queue = r.get("queue", dict)
+    packets = None
+    if queue is not None:
+        kind = queue.get("kind", "droptail")
+        if kind != "droptail":
+            raise r.fail("queue.kind", f"{kind!r}: this kernel has only tbf's drop-tail queue (no RED/CoDel/fq)")
+        packets = queue.get("packets")
+        if not isinstance(packets, int) or packets < 1 or set(queue) - {"kind", "packets"}:
+            raise r.fail("queue", "expected { kind = \"droptail\", packets = N }")
+    r.refuse_unknown()
+    return rtt, bandwidth, packets
+
+
+def load(path: str | Path) -> RealScenario:
+    """Reads `path` and returns what the testbed runs, or raises `ScenarioError`."""
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+    top = _Reader(path, doc, "")
+    name = top.get("name", str, path.stem)
+    seed = top.get("seed", int, 1)
+    top.get("description", str)
+    rtt, bandwidth, queue = _path_settings(path, doc)
+    s = RealScenario(path, name, rtt, bandwidth, queue, _host(path, doc, "client"), _host(path, doc, "server"), seed=seed)
+    d = _Reader(path, _table(path, doc, "drop"), "drop.")
+    s.drop_syn, s.drop_synack, s.drop_ack, s.drop_data = (d.indices(k) for k in ("syn", "synack", "ack", "data"))
+    d.refuse_unknown()
+    rl = _Reader(path, _table(path, doc, "random_loss"), "random_loss.")
+    s.loss_forward, s.loss_reverse = rl.probability("forward"), rl.probability("reverse")
+    s.seed = rl.get("seed", int, s.seed)
+    rl.refuse_unknown()
+    _workload(path, doc, s)
+    mech = _table(path, doc, "mechanisms")
+    for key in mech:
+        raise ScenarioError(f"{path}: mechanisms.{key}: the testbed does not apply mechanisms yet "
+                            "(the host tools `shortflow synopt`/`tune` do that on real hosts)")
+    cap = _Reader(path, _table(path, doc, "capture"), "capture.")
+    point = cap.get("point", str, "router")
+    if point not in ("client", "server", "router"):
+        raise cap.fail("point", f"{point!r}: expected client, server or router")
+    cap.refuse_unknown()
+    for key in doc:
+        if key not in top.used and key not in ("path", "client", "server", "drop", "random_loss", "workload", "mechanisms", "capture"):
+            raise top.fail(key, "the testbed does not know this key (it would be silently ignored)")
+    return s
+
+
+def _workload(path: Path, doc: dict[str, Any], s: RealScenario) -> None:
+    r = _Reader(path, _table(path, doc, "workload"), "workload.")
+    kind = r.get("kind", str, "http")
+    if kind != "http":
+        raise r.fail("kind", f"{kind!r}: the testbed runs only http (nginx serving a body, one request per connection)")
+    request = r.unit("request", _SIZE, "300B")
+    response = r.unit("response", _SIZE, "13549B")
+    s.request_bytes = int(request) if request is not None else s.request_bytes
+    s.response_bytes = int(response) if response is not None else s.response_bytes
+    if s.request_bytes < 64:
+        raise r.fail("request", f"{s.request_bytes} B: an HTTP GET with its headers needs at least 64B")
+    s.connections = r.get("connections", int, 1)
+    if not 1 <= s.connections <= 1000:
+        raise r.fail("connections", "expected 1 to 1000 sequential connections")
+    s.interval_s = r.duration("interval") or 0.0
+    r.refuse_unknown()
