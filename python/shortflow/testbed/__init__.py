@@ -1,0 +1,23 @@
+"""The same scenario file on the real Linux kernel: client, router and server network
+namespaces, nginx and a built-in client, a user-space link emulator in the router
+(`shortflow-netem`), captures on both router links, analyzed by the project analyzer.
+
+Requires root. Everything it creates is named `sf-<run id>-…` and removed on every exit
+path; `shortflow testbed clean` removes what an interrupted run left.
+"""
+
+from __future__ import annotations
+
+from shortflow.testbed.scenario_real import RealScenario, load
+
+__all__ = ["RealScenario", "load", "run"]
+
+
+def run(scenario: str | RealScenario, pcap_dir: str | None = None) -> dict:  # type: ignore[type-arg]
+    """Runs a scenario (file or loaded) on the real kernel; returns the result dict."""
+    from pathlib import Path
+
+    from shortflow.testbed import runner
+
+    s = load(scenario) if isinstance(scenario, str) else scenario
+    return runner.run(s, Path(pcap_dir) if pcap_dir else None)

@@ -1,0 +1,66 @@
+"""The built-in HTTP client, run inside the client namespace as a plain script (it imports
+nothing from shortflow, so it starts fast): sequential connections, each one request of an
+exact size and one response read to its end, with per-phase wall-clock times (the clock
+tcpdump stamps packets with) printed as one JSON line per connection.
+
+    python probe.py SERVER PORT PATH REQUEST_BYTES CONNECTIONS INTERVAL_S
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+
+
+def request(host: str, path: str, size: int) -> bytes:
+    """A GET padded with an `X-Pad` header to exactly `size` bytes."""
+    head = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n"
+    bare = len(head) + len("X-Pad: \r\n\r\n")
+    if size < bare:
+        raise SystemExit(f"request size {size} B is below the {bare} B a GET needs")
+    return (head + "X-Pad: " + "p" * (size - bare) + "\r\n\r\n").encode()
+
+
+def one(host: str, port: int, path: str, req: bytes) -> dict[str, object]:
+    r: dict[str, object] = {"start": time.time()}
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(120)
+    try:
+        s.connect((host, port))
+        r["connected"] = time.time()
+        s.sendall(req)
+        r["request_sent"] = time.time()
+        data = bytearray()
+        while chunk := s.recv(65536):
+            if "first_byte" not in r:
+                r["first_byte"] = time.time()
+            data += chunk
+        r["complete"] = time.time()
+        head, _, body = bytes(data).partition(b"\r\n\r\n")
+        r["status"] = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else None
+        r["header_bytes"] = len(head) + 4
+        r["body_bytes"] = len(body)
+        r["local_port"] = s.getsockname()[1]
+    except OSError as e:
+        r["error"] = f"{type(e).__name__}: {e}"
+    finally:
+        s.close()
+    return r
+
+
+def main() -> None:
+    host, port, path, size, count, interval = sys.argv[1:7]
+    req = request(host, path, int(size))
+    t0 = time.time()
+    for i in range(int(count)):
+        # Connections start on a fixed grid, so a slow one does not shift the next.
+        wait = t0 + i * float(interval) - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        print(json.dumps(one(host, int(port), path, req)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

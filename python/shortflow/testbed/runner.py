@@ -1,0 +1,131 @@
+"""One scenario on the real kernel: build the namespaces, set the stacks, start the link,
+nginx and the captures, run the built-in client, then read the captures with the project
+analyzer (handshake) and `wire` (request, completion, retransmissions, flights)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import shortflow
+from shortflow.testbed import names as N
+from shortflow.testbed import stack, wire
+from shortflow.testbed.capture import Captures
+from shortflow.testbed.link import Link
+from shortflow.testbed.scenario_real import RealScenario
+from shortflow.testbed.server import Nginx, body_path
+from shortflow.testbed.system import TestbedError, ns_counters
+from shortflow.testbed.topology import Topology
+
+PROBE = Path(__file__).with_name("probe.py")
+
+
+def run(s: RealScenario, pcap_dir: Path | None = None) -> dict[str, Any]:
+    """Runs `s` once and returns the result (the keys of `shortflow simulate`)."""
+    stack.check(s)
+    with Topology() as topo:
+        stack.apply(topo, "client", s.client)
+        stack.apply(topo, "server", s.server)
+        link = Link(topo, s)
+        link.start()
+        Nginx(topo, [s.response_bytes]).start()
+        caps = Captures(topo, pcap_dir or topo.workdir / "pcap")
+        caps.start()
+        before = {r: ns_counters(topo.names.ns(r)) for r in ("client", "server")}
+        probes = _run_client(topo, s)
+        after = {r: ns_counters(topo.names.ns(r)) for r in ("client", "server")}
+        pcaps = caps.stop()
+        link_stats = link.stop()
+        result = _result(s, pcaps, probes, link_stats, before, after, topo.names.run_id)
+        if pcap_dir is not None:
+            result["pcaps"] = {k: str(v) for k, v in pcaps.items()}
+    return result
+
+
+def _run_client(topo: Topology, s: RealScenario) -> list[dict[str, Any]]:
+    args = [sys.executable, str(PROBE), N.SERVER_IP, str(N.HTTP_PORT), body_path(s.response_bytes),
+            str(s.request_bytes), str(s.connections), repr(s.interval_s)]
+    p = topo.spawn("client", "client", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    budget = s.connections * (s.interval_s + 130) + 10
+    deadline = time.monotonic() + budget
+    while p.poll() is None:
+        if time.monotonic() > deadline:
+            raise TestbedError(f"the client did not finish within {budget:g} s")
+        topo.check_children(skip=p)
+        time.sleep(0.05)
+    out, err = p.communicate()
+    if p.returncode != 0:
+        raise TestbedError(f"the client failed ({p.returncode}): {err.strip()}")
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _result(s: RealScenario, pcaps: dict[str, Path], probes: list[dict[str, Any]], link_stats: dict[str, Any],
+            before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], run_id: str) -> dict[str, Any]:
+    client_side = wire.flows(pcaps["client"], N.HTTP_PORT)
+    server_side = wire.flows(pcaps["server"], N.HTTP_PORT)
+    handshake = _analyzer_rows(pcaps["client"])
+    origin = min((f.first_syn for f in client_side.values() if f.first_syn is not None), default=math.nan)
+    delta = {role: {k: after[role][k] - before[role].get(k, 0) for k in after[role]} for role in after}
+    conns = []
+    for probe in probes:
+        port = probe.get("local_port")
+        c = client_side.get(port) if port else None
+        sv = server_side.get(port) if port else None
+        conns.append(_connection(s, probe, c, sv, handshake.get(port, {}), origin, delta if len(probes) == 1 else None))
+    return {
+        "scenario": s.name,
+        "world": "real-kernel",
+        "run_id": run_id,
+        "connections": conns,
+        "link": link_stats,
+        "kernel_counters": {role: {k: v for k, v in d.items() if v and k.startswith("TcpExt")} for role, d in delta.items()},
+    }
+
+
+def _rel(t: float | None, origin: float) -> float | None:
+    return None if t is None or math.isnan(origin) else round(t - origin, 6)
+
+
+def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv: wire.Flow | None,
+                hs: dict[str, Any], origin: float, delta: dict[str, dict[str, int]] | None) -> dict[str, Any]:
+    """One row: times from the client-side capture (relative to the run's first SYN),
+    SYN/ACKs and the response's flights from the server-side capture (what the server sent)."""
+    gap = max(s.rtt_s / 2, 0.002)
+    return {
+        "client_port": probe.get("local_port"),
+        "first_syn_s": _rel(c.first_syn if c else None, origin),
+        "request_sent_s": _rel(c.request_sent if c else None, origin),
+        "complete_s": _rel(c.complete if c else None, origin),
+        "syn_transmissions": hs.get("syn_count", c.syns if c else None),
+        "synack_transmissions": sv.synacks if sv else None,
+        "retransmissions": sum(c.retransmissions[:1]) + sum(sv.retransmissions[1:]) if c and sv else None,
+        # RTO expirations, from the namespaces' TcpExtTCPTimeouts: per connection only when
+        # the run has one connection (the counters are per namespace).
+        "timeouts": (delta["client"].get("TcpExtTCPTimeouts", 0) + delta["server"].get("TcpExtTCPTimeouts", 0)) if delta else None,
+        "handshake_rtt_s": hs.get("handshake_rtt_s"),
+        "established": hs.get("established"),
+        "response_flights": wire.flights(sv.data_times[1], gap) if sv else None,
+        "response_bytes": probe.get("body_bytes"),
+        "status": probe.get("status"),
+        "error": probe.get("error"),
+    }
+
+
+def _analyzer_rows(pcap: Path) -> dict[int, dict[str, Any]]:
+    """The analyzer's handshake columns of one capture, keyed by the client's port."""
+    a = shortflow.analyze(pcap)
+    if a.errors:
+        raise TestbedError(f"the analyzer could not read {pcap}: {'; '.join(a.errors)}")
+    cols = ("client_port", "syn_count", "synack_count", "handshake_rtt_s", "established", "first_ts_s")
+    t = a.table.select(list(cols)).to_pylist()
+    rows: dict[int, dict[str, Any]] = {}
+    for r in t:
+        if r["handshake_rtt_s"] is not None and math.isnan(r["handshake_rtt_s"]):
+            r["handshake_rtt_s"] = None
+        rows.setdefault(r["client_port"], r)
+    return rows

@@ -1,0 +1,86 @@
+"""The real server: Debian's nginx in the server namespace, with its own configuration,
+pid file, logs and temp paths in the run's work directory (nothing under /etc or /var),
+serving one body per response size of the scenario."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from shortflow.testbed import names as N
+from shortflow.testbed.system import TestbedError, in_ns
+from shortflow.testbed.topology import Topology
+
+CONFIG = """\
+daemon off;
+master_process on;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    server_tokens off;
+    default_type application/octet-stream;
+    client_body_temp_path {dir}/tmp/body;
+    proxy_temp_path {dir}/tmp/proxy;
+    fastcgi_temp_path {dir}/tmp/fastcgi;
+    uwsgi_temp_path {dir}/tmp/uwsgi;
+    scgi_temp_path {dir}/tmp/scgi;
+    sendfile on;
+    # One request per connection, as in the scenario's workload; the server closes.
+    keepalive_timeout 0;
+    server {{
+        listen {ip}:{port} backlog=256;
+        root {dir}/www;
+    }}
+}}
+"""
+
+
+def body_path(size: int) -> str:
+    """URL path of the body of `size` bytes."""
+    return f"/body-{size}"
+
+
+class Nginx:
+    def __init__(self, topo: Topology, sizes: list[int]) -> None:
+        self.topo, self.sizes = topo, sizes
+        self.dir = topo.workdir / "nginx"
+
+    def start(self) -> None:
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        if not Path(binary).exists():
+            raise TestbedError("nginx not found: install Debian's nginx-light (`make deps`)")
+        www = self.dir / "www"
+        for d in (www, self.dir / "tmp"):
+            d.mkdir(parents=True, exist_ok=True)
+        for p in (self.dir, www):
+            p.chmod(0o755)
+        for size in self.sizes:
+            f = www / body_path(size).lstrip("/")
+            f.write_bytes(b"x" * size)
+            f.chmod(0o644)
+        conf = self.dir / "nginx.conf"
+        conf.write_text(CONFIG.format(dir=self.dir, ip=N.SERVER_IP, port=N.HTTP_PORT))
+        # -e: the error log before the configuration is read (else /var/log/nginx).
+        args = [binary, "-p", str(self.dir), "-e", str(self.dir / "error.log"), "-c", str(conf)]
+        in_ns(self.topo.names.ns("server"), *args, "-t")
+        self.proc = self.topo.spawn("nginx", "server", args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._wait_listening()
+
+    def _wait_listening(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        ns = self.topo.names.ns("server")
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read() if self.proc.stderr else ""
+                raise TestbedError(f"nginx exited at start ({self.proc.returncode}): {err.strip()}")
+            out = in_ns(ns, "ss", "-Hltn", f"sport = :{N.HTTP_PORT}", check=False).stdout
+            if out.strip():
+                return
+            time.sleep(0.05)
+        raise TestbedError(f"nginx did not listen on {N.SERVER_IP}:{N.HTTP_PORT} within {timeout:g} s")
+

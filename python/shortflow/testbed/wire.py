@@ -1,0 +1,123 @@
+"""What the analyzer's table does not carry yet, read from the router's captures: when the
+request went out, when the response was complete, data retransmissions and the response's
+round trips (flights). A small reader for the classic pcap files tcpdump writes (Ethernet,
+IPv4, TCP); the project analyzer (`shortflow.analyze`) supplies the handshake columns."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SYN, ACK = 0x02, 0x10
+
+
+@dataclass(frozen=True)
+class Segment:
+    ts: float
+    src_port: int
+    dst_port: int
+    flags: int
+    seq: int
+    payload: int
+
+
+def read_pcap(path: Path) -> Iterator[Segment]:
+    """TCP/IPv4 segments of an Ethernet pcap (µs or ns timestamps), in file order."""
+    data = path.read_bytes()
+    if len(data) < 24:
+        return
+    magic = data[:4]
+    endian = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}.get(magic)
+    if endian is None:
+        raise ValueError(f"{path}: not a classic pcap file (tcpdump -w writes one)")
+    scale = 1e-9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1e-6
+    (linktype,) = struct.unpack_from(endian + "I", data, 20)
+    if linktype != 1:
+        raise ValueError(f"{path}: link type {linktype}, expected Ethernet (1)")
+    off = 24
+    while off + 16 <= len(data):
+        sec, frac, caplen, _ = struct.unpack_from(endian + "IIII", data, off)
+        pkt = data[off + 16 : off + 16 + caplen]
+        off += 16 + caplen
+        seg = _decode(pkt, sec + frac * scale)
+        if seg is not None:
+            yield seg
+
+
+def _decode(pkt: bytes, ts: float) -> Segment | None:
+    if len(pkt) < 14 + 20 or pkt[12:14] != b"\x08\x00":
+        return None
+    ip = pkt[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    if ip[9] != 6 or len(ip) < ihl + 20:
+        return None
+    total = int.from_bytes(ip[2:4], "big")
+    tcp = ip[ihl:]
+    sport, dport, seq = struct.unpack_from(">HHI", tcp, 0)
+    doff = (tcp[12] >> 4) * 4
+    return Segment(ts, sport, dport, tcp[13], seq, max(0, total - ihl - doff))
+
+
+@dataclass
+class Flow:
+    """One connection as seen at one router link, keyed by the client's port."""
+
+    client_port: int
+    first_syn: float | None = None
+    syns: int = 0
+    synacks: int = 0
+    request_sent: float | None = None
+    complete: float | None = None
+    retransmissions: list[int] = field(default_factory=lambda: [0, 0])  # client→server, server→client
+    data_times: list[list[float]] = field(default_factory=lambda: [[], []])
+    _high: list[int | None] = field(default_factory=lambda: [None, None])
+
+    def add(self, s: Segment, from_client: bool) -> None:
+        d = 0 if from_client else 1
+        if s.flags & SYN:
+            if from_client and not s.flags & ACK:
+                self.syns += 1
+                self.first_syn = s.ts if self.first_syn is None else self.first_syn
+            elif not from_client and s.flags & ACK:
+                self.synacks += 1
+            return
+        if s.payload == 0:
+            return
+        end = s.seq + s.payload
+        high = self._high[d]
+        if high is not None and not _after(end, high):
+            self.retransmissions[d] += 1
+        else:
+            self._high[d] = end
+            if not from_client:
+                self.complete = s.ts  # last time new response bytes passed this point
+        self.data_times[d].append(s.ts)
+        if from_client and self.request_sent is None:
+            self.request_sent = s.ts
+
+
+def _after(a: int, b: int) -> bool:
+    """Sequence number `a` is after `b`, modulo 2^32 (RFC 9293 3.4)."""
+    d = (a - b) & 0xFFFFFFFF
+    return 0 < d < 0x80000000
+
+
+def flows(path: Path, server_port: int) -> dict[int, Flow]:
+    """Per-connection facts of one capture, keyed by the client's port."""
+    out: dict[int, Flow] = {}
+    for s in read_pcap(path):
+        if s.dst_port == server_port:
+            out.setdefault(s.src_port, Flow(s.src_port)).add(s, True)
+        elif s.src_port == server_port:
+            out.setdefault(s.dst_port, Flow(s.dst_port)).add(s, False)
+    return out
+
+
+def flights(times: list[float], gap_s: float) -> int:
+    """Bursts in `times`: a new one starts after a silence longer than `gap_s` (use about half
+    the RTT; the response's round trips are its flights)."""
+    if not times:
+        return 0
+    return 1 + sum(1 for a, b in zip(times, times[1:]) if b - a > gap_s)
