@@ -35,3 +35,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker("netns"):
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftovers_of_the_project():
+    """At the end of the session, no `sf-<id>-` namespace, veth, iptables rule, BPF pin,
+    cgroup or work directory may remain (only checked as root: listing needs it)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        yield
+        return
+    from shortflow.testbed.clean import leftovers
+
+    before = leftovers()
+    yield
+    after = leftovers()
+    new = {kind: sorted(set(after[kind]) - set(before[kind])) for kind in after}
+    assert not any(new.values()), f"tests left these behind: {new}"

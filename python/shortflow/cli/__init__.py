@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "shortflow.cli.analyze",
     "shortflow.cli.generate",
     "shortflow.cli.demo",
+    "shortflow.cli.testbed",
 )
 
 app = typer.Typer(

@@ -69,6 +69,9 @@ class Topology:
         try:
             for _, p in reversed(self.children):
                 stop(p, signal.SIGTERM)
+                for stream in (p.stdout, p.stderr):
+                    if stream is not None:
+                        stream.close()
             for role in self.ROLES:
                 kill_namespace(self.names.ns(role))
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -1,0 +1,91 @@
+"""`shortflow testbed clean`: removes whatever earlier runs left, found by the `sf-<id>-`
+prefix — namespaces (with their processes, veths, iptables rules and qdiscs), veths or
+iptables rules in the root namespace, BPF pins under /sys/fs/bpf, cgroups, work
+directories in the temp directory. Each removal is reported."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+
+from shortflow.testbed.names import RUN_OBJECT
+from shortflow.testbed.system import require_root, run
+from shortflow.testbed.topology import kill_namespace
+
+BPF_FS = Path("/sys/fs/bpf")
+
+
+def leftovers() -> dict[str, list[str]]:
+    """Objects with our run prefix that exist now (empty lists: clean)."""
+    ns = [line.split()[0] for line in run(["ip", "netns", "list"], check=False).stdout.splitlines() if line.strip()]
+    links = []
+    for line in run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
+        name = line.split(":", 2)[1].strip().split("@")[0] if ":" in line else ""
+        links.append(name)
+    rules = [r for r in _iptables_rules() if "sf-" in r and _rule_is_ours(r)]
+    pins = [p.name for p in BPF_FS.iterdir()] if BPF_FS.is_dir() else []
+    cgroups = [str(p) for p in _cgroup_roots() for p in p.glob("sf-*")]
+    tmp = [p.name for p in Path(tempfile.gettempdir()).iterdir()]
+    return {
+        "namespaces": [n for n in ns if RUN_OBJECT.match(n)],
+        "links": [n for n in links if RUN_OBJECT.match(n)],
+        "iptables_rules": rules,
+        "bpf_pins": [n for n in pins if RUN_OBJECT.match(n)],
+        "cgroups": [c for c in cgroups if RUN_OBJECT.match(Path(c).name)],
+        "work_dirs": [n for n in tmp if RUN_OBJECT.match(n)],
+    }
+
+
+def _rule_is_ours(rule: str) -> bool:
+    return any(RUN_OBJECT.match(tok.strip('"')) for tok in rule.split())
+
+
+def _iptables_rules() -> list[str]:
+    r = run(["iptables", "-S"], check=False)
+    return [line for line in r.stdout.splitlines() if line.startswith("-A ")]
+
+
+def _cgroup_roots() -> list[Path]:
+    roots = []
+    for line in Path("/proc/mounts").read_text().splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[2] == "cgroup2":
+            roots.append(Path(parts[1]))
+    return roots
+
+
+def clean() -> list[str]:
+    """Removes every leftover; returns one line per object removed."""
+    require_root()
+    done: list[str] = []
+    found = leftovers()
+    for ns in found["namespaces"]:
+        if kill_namespace(ns):
+            done.append(f"namespace {ns} (its processes killed)")
+    for link in found["links"]:
+        if run(["ip", "link", "del", link], check=False).returncode == 0:
+            done.append(f"link {link}")
+    for rule in found["iptables_rules"]:
+        # `-A CHAIN spec` → `-D CHAIN spec`.
+        if run(["iptables", "-D", *shlex.split(rule[3:])], check=False).returncode == 0:
+            done.append(f"iptables rule {rule}")
+    for pin in found["bpf_pins"]:
+        target = BPF_FS / pin
+        if target.is_dir():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            target.unlink(missing_ok=True)
+        done.append(f"BPF pin {target}")
+    for cg in found["cgroups"]:
+        try:
+            os.rmdir(cg)
+            done.append(f"cgroup {cg}")
+        except OSError as e:
+            done.append(f"cgroup {cg} NOT removed: {e.strerror}")
+    for d in found["work_dirs"]:
+        shutil.rmtree(Path(tempfile.gettempdir()) / d, ignore_errors=True)
+        done.append(f"work directory {Path(tempfile.gettempdir()) / d}")
+    return done

@@ -1,0 +1,101 @@
+"""The testbed's reading of scenario files: what the real kernel cannot do is refused with
+the key and the file named (no root needed)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from shortflow.cli import app
+from shortflow.exceptions import ScenarioError
+from shortflow.testbed import load
+from shortflow.testbed.link import netem_args
+from shortflow.testbed.stack import check, route_options
+
+
+def write(tmp_path, body: str):
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def test_full_scenario_is_read(tmp_path):
+    s = load(write(tmp_path, """
+        name = "x"
+        seed = 7
+        [path]
+        rtt = "20ms"
+        bandwidth = "10Mbit"
+        queue = { kind = "droptail", packets = 50 }
+        [client]
+        stack = "linux"
+        [server]
+        stack = "linux"
+        initial_window = 4
+        rto_min = "50ms"
+        quickack = true
+        [drop]
+        syn = [1]
+        data = [3, 1]
+        [random_loss]
+        forward = 0.01
+        [workload]
+        kind = "http"
+        request = "300B"
+        response = "35kB"
+        connections = 3
+        interval = "2s"
+        [capture]
+        point = "client"
+    """))
+    assert (s.rtt_s, s.bandwidth_bps, s.queue_packets) == (0.02, 10e6, 50)
+    assert (s.drop_syn, s.drop_data, s.loss_forward, s.seed) == ([1], [1, 3], 0.01, 7)
+    assert (s.request_bytes, s.response_bytes, s.connections, s.interval_s) == (300, 35_000, 3, 2.0)
+    assert route_options(s.server) == ["initcwnd", "4", "rto_min", "50ms", "quickack", "1", "congctl", "cubic"]
+    args = netem_args(s)
+    assert args[:4] == ["--delay-forward", "10000us", "--delay-reverse", "10000us"]
+    assert "forward:syn:1" in args and "reverse:data:3" in args and "reverse:data:1" in args
+    check(s)
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ('[path]\nrtt = "20ms"\n[client]\nstack = "solaris"\n', ["client.stack", "Solaris"]),
+    ('[path]\nrtt = "20ms"\n[path.extra]\n', ["path.extra", "does not know"]),
+    ('[path]\nrtt = "20"\n', ["path.rtt", "no unit"]),
+    ('[path]\nbandwidth = "1Mbit"\n', ["path.rtt", "missing"]),
+    ('[path]\nrtt = "20ms"\nqueue = { kind = "red", packets = 5 }\n', ["path.queue.kind", "drop-tail"]),
+    ('[path]\nrtt = "20ms"\n[drop]\nsyn = [0]\n', ["drop.syn"]),
+    ('[path]\nrtt = "20ms"\n[random_loss]\nforward = 1.5\n', ["random_loss.forward", "probability"]),
+    ('[path]\nrtt = "20ms"\n[workload]\nkind = "ftp"\n', ["workload.kind"]),
+    ('[path]\nrtt = "20ms"\n[mechanisms]\nsyn_optimizer = { side = "client" }\n', ["mechanisms.syn_optimizer"]),
+    ('[path]\nrtt = "20ms"\nbogus = 1\n', ["bogus"]),
+])
+def test_refusals_name_key_and_file(tmp_path, body, words):
+    p = write(tmp_path, body)
+    with pytest.raises(ScenarioError) as e:
+        load(p)
+    msg = str(e.value)
+    assert str(p) in msg
+    for w in words:
+        assert w in msg
+
+
+def test_syn_rto_other_than_linux_is_refused_until_bpf(tmp_path):
+    s = load(write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nstack = "rfc2988"\n'))
+    with pytest.raises(ScenarioError, match=r"client\.stack \('rfc2988'\).*3 s needs BPF"):
+        check(s)
+
+
+def test_cli_bad_scenario_exits_2_with_message(tmp_path):
+    p = write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nstack = "windows"\n')
+    r = CliRunner().invoke(app, ["testbed", "run", str(p)])
+    assert r.exit_code == 2
+    assert "client.stack" in r.output and "Traceback" not in r.output
+
+
+def test_cli_without_root_exits_2(tmp_path, monkeypatch):
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    r = CliRunner().invoke(app, ["testbed", "clean"])
+    assert r.exit_code == 2 and "needs root" in r.output
