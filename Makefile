@@ -35,6 +35,8 @@ venv: $(VENV)/bin/python
 build: deps venv
 	$(VENV)/bin/pip install -q 'maturin>=1.9,<2'
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop -q --release --extras test
+	# The testbed's link emulator runs as its own process in the router namespace.
+	cargo build --release -q -p shortflow-netem
 	@test -x $(VENV)/bin/shortflow
 
 demo: build

@@ -9,7 +9,7 @@ Rate: UDP packets of 1400 B blasted from several client processes for a few seco
 10 ms one-way delay; the emulator's lateness shows when releases begin to drift.
 
     sudo .venv/bin/python benches/netem_accuracy.py delay 10ms 20ms 50ms 100ms
-    sudo .venv/bin/python benches/netem_accuracy.py rate
+    sudo .venv/bin/python benches/netem_accuracy.py rate 20000 40000 80000 0   (0: unpaced)
 """
 
 from __future__ import annotations
@@ -41,13 +41,18 @@ PROBE = textwrap.dedent("""
         print(time.perf_counter() - t0); time.sleep(gap)
 """)
 
+# Paced in batches of 32 packets at `pps` packets per second (0: as fast as it can).
 BLAST = textwrap.dedent("""
     import socket, sys, time
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); end = time.time() + float(sys.argv[2]); n = 0
-    buf = b"x" * 1400
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); t0 = time.time(); end = t0 + float(sys.argv[2]); n = 0
+    buf, pps = b"x" * 1400, float(sys.argv[3])
     while time.time() < end:
-        for _ in range(64):
+        for _ in range(32):
             s.sendto(buf, (sys.argv[1], 9001)); n += 1
+        if pps:
+            wait = t0 + n / pps - time.time()
+            if wait > 0:
+                time.sleep(wait)
     print(n)
 """)
 
@@ -75,13 +80,13 @@ def delay(rtt_text: str, probes: int = 300) -> None:
           f"stddev {late[0]['stddev_us']:.1f}/{late[1]['stddev_us']:.1f} µs, max {late[0]['max_us']:.0f}/{late[1]['max_us']:.0f} µs (fwd/rev)")
 
 
-def rate(seconds: float = 3.0, senders: int = 2) -> None:
+def rate(pps: float, seconds: float = 3.0, senders: int = 2) -> None:
     with Topology() as t:
         t.set_route("client", [])
         t.set_route("server", [])
         link = Link(t, scenario(0.02))
         link.start()
-        procs = [t.spawn(f"blast{i}", "client", [sys.executable, "-c", BLAST, N.SERVER_IP, str(seconds)],
+        procs = [t.spawn(f"blast{i}", "client", [sys.executable, "-c", BLAST, N.SERVER_IP, str(seconds), str(pps / senders)],
                          stdout=-1) for i in range(senders)]
         sent = sum(int(p.communicate(timeout=seconds + 30)[0]) for p in procs)
         stats = link.stop()
@@ -97,4 +102,5 @@ if __name__ == "__main__":
         for r in sys.argv[2:] or ["10ms", "20ms", "50ms", "100ms"]:
             delay(r)
     else:
-        rate()
+        for pps in sys.argv[2:] or ["20000", "40000", "80000", "0"]:
+            rate(float(pps))
