@@ -81,3 +81,24 @@ def test_initial_window_sets_round_trips_of_a_35kB_response(tmp_path, iw, round_
     assert c["response_flights"] == round_trips
     # Each flight costs one RTT between request and completion at the client side.
     assert abs(c["complete_s"] - c["request_sent_s"] - round_trips * 0.080) <= 0.010
+
+
+def test_2008_client_retransmits_its_syn_after_3s_via_bpf(tmp_path):
+    """RFC 2988 (2.1) initial RTO 3 s, set with BPF sock_ops TIMEOUT_INIT on the client's
+    cgroup; 3 s = 750 jiffies sits on the timer wheel's 256 ms level (512-4095 jiffies)."""
+    s = scenario(tmp_path, """
+        [path]
+        rtt = "20ms"
+        [client]
+        stack = "rfc2988"
+        [drop]
+        syn = [1]
+        [workload]
+        response = "1000B"
+    """)
+    r = testbed.run(str(s), str(tmp_path / "pcap"))
+    (c,) = r["connections"]
+    assert c["syn_transmissions"] == 2 and c["status"] == 200
+    syn_times = [x.ts for x in wire.read_pcap(Path(r["pcaps"]["client"])) if x.flags == wire.SYN]
+    gap = syn_times[1] - syn_times[0]
+    assert 3.0 <= gap <= 3.0 + 64 / 250 + 0.01, gap

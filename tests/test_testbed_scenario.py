@@ -82,8 +82,9 @@ def test_refusals_name_key_and_file(tmp_path, body, words):
         assert w in msg
 
 
-def test_syn_rto_other_than_linux_is_refused_until_bpf(tmp_path):
+def test_syn_rto_without_bpf_tools_is_refused(tmp_path, monkeypatch):
     s = load(write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nstack = "rfc2988"\n'))
+    monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(ScenarioError, match=r"client\.stack \('rfc2988'\).*3 s needs BPF"):
         check(s)
 

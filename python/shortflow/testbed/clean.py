@@ -29,7 +29,9 @@ def leftovers() -> dict[str, list[str]]:
     pins = [p.name for p in BPF_FS.iterdir()] if BPF_FS.is_dir() else []
     cgroups = [str(p) for p in _cgroup_roots() for p in p.glob("sf-*")]
     tmp = [p.name for p in Path(tempfile.gettempdir()).iterdir()]
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
     return {
+        "mounts": [m for m in mounts if any(RUN_OBJECT.match(part) for part in Path(m).parts)],
         "namespaces": [n for n in ns if RUN_OBJECT.match(n)],
         "links": [n for n in links if RUN_OBJECT.match(n)],
         "iptables_rules": rules,
@@ -65,6 +67,9 @@ def clean() -> list[str]:
     for ns in found["namespaces"]:
         if kill_namespace(ns):
             done.append(f"namespace {ns} (its processes killed)")
+    for mount in found["mounts"]:  # the run's private bpffs (its pins go with it)
+        if run(["umount", mount], check=False).returncode == 0:
+            done.append(f"mount {mount}")
     for link in found["links"]:
         if run(["ip", "link", "del", link], check=False).returncode == 0:
             done.append(f"link {link}")
@@ -80,6 +85,12 @@ def clean() -> list[str]:
             target.unlink(missing_ok=True)
         done.append(f"BPF pin {target}")
     for cg in found["cgroups"]:
+        # Removing a cgroup detaches and frees its BPF programs; it must be empty first.
+        for pid in (Path(cg) / "cgroup.procs").read_text().split():
+            try:
+                os.kill(int(pid), 9)
+            except ProcessLookupError:
+                pass
         try:
             os.rmdir(cg)
             done.append(f"cgroup {cg}")

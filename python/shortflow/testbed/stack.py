@@ -4,8 +4,11 @@ What Linux cannot do is refused before anything is built (`check`)."""
 
 from __future__ import annotations
 
+import shutil
+
 from shortflow.exceptions import ScenarioError
 from shortflow.testbed.scenario_real import Host, RealScenario
+from shortflow.testbed.synrto import SynRto
 from shortflow.testbed.topology import Topology
 
 #: Linux's own SYN RTO (TCP_TIMEOUT_INIT, RFC 6298 (5.7)) and RTO floor (TCP_RTO_MIN).
@@ -14,14 +17,17 @@ LINUX_RTO_MIN_S = 0.2
 
 
 def check(s: RealScenario) -> None:
-    """Refuses settings the testbed cannot make on this kernel (yet)."""
+    """Refuses settings the testbed cannot make on this kernel."""
     for side, host in (("client", s.client), ("server", s.server)):
-        syn_rto = host.effective_syn_rto_s
-        if abs(syn_rto - LINUX_SYN_RTO_S) > 1e-9:
+        if needs_bpf_syn_rto(host) and not (shutil.which("bpftool") and shutil.which("clang")):
             key = f"{side}.syn_rto" if host.syn_rto_s is not None else f"{side}.stack ({host.stack!r})"
             raise ScenarioError(
-                f"{s.path}: {key}: a SYN RTO of {syn_rto:g} s needs BPF sock_ops TIMEOUT_INIT, which the "
-                f"testbed does not load yet; Linux's own SYN RTO is {LINUX_SYN_RTO_S:g} s")
+                f"{s.path}: {key}: a SYN RTO of {host.effective_syn_rto_s:g} s needs BPF sock_ops "
+                f"(bpftool and clang, installed by `make deps`); Linux's own is {LINUX_SYN_RTO_S:g} s")
+
+
+def needs_bpf_syn_rto(host: Host) -> bool:
+    return abs(host.effective_syn_rto_s - LINUX_SYN_RTO_S) > 1e-9
 
 
 def route_options(host: Host) -> list[str]:
@@ -41,6 +47,14 @@ def route_options(host: Host) -> list[str]:
 
 
 def apply(topo: Topology, role: str, host: Host) -> None:
+    """Route metrics and sysctls of `role`; a SYN RTO other than 1 s via BPF (the role's
+    processes must then be started after this, inside its cgroup)."""
+    if host.stack in ("rfc2988", "rfc6298"):
+        # RFC 6298 (5.5): the SYN timer doubles on every expiry. Linux 6.x keeps the first
+        # `tcp_syn_linear_timeouts` (4 here) retries linear; the RFC profiles turn that off.
+        topo.sysctl(role, "net.ipv4.tcp_syn_linear_timeouts", 0)
+    if needs_bpf_syn_rto(host):
+        SynRto(topo, role, host.effective_syn_rto_s).start()
     # Cached path metrics would start a connection from an earlier one's RTT (kernel-facts).
     topo.sysctl(role, "net.ipv4.tcp_no_metrics_save", 1)
     if host.slow_start_after_idle is not None:

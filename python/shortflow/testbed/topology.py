@@ -15,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
 
@@ -40,6 +41,8 @@ class Topology:
         self.children: list[tuple[str, subprocess.Popen[str]]] = []
         self.workdir = Path(tempfile.mkdtemp(prefix=self.names.prefix))
         self.workdir.chmod(0o755)  # nginx workers (user nobody) read the bodies here
+        self.cgroups: dict[str, Path] = {}
+        self._cleanups: list[Callable[[], None]] = []
         self._closed = False
         self._old_handlers: dict[int, object] = {}
 
@@ -74,6 +77,8 @@ class Topology:
                         stream.close()
             for role in self.ROLES:
                 kill_namespace(self.names.ns(role))
+            for undo in reversed(self._cleanups):
+                undo()
             shutil.rmtree(self.workdir, ignore_errors=True)
         finally:
             signal.signal(signal.SIGINT, old_int)
@@ -116,11 +121,22 @@ class Topology:
     def sysctl(self, role: str, key: str, value: str | int) -> None:
         in_ns(self.names.ns(role), "sysctl", "-q", "-w", f"{key}={value}")
 
+    def add_cleanup(self, undo: Callable[[], None]) -> None:
+        """`undo` runs on close, after the children and namespaces are gone (last added first)."""
+        self._cleanups.append(undo)
+
     # -- children ----------------------------------------------------------------------
     def spawn(self, label: str, role: str, args: list[str], **kw: object) -> subprocess.Popen[str]:
-        """Starts `args` inside namespace `role`; it is stopped when the topology closes."""
-        p = subprocess.Popen(["ip", "netns", "exec", self.names.ns(role), *args], text=True,
-                             stdin=subprocess.DEVNULL, start_new_session=True, **kw)  # type: ignore[call-overload]
+        """Starts `args` inside namespace `role` (and the role's cgroup, when it has one);
+        it is stopped when the topology closes."""
+        cgroup = self.cgroups.get(role)
+
+        def enter_cgroup() -> None:
+            if cgroup is not None:
+                (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+
+        p = subprocess.Popen(["ip", "netns", "exec", self.names.ns(role), *args], text=True,  # type: ignore[call-overload]
+                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=enter_cgroup, **kw)
         self.children.append((label, p))
         return p
 
