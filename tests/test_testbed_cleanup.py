@@ -1,0 +1,91 @@
+"""Every exit path of a testbed run leaves nothing behind: SIGTERM, Ctrl-C (SIGINT) and a
+crashed child (the link emulator killed mid-run)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from shortflow.testbed.clean import leftovers
+
+pytestmark = pytest.mark.netns
+
+# The first SYN is dropped, so the run waits ~1 s for the retransmission: time to interrupt.
+SCENARIO = """
+    [path]
+    rtt = "20ms"
+    [drop]
+    syn = [1]
+    [workload]
+    response = "1000B"
+"""
+
+
+def start_run(tmp_path: Path) -> subprocess.Popen[str]:
+    s = tmp_path / "s.toml"
+    s.write_text(textwrap.dedent(SCENARIO))
+    # SIGINT back to its default: a child of a non-interactive shell may inherit SIG_IGN.
+    return subprocess.Popen([sys.executable, "-m", "shortflow", "testbed", "run", str(s)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def wait_for_router(before: dict[str, list[str]], timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        new = [n for n in leftovers()["namespaces"] if n not in before["namespaces"] and n.endswith("-router")]
+        if new:
+            return new[0]
+        time.sleep(0.05)
+    raise AssertionError("the run never built its router namespace")
+
+
+def comm(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:  # it exited meanwhile
+        return ""
+
+
+def assert_nothing_new(before: dict[str, list[str]]) -> None:
+    after = leftovers()
+    new = {k: sorted(set(after[k]) - set(before[k])) for k in after}
+    assert not any(new.values()), new
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_mid_run_removes_everything(tmp_path, sig):
+    before = leftovers()
+    p = start_run(tmp_path)
+    wait_for_router(before)
+    time.sleep(0.5)  # inside the SYN retransmission wait
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert_nothing_new(before)
+
+
+def test_crashed_emulator_ends_the_run_and_removes_everything(tmp_path):
+    before = leftovers()
+    p = start_run(tmp_path)
+    router = wait_for_router(before)
+    deadline = time.monotonic() + 10
+    netem = None
+    while netem is None and time.monotonic() < deadline:
+        pids = subprocess.run(["ip", "netns", "pids", router], capture_output=True, text=True).stdout.split()
+        netem = next((int(x) for x in pids if comm(x) == "shortflow-netem"), None)
+        time.sleep(0.05)
+    assert netem is not None
+    os.kill(netem, signal.SIGKILL)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1
+    assert "shortflow-netem exited early" in err
+    assert_nothing_new(before)
