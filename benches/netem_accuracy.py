@@ -9,6 +9,7 @@ Rate: UDP packets of 1400 B blasted from several client processes for a few seco
 10 ms one-way delay; the emulator's lateness shows when releases begin to drift.
 
     sudo .venv/bin/python benches/netem_accuracy.py delay 10ms 20ms 50ms 100ms
+    sudo .venv/bin/python benches/netem_accuracy.py handshake 10ms 20ms 50ms 100ms
     sudo .venv/bin/python benches/netem_accuracy.py rate 20000 40000 80000 0   (0: unpaced)
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import statistics
 import sys
 import textwrap
+from pathlib import Path
 
 from shortflow.testbed import names as N
 from shortflow.testbed.link import Link
@@ -58,7 +60,7 @@ BLAST = textwrap.dedent("""
 
 
 def scenario(rtt_s: float) -> RealScenario:
-    return RealScenario(path=None, name="bench", rtt_s=rtt_s, bandwidth_bps=None,  # type: ignore[arg-type]
+    return RealScenario(path=Path("bench"), name="bench", rtt_s=rtt_s, bandwidth_bps=None,  # type: ignore[arg-type]
                         queue_packets=None, client=Host(), server=Host())
 
 
@@ -97,8 +99,25 @@ def rate(pps: float, seconds: float = 3.0, senders: int = 2) -> None:
           f"max {f['lateness']['max_us']:.0f} µs")
 
 
+def handshake(rtt_text: str, connections: int = 30) -> None:
+    """TCP handshake RTT of real connections (nginx, built-in client), read by the project
+    analyzer from the router's client-side capture, against the configured RTT."""
+    from shortflow.testbed.runner import run as run_scenario
+
+    rtt = parse_duration(rtt_text)
+    s = scenario(rtt)
+    s.connections, s.interval_s, s.response_bytes = connections, 0.05 + rtt, 1000
+    r = run_scenario(s)
+    err_ms = [(c["handshake_rtt_s"] - rtt) * 1e3 for c in r["connections"]]
+    print(f"handshake RTT {rtt_text}: {len(err_ms)} connections, error mean {statistics.mean(err_ms):+.3f} ms, "
+          f"stddev {statistics.stdev(err_ms):.3f} ms, max {max(err_ms):+.3f} ms")
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "delay":
+    if sys.argv[1] == "handshake":
+        for r in sys.argv[2:] or ["10ms", "20ms", "50ms", "100ms"]:
+            handshake(r)
+    elif sys.argv[1] == "delay":
         for r in sys.argv[2:] or ["10ms", "20ms", "50ms", "100ms"]:
             delay(r)
     else:

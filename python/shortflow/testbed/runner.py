@@ -76,7 +76,8 @@ def _result(s: RealScenario, pcaps: dict[str, Path], probes: list[dict[str, Any]
         port = probe.get("local_port")
         c = client_side.get(port) if port else None
         sv = server_side.get(port) if port else None
-        conns.append(_connection(s, probe, c, sv, handshake.get(port, {}), origin, delta if len(probes) == 1 else None))
+        hs = handshake.get(port, {}) if port else {}
+        conns.append(_connection(s, probe, c, sv, hs, origin, delta if len(probes) == 1 else None))
     return {
         "scenario": s.name,
         "world": "real-kernel",

@@ -17,8 +17,8 @@ from typing import Any
 from shortflow.exceptions import ScenarioError
 from shortflow.units import parse_duration
 
-_SIZE = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
-_RATE = {"bit": 1, "kbit": 1e3, "Kbit": 1e3, "Mbit": 1e6, "Gbit": 1e9}
+_SIZE: dict[str, float] = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
+_RATE: dict[str, float] = {"bit": 1, "kbit": 1e3, "Kbit": 1e3, "Mbit": 1e6, "Gbit": 1e9}
 _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]+)\s*$")
 
 
@@ -109,7 +109,8 @@ class _Reader:
     """Typed access to one table of the file; every error names file and key."""
 
     def __init__(self, path: Path, table: dict[str, Any], prefix: str) -> None:
-        self.path, self.table, self.prefix, self.used = path, table, prefix, set()
+        self.path, self.table, self.prefix = path, table, prefix
+        self.used: set[str] = set()
 
     def fail(self, key: str, why: str) -> ScenarioError:
         return ScenarioError(f"{self.path}: {self.prefix}{key}: {why}")
