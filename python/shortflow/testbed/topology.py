@@ -37,6 +37,7 @@ class Topology:
     ROLES = ("client", "router", "server")
 
     def __init__(self, names: N.RunNames | None = None) -> None:
+        require_root()
         self.names = names or N.RunNames.fresh()
         self.children: list[tuple[str, subprocess.Popen[str]]] = []
         self.workdir = Path(tempfile.mkdtemp(prefix=self.names.prefix))
@@ -48,7 +49,6 @@ class Topology:
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Topology:
-        require_root()
         for sig in (signal.SIGTERM, signal.SIGHUP):
             self._old_handlers[sig] = signal.signal(sig, _raise_terminated)
         atexit.register(self.close)
