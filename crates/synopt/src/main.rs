@@ -1,0 +1,214 @@
+//! `shortflow-synopt`: the SYN optimizer daemon (document 000's interface:
+//! `-d DELAY_MS -r RETRIES (-c | -s | --router) -p PORT[,PORT…]`).
+//!
+//! Start-up: removes synopt rules left by dead runs (found by their `sf-<id>-synopt`
+//! comment, dead when no daemon holds that run's lock), takes its own run id, binds the
+//! queue, installs its rules, prints `ready <run id>`. Exit (SIGINT, SIGTERM, SIGHUP, an
+//! error): removes its rules and prints/writes its counters. SIGKILL leaves the rules, which
+//! are fail-open (`--queue-bypass`): traffic flows unprotected until the next start or
+//! `shortflow testbed clean` removes them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Parser};
+use serde_json::json;
+
+use shortflow_synopt::daemon::{open_queue, Daemon};
+use shortflow_synopt::resend::Sender;
+use shortflow_synopt::rules::{self, Family, Installed, Mode, RuleParams};
+use shortflow_synopt::stats::{self, Stats};
+use shortflow_synopt::sys::{self, RunLock};
+use shortflow_synopt::table::{Config, Table};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "shortflow-synopt",
+    version,
+    about = "SYN optimizer: resend a lost SYN or SYN/ACK after DELAY_MS instead of the kernel's 1 s"
+)]
+#[command(group(ArgGroup::new("mode").required(true).args(["client", "server", "router"])))]
+struct Args {
+    /// Wait this many milliseconds for an answer before each resend.
+    #[arg(short = 'd', long = "delay", value_name = "DELAY_MS")]
+    delay_ms: u64,
+    /// Resend each copy at most this many times.
+    #[arg(short = 'r', long = "retries", value_name = "RETRIES")]
+    retries: u32,
+    /// Client side: keep outgoing SYNs, watch incoming SYN/ACKs.
+    #[arg(short = 'c', long)]
+    client: bool,
+    /// Server side: keep outgoing SYN/ACKs, watch the client's ACK (cannot see lost SYNs).
+    #[arg(short = 's', long)]
+    server: bool,
+    /// Router: keep the SYNs and SYN/ACKs it forwards for the hosts behind it.
+    #[arg(long)]
+    router: bool,
+    /// Server port(s) to protect, comma-separated.
+    #[arg(
+        short = 'p',
+        long = "port",
+        value_name = "PORT[,PORT…]",
+        value_delimiter = ',',
+        required = true
+    )]
+    ports: Vec<u16>,
+    /// Write the counters as JSON here at exit (and on SIGUSR1).
+    #[arg(long, value_name = "FILE")]
+    json_stats: Option<PathBuf>,
+    /// Copies held at most; the oldest is evicted (and counted) beyond.
+    #[arg(long, default_value_t = 65_536)]
+    max_held: usize,
+    /// NFQUEUE number.
+    #[arg(long, default_value_t = 7100)]
+    queue_num: u16,
+    /// Mark (SO_MARK) of our resends, excluded from our rules.
+    #[arg(long, default_value_t = 0x5f0e)]
+    mark: u32,
+    /// SCHED_FIFO priority for precise resends (0: normal priority).
+    #[arg(long, default_value_t = 10)]
+    rt_priority: i32,
+    /// Busy-wait this many µs before each deadline instead of sleeping.
+    #[arg(long, default_value_t = 200)]
+    spin_us: u64,
+    /// IPv4 only (no ip6tables rules, no IPv6 resends).
+    #[arg(long)]
+    no_ipv6: bool,
+    /// Fail-open is the only behaviour: rules carry --queue-bypass and the queue accepts
+    /// when full, so a dead or overloaded daemon never blocks traffic. Accepted for the
+    /// document's interface; there is no fail-closed mode.
+    #[arg(long, default_value_t = true)]
+    fail_open: bool,
+}
+
+fn mode(a: &Args) -> Mode {
+    if a.client {
+        Mode::Client
+    } else if a.server {
+        Mode::Server
+    } else {
+        Mode::Router
+    }
+}
+
+fn check(a: &Args) -> Result<(), String> {
+    if a.delay_ms == 0 {
+        return Err("-d: the delay must be at least 1 ms".into());
+    }
+    if a.ports.contains(&0) {
+        return Err("-p: port 0 is not a port".into());
+    }
+    if a.max_held == 0 {
+        return Err("--max-held: must be at least 1".into());
+    }
+    Ok(())
+}
+
+fn write_stats(path: &Option<PathBuf>, d: &Daemon, head: &serde_json::Value) {
+    let Some(path) = path else { return };
+    let v = stats::to_json(
+        &d.stats,
+        &d.table.counters,
+        d.table.held(),
+        sys::rss_kb(),
+        head.clone(),
+    );
+    if let Err(e) = std::fs::write(path, v.to_string() + "\n") {
+        eprintln!("shortflow-synopt: cannot write {}: {e}", path.display());
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Err(e) = check(&args) {
+        eprintln!("shortflow-synopt: {e}");
+        return ExitCode::from(2);
+    }
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shortflow-synopt: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("needs root (iptables rules, NFQUEUE, raw sockets)".into());
+    }
+    sys::install_signal_handlers();
+    let mut families = vec![Family::V4];
+    if !args.no_ipv6
+        && std::process::Command::new("ip6tables")
+            .args(["-w", "-t", "mangle", "-S"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    {
+        families.push(Family::V6);
+    }
+    for &f in &families {
+        let removed = rules::remove_stale(f, RunLock::is_alive).map_err(|e| e.to_string())?;
+        for r in removed {
+            eprintln!(
+                "shortflow-synopt: removed stale rule of a dead run: {} {r}",
+                f.tool()
+            );
+        }
+    }
+    let run_id = sys::fresh_run_id();
+    let _lock = RunLock::take(&run_id).map_err(|e| format!("run lock: {e}"))?;
+    let sender = Sender::open(args.mark, families.contains(&Family::V6))
+        .map_err(|e| format!("raw socket: {e}"))?;
+    let (mut q, fd) =
+        open_queue(args.queue_num).map_err(|e| format!("NFQUEUE {}: {e}", args.queue_num))?;
+    let params = RuleParams {
+        mode: mode(args),
+        ports: args.ports.clone(),
+        queue: args.queue_num,
+        mark: args.mark,
+        comment: RunLock::name(&run_id),
+    };
+    let installed = Installed::install(&params, &families).map_err(|e| e.to_string())?;
+    if args.rt_priority > 0 {
+        if let Err(e) = sys::go_realtime(args.rt_priority) {
+            eprintln!("shortflow-synopt: warning: no real-time priority ({e}); resends may be late under load");
+        }
+    }
+    let table = Table::new(Config {
+        delay_ns: args.delay_ms * 1_000_000,
+        retries: args.retries,
+        max_held: args.max_held,
+    });
+    let mut d = Daemon {
+        mode: params.mode,
+        table,
+        sender,
+        spin_ns: args.spin_us * 1000,
+        stats: Stats::default(),
+        report: Box::new(|_| {}),
+    };
+    let head = json!({ "run_id": run_id, "mode": params.mode.name(), "delay_ms": args.delay_ms, "retries": args.retries, "max_held": args.max_held, "ports": args.ports });
+    let (path, h) = (args.json_stats.clone(), head.clone());
+    d.report = Box::new(move |d| {
+        eprintln!(
+            "shortflow-synopt: {}",
+            stats::line(&d.stats, &d.table.counters, d.table.held())
+        );
+        write_stats(&path, d, &h);
+    });
+    println!(
+        "ready {run_id} ({} rules, queue {})",
+        installed.count(),
+        args.queue_num
+    );
+    let result = d.run(&mut q, fd);
+    drop(installed); // rules first: from here on the kernel bypasses the queue
+    write_stats(&args.json_stats, &d, &head);
+    eprintln!(
+        "shortflow-synopt: {}",
+        stats::line(&d.stats, &d.table.counters, d.table.held())
+    );
+    result.map_err(|e| format!("queue: {e}"))
+}
