@@ -14,4 +14,8 @@ class PrivilegeError(ShortflowError):
     """The operation needs root (network namespaces, iptables, BPF)."""
 
 
-__all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "TraceReadError"]
+class SynoptError(ShortflowError):
+    """The SYN optimizer cannot start: a bad option value or its daemon binary is missing."""
+
+
+__all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "SynoptError", "TraceReadError"]

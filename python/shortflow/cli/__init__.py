@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "shortflow.cli.generate",
     "shortflow.cli.demo",
     "shortflow.cli.testbed",
+    "shortflow.cli.synopt",
 )
 
 app = typer.Typer(

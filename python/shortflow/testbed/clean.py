@@ -1,12 +1,18 @@
 """`shortflow testbed clean`: removes whatever earlier runs left, found by the `sf-<id>-`
 prefix — namespaces (with their processes, veths, iptables rules and qdiscs), veths or
 iptables rules in the root namespace, BPF pins under /sys/fs/bpf, cgroups, work
-directories in the temp directory. Each removal is reported."""
+directories in the temp directory, and the `mangle` rules (iptables and ip6tables) of a
+killed `shortflow synopt` daemon in the root namespace or any other named namespace. Each
+removal is reported."""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import shlex
+import socket
+import sys
 import shutil
 import subprocess
 import tempfile
@@ -18,6 +24,19 @@ from shortflow.testbed.system import run as run_checked
 from shortflow.testbed.topology import kill_namespace
 
 BPF_FS = Path("/sys/fs/bpf")
+#: The comment on every rule of a synopt daemon (crates/synopt/src/rules.rs).
+SYNOPT_COMMENT = re.compile(r"\bsf-([0-9a-f]{6})-synopt\b")
+#: Exits 0 when a synopt daemon of run argv[1] is alive in this namespace: it holds the
+#: abstract socket `sf-<id>-synopt` for its lifetime (crates/synopt/src/sys.rs, RunLock).
+_ALIVE_PROBE = """
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+try:
+    s.bind("\\0sf-%s-synopt" % sys.argv[1])
+except OSError as e:
+    sys.exit(0 if e.errno == errno.EADDRINUSE else 2)
+sys.exit(1)
+"""
 
 
 def leftovers() -> dict[str, list[str]]:
@@ -40,7 +59,40 @@ def leftovers() -> dict[str, list[str]]:
         "bpf_pins": [n for n in pins if RUN_OBJECT.match(n)],
         "cgroups": [c for c in cgroups if RUN_OBJECT.match(Path(c).name)],
         "work_dirs": [n for n in tmp if RUN_OBJECT.match(n)],
+        "synopt_rules": [f"{ns or '(root)'} {tool} {rule}" for ns, tool, rule in stale_synopt_rules()],
     }
+
+
+def _synopt_alive(run_id: str, netns: str | None) -> bool:
+    if netns is None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            s.bind(f"\0sf-{run_id}-synopt")
+        except OSError as e:
+            return e.errno == errno.EADDRINUSE
+        finally:
+            s.close()
+        return False
+    return run(["ip", "netns", "exec", netns, sys.executable, "-c", _ALIVE_PROBE, run_id]).returncode == 0
+
+
+def stale_synopt_rules(namespaces: list[str | None] | None = None) -> list[tuple[str | None, str, str]]:
+    """(namespace or None for the root one, tool, rule as `-S` prints it) of every synopt
+    rule whose daemon is gone, in `namespaces` (default: the root namespace and every named
+    one except our runs', which `clean` deletes whole)."""
+    found = []
+    if namespaces is None:
+        names = [line.split()[0] for line in run(["ip", "netns", "list"]).stdout.splitlines() if line.strip()]
+        namespaces = [None, *(n for n in names if not RUN_OBJECT.match(n))]
+    for netns in namespaces:
+        for tool in ("iptables", "ip6tables"):
+            args = [tool, "-w", "-t", "mangle", "-S"]
+            r = run(["ip", "netns", "exec", netns, *args] if netns else args)
+            for line in r.stdout.splitlines():
+                m = SYNOPT_COMMENT.search(line)
+                if line.startswith("-A ") and m and not _synopt_alive(m.group(1), netns):
+                    found.append((netns, tool, line))
+    return found
 
 
 def run(args: list[str], check: bool = False) -> subprocess.CompletedProcess[str]:
@@ -69,6 +121,16 @@ def _cgroup_roots() -> list[Path]:
     return roots
 
 
+def remove_stale_synopt_rules(namespaces: list[str | None] | None = None) -> list[str]:
+    """Removes the rules `stale_synopt_rules(namespaces)` finds; one line per rule removed."""
+    done = []
+    for netns, tool, rule in stale_synopt_rules(namespaces):
+        args = [tool, "-w", "-t", "mangle", "-D", *shlex.split(rule[3:])]
+        if run(["ip", "netns", "exec", netns, *args] if netns else args).returncode == 0:
+            done.append(f"synopt rule ({netns or 'root namespace'}, {tool}) {rule}")
+    return done
+
+
 def clean() -> list[str]:
     """Removes every leftover; returns one line per object removed."""
     require_root()
@@ -87,6 +149,7 @@ def clean() -> list[str]:
         # `-A CHAIN spec` → `-D CHAIN spec`.
         if run(["iptables", "-D", *shlex.split(rule[3:])], check=False).returncode == 0:
             done.append(f"iptables rule {rule}")
+    done += remove_stale_synopt_rules()
     for pin in found["bpf_pins"]:
         target = BPF_FS / pin
         if target.is_dir():
