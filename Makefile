@@ -37,6 +37,8 @@ build: deps venv
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop -q --release --extras test
 	# The testbed's link emulator runs as its own process in the router namespace.
 	cargo build --release -q -p shortflow-netem
+	# `shortflow synopt` execs the SYN optimizer daemon (and its flood test the generator).
+	cargo build --release -q -p shortflow-synopt
 	@test -x $(VENV)/bin/shortflow
 
 demo: build

@@ -221,7 +221,9 @@ impl Installed {
         for (f, args) in self.rules.drain(..).rev() {
             let mut del = vec!["-D".to_string()];
             del.extend(args);
-            if let Err(e) = iptables(f, &del) {
+            // Once more on failure: a signal sent to our whole process group (as `timeout`
+            // does) may have hit the first iptables child.
+            if let Err(e) = iptables(f, &del).or_else(|_| iptables(f, &del)) {
                 errors.push(e.to_string());
             }
         }
