@@ -1,0 +1,60 @@
+"""A killed synopt daemon never blocks traffic (its rules carry --queue-bypass), and its
+leftover rules are removed by the next start of the daemon or by `shortflow testbed clean`'s
+stale-rule pass — but never the rules of a daemon that is still running."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from synopt_bed import bed, wait_for
+
+from shortflow.testbed.clean import remove_stale_synopt_rules, stale_synopt_rules
+
+pytestmark = pytest.mark.netns
+
+ARGS = ("-d", "200", "-r", "3", "-c", "-p", "80")
+
+
+def test_killed_daemon_fails_open_and_its_rules_are_removed(tmp_path):
+    with bed(tmp_path, rtt="10ms") as b:
+        client = b.ns("client")
+        d = b.start_synopt("client", *ARGS)
+        rules = b.synopt_rules("client")
+        assert len(rules) == 6  # 3 per family: SYN copy, SYN/ACK and RST answers
+        assert stale_synopt_rules([client]) == [], "a live daemon's rules are not stale"
+        d.send_signal(signal.SIGKILL)
+        d.wait(timeout=5)
+        # The rules stay, but with nobody on the queue the kernel lets packets through.
+        assert b.synopt_rules("client") == rules
+        for _ in range(3):
+            assert b.fetch(timeout_s=3) < 0.5
+        # The next start removes the dead run's rules and installs its own.
+        d2 = b.start_synopt("client", *ARGS)
+        now = b.synopt_rules("client")
+        assert len(now) == 6 and not set(now) & set(rules)
+        _, err = b.stop_synopt(d2)
+        assert err.count("removed stale rule of a dead run") == 6, err
+        assert b.synopt_rules("client") == [], "SIGTERM removes the daemon's own rules"
+        # Killed again: `shortflow testbed clean`'s pass finds and removes them.
+        d3 = b.start_synopt("client", *ARGS)
+        d3.send_signal(signal.SIGKILL)
+        d3.wait(timeout=5)
+        assert wait_for(lambda: len(stale_synopt_rules([client])) == 6)
+        removed = remove_stale_synopt_rules([client])
+        assert len(removed) == 6 and b.synopt_rules("client") == []
+        assert b.fetch(timeout_s=3) < 0.5
+
+
+def test_sigint_removes_rules_and_reports_counters(tmp_path):
+    with bed(tmp_path, rtt="10ms") as b:
+        d = b.start_synopt("client", *ARGS)
+        b.fetch()
+        d.send_signal(signal.SIGUSR1)
+        assert wait_for(lambda: b.stats_path.exists()), "SIGUSR1 writes the JSON counters"
+        d.send_signal(signal.SIGINT)
+        d.wait(timeout=5)
+        err = d.stderr.read() if d.stderr else ""
+        assert d.returncode == 0, err
+        assert "answered 1" in err and "resends 0" in err
+        assert b.synopt_rules("client") == []
