@@ -91,6 +91,8 @@ class Options:
     max_held: int = DEFAULT_MAX_HELD
     queue_num: int = DEFAULT_QUEUE
     ipv6: bool = True
+    #: SCHED_FIFO priority of the daemon (0: normal priority; precision degrades under load).
+    rt_priority: int = 10
     extra: list[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -102,6 +104,8 @@ class Options:
             raise SynoptError(f"--max-held {self.max_held}: at least one copy must be held")
         if not 0 <= self.queue_num <= 65535:
             raise SynoptError(f"--queue-num {self.queue_num}: NFQUEUE numbers are 0-65535")
+        if not 0 <= self.rt_priority <= 99:
+            raise SynoptError(f"--rt-priority {self.rt_priority}: SCHED_FIFO priorities are 1-99 (0: normal priority)")
         if not self.ports:
             raise SynoptError("-p: at least one port is needed")
 
@@ -112,6 +116,8 @@ def command(o: Options, exe: str | None = None) -> list[str]:
     flag = {"client": "-c", "server": "-s", "router": "--router"}[o.mode]
     args = [exe or binary(), "-d", str(o.delay_ms), "-r", str(o.retries), flag,
             "-p", ",".join(map(str, o.ports)), "--max-held", str(o.max_held), "--queue-num", str(o.queue_num)]
+    if o.rt_priority != 10:
+        args += ["--rt-priority", str(o.rt_priority)]
     if o.json_stats is not None:
         args += ["--json-stats", str(o.json_stats)]
     if not o.ipv6:

@@ -28,6 +28,7 @@ def register(app: typer.Typer) -> None:
         max_held: Annotated[int, typer.Option("--max-held", help="copies held at most; the oldest is evicted beyond")] = 65_536,
         queue_num: Annotated[int, typer.Option("--queue-num", help="NFQUEUE number of the daemon's rules")] = 7100,
         no_ipv6: Annotated[bool, typer.Option("--no-ipv6", help="IPv4 only")] = False,
+        rt_priority: Annotated[int, typer.Option("--rt-priority", help="SCHED_FIFO priority of the daemon (0: normal priority)")] = 10,
     ) -> None:
         """Resend a lost SYN or SYN/ACK after DELAY_MS instead of the kernel's 1 s (needs root).
 
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
                 raise SynoptError("choose exactly one of -c (client), -s (server), --router")
             o = synopt.Options(delay_ms=synopt.parse_delay_ms(delay), retries=retries, mode=modes[0],
                                ports=synopt.parse_ports(ports), json_stats=json_stats, max_held=max_held,
-                               queue_num=queue_num, ipv6=not no_ipv6)
+                               queue_num=queue_num, ipv6=not no_ipv6, rt_priority=rt_priority)
             synopt.exec_daemon(o)
         except (SynoptError, PrivilegeError) as e:
             err.print(f"[red]error:[/] {e}", highlight=False)
