@@ -113,7 +113,11 @@ fn write_stats(path: &Option<PathBuf>, d: &Daemon, head: &serde_json::Value) {
         sys::rss_kb(),
         head.clone(),
     );
-    if let Err(e) = std::fs::write(path, v.to_string() + "\n") {
+    // Written whole then renamed: a reader never sees half a file.
+    let tmp = path.with_extension("tmp");
+    if let Err(e) =
+        std::fs::write(&tmp, v.to_string() + "\n").and_then(|()| std::fs::rename(&tmp, path))
+    {
         eprintln!("shortflow-synopt: cannot write {}: {e}", path.display());
     }
 }

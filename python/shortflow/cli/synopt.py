@@ -28,6 +28,7 @@ def register(app: typer.Typer) -> None:
         max_held: Annotated[int, typer.Option("--max-held", help="copies held at most; the oldest is evicted beyond")] = 65_536,
         queue_num: Annotated[int, typer.Option("--queue-num", help="NFQUEUE number of the daemon's rules")] = 7100,
         no_ipv6: Annotated[bool, typer.Option("--no-ipv6", help="IPv4 only")] = False,
+        fail_open: Annotated[bool, typer.Option("--fail-open", help="traffic flows when the daemon is dead or overloaded: the default and only behaviour (rules use --queue-bypass)")] = True,
         rt_priority: Annotated[int, typer.Option("--rt-priority", help="SCHED_FIFO priority of the daemon (0: normal priority)")] = 10,
     ) -> None:
         """Resend a lost SYN or SYN/ACK after DELAY_MS instead of the kernel's 1 s (needs root).
@@ -35,6 +36,8 @@ def register(app: typer.Typer) -> None:
         Fail-open: the daemon's iptables rules carry --queue-bypass, so traffic flows if the daemon dies; it removes its rules on SIGINT/SIGTERM, and its next start or `shortflow testbed clean` removes those of a killed daemon.
         """
         from shortflow import synopt
+
+        del fail_open  # always on: accepted for the document's interface
 
         try:
             modes = [m for m, on in (("client", client), ("server", server), ("router", router)) if on]
