@@ -137,42 +137,68 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("needs root (iptables rules, NFQUEUE, raw sockets)".into());
-    }
-    sys::install_signal_handlers();
+/// IPv4, and IPv6 unless `--no-ipv6` or ip6tables is unusable here.
+fn families(args: &Args) -> Vec<Family> {
     let mut families = vec![Family::V4];
-    if !args.no_ipv6
-        && std::process::Command::new("ip6tables")
+    let v6_works = || {
+        std::process::Command::new("ip6tables")
             .args(["-w", "-t", "mangle", "-S"])
             .output()
             .is_ok_and(|o| o.status.success())
-    {
+    };
+    if !args.no_ipv6 && v6_works() {
         families.push(Family::V6);
     }
-    for &f in &families {
-        let removed = rules::remove_stale(f, RunLock::is_alive).map_err(|e| e.to_string())?;
-        for r in removed {
+    families
+}
+
+/// Removes the rules of earlier runs whose daemon is gone (SIGKILL, crash).
+fn remove_stale_rules(families: &[Family]) -> Result<(), String> {
+    for &f in families {
+        for r in rules::remove_stale(f, RunLock::is_alive).map_err(|e| e.to_string())? {
             eprintln!(
                 "shortflow-synopt: removed stale rule of a dead run: {} {r}",
                 f.tool()
             );
         }
     }
+    Ok(())
+}
+
+/// Prints the counters, and writes them when `--json-stats` was given.
+fn reporter(path: Option<PathBuf>, head: serde_json::Value) -> Box<dyn Fn(&Daemon)> {
+    Box::new(move |d| {
+        eprintln!(
+            "shortflow-synopt: {}",
+            stats::line(&d.stats, &d.table.counters, d.table.held())
+        );
+        write_stats(&path, d, &head);
+    })
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("needs root (iptables rules, NFQUEUE, raw sockets)".into());
+    }
+    sys::install_signal_handlers();
+    let families = families(args);
+    remove_stale_rules(&families)?;
     let run_id = sys::fresh_run_id();
     let _lock = RunLock::take(&run_id).map_err(|e| format!("run lock: {e}"))?;
     let sender = Sender::open(args.mark, families.contains(&Family::V6))
         .map_err(|e| format!("raw socket: {e}"))?;
+    // The queue is bound before the rules exist: no packet is ever sent to an empty queue.
     let (mut q, fd) =
         open_queue(args.queue_num).map_err(|e| format!("NFQUEUE {}: {e}", args.queue_num))?;
+    let mode = mode(args);
+    let comment = RunLock::name(&run_id);
     let params = RuleParams {
-        mode: mode(args),
+        mode,
         ports: args.ports.clone(),
         queue: args.queue_num,
         mark: args.mark,
-        comment: RunLock::name(&run_id),
+        comment,
     };
     let installed = Installed::install(&params, &families).map_err(|e| e.to_string())?;
     if args.rt_priority > 0 {
@@ -180,28 +206,21 @@ fn run(args: &Args) -> Result<(), String> {
             eprintln!("shortflow-synopt: warning: no real-time priority ({e}); resends may be late under load");
         }
     }
-    let table = Table::new(Config {
+    let config = Config {
         delay_ns: args.delay_ms * 1_000_000,
         retries: args.retries,
         max_held: args.max_held,
-    });
+    };
+    let head = json!({ "run_id": run_id, "mode": mode.name(), "delay_ms": args.delay_ms, "retries": args.retries,
+                       "max_held": args.max_held, "ports": args.ports });
     let mut d = Daemon {
-        mode: params.mode,
-        table,
+        mode,
+        table: Table::new(config),
         sender,
         spin_ns: args.spin_us * 1000,
         stats: Stats::default(),
-        report: Box::new(|_| {}),
+        report: reporter(args.json_stats.clone(), head.clone()),
     };
-    let head = json!({ "run_id": run_id, "mode": params.mode.name(), "delay_ms": args.delay_ms, "retries": args.retries, "max_held": args.max_held, "ports": args.ports });
-    let (path, h) = (args.json_stats.clone(), head.clone());
-    d.report = Box::new(move |d| {
-        eprintln!(
-            "shortflow-synopt: {}",
-            stats::line(&d.stats, &d.table.counters, d.table.held())
-        );
-        write_stats(&path, d, &h);
-    });
     println!(
         "ready {run_id} ({} rules, queue {})",
         installed.count(),
@@ -209,10 +228,6 @@ fn run(args: &Args) -> Result<(), String> {
     );
     let result = d.run(&mut q, fd);
     drop(installed); // rules first: from here on the kernel bypasses the queue
-    write_stats(&args.json_stats, &d, &head);
-    eprintln!(
-        "shortflow-synopt: {}",
-        stats::line(&d.stats, &d.table.counters, d.table.held())
-    );
+    (d.report)(&d);
     result.map_err(|e| format!("queue: {e}"))
 }
