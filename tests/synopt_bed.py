@@ -5,10 +5,7 @@ with a `shortflow synopt` daemon started in one of them. Everything goes with th
 from __future__ import annotations
 
 import contextlib
-import json
-import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -23,8 +20,9 @@ from shortflow.testbed import stack, wire
 from shortflow.testbed.capture import Captures
 from shortflow.testbed.link import Link
 from shortflow.testbed.server import Nginx, body_path
+from shortflow.testbed.synopt import SynoptDaemon
 from shortflow.testbed.system import in_ns
-from shortflow.testbed.topology import Topology, stop
+from shortflow.testbed.topology import Topology
 
 RESPONSE = 1000
 
@@ -45,6 +43,7 @@ class Handshake:
 class Bed:
     def __init__(self, topo: Topology, caps: Captures) -> None:
         self.topo, self.caps = topo, caps
+        self.daemons: dict[int, SynoptDaemon] = {}
         self.stats_path = topo.workdir / "synopt-stats.json"
 
     def ns(self, role: str) -> str:
@@ -53,20 +52,15 @@ class Bed:
     def start_synopt(self, role: str, *args: str) -> subprocess.Popen[str]:
         """`shortflow synopt ARGS` in namespace `role`, through the CLI (which execs the
         daemon, so the process is the daemon); returns once its rules are in."""
-        cmd = [sys.executable, "-m", "shortflow", "synopt", *args, "--json-stats", str(self.stats_path)]
-        p = self.topo.spawn("synopt", role, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert p.stdout is not None
-        line = p.stdout.readline()
-        if not line.startswith("ready"):
-            p.wait(timeout=10)
-            raise AssertionError(f"synopt did not start: {line} {p.stderr.read() if p.stderr else ''}")
-        return p
+        d = SynoptDaemon(self.topo, role, cli_args=list(args))
+        d.start()
+        assert d.proc is not None
+        self.daemons[d.proc.pid] = d
+        self.stats_path = d.stats_path
+        return d.proc
 
     def stop_synopt(self, p: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
-        stop(p, signal.SIGTERM)
-        err = p.stderr.read() if p.stderr else ""
-        assert p.returncode == 0, err
-        return json.loads(self.stats_path.read_text()), err
+        return self.daemons[p.pid].stop()
 
     def synopt_rules(self, role: str) -> list[str]:
         out = in_ns(self.ns(role), "iptables-save").stdout + in_ns(self.ns(role), "ip6tables-save").stdout

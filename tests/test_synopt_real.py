@@ -8,6 +8,9 @@ from __future__ import annotations
 import pytest
 from synopt_bed import bed
 
+from shortflow import synopt
+from shortflow.testbed.synopt import SynoptDaemon
+
 pytestmark = pytest.mark.netns
 
 RTT = 0.020
@@ -36,9 +39,13 @@ def test_client_mode_resends_the_lost_syn_after_200ms(tmp_path):
 
 def test_server_mode_resends_the_lost_synack_after_200ms(tmp_path):
     with bed(tmp_path, rtt="20ms", drop="synack = [1]") as b:
-        d = b.start_synopt("server", "-d", "200", "-r", "3", "-s", "-p", "80")
+        # Started through the Python API (`shortflow.testbed.synopt`) rather than the CLI.
+        d = SynoptDaemon(b.topo, "server", synopt.Options(delay_ms=200, retries=3, mode="server", ports=[80]))
+        d.start()
+        assert len(d.rules()) == 6  # SYN/ACK copy, first ACKs, RST; IPv4 and IPv6
         b.fetch()
-        stats, _ = b.stop_synopt(d)
+        stats, _ = d.stop()
+        assert d.rules() == []
         (h,) = b.handshakes()
     # The client saw one SYN and one SYN/ACK (the first was lost before this capture point).
     assert (h.syns, h.synacks) == (1, 1)

@@ -1,0 +1,77 @@
+"""A `shortflow synopt` daemon inside one of a run's namespaces (client, server or router),
+started like the link emulator: `start()` returns once its rules are in, `stop()` (SIGTERM)
+returns its counters. The topology stops it on every exit path; its rules go with the
+namespace in any case.
+
+    d = SynoptDaemon(topo, "client", synopt.Options(200, 3, "client", [80]))
+    d.start(); ...; counters, _ = d.stop()
+
+With `cli_args` instead of options, it runs the `shortflow synopt` command itself (which
+execs the daemon: the process is the daemon either way).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from typing import Any
+
+from shortflow import synopt
+from shortflow.testbed.system import TestbedError, in_ns
+from shortflow.testbed.topology import Topology, stop
+
+
+class SynoptDaemon:
+    def __init__(self, topo: Topology, role: str, options: synopt.Options | None = None,
+                 cli_args: list[str] | None = None) -> None:
+        self.topo, self.role = topo, role
+        self.stats_path = topo.workdir / f"synopt-{role}-stats.json"
+        if options is not None:
+            options.json_stats = self.stats_path
+            self.command = synopt.command(options)
+        elif cli_args is not None:
+            self.command = [sys.executable, "-m", "shortflow", "synopt", *cli_args, "--json-stats", str(self.stats_path)]
+        else:
+            raise TypeError("SynoptDaemon needs options or cli_args")
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> str:
+        """Starts the daemon; returns its run id once its rules are installed."""
+        args = self.command
+        self.proc = self.topo.spawn(f"shortflow-synopt ({self.role})", self.role, args,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("ready "):
+            self.proc.wait(timeout=10)
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise TestbedError(f"shortflow-synopt did not start in {self.role}: {(line + ' ' + err).strip()}")
+        return line.split()[1]
+
+    def rules(self) -> list[str]:
+        """The daemon's rules as iptables-save/ip6tables-save print them."""
+        ns = self.topo.names.ns(self.role)
+        text = in_ns(ns, "iptables-save").stdout + in_ns(ns, "ip6tables-save", check=False).stdout
+        return [line for line in text.splitlines() if "-synopt" in line]
+
+    def kill(self) -> None:
+        """SIGKILL: the daemon cannot remove its rules (they stay, fail-open)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> tuple[dict[str, Any], str]:
+        """SIGTERM; returns (counters, what the daemon printed on stderr)."""
+        if self.proc is None:
+            raise TestbedError("shortflow-synopt was not started")
+        stop(self.proc, signal.SIGTERM)
+        err = self.proc.stderr.read() if self.proc.stderr else ""
+        if self.proc.returncode != 0:
+            raise TestbedError(f"shortflow-synopt failed ({self.proc.returncode}): {err.strip()}")
+        try:
+            counters: dict[str, Any] = json.loads(self.stats_path.read_text())
+        except (OSError, ValueError) as e:
+            raise TestbedError(f"shortflow-synopt wrote no counters: {e}") from None
+        return counters, err
