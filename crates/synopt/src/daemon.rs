@@ -20,6 +20,8 @@ use crate::table::Table;
 const COPY_RANGE: u16 = 0xffff;
 /// Packets the kernel may hold for us before it accepts (fail-open) instead of queueing.
 const QUEUE_MAX_LEN: u32 = 65_536;
+/// Longest sleep with nothing held.
+const IDLE_WAKE_NS: u64 = 100_000_000;
 
 pub struct Daemon {
     pub mode: Mode,
@@ -58,7 +60,9 @@ impl Daemon {
             }
             let now = now_ns();
             match self.table.next_deadline() {
-                None => sys::wait_readable(fd, None),
+                // Bounded, so a signal landing between the STOP check and the wait costs
+                // at most this long.
+                None => sys::wait_readable(fd, Some(IDLE_WAKE_NS)),
                 Some(t) if t > now + self.spin_ns => {
                     sys::wait_readable(fd, Some(t - now - self.spin_ns))
                 }
