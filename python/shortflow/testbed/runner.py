@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import shortflow
+from shortflow import synopt
 from shortflow.testbed import names as N
 from shortflow.testbed import stack, wire
 from shortflow.testbed.capture import Captures
 from shortflow.testbed.link import Link
 from shortflow.testbed.scenario_real import RealScenario
 from shortflow.testbed.server import Nginx, body_path
+from shortflow.testbed.synopt import SynoptDaemon
 from shortflow.testbed.system import TestbedError, ns_counters
 from shortflow.testbed.topology import Topology
 
@@ -34,6 +36,7 @@ def run(s: RealScenario, pcap_dir: Path | None = None) -> dict[str, Any]:
         link = Link(topo, s)
         link.start()
         Nginx(topo, [s.response_bytes]).start()
+        synopt_daemon = _start_synopt(topo, s)
         caps = Captures(topo, pcap_dir or topo.workdir / "pcap")
         caps.start()
         before = {r: ns_counters(topo.names.ns(r)) for r in ("client", "server")}
@@ -42,9 +45,22 @@ def run(s: RealScenario, pcap_dir: Path | None = None) -> dict[str, Any]:
         pcaps = caps.stop()
         link_stats = link.stop()
         result = _result(s, pcaps, probes, link_stats, before, after, topo.names.run_id)
+        if synopt_daemon is not None:
+            result["synopt"] = synopt_daemon.stop()[0]
         if pcap_dir is not None:
             result["pcaps"] = {k: str(v) for k, v in pcaps.items()}
     return result
+
+
+def _start_synopt(topo: Topology, s: RealScenario) -> SynoptDaemon | None:
+    """`[mechanisms] syn_optimizer`: the daemon in the namespace of its side."""
+    o = s.syn_optimizer
+    if o is None:
+        return None
+    d = SynoptDaemon(topo, o.side, synopt.Options(delay_ms=round(o.delay_s * 1000), retries=o.retries,
+                                                   mode=o.side, ports=list(o.ports)))
+    d.start()
+    return d
 
 
 def _run_client(topo: Topology, s: RealScenario) -> list[dict[str, Any]]:

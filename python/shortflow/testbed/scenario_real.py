@@ -77,6 +77,17 @@ class Host:
         return self.rto_min_s if self.rto_min_s is not None else self.profile.rto_min_s
 
 
+@dataclass(frozen=True)
+class SynOptimizer:
+    """`[mechanisms] syn_optimizer`: document 000's tool, run as `shortflow synopt` in the
+    namespace of `side` (client, server, or the router for the hosts behind it)."""
+
+    side: str
+    delay_s: float
+    retries: int
+    ports: tuple[int, ...]
+
+
 @dataclass
 class RealScenario:
     """A scenario as the testbed runs it. Drops are 1-based occurrence numbers."""
@@ -99,6 +110,7 @@ class RealScenario:
     response_bytes: int = 13549
     connections: int = 1
     interval_s: float = 0.0
+    syn_optimizer: SynOptimizer | None = None
 
     @property
     def one_way_delay_s(self) -> float:
@@ -239,10 +251,9 @@ def load(path: str | Path) -> RealScenario:
     s.seed = rl.get("seed", int, s.seed)
     rl.refuse_unknown()
     _workload(path, doc, s)
-    mech = _table(path, doc, "mechanisms")
-    for key in mech:
-        raise ScenarioError(f"{path}: mechanisms.{key}: the testbed does not apply mechanisms yet "
-                            "(the host tools `shortflow synopt`/`tune` do that on real hosts)")
+    mech = _Reader(path, _table(path, doc, "mechanisms"), "mechanisms.")
+    s.syn_optimizer = _syn_optimizer(path, mech)
+    mech.refuse_unknown({k: "the testbed does not apply this mechanism yet" for k in mech.table})
     cap = _Reader(path, _table(path, doc, "capture"), "capture.")
     point = cap.get("point", str, "router")
     if point not in ("client", "server", "router"):
@@ -252,6 +263,29 @@ def load(path: str | Path) -> RealScenario:
         if key not in top.used and key not in ("path", "client", "server", "drop", "random_loss", "workload", "mechanisms", "capture"):
             raise top.fail(key, "the testbed does not know this key (it would be silently ignored)")
     return s
+
+
+def _syn_optimizer(path: Path, mech: _Reader) -> SynOptimizer | None:
+    """`syn_optimizer = { side = "client", delay = "200ms", retries = 3, port = 80 }`."""
+    table = mech.get("syn_optimizer", dict)
+    if table is None:
+        return None
+    r = _Reader(path, table, "mechanisms.syn_optimizer.")
+    side = r.get("side", str, "client")
+    if side not in ("client", "server", "router"):
+        raise r.fail("side", f"{side!r}: expected client, server or router")
+    delay = r.duration("delay")
+    if delay is None or delay < 0.001:
+        raise r.fail("delay", "required, at least 1ms (e.g. \"200ms\")")
+    retries = r.get("retries", int, 3)
+    if not 0 <= retries <= 100:
+        raise r.fail("retries", f"{retries}: expected 0 to 100")
+    port = r.get("port", (int, list), 80)
+    ports = tuple(port) if isinstance(port, list) else (port,)
+    if not all(isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 65535 for p in ports):
+        raise r.fail("port", f"{port!r}: expected a port or a list of ports (1-65535)")
+    r.refuse_unknown()
+    return SynOptimizer(side, delay, retries, ports)
 
 
 def _workload(path: Path, doc: dict[str, Any], s: RealScenario) -> None:
