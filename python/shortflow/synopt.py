@@ -93,6 +93,8 @@ class Options:
     ipv6: bool = True
     #: SCHED_FIFO priority of the daemon (0: normal priority; precision degrades under load).
     rt_priority: int = 10
+    #: Packets waiting for a verdict at most; beyond, the kernel passes them without a copy.
+    queue_max_len: int = 4096
     extra: list[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -106,6 +108,8 @@ class Options:
             raise SynoptError(f"--queue-num {self.queue_num}: NFQUEUE numbers are 0-65535")
         if not 0 <= self.rt_priority <= 99:
             raise SynoptError(f"--rt-priority {self.rt_priority}: SCHED_FIFO priorities are 1-99 (0: normal priority)")
+        if self.queue_max_len < 1:
+            raise SynoptError(f"--queue-max-len {self.queue_max_len}: at least 1")
         if not self.ports:
             raise SynoptError("-p: at least one port is needed")
 
@@ -116,6 +120,8 @@ def command(o: Options, exe: str | None = None) -> list[str]:
     flag = {"client": "-c", "server": "-s", "router": "--router"}[o.mode]
     args = [exe or binary(), "-d", str(o.delay_ms), "-r", str(o.retries), flag,
             "-p", ",".join(map(str, o.ports)), "--max-held", str(o.max_held), "--queue-num", str(o.queue_num)]
+    if o.queue_max_len != 4096:
+        args += ["--queue-max-len", str(o.queue_max_len)]
     if o.rt_priority != 10:
         args += ["--rt-priority", str(o.rt_priority)]
     if o.json_stats is not None:

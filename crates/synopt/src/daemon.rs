@@ -18,8 +18,7 @@ use crate::table::Table;
 
 /// Whole SYNs and SYN/ACKs (with options and any Fast Open data) are copied to us.
 const COPY_RANGE: u16 = 0xffff;
-/// Packets the kernel may hold for us before it accepts (fail-open) instead of queueing.
-const QUEUE_MAX_LEN: u32 = 65_536;
+
 /// Longest sleep with nothing held.
 const IDLE_WAKE_NS: u64 = 100_000_000;
 
@@ -33,8 +32,10 @@ pub struct Daemon {
     pub report: Box<dyn Fn(&Daemon)>,
 }
 
-/// Binds queue `num`, fail-open (a full queue accepts rather than drops).
-pub fn open_queue(num: u16) -> io::Result<(Queue, RawFd)> {
+/// Binds queue `num`, fail-open: once `max_len` packets wait for our verdict, the kernel
+/// accepts further ones without us rather than dropping or holding them, which bounds the
+/// time a packet can wait for an overloaded daemon.
+pub fn open_queue(num: u16, max_len: u32) -> io::Result<(Queue, RawFd)> {
     let fd = sys::next_fd()?;
     let mut q = Queue::open()?;
     if !sys::is_netfilter_socket(fd) {
@@ -42,9 +43,11 @@ pub fn open_queue(num: u16) -> io::Result<(Queue, RawFd)> {
     }
     q.bind(num)?;
     q.set_copy_range(num, COPY_RANGE)?;
-    q.set_queue_max_len(num, QUEUE_MAX_LEN)?;
+    q.set_queue_max_len(num, max_len)?;
     q.set_fail_open(num, true)?;
-    sys::grow_receive_buffer(fd, 16 << 20);
+    // Room for the whole queue (a message is ~0.5 kB of buffer): a full socket would also
+    // make the kernel accept without us.
+    sys::grow_receive_buffer(fd, (max_len as i32).saturating_mul(1024).max(1 << 20));
     q.set_nonblocking(true);
     Ok((q, fd))
 }
@@ -106,6 +109,12 @@ impl Daemon {
             // A resend due while a burst arrives must not wait for the burst to end.
             self.resend_due();
         }
+    }
+
+    /// Gives its verdict (ACCEPT) to every packet still waiting: when our socket closes the
+    /// kernel drops what is left in the queue. Called after our rules are gone.
+    pub fn drain(&mut self, q: &mut Queue) {
+        let _ = self.take_arrivals(q);
     }
 
     fn keeps(&self, s: &Segment) -> bool {

@@ -65,6 +65,10 @@ struct Args {
     /// Mark (SO_MARK) of our resends, excluded from our rules.
     #[arg(long, default_value_t = 0x5f0e)]
     mark: u32,
+    /// Packets waiting for our verdict at most; beyond, the kernel lets them pass without a
+    /// copy (fail-open) rather than make them wait for an overloaded daemon.
+    #[arg(long, default_value_t = 4096)]
+    queue_max_len: u32,
     /// SCHED_FIFO priority for precise resends (0: normal priority).
     #[arg(long, default_value_t = 10)]
     rt_priority: i32,
@@ -97,6 +101,9 @@ fn check(a: &Args) -> Result<(), String> {
     }
     if a.ports.contains(&0) {
         return Err("-p: port 0 is not a port".into());
+    }
+    if a.queue_max_len == 0 {
+        return Err("--queue-max-len: must be at least 1".into());
     }
     if a.max_held == 0 {
         return Err("--max-held: must be at least 1".into());
@@ -189,8 +196,8 @@ fn run(args: &Args) -> Result<(), String> {
     let sender = Sender::open(args.mark, families.contains(&Family::V6))
         .map_err(|e| format!("raw socket: {e}"))?;
     // The queue is bound before the rules exist: no packet is ever sent to an empty queue.
-    let (mut q, fd) =
-        open_queue(args.queue_num).map_err(|e| format!("NFQUEUE {}: {e}", args.queue_num))?;
+    let (mut q, fd) = open_queue(args.queue_num, args.queue_max_len)
+        .map_err(|e| format!("NFQUEUE {}: {e}", args.queue_num))?;
     let mode = mode(args);
     let comment = RunLock::name(&run_id);
     let params = RuleParams {
@@ -227,7 +234,10 @@ fn run(args: &Args) -> Result<(), String> {
         args.queue_num
     );
     let result = d.run(&mut q, fd);
+    let matched = installed.matched_packets(&RunLock::name(&run_id));
     drop(installed); // rules first: from here on the kernel bypasses the queue
+    d.drain(&mut q);
+    d.stats.bypassed = matched.ok().map(|m| m.saturating_sub(d.stats.packets));
     (d.report)(&d);
     result.map_err(|e| format!("queue: {e}"))
 }

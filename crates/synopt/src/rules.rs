@@ -215,6 +215,30 @@ impl Installed {
         self.rules.len()
     }
 
+    /// Packets our rules matched so far (their iptables counters), over every family. Minus
+    /// the packets we took off the queue, this is what the kernel let pass without us
+    /// (fail-open: queue full, or not yet read at exit).
+    pub fn matched_packets(&self, comment: &str) -> io::Result<u64> {
+        let mut families: Vec<Family> = self.rules.iter().map(|(f, _)| *f).collect();
+        families.dedup();
+        let mut total = 0;
+        for f in families {
+            let out = Command::new(f.tool())
+                .args(["-w", "-t", "mangle", "-S", "-v"])
+                .output()?;
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                if line.starts_with("-A ")
+                    && line
+                        .split_whitespace()
+                        .any(|t| t.trim_matches('"') == comment)
+                {
+                    total += counter_of(line).unwrap_or(0);
+                }
+            }
+        }
+        Ok(total)
+    }
+
     /// Removes every rule; returns the errors (rules someone else already removed).
     pub fn remove(&mut self) -> Vec<String> {
         let mut errors = vec![];
@@ -237,6 +261,13 @@ impl Drop for Installed {
             eprintln!("shortflow-synopt: {e}");
         }
     }
+}
+
+/// The packet count of a rule printed by `iptables -S -v` (`… -c PACKETS BYTES …`).
+fn counter_of(line: &str) -> Option<u64> {
+    let mut tokens = line.split_whitespace();
+    tokens.find(|t| *t == "-c")?;
+    tokens.next()?.parse().ok()
 }
 
 /// The run id in a synopt comment (`sf-<6 hex>-synopt`), if `token` is one.
@@ -330,6 +361,13 @@ mod tests {
         let router = rule_specs(&params(Mode::Router));
         assert!(router.iter().all(|s| s[0] == "FORWARD"));
         assert_eq!(router.len(), 10);
+    }
+
+    #[test]
+    fn rule_counters() {
+        let line = "-A OUTPUT -p tcp -m comment --comment sf-abcdef-synopt -c 17 1020 -j NFQUEUE";
+        assert_eq!(counter_of(line), Some(17));
+        assert_eq!(counter_of("-A OUTPUT -j ACCEPT"), None);
     }
 
     #[test]

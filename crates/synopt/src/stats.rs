@@ -71,6 +71,9 @@ pub struct Stats {
     /// fail-open, but those SYNs are unprotected).
     pub queue_overflows: u64,
     pub send_errors: u64,
+    /// Packets our rules matched that never reached us: the kernel accepted them without a
+    /// copy (fail-open under overload). Known at exit only.
+    pub bypassed: Option<u64>,
     pub lateness: Lateness,
 }
 
@@ -89,6 +92,7 @@ pub fn to_json(s: &Stats, c: &Counters, held: usize, rss_kb: Option<u64>, head: 
         "unmatched": c.unmatched,
         "queue_overflows": s.queue_overflows,
         "send_errors": s.send_errors,
+        "bypassed": s.bypassed,
         "resend_lateness": s.lateness.to_json(),
         "rss_kB": rss_kb,
     });

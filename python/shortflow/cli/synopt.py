@@ -27,6 +27,7 @@ def register(app: typer.Typer) -> None:
         json_stats: Annotated[Optional[Path], typer.Option("--json-stats", metavar="FILE", help="write the counters as JSON here (exit, SIGUSR1)")] = None,
         max_held: Annotated[int, typer.Option("--max-held", help="copies held at most; the oldest is evicted beyond")] = 65_536,
         queue_num: Annotated[int, typer.Option("--queue-num", help="NFQUEUE number of the daemon's rules")] = 7100,
+        queue_max_len: Annotated[int, typer.Option("--queue-max-len", help="packets waiting for the daemon at most; beyond, they pass without a copy (fail-open)")] = 4096,
         no_ipv6: Annotated[bool, typer.Option("--no-ipv6", help="IPv4 only")] = False,
         fail_open: Annotated[bool, typer.Option("--fail-open", help="traffic flows when the daemon is dead or overloaded: the default and only behaviour (rules use --queue-bypass)")] = True,
         rt_priority: Annotated[int, typer.Option("--rt-priority", help="SCHED_FIFO priority of the daemon (0: normal priority)")] = 10,
@@ -45,7 +46,7 @@ def register(app: typer.Typer) -> None:
                 raise SynoptError("choose exactly one of -c (client), -s (server), --router")
             o = synopt.Options(delay_ms=synopt.parse_delay_ms(delay), retries=retries, mode=modes[0],
                                ports=synopt.parse_ports(ports), json_stats=json_stats, max_held=max_held,
-                               queue_num=queue_num, ipv6=not no_ipv6, rt_priority=rt_priority)
+                               queue_num=queue_num, ipv6=not no_ipv6, rt_priority=rt_priority, queue_max_len=queue_max_len)
             synopt.exec_daemon(o)
         except (SynoptError, PrivilegeError) as e:
             err.print(f"[red]error:[/] {e}", highlight=False)
