@@ -73,6 +73,8 @@ pub struct World {
     pub capture: Capture,
     dropped: u64,
     later: Vec<Later>,
+    /// Time of the last event that did something (cancelled timers still pop later).
+    last_active: Instant,
 }
 
 impl World {
@@ -103,6 +105,7 @@ impl World {
             capture: Capture::default(),
             dropped: 0,
             later: Vec::new(),
+            last_active: Instant::ZERO,
             sc: Rc::new(sc),
         };
         if w.sc.workload.parallel {
@@ -271,6 +274,7 @@ impl World {
     /// After anything happened to one side of `conn`: run its application, send what TCP
     /// queued, schedule its timers, and notice the end of the connection.
     fn pump(&mut self, conn: u32, client: bool, now: Instant) {
+        self.last_active = now;
         let sc = self.sc.clone();
         let w = &sc.workload;
         let side = usize::from(!client);
@@ -380,7 +384,7 @@ impl World {
             connections: connections.len(),
             completed: done.len(),
             mean_complete_s: if done.is_empty() { None } else { Some(done.iter().sum::<f64>() / done.len() as f64) },
-            simulated_s: self.q.now().as_secs_f64(),
+            simulated_s: self.last_active.as_secs_f64(),
             events: self.q.processed,
             events_scheduled_in_past: self.q.scheduled_in_past,
             packets_dropped: self.dropped,
