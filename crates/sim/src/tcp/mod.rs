@@ -18,6 +18,8 @@ mod recovery;
 mod recv;
 pub mod rtte;
 mod send;
+#[cfg(test)]
+mod karn_tests;
 
 use std::collections::VecDeque;
 use std::rc::Rc;
