@@ -58,9 +58,15 @@ def test_doc000_table4(rows):
     }
     for (figure, case), want in expect.items():
         assert find(rows, "000", figure, case).ours == pytest.approx(want, abs=1e-3), (figure, case)
-    for r in rows:
-        if r.document == "000" and r.paper is not None and abs(r.paper - r.ours) > 0.05 * r.paper:
-            assert r.note, r  # every difference is explained
+
+
+def test_every_difference_is_explained(rows):
+    from shortflow.reproduce import agrees
+
+    differing = [r for r in rows if r.paper is not None and not agrees(r.paper, r.ours)]
+    assert differing, "some figures do differ from the papers (e.g. the paper's 258 ms resend)"
+    for r in differing:
+        assert r.note, r
 
 
 def test_doc002_rounds_and_page(rows):

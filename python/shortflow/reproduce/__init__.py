@@ -38,8 +38,9 @@ class Row:
         return f"shortflow simulate {self.scenario} {sets}".strip()
 
 
-def agrees(paper: float | None, ours: float | None, rel: float = 0.05, abs_: float = 0.002) -> bool:
-    """Whether two figures agree within 5 % (or 2 ms for figures near zero)."""
+def agrees(paper: float | None, ours: float | None, rel: float = 0.01, abs_: float = 0.001) -> bool:
+    """Whether two figures agree within 1 % (or 1 ms for figures near zero): anything
+    further apart is a difference, and a difference is always explained."""
     if paper is None or ours is None:
         return False
     return abs(paper - ours) <= max(abs_, rel * abs(paper))
