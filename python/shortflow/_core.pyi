@@ -64,6 +64,9 @@ def generate(
 def check_scenario(scenario_text: str, source_name: str, overrides: Sequence[str] = ...) -> str:
     """Check a scenario (with ``key=value`` overrides); returns its name or raises ScenarioError."""
 
+def scenario_document(scenario_text: str, source_name: str, overrides: Sequence[str] = ...) -> str:
+    """The scenario's TOML document with the overrides applied, as JSON text (unchecked)."""
+
 def simulate(
     scenario_text: str,
     source_name: str,

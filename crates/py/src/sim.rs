@@ -28,6 +28,15 @@ fn check_scenario(py: Python<'_>, scenario_text: &str, source_name: &str, overri
     scenario::load(scenario_text, source_name, &overrides).map(|s| s.name).map_err(|e| scenario_error(py, e))
 }
 
+/// The scenario's TOML document with the overrides applied, as JSON text (unchecked: the
+/// testbed applies its own rules to it).
+#[pyfunction]
+#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new()))]
+fn scenario_document(py: Python<'_>, scenario_text: &str, source_name: &str, overrides: Vec<String>) -> PyResult<String> {
+    let doc = scenario::document(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
+    Ok(serde_json::to_string(&doc).expect("a TOML table is plain data"))
+}
+
 /// Runs a scenario; returns the report as JSON text. With `pcap`, writes what the
 /// scenario's capture point saw. Runs with the GIL released.
 #[pyfunction]
@@ -59,5 +68,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_document, m)?)?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from itertools import groupby
 from pathlib import Path
 from typing import Annotated, Optional
@@ -11,7 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from shortflow.reproduce import DOCUMENTS, Row, reproduce
+from shortflow.exceptions import ShortflowError
+from shortflow.reproduce import DOCUMENTS, REAL_DOCUMENTS, Row, reproduce
 
 err = Console(stderr=True)
 out = Console()
@@ -37,12 +39,17 @@ def print_rows(rows: list[Row], console: Console = out) -> None:
         t.add_column("case")
         t.add_column("paper", justify="right")
         t.add_column("ours", justify="right")
+        real = any(r.real is not None or r.real_note for r in group)
+        if real:
+            t.add_column("real kernel", justify="right")
         t.add_column("unit")
         if column:
             t.add_column("difference explained")
         for r in group:
-            cells = [r.case, _fmt(r.paper, r.unit), _fmt(r.ours, r.unit), r.unit]
-            t.add_row(*cells, *([r.note] if column else []))
+            cells = [r.case, _fmt(r.paper, r.unit), _fmt(r.ours, r.unit)]
+            if real:
+                cells.append(_fmt(r.real, r.unit) if r.real is not None else f"– ({r.real_note})")
+            t.add_row(*cells, r.unit, *([r.note] if column else []))
         console.print(t)
 
 
@@ -52,17 +59,30 @@ def register(app: typer.Typer) -> None:
         document: Annotated[str, typer.Argument(help="000, 002, 003 or all")] = "all",
         json_out: Annotated[Optional[Path], typer.Option("--json", help="write one row per figure as JSON")] = None,
         commands: Annotated[bool, typer.Option("--commands", help="print the simulate command of every row")] = False,
+        real: Annotated[bool, typer.Option("--real", help="also run document 000's cases on this machine's kernel "
+                                                          "in the testbed (root; takes minutes: real timeouts)")] = False,
     ) -> None:
         """Run the shipped scenario files and print each paper figure beside ours."""
         docs = DOCUMENTS if document == "all" else (document,)
         if any(d not in DOCUMENTS for d in docs):
             err.print(f"[red]error:[/red] document {document!r}: expected one of {', '.join(DOCUMENTS)} or all")
             raise typer.Exit(2)
-        rows = reproduce(docs)
+        if real and not any(d in REAL_DOCUMENTS for d in docs):
+            err.print(f"[red]error:[/red] --real: only document {', '.join(REAL_DOCUMENTS)} has a real-kernel column")
+            raise typer.Exit(2)
+        if real and os.geteuid() != 0:
+            err.print("[red]error:[/red] --real runs the testbed, which needs root (network namespaces, iptables, BPF)")
+            raise typer.Exit(2)
+        try:
+            rows = reproduce(docs, real=real)
+        except ShortflowError as e:
+            err.print(f"[red]error:[/red] {e}", highlight=False)
+            raise typer.Exit(1) from None
         print_rows(rows)
         if commands:
             for r in rows:
                 out.print(f"{r.document} {r.figure} {r.case}: {r.command}", highlight=False, soft_wrap=True)
         if json_out is not None:
-            keys = ("document", "figure", "case", "paper", "ours", "unit", "scenario", "overrides", "note")
+            keys = ("document", "figure", "case", "paper", "ours", "unit", "scenario", "overrides", "note",
+                    *(("real", "real_note") if real else ()))
             json_out.write_text(json.dumps([{k: r.as_json()[k] for k in keys} for r in rows], indent=1))

@@ -28,6 +28,9 @@ class Row:
     scenario: str
     overrides: list[str] = field(default_factory=list)
     note: str = ""
+    #: The same case on this machine's real kernel (`reproduce --real`), and why not.
+    real: float | None = None
+    real_note: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,12 +75,20 @@ def _registry() -> dict[str, Callable[[], list[Row]]]:
 
 
 DOCUMENTS = ("000", "002", "003")
+#: Documents whose figures also run on the real kernel with `--real`.
+REAL_DOCUMENTS = ("000",)
 
 
-def reproduce(documents: Iterable[str] = DOCUMENTS) -> list[Row]:
-    """All rows for `documents` ("000", "002", "003")."""
+def reproduce(documents: Iterable[str] = DOCUMENTS, *, real: bool = False) -> list[Row]:
+    """All rows for `documents` ("000", "002", "003"). With `real`, the rows of
+    `REAL_DOCUMENTS` also run on this machine's kernel in the testbed (root; slow: each
+    case is a real run with real timeouts)."""
     reg = _registry()
     rows: list[Row] = []
     for d in documents:
         rows.extend(reg[d]())
+    if real:
+        from shortflow.reproduce.real import add_real_column
+
+        add_real_column([r for r in rows if r.document in REAL_DOCUMENTS])
     return rows

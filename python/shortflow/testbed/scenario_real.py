@@ -1,4 +1,4 @@
-"""The part of a scenario file the real-kernel testbed needs, read with `tomllib`.
+"""The part of a scenario file the real-kernel testbed needs.
 
 The simulator owns the full scenario format; this module reads only what the testbed acts
 on and refuses, naming the key and the file, anything the real kernel here cannot do (or
@@ -8,13 +8,16 @@ without saying why.
 
 from __future__ import annotations
 
+import json
 import re
-import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shortflow import _core
 from shortflow.exceptions import ScenarioError
+from shortflow.scenario import Scenario
 from shortflow.units import parse_duration
 
 _SIZE: dict[str, float] = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
@@ -99,6 +102,7 @@ class RealScenario:
     response_bytes: int = 13549
     connections: int = 1
     interval_s: float = 0.0
+    port: int = 80
 
     @property
     def one_way_delay_s(self) -> float:
@@ -216,15 +220,20 @@ def _path_settings(path: Path, doc: dict[str, Any]) -> tuple[float, float | None
     return rtt, bandwidth, packets
 
 
-def load(path: str | Path) -> RealScenario:
-    """Reads `path` and returns what the testbed runs, or raises `ScenarioError`."""
-    path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ScenarioError(f"{path}: cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+def load(scenario: str | Path | Scenario, overrides: Iterable[str] = ()) -> RealScenario:
+    """Reads a scenario (a file, or a `Scenario` with its overrides) plus `overrides`
+    (``key=value``, as ``shortflow simulate --set``) and returns what the testbed runs, or
+    raises `ScenarioError`. The document is the simulator's own (same file, same overrides
+    applied by the same code), so both worlds read the same thing."""
+    sc = scenario if isinstance(scenario, Scenario) else Scenario.load(Path(scenario))
+    extra = tuple(overrides)
+    if extra:
+        sc = sc.with_overrides(*extra)
+    doc = json.loads(_core.scenario_document(sc.text, sc.source, list(sc.overrides)))
+    return _from_document(Path(sc.source), doc)
+
+
+def _from_document(path: Path, doc: dict[str, Any]) -> RealScenario:
     top = _Reader(path, doc, "")
     name = top.get("name", str, path.stem)
     seed = top.get("seed", int, 1)
@@ -247,6 +256,9 @@ def load(path: str | Path) -> RealScenario:
     point = cap.get("point", str, "router")
     if point not in ("client", "server", "router"):
         raise cap.fail("point", f"{point!r}: expected client, server or router")
+    # The testbed always captures both router links with their Ethernet framing; the
+    # simulator's choice of framing for its own pcap changes nothing here.
+    cap.get("link", str)
     cap.refuse_unknown()
     for key in doc:
         if key not in top.used and key not in ("path", "client", "server", "drop", "random_loss", "workload", "mechanisms", "capture"):
@@ -269,4 +281,11 @@ def _workload(path: Path, doc: dict[str, Any], s: RealScenario) -> None:
     if not 1 <= s.connections <= 1000:
         raise r.fail("connections", "expected 1 to 1000 sequential connections")
     s.interval_s = r.duration("interval") or 0.0
+    s.port = r.get("port", int, s.port)
+    if not 1 <= s.port <= 65535:
+        raise r.fail("port", f"{s.port} is not a TCP port")
+    # nginx runs with keepalive_timeout 0: it closes each connection after its response.
+    close = r.get("close", str, "server")
+    if close != "server":
+        raise r.fail("close", f"{close!r}: the testbed's nginx always closes first (close = \"server\")")
     r.refuse_unknown()

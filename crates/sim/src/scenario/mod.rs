@@ -139,7 +139,9 @@ pub struct Scenario {
 
 /// Reads scenario `text` (from `source`, named in errors), applies `overrides`
 /// (`key=value`) and checks everything.
-pub fn load(text: &str, source: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+/// The file's TOML table with `overrides` applied, before any check: what the testbed
+/// reads, so that both worlds see the same document.
+pub fn document(text: &str, source: &str, overrides: &[String]) -> Result<Table, ScenarioError> {
     let mut doc: Table = text
         .parse()
         .map_err(|e: toml::de::Error| ScenarioError::new(source, "", format!("not valid TOML: {}", e.message())))?;
@@ -147,6 +149,11 @@ pub fn load(text: &str, source: &str, overrides: &[String]) -> Result<Scenario, 
         overrides::apply(&mut doc, o)
             .map_err(|(key, why)| ScenarioError::new(source, key, format!("{why} (in --set {o})")))?;
     }
+    Ok(doc)
+}
+
+pub fn load(text: &str, source: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    let doc = document(text, source, overrides)?;
     let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
         // The path already ends with the offending key (unknown ones included).
         let key = e.path().to_string();
