@@ -79,4 +79,4 @@ def test_reproduce_real_column_for_a_table4_row():
     without, with_optimizer = rows
     # Linux's 1 s SYN RTO over the 1 ms LAN of the scenario, on the real kernel.
     assert without.real is not None and abs(without.real - without.ours) <= max(0.05 * without.ours, 0.010), without
-    assert with_optimizer.real is None and "mechanisms.syn_optimizer" in with_optimizer.real_note
+    assert with_optimizer.real is None and "shortflow synopt" in with_optimizer.real_note

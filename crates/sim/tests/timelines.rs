@@ -85,3 +85,25 @@ fn handshake_rtt_and_one_round_for_a_small_response() {
     assert_eq!(c.bytes_received, 1000);
     assert_eq!(c.retransmissions, 0);
 }
+
+#[test]
+fn linux_syn_retries_are_linear_four_times_then_double() {
+    // tcp_syn_linear_timeouts = 4: SYNs at 0, 1, 2, 3, 4, 5, 7 s (measured on the real
+    // kernel: gaps 1, 1, 1, 1, 1, 2 s); the 7th gets through.
+    let c = &run(BASE, &["client.stack=linux", "server.stack=linux", "drop.syn=[1, 2, 3, 4, 5, 6]"])[0];
+    let t = c.request_sent_s.unwrap();
+    assert!(close(t, 7.1, 1e-3), "{t}");
+    assert_eq!(c.syn_transmissions, 7);
+}
+
+#[test]
+fn linux_synacks_still_double() {
+    // The server's SYN/ACK timer: 1, 2, 4 s. A client SYN timer of 60 s keeps duplicate SYNs
+    // (which bring SYN/ACKs of their own) out of the way: SYN/ACKs at 0, 1, 3 s are lost,
+    // the one sent at 7 s arrives at 7.05 s and the request leaves then.
+    let c = &run(BASE, &["client.stack=linux", "server.stack=linux", "client.syn_rto=60s", "drop.synack=[1, 2, 3]"])[0];
+    assert_eq!(c.synack_transmissions, 4, "{c:?}");
+    assert_eq!(c.syn_transmissions, 1);
+    let t = c.request_sent_s.unwrap();
+    assert!(close(t, 7.1, 1e-3), "{t}");
+}

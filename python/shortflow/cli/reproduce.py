@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import Progress, TextColumn
 from rich.table import Table
 
 from shortflow.exceptions import ShortflowError
@@ -40,16 +41,19 @@ def print_rows(rows: list[Row], console: Console = out) -> None:
         t.add_column("paper", justify="right")
         t.add_column("ours", justify="right")
         real = any(r.real is not None or r.real_note for r in group)
+        real_notes = any(r.real_note for r in group)
         if real:
             t.add_column("real kernel", justify="right")
         t.add_column("unit")
         if column:
             t.add_column("difference explained")
+        if real_notes:
+            t.add_column("real kernel: note")
         for r in group:
             cells = [r.case, _fmt(r.paper, r.unit), _fmt(r.ours, r.unit)]
             if real:
-                cells.append(_fmt(r.real, r.unit) if r.real is not None else f"– ({r.real_note})")
-            t.add_row(*cells, r.unit, *([r.note] if column else []))
+                cells.append(_fmt(r.real, r.unit))
+            t.add_row(*cells, r.unit, *([r.note] if column else []), *([r.real_note] if real_notes else []))
         console.print(t)
 
 
@@ -74,7 +78,17 @@ def register(app: typer.Typer) -> None:
             err.print("[red]error:[/red] --real runs the testbed, which needs root (network namespaces, iptables, BPF)")
             raise typer.Exit(2)
         try:
-            rows = reproduce(docs, real=real)
+            if real:
+                with Progress(*Progress.get_default_columns(), TextColumn("{task.fields[case]}"),
+                              console=err, transient=True) as bar:
+                    task = bar.add_task("real kernel", total=None, case="")
+
+                    def step(done: int, total: int, r: Row) -> None:
+                        bar.update(task, completed=done, total=total, case=f"{r.figure}: {r.case}")
+
+                    rows = reproduce(docs, real=True, progress=step)
+            else:
+                rows = reproduce(docs)
         except ShortflowError as e:
             err.print(f"[red]error:[/red] {e}", highlight=False)
             raise typer.Exit(1) from None

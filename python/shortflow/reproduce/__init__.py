@@ -79,10 +79,12 @@ DOCUMENTS = ("000", "002", "003")
 REAL_DOCUMENTS = ("000",)
 
 
-def reproduce(documents: Iterable[str] = DOCUMENTS, *, real: bool = False) -> list[Row]:
+def reproduce(documents: Iterable[str] = DOCUMENTS, *, real: bool = False,
+              progress: Callable[[int, int, Row], None] | None = None) -> list[Row]:
     """All rows for `documents` ("000", "002", "003"). With `real`, the rows of
     `REAL_DOCUMENTS` also run on this machine's kernel in the testbed (root; slow: each
-    case is a real run with real timeouts)."""
+    case is a real run with real timeouts); `progress(done, total, row)` is called before
+    each real run."""
     reg = _registry()
     rows: list[Row] = []
     for d in documents:
@@ -90,5 +92,5 @@ def reproduce(documents: Iterable[str] = DOCUMENTS, *, real: bool = False) -> li
     if real:
         from shortflow.reproduce.real import add_real_column
 
-        add_real_column([r for r in rows if r.document in REAL_DOCUMENTS])
+        add_real_column([r for r in rows if r.document in REAL_DOCUMENTS], progress)
     return rows

@@ -47,10 +47,11 @@ impl Tcb {
     }
 
     /// The SYN (SYN/ACK) timer after `handshake_retries` retries: doubling from the initial
-    /// RTO (RFC 6298 (5.5)) or the profile's table, never above the maximum RTO.
+    /// RTO (RFC 6298 (5.5)) or the profile's table for that side, never above the maximum RTO.
     fn handshake_timer(&self) -> Duration {
         let initial = self.cfg.rto.initial;
-        let t = match &self.cfg.syn_backoff {
+        let backoff = if self.is_client { &self.cfg.syn_backoff } else { &self.cfg.synack_backoff };
+        let t = match backoff {
             SynBackoff::Exponential => initial.shl_saturating(self.handshake_retries),
             SynBackoff::Table(mult) => {
                 let i = (self.handshake_retries as usize).min(mult.len().saturating_sub(1));
