@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from shortflow.testbed.clean import leftovers
+from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 
 pytestmark = pytest.mark.netns
 
@@ -40,7 +41,9 @@ def start_run(tmp_path: Path) -> subprocess.Popen[str]:
 def wait_for_router(before: dict[str, list[str]], timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        new = [n for n in leftovers()["namespaces"] if n not in before["namespaces"] and n.endswith("-router")]
+        tag = PREFIX + os.environ.get(RUN_ID_PREFIX_ENV, "")
+        new = [n for n in leftovers()["namespaces"]
+               if n not in before["namespaces"] and n.endswith("-router") and n.startswith(tag)]
         if new:
             return new[0]
         time.sleep(0.05)
@@ -55,8 +58,11 @@ def comm(pid: str) -> str:
 
 
 def assert_nothing_new(before: dict[str, list[str]]) -> None:
+    """Nothing new of this session's runs (their ids start with the session's tag, see
+    conftest): a testbed someone runs beside the tests is not ours to judge."""
+    tag = PREFIX + os.environ.get(RUN_ID_PREFIX_ENV, "")
     after = leftovers()
-    new = {k: sorted(set(after[k]) - set(before[k])) for k in after}
+    new = {k: sorted(x for x in set(after[k]) - set(before[k]) if tag in x) for k in after}
     assert not any(new.values()), new
 
 

@@ -66,6 +66,10 @@ class Host:
     quickack: bool | None = None
     slow_start_after_idle: bool | None = None
     congestion_control: str = "cubic"
+    #: Payload bytes per segment this host announces (route advmss).
+    mss_bytes: int | None = None
+    #: The receive window it offers (tcp_rmem and route initrwnd).
+    receive_window_bytes: int | None = None
 
     @property
     def profile(self) -> StackProfile:
@@ -185,6 +189,16 @@ def _host(path: Path, doc: dict[str, Any], side: str) -> Host:
         slow_start_after_idle=r.get("slow_start_after_idle", bool),
         congestion_control=r.get("congestion_control", str, "cubic"),
     )
+    mss = r.unit("mss", _SIZE, "1460B")
+    if mss is not None:
+        if not 536 <= mss <= 1460:
+            raise r.fail("mss", f"{mss:g} B: the testbed's 1500-byte links carry 536 to 1460 payload bytes")
+        host.mss_bytes = int(mss)
+    rwnd = r.unit("receive_window", _SIZE, "64kB")
+    if rwnd is not None:
+        if not 1024 <= rwnd <= 64 * 1024**2:
+            raise r.fail("receive_window", f"{rwnd:g} B: Linux takes a receive buffer of 1 KiB to 64 MiB here")
+        host.receive_window_bytes = int(rwnd)
     # Linux clamps a route rto_min to at least one jiffy and TCP_RTO_MAX (120 s).
     if host.rto_min_s is not None and not 0.004 <= host.rto_min_s <= 120:
         raise r.fail("rto_min", "Linux takes a minimum RTO between 4ms (one jiffy) and 120s")
