@@ -95,3 +95,24 @@ def test_crashed_emulator_ends_the_run_and_removes_everything(tmp_path):
     assert p.returncode == 1
     assert "shortflow-netem exited early" in err
     assert_nothing_new(before)
+
+
+def test_clean_leaves_a_live_run_alone_and_removes_it_with_force(tmp_path):
+    from shortflow.testbed.clean import clean
+
+    before = leftovers()
+    p = start_run(tmp_path)
+    try:
+        router = wait_for_router(before)
+        run_id = router.split("-")[1]
+        lines = clean(only=run_id)  # only= keeps the test off other people's runs
+        assert any(f"run {run_id}: it is still running" in line for line in lines), lines
+        assert router in leftovers()["namespaces"]
+        lines = clean(force=True, only=run_id)
+        assert any(router in line for line in lines), lines
+        assert router not in leftovers()["namespaces"]
+    finally:
+        p.kill()
+        p.communicate(timeout=30)
+        clean(only=run_id)  # the killed run's work directory, now stale
+    assert_nothing_new(before)

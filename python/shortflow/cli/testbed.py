@@ -82,16 +82,20 @@ def run_cmd(
 
 
 @testbed_app.command("clean")
-def clean_cmd() -> None:
-    """Remove every sf-* object an earlier run left (namespaces, veths, rules, pins, dirs)."""
+def clean_cmd(
+    force: Annotated[bool, typer.Option("--force", help="Also remove the objects of runs that are still running.")] = False,
+    run_id: Annotated[str | None, typer.Option("--run", help="Only this run id's objects (the hex digits after sf-).")] = None,
+) -> None:
+    """Remove every sf-* object an earlier run left (namespaces, veths, rules, pins, dirs).
+    A run whose process still runs is left alone unless --force."""
     from shortflow.testbed.clean import clean
 
     try:
-        done = clean()
+        done = clean(force=force, only=run_id)
     except PrivilegeError as e:
         raise _fail(e, 2) from None
     for line in done:
-        out.print(f"removed {line}", highlight=False)
+        out.print(line if line.startswith("nothing of run") else f"removed {line}", highlight=False)
     if not done:
         out.print("nothing to clean")
 

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from shortflow.testbed.names import RUN_OBJECT
+from shortflow.testbed.names import PREFIX, RUN_OBJECT
 from shortflow.testbed.system import TestbedError, require_root
 from shortflow.testbed.system import run as run_checked
 from shortflow.testbed.topology import kill_namespace
@@ -69,11 +69,51 @@ def _cgroup_roots() -> list[Path]:
     return roots
 
 
-def clean() -> list[str]:
-    """Removes every leftover; returns one line per object removed."""
+OWNER_FILE = "owner"
+
+
+def process_identity(pid: int) -> str | None:
+    """`pid` and its start time (field 22 of /proc/PID/stat), which together name one
+    process even after the pid is reused; None when no such process runs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def live_runs() -> dict[str, int]:
+    """Run ids whose owning process still runs (from the `owner` file a topology writes
+    into its work directory), with that process's pid."""
+    live: dict[str, int] = {}
+    for d in Path(tempfile.gettempdir()).iterdir():
+        m = RUN_OBJECT.match(d.name)
+        if not m:
+            continue
+        try:
+            owner = (d / OWNER_FILE).read_text().strip()
+        except OSError:
+            continue
+        pid = int(owner.split()[0]) if owner.split() and owner.split()[0].isdigit() else 0
+        if pid and process_identity(pid) == owner:
+            live[d.name.split("-")[1]] = pid
+    return live
+
+
+def clean(force: bool = False, only: str | None = None) -> list[str]:
+    """Removes every leftover of runs whose process has ended (all of them with `force`;
+    only run `only`'s when given); returns one line per object removed or run left alone."""
     require_root()
     done: list[str] = []
     found = leftovers()
+    if only is not None:
+        found = {kind: [x for x in objs if f"{PREFIX}{only}-" in x] for kind, objs in found.items()}
+    live = {} if force else live_runs()
+    for run_id, pid in sorted(live.items()):
+        marker = f"{PREFIX}{run_id}-"
+        found = {kind: [x for x in objs if marker not in x] for kind, objs in found.items()}
+        done.append(f"nothing of run {run_id}: it is still running (pid {pid}); --force removes it too")
     for ns in found["namespaces"]:
         if kill_namespace(ns):
             done.append(f"namespace {ns} (its processes killed)")
