@@ -49,9 +49,11 @@ PROFILES = {
 }
 #: Profiles whose retransmission rules Linux has no knob for.
 UNMIMICKABLE = {
-    "solaris": "Solaris's SYN retry schedule and RTO rules have no Linux knob",
-    "bsd": "BSD's SYN back-off ladder (3 s, 3 s, 6 s, ...) has no Linux knob",
-    "windows": "Windows's SYN back-off and RTO rules have no Linux knob",
+    "solaris": ("Solaris's delayed ACKs (a 200 ms interval, up to 8 segments deferred after the first two) "
+                "have no Linux equivalent: Linux's ACK timer adapts (ato) and it ACKs every second segment"),
+    "bsd": ("BSD's delayed ACKs on a 200 ms tick since boot, and its SYN ladder (3 s, 3 s, 3 s, ...), "
+            "have no Linux knob"),
+    "windows": "Windows's SYN retries (2) and its 200 ms delayed-ACK timer have no Linux knob",
 }
 
 
