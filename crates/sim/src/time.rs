@@ -40,7 +40,7 @@ impl Duration {
             Duration(self.0 << shift)
         }
     }
-    pub fn mul(self, k: u64) -> Self {
+    pub fn times(self, k: u64) -> Self {
         Duration(self.0.saturating_mul(k))
     }
 }

@@ -248,7 +248,7 @@ fn queue(q: &RawQueue, src: &str) -> Result<QueueConfig, ScenarioError> {
             if !(0.0 < min_th && min_th < max_th && max_th <= f64::from(limit)) {
                 return Err(err(src, "path.queue", "RED needs 0 < min_threshold < max_threshold <= packets"));
             }
-            if !(0.0..=1.0).contains(&max_p) || !(0.0 < weight && weight <= 1.0) {
+            if !((0.0..=1.0).contains(&max_p) && weight > 0.0 && weight <= 1.0) {
                 return Err(err(src, "path.queue", "RED's max_p is in [0, 1] and weight in (0, 1]"));
             }
             Ok(QueueConfig::Red { min_th, max_th, max_p, weight, limit })

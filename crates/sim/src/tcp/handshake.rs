@@ -55,7 +55,7 @@ impl Tcb {
             SynBackoff::Exponential => initial.shl_saturating(self.handshake_retries),
             SynBackoff::Table(mult) => {
                 let i = (self.handshake_retries as usize).min(mult.len().saturating_sub(1));
-                initial.mul(u64::from(mult.get(i).copied().unwrap_or(1)))
+                initial.times(u64::from(mult.get(i).copied().unwrap_or(1)))
             }
         };
         t.min(self.cfg.rto.max)
