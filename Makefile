@@ -55,12 +55,14 @@ test-python: build
 bench: build
 	$(PY) benches/run.py
 
-# Each reader's fuzz target for FUZZ_SECONDS, starting from the committed seeds.
+# Each parser's fuzz target (pcap, pcapng, scenario files) for FUZZ_SECONDS, starting from the committed seeds.
 fuzz:
 	cargo install -q cargo-fuzz
 	cd crates/trace/fuzz && for t in read_pcap read_pcapng; do \
 	  mkdir -p corpus/$$t && cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=8192 || exit 1; \
 	done
+	cd crates/sim/fuzz && mkdir -p corpus/scenario && \
+	  cargo +nightly fuzz run scenario corpus/scenario seeds/scenario -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096
 
 clean:
 	rm -rf target $(VENV) .deps-stamp out

@@ -4,6 +4,7 @@ they can (CI here runs as root) and skip with the reason where they cannot."""
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import uuid
@@ -45,9 +46,15 @@ def no_leftovers_of_the_project():
         yield
         return
     from shortflow.testbed.clean import leftovers
+    from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 
+    # Every run this session starts (in this process or a child) gets an id beginning with
+    # this tag, so a testbed running beside the tests is not mistaken for our leftovers.
+    tag = secrets.token_hex(2)[:3]
+    os.environ[RUN_ID_PREFIX_ENV] = tag
     before = leftovers()
     yield
     after = leftovers()
-    new = {kind: sorted(set(after[kind]) - set(before[kind])) for kind in after}
+    ours = f"{PREFIX}{tag}"
+    new = {kind: sorted(x for x in set(after[kind]) - set(before[kind]) if ours in x) for kind in after}
     assert not any(new.values()), f"tests left these behind: {new}"

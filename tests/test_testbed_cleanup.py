@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from shortflow.testbed.clean import leftovers
+from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 
 pytestmark = pytest.mark.netns
 
@@ -40,7 +41,9 @@ def start_run(tmp_path: Path) -> subprocess.Popen[str]:
 def wait_for_router(before: dict[str, list[str]], timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        new = [n for n in leftovers()["namespaces"] if n not in before["namespaces"] and n.endswith("-router")]
+        tag = PREFIX + os.environ.get(RUN_ID_PREFIX_ENV, "")
+        new = [n for n in leftovers()["namespaces"]
+               if n not in before["namespaces"] and n.endswith("-router") and n.startswith(tag)]
         if new:
             return new[0]
         time.sleep(0.05)
@@ -55,8 +58,11 @@ def comm(pid: str) -> str:
 
 
 def assert_nothing_new(before: dict[str, list[str]]) -> None:
+    """Nothing new of this session's runs (their ids start with the session's tag, see
+    conftest): a testbed someone runs beside the tests is not ours to judge."""
+    tag = PREFIX + os.environ.get(RUN_ID_PREFIX_ENV, "")
     after = leftovers()
-    new = {k: sorted(set(after[k]) - set(before[k])) for k in after}
+    new = {k: sorted(x for x in set(after[k]) - set(before[k]) if tag in x) for k in after}
     assert not any(new.values()), new
 
 
@@ -88,4 +94,25 @@ def test_crashed_emulator_ends_the_run_and_removes_everything(tmp_path):
     _, err = p.communicate(timeout=60)
     assert p.returncode == 1
     assert "shortflow-netem exited early" in err
+    assert_nothing_new(before)
+
+
+def test_clean_leaves_a_live_run_alone_and_removes_it_with_force(tmp_path):
+    from shortflow.testbed.clean import clean
+
+    before = leftovers()
+    p = start_run(tmp_path)
+    try:
+        router = wait_for_router(before)
+        run_id = router.split("-")[1]
+        lines = clean(only=run_id)  # only= keeps the test off other people's runs
+        assert any(f"run {run_id}: it is still running" in line for line in lines), lines
+        assert router in leftovers()["namespaces"]
+        lines = clean(force=True, only=run_id)
+        assert any(router in line for line in lines), lines
+        assert router not in leftovers()["namespaces"]
+    finally:
+        p.kill()
+        p.communicate(timeout=30)
+        clean(only=run_id)  # the killed run's work directory, now stale
     assert_nothing_new(before)

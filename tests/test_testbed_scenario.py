@@ -62,10 +62,12 @@ def test_full_scenario_is_read(tmp_path):
 
 @pytest.mark.parametrize(("body", "words"), [
     ('[path]\nrtt = "20ms"\n[client]\nstack = "solaris"\n', ["client.stack", "Solaris"]),
-    ('[path]\nrtt = "20ms"\n[path.extra]\n', ["path.extra", "does not know"]),
+    # The simulator's own checks come first: the file must be a valid scenario.
+    ('[path]\nrtt = "20ms"\n[path.extra]\n', ["path.extra", "unknown key"]),
     ('[path]\nrtt = "20"\n', ["path.rtt", "no unit"]),
     ('[path]\nbandwidth = "1Mbit"\n', ["path.rtt", "missing"]),
-    ('[path]\nrtt = "20ms"\nqueue = { kind = "red", packets = 5 }\n', ["path.queue.kind", "drop-tail"]),
+    ('[path]\nrtt = "20ms"\nqueue = { kind = "red", packets = 50, min_threshold = 5.0, max_threshold = 15.0 }\n',
+     ["path.queue.kind", "drop-tail"]),
     ('[path]\nrtt = "20ms"\n[drop]\nsyn = [0]\n', ["drop.syn"]),
     ('[path]\nrtt = "20ms"\n[random_loss]\nforward = 1.5\n', ["random_loss.forward", "probability"]),
     ('[path]\nrtt = "20ms"\n[workload]\nkind = "ftp"\n', ["workload.kind"]),

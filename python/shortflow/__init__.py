@@ -8,7 +8,19 @@ True
 from __future__ import annotations
 
 from shortflow.analyze import Analysis, analyze, generate
-from shortflow.exceptions import ShortflowError, TraceReadError
+from shortflow.exceptions import ScenarioError, ShortflowError, TraceReadError
+from shortflow.scenario import Scenario
+from shortflow.simulate import SimulationResult, simulate
 
-__all__ = ["Analysis", "ShortflowError", "TraceReadError", "analyze", "generate"]
+__all__ = [
+    "Analysis",
+    "Scenario",
+    "ScenarioError",
+    "ShortflowError",
+    "SimulationResult",
+    "TraceReadError",
+    "analyze",
+    "generate",
+    "simulate",
+]
 __version__ = "0.1.0"

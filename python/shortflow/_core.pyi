@@ -10,6 +10,9 @@ class ShortflowError(Exception):
 class TraceReadError(ShortflowError):
     """A capture file could not be read (names the file and byte offset)."""
 
+class ScenarioError(ShortflowError):
+    """A scenario file is invalid; the message names the file and the key."""
+
 DEFAULT_IDLE_TIMEOUT_S: float
 """A connection with no packet for this long is ended as idle (seconds)."""
 DEFAULT_CLOSE_LINGER_S: float
@@ -57,3 +60,22 @@ def generate(
     gzip: bool = False,
 ) -> dict[str, int]:
     """Write a synthetic capture of interleaved short flows; returns its ground truth."""
+
+def check_scenario(scenario_text: str, source_name: str, overrides: Sequence[str] = ...) -> str:
+    """Check a scenario (with ``key=value`` overrides); returns its name or raises ScenarioError."""
+
+def scenario_document(scenario_text: str, source_name: str, overrides: Sequence[str] = ...) -> str:
+    """The scenario's TOML document with the overrides applied, as JSON text (unchecked)."""
+
+def simulate(
+    scenario_text: str,
+    source_name: str,
+    overrides: Sequence[str] = ...,
+    *,
+    pcap: str | PathLike[str] | None = None,
+    timeline: bool = False,
+) -> str:
+    """Run a scenario with the GIL released; returns the report as JSON text.
+
+    With ``pcap``, writes what the scenario's capture point saw (nanosecond pcap).
+    """

@@ -3,11 +3,7 @@ errors raised in Rust and in Python share one base)."""
 
 from __future__ import annotations
 
-from shortflow._core import ShortflowError, TraceReadError
-
-
-class ScenarioError(ShortflowError):
-    """A scenario file is invalid; the message names the file and the key."""
+from shortflow._core import ScenarioError, ShortflowError, TraceReadError
 
 
 class PrivilegeError(ShortflowError):

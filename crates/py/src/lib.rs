@@ -4,11 +4,13 @@
 use pyo3::prelude::*;
 
 mod error;
+mod sim;
 mod trace;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     trace::register(m)?;
+    sim::register(m)?;
     Ok(())
 }

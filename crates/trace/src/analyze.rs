@@ -120,7 +120,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         }
         stats.first_ts_ns.get_or_insert(ts);
         stats.last_ts_ns = Some(ts);
-        if stats.packets % PUBLISH_EVERY == 0 {
+        if stats.packets.is_multiple_of(PUBLISH_EVERY) {
             stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
             let pos = reader.file_position();
             progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
@@ -138,7 +138,9 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
     }
     stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
     progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
-    drop(tracker.finish()); // releases the sink's borrows of `table` and `summary`
+    // Flushes the connections still open; the returned sink (and its borrows of `table`
+    // and `summary`) ends here.
+    let _ = tracker.finish();
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
     (table, summary, stats)

@@ -189,7 +189,7 @@ fn connection(i: u64, t0: u64, cfg: &GenConfig, rng: &mut impl Rng, truth: &mut 
             let flags = if sent + 1 == segments { A | P | F } else { A };
             out.push(Pkt { ts: seen_from_server(ts_send, false).unwrap(), seg: seg(false, seq, cack, flags, cfg.mss) });
             sent += 1;
-            if sent % 2 == 0 || sent == segments {
+            if sent.is_multiple_of(2) || sent == segments {
                 let fin = u32::from(sent == segments);
                 let ack = sseq.wrapping_add(sent * cfg.mss + fin);
                 let flags = if fin == 1 { A | F } else { A };

@@ -131,7 +131,7 @@ fn idle_connections_are_evicted() {
     other.src.port = 40001;
     tr.observe(30 * SEC, &other);
     assert_eq!(tr.open_connections(), 1);
-    drop(tr.finish());
+    let _ = tr.finish();
     assert_eq!(ended.len(), 2);
     assert_eq!(ended[0].end, shortflow_trace::track::EndReason::Idle);
 }

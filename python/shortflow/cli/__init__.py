@@ -14,6 +14,8 @@ COMMAND_MODULES = (
     "shortflow.cli.analyze",
     "shortflow.cli.generate",
     "shortflow.cli.demo",
+    "shortflow.cli.simulate",
+    "shortflow.cli.reproduce",
     "shortflow.cli.testbed",
     "shortflow.cli.synopt",
 )

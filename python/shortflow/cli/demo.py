@@ -11,7 +11,9 @@ from rich.console import Console
 
 from shortflow.analyze import analyze
 from shortflow.cli.analyze import print_table1
+from shortflow.cli.reproduce import print_rows
 from shortflow.plot.gaps import duplicate_gap_histogram
+from shortflow.reproduce import reproduce
 
 out = Console()
 
@@ -24,7 +26,8 @@ def register(app: typer.Typer) -> None:
     def demo_cmd(
         out_dir: Annotated[Path, typer.Option("--out", help="where the plot goes")] = Path("out/demo"),
     ) -> None:
-        """Analyze the trace shipped with shortflow and print Table 1 and the plot's path."""
+        """Analyze the trace shipped with shortflow (Table 1 and the plot's path), then run
+        the shipped scenarios and print every paper figure beside the simulator's."""
         trace = resources.files("shortflow") / "data" / DEMO_TRACE
         with resources.as_file(trace) as path:
             out.rule(f"shortflow analyze {DEMO_TRACE}")
@@ -32,3 +35,5 @@ def register(app: typer.Typer) -> None:
             print_table1(result)
             plot = duplicate_gap_histogram(result.table, out_dir / "duplicate-syn-gaps.png")
             out.print(f"plot of duplicate-SYN gaps: {plot}")
+            out.rule("shortflow reproduce all")
+            print_rows(reproduce())

@@ -41,17 +41,24 @@ def _run(scenario: Path, pcap_dir: Path | None) -> dict[str, Any]:
         raise typer.Exit(130) from None
 
 
-def _table(title: str, rows: list[tuple[str, list[dict[str, Any]]]]) -> Table:
+def _table(title: str, rows: list[tuple[str, list[dict[str, Any]]]],
+           verdicts: list[dict[str, bool | None]] | None = None) -> Table:
+    """One row per connection and world; with `verdicts`, a ✓/✗ under each figure of the
+    real row (— where the real world could not measure it)."""
     t = Table(title=title)
     t.add_column("conn")
     t.add_column("world")
     for heading in COLUMNS.values():
         t.add_column(heading, justify="right")
     n = max(len(conns) for _, conns in rows)
+    mark = {True: "[green]✓[/]", False: "[red]✗[/]", None: "—"}
     for i in range(n):
         for world, conns in rows:
             c = conns[i] if i < len(conns) else {}
-            t.add_row(str(i + 1), world, *(_fmt(c.get(k)) for k in COLUMNS))
+            cells = [_fmt(c.get(k)) for k in COLUMNS]
+            if verdicts and world == "real" and i < len(verdicts):
+                cells = [f"{cell} {mark[verdicts[i].get(k)]}" for cell, k in zip(cells, COLUMNS)]
+            t.add_row(str(i + 1), world, *cells)
     return t
 
 
@@ -75,16 +82,20 @@ def run_cmd(
 
 
 @testbed_app.command("clean")
-def clean_cmd() -> None:
-    """Remove every sf-* object an earlier run left (namespaces, veths, rules, pins, dirs)."""
+def clean_cmd(
+    force: Annotated[bool, typer.Option("--force", help="Also remove the objects of runs that are still running.")] = False,
+    run_id: Annotated[str | None, typer.Option("--run", help="Only this run id's objects (the hex digits after sf-).")] = None,
+) -> None:
+    """Remove every sf-* object an earlier run left (namespaces, veths, rules, pins, dirs).
+    A run whose process still runs is left alone unless --force."""
     from shortflow.testbed.clean import clean
 
     try:
-        done = clean()
+        done = clean(force=force, only=run_id)
     except PrivilegeError as e:
         raise _fail(e, 2) from None
     for line in done:
-        out.print(f"removed {line}", highlight=False)
+        out.print(line if line.startswith("nothing of run") else f"removed {line}", highlight=False)
     if not done:
         out.print("nothing to clean")
 
@@ -92,25 +103,36 @@ def clean_cmd() -> None:
 @testbed_app.command("compare")
 def compare_cmd(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (TOML).")],
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write both results as JSON here.")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="key=value, as for `shortflow simulate`.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write both results and the verdicts as JSON here.")] = None,
+    pcap_dir: Annotated[Path | None, typer.Option("--pcap-dir", help="Keep the real run's captures here.")] = None,
 ) -> None:
-    """Run SCENARIO in the simulator and on the real kernel and print them side by side."""
-    import shortflow
+    """Run SCENARIO in the simulator and on the real kernel; print them side by side.
 
-    simulate = getattr(shortflow, "simulate", None)
-    if simulate is None:
-        raise _fail(ShortflowError("the simulator is missing (`shortflow.simulate` is not in this build): "
-                                   "compare needs the sim branch merged"), 1)
-    real = _run(scenario, None)
+    Times agree within 5 % or 10 ms (the larger), counts exactly. Exit 0 when they agree
+    (or the real kernel cannot run the scenario: the reason is printed), 1 when not."""
+    from shortflow.testbed.compare import compare
+
     try:
-        sim = simulate(str(scenario))
-    except ShortflowError as e:
+        c = compare(scenario, overrides or [], pcap_dir)
+    except (ScenarioError, PrivilegeError) as e:
         raise _fail(e, 2) from None
-    sim_dict = sim if isinstance(sim, dict) else getattr(sim, "to_dict", lambda: sim)()
+    except ShortflowError as e:
+        raise _fail(e, 1) from None
+    except KeyboardInterrupt:
+        err.print("interrupted (Ctrl-C); everything the run created was removed")
+        raise typer.Exit(130) from None
     if json_out:
-        json_out.write_text(json.dumps({"simulator": sim_dict, "real": real}, indent=2, default=str) + "\n")
-    out.print(_table(f"{real['scenario']} — simulator vs real kernel",
-                     [("sim", list(sim_dict.get("connections", []))), ("real", real["connections"])]))
+        json_out.write_text(json.dumps(c.as_json(), indent=2) + "\n")
+    worlds = [("sim", c.sim)] + ([("real", c.real)] if c.real is not None else [])
+    out.print(_table(f"{c.scenario} — simulator vs real kernel", worlds, c.verdicts))
+    if c.real is None:
+        out.print(f"no real-kernel run: {c.unavailable}", highlight=False)
+        return
+    out.print("agree (times within 5 % or 10 ms, counts exact)" if c.agree else
+              "[red]disagree[/]: see the ✗ columns", highlight=False)
+    if not c.agree:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

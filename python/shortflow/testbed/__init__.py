@@ -19,5 +19,5 @@ def run(scenario: str | RealScenario, pcap_dir: str | None = None) -> dict:  # t
 
     from shortflow.testbed import runner
 
-    s = load(scenario) if isinstance(scenario, str) else scenario
+    s = scenario if isinstance(scenario, RealScenario) else load(scenario)
     return runner.run(s, Path(pcap_dir) if pcap_dir else None)

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from shortflow.testbed.names import RUN_OBJECT
+from shortflow.testbed.names import PREFIX, RUN_OBJECT
 from shortflow.testbed.system import TestbedError, require_root
 from shortflow.testbed.system import run as run_checked
 from shortflow.testbed.topology import kill_namespace
@@ -121,21 +121,65 @@ def _cgroup_roots() -> list[Path]:
     return roots
 
 
-def remove_stale_synopt_rules(namespaces: list[str | None] | None = None) -> list[str]:
-    """Removes the rules `stale_synopt_rules(namespaces)` finds; one line per rule removed."""
+def remove_stale_synopt_rules(namespaces: list[str | None] | None = None, run_id: str | None = None) -> list[str]:
+    """Removes the rules `stale_synopt_rules(namespaces)` finds (only those of daemon run
+    `run_id` when given); one line per rule removed. A live daemon's rules are never touched:
+    it removes them itself when it stops."""
     done = []
     for netns, tool, rule in stale_synopt_rules(namespaces):
+        if run_id is not None and f"{PREFIX}{run_id}-synopt" not in rule:
+            continue
         args = [tool, "-w", "-t", "mangle", "-D", *shlex.split(rule[3:])]
         if run(["ip", "netns", "exec", netns, *args] if netns else args).returncode == 0:
             done.append(f"synopt rule ({netns or 'root namespace'}, {tool}) {rule}")
     return done
 
 
-def clean() -> list[str]:
-    """Removes every leftover; returns one line per object removed."""
+OWNER_FILE = "owner"
+
+
+def process_identity(pid: int) -> str | None:
+    """`pid` and its start time (field 22 of /proc/PID/stat), which together name one
+    process even after the pid is reused; None when no such process runs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def live_runs() -> dict[str, int]:
+    """Run ids whose owning process still runs (from the `owner` file a topology writes
+    into its work directory), with that process's pid."""
+    live: dict[str, int] = {}
+    for d in Path(tempfile.gettempdir()).iterdir():
+        m = RUN_OBJECT.match(d.name)
+        if not m:
+            continue
+        try:
+            owner = (d / OWNER_FILE).read_text().strip()
+        except OSError:
+            continue
+        pid = int(owner.split()[0]) if owner.split() and owner.split()[0].isdigit() else 0
+        if pid and process_identity(pid) == owner:
+            live[d.name.split("-")[1]] = pid
+    return live
+
+
+def clean(force: bool = False, only: str | None = None) -> list[str]:
+    """Removes every leftover of runs whose process has ended (all of them with `force`;
+    only run `only`'s when given); returns one line per object removed or run left alone."""
     require_root()
     done: list[str] = []
     found = leftovers()
+    if only is not None:
+        found = {kind: [x for x in objs if f"{PREFIX}{only}-" in x] for kind, objs in found.items()}
+    live = {} if force else live_runs()
+    for run_id, pid in sorted(live.items()):
+        marker = f"{PREFIX}{run_id}-"
+        found = {kind: [x for x in objs if marker not in x] for kind, objs in found.items()}
+        done.append(f"nothing of run {run_id}: it is still running (pid {pid}); --force removes it too")
     for ns in found["namespaces"]:
         if kill_namespace(ns):
             done.append(f"namespace {ns} (its processes killed)")
@@ -149,7 +193,7 @@ def clean() -> list[str]:
         # `-A CHAIN spec` → `-D CHAIN spec`.
         if run(["iptables", "-D", *shlex.split(rule[3:])], check=False).returncode == 0:
             done.append(f"iptables rule {rule}")
-    done += remove_stale_synopt_rules()
+    done += remove_stale_synopt_rules(run_id=only)
     for pin in found["bpf_pins"]:
         target = BPF_FS / pin
         if target.is_dir():
@@ -159,9 +203,9 @@ def clean() -> list[str]:
         done.append(f"BPF pin {target}")
     for cg in found["cgroups"]:
         # Removing a cgroup detaches and frees its BPF programs; it must be empty first.
-        for pid in (Path(cg) / "cgroup.procs").read_text().split():
+        for member in (Path(cg) / "cgroup.procs").read_text().split():
             try:
-                os.kill(int(pid), 9)
+                os.kill(int(member), 9)
             except ProcessLookupError:
                 pass
         try:

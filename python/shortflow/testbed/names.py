@@ -3,11 +3,14 @@ interrupted run's leftovers can be found by prefix (`shortflow testbed clean`)."
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 from dataclasses import dataclass
 
 PREFIX = "sf-"
+#: Environment variable: hex digits every new run id starts with (see `RunNames.fresh`).
+RUN_ID_PREFIX_ENV = "SHORTFLOW_RUN_ID_PREFIX"
 #: `sf-` + 6 hex digits + `-`: what `clean` recognises as ours.
 RUN_OBJECT = re.compile(r"^sf-[0-9a-f]{6}-")
 
@@ -25,7 +28,13 @@ class RunNames:
 
     @classmethod
     def fresh(cls) -> RunNames:
-        return cls(secrets.token_hex(3))
+        """A new run id: 6 hex digits, starting with `$SHORTFLOW_RUN_ID_PREFIX` when set (the
+        test suite sets one so that its end-of-session check looks only at its own runs,
+        not at a testbed someone else is running on the same host)."""
+        tag = os.environ.get(RUN_ID_PREFIX_ENV, "")
+        if not re.fullmatch(r"[0-9a-f]{0,5}", tag):
+            tag = ""
+        return cls(tag + secrets.token_hex(3)[: 6 - len(tag)])
 
     @property
     def prefix(self) -> str:

@@ -35,7 +35,7 @@ def run(s: RealScenario, pcap_dir: Path | None = None) -> dict[str, Any]:
         stack.apply(topo, "server", s.server)
         link = Link(topo, s)
         link.start()
-        Nginx(topo, [s.response_bytes]).start()
+        Nginx(topo, [s.response_bytes], s.port).start()
         synopt_daemon = _start_synopt(topo, s)
         caps = Captures(topo, pcap_dir or topo.workdir / "pcap")
         caps.start()
@@ -64,7 +64,7 @@ def _start_synopt(topo: Topology, s: RealScenario) -> SynoptDaemon | None:
 
 
 def _run_client(topo: Topology, s: RealScenario) -> list[dict[str, Any]]:
-    args = [sys.executable, str(PROBE), N.SERVER_IP, str(N.HTTP_PORT), body_path(s.response_bytes),
+    args = [sys.executable, str(PROBE), N.SERVER_IP, str(s.port), body_path(s.response_bytes),
             str(s.request_bytes), str(s.connections), repr(s.interval_s)]
     p = topo.spawn("client", "client", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     budget = s.connections * (s.interval_s + 130) + 10
@@ -82,8 +82,8 @@ def _run_client(topo: Topology, s: RealScenario) -> list[dict[str, Any]]:
 
 def _result(s: RealScenario, pcaps: dict[str, Path], probes: list[dict[str, Any]], link_stats: dict[str, Any],
             before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], run_id: str) -> dict[str, Any]:
-    client_side = wire.flows(pcaps["client"], N.HTTP_PORT)
-    server_side = wire.flows(pcaps["server"], N.HTTP_PORT)
+    client_side = wire.flows(pcaps["client"], s.port)
+    server_side = wire.flows(pcaps["server"], s.port)
     handshake = _analyzer_rows(pcaps["client"])
     origin = min((f.first_syn for f in client_side.values() if f.first_syn is not None), default=math.nan)
     delta = {role: {k: after[role][k] - before[role].get(k, 0) for k in after[role]} for role in after}
@@ -110,14 +110,17 @@ def _rel(t: float | None, origin: float) -> float | None:
 
 def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv: wire.Flow | None,
                 hs: dict[str, Any], origin: float, delta: dict[str, dict[str, int]] | None) -> dict[str, Any]:
-    """One row: times from the client-side capture (relative to the run's first SYN),
-    SYN/ACKs and the response's flights from the server-side capture (what the server sent)."""
+    """One row: times from the client-side capture (the first SYN relative to the run's
+    first SYN; request and completion relative to the connection's own first SYN, as the
+    simulator counts them), SYN/ACKs and the response's flights from the server-side
+    capture (what the server sent)."""
     gap = max(s.rtt_s / 2, 0.002)
+    own = c.first_syn if c and c.first_syn is not None else math.nan
     return {
         "client_port": probe.get("local_port"),
         "first_syn_s": _rel(c.first_syn if c else None, origin),
-        "request_sent_s": _rel(c.request_sent if c else None, origin),
-        "complete_s": _rel(c.complete if c else None, origin),
+        "request_sent_s": _rel(c.request_sent if c else None, own),
+        "complete_s": _rel(c.complete if c else None, own),
         "syn_transmissions": hs.get("syn_count", c.syns if c else None),
         "synack_transmissions": sv.synacks if sv else None,
         "retransmissions": sum(c.retransmissions[:1]) + sum(sv.retransmissions[1:]) if c and sv else None,

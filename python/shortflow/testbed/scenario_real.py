@@ -1,4 +1,4 @@
-"""The part of a scenario file the real-kernel testbed needs, read with `tomllib`.
+"""The part of a scenario file the real-kernel testbed needs.
 
 The simulator owns the full scenario format; this module reads only what the testbed acts
 on and refuses, naming the key and the file, anything the real kernel here cannot do (or
@@ -8,13 +8,16 @@ without saying why.
 
 from __future__ import annotations
 
+import json
 import re
-import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shortflow import _core
 from shortflow.exceptions import ScenarioError
+from shortflow.scenario import Scenario
 from shortflow.units import parse_duration
 
 _SIZE: dict[str, float] = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
@@ -46,9 +49,11 @@ PROFILES = {
 }
 #: Profiles whose retransmission rules Linux has no knob for.
 UNMIMICKABLE = {
-    "solaris": "Solaris's SYN retry schedule and RTO rules have no Linux knob",
-    "bsd": "BSD's SYN back-off ladder (3 s, 3 s, 6 s, ...) has no Linux knob",
-    "windows": "Windows's SYN back-off and RTO rules have no Linux knob",
+    "solaris": ("Solaris's delayed ACKs (a 200 ms interval, up to 8 segments deferred after the first two) "
+                "have no Linux equivalent: Linux's ACK timer adapts (ato) and it ACKs every second segment"),
+    "bsd": ("BSD's delayed ACKs on a 200 ms tick since boot, and its SYN ladder (3 s, 3 s, 3 s, ...), "
+            "have no Linux knob"),
+    "windows": "Windows's SYN retries (2) and its 200 ms delayed-ACK timer have no Linux knob",
 }
 
 
@@ -63,6 +68,10 @@ class Host:
     quickack: bool | None = None
     slow_start_after_idle: bool | None = None
     congestion_control: str = "cubic"
+    #: Payload bytes per segment this host announces (route advmss).
+    mss_bytes: int | None = None
+    #: The receive window it offers (tcp_rmem and route initrwnd).
+    receive_window_bytes: int | None = None
 
     @property
     def profile(self) -> StackProfile:
@@ -111,6 +120,7 @@ class RealScenario:
     connections: int = 1
     interval_s: float = 0.0
     syn_optimizer: SynOptimizer | None = None
+    port: int = 80
 
     @property
     def one_way_delay_s(self) -> float:
@@ -193,6 +203,16 @@ def _host(path: Path, doc: dict[str, Any], side: str) -> Host:
         slow_start_after_idle=r.get("slow_start_after_idle", bool),
         congestion_control=r.get("congestion_control", str, "cubic"),
     )
+    mss = r.unit("mss", _SIZE, "1460B")
+    if mss is not None:
+        if not 536 <= mss <= 1460:
+            raise r.fail("mss", f"{mss:g} B: the testbed's 1500-byte links carry 536 to 1460 payload bytes")
+        host.mss_bytes = int(mss)
+    rwnd = r.unit("receive_window", _SIZE, "64kB")
+    if rwnd is not None:
+        if not 1024 <= rwnd <= 64 * 1024**2:
+            raise r.fail("receive_window", f"{rwnd:g} B: Linux takes a receive buffer of 1 KiB to 64 MiB here")
+        host.receive_window_bytes = int(rwnd)
     # Linux clamps a route rto_min to at least one jiffy and TCP_RTO_MAX (120 s).
     if host.rto_min_s is not None and not 0.004 <= host.rto_min_s <= 120:
         raise r.fail("rto_min", "Linux takes a minimum RTO between 4ms (one jiffy) and 120s")
@@ -228,15 +248,20 @@ def _path_settings(path: Path, doc: dict[str, Any]) -> tuple[float, float | None
     return rtt, bandwidth, packets
 
 
-def load(path: str | Path) -> RealScenario:
-    """Reads `path` and returns what the testbed runs, or raises `ScenarioError`."""
-    path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ScenarioError(f"{path}: cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+def load(scenario: str | Path | Scenario, overrides: Iterable[str] = ()) -> RealScenario:
+    """Reads a scenario (a file, or a `Scenario` with its overrides) plus `overrides`
+    (``key=value``, as ``shortflow simulate --set``) and returns what the testbed runs, or
+    raises `ScenarioError`. The document is the simulator's own (same file, same overrides
+    applied by the same code), so both worlds read the same thing."""
+    sc = scenario if isinstance(scenario, Scenario) else Scenario.load(Path(scenario))
+    extra = tuple(overrides)
+    if extra:
+        sc = sc.with_overrides(*extra)
+    doc = json.loads(_core.scenario_document(sc.text, sc.source, list(sc.overrides)))
+    return _from_document(Path(sc.source), doc)
+
+
+def _from_document(path: Path, doc: dict[str, Any]) -> RealScenario:
     top = _Reader(path, doc, "")
     name = top.get("name", str, path.stem)
     seed = top.get("seed", int, 1)
@@ -252,12 +277,15 @@ def load(path: str | Path) -> RealScenario:
     rl.refuse_unknown()
     _workload(path, doc, s)
     mech = _Reader(path, _table(path, doc, "mechanisms"), "mechanisms.")
-    s.syn_optimizer = _syn_optimizer(path, mech)
+    s.syn_optimizer = _syn_optimizer(path, mech, s.port)
     mech.refuse_unknown({k: "the testbed does not apply this mechanism yet" for k in mech.table})
     cap = _Reader(path, _table(path, doc, "capture"), "capture.")
     point = cap.get("point", str, "router")
     if point not in ("client", "server", "router"):
         raise cap.fail("point", f"{point!r}: expected client, server or router")
+    # The testbed always captures both router links with their Ethernet framing; the
+    # simulator's choice of framing for its own pcap changes nothing here.
+    cap.get("link", str)
     cap.refuse_unknown()
     for key in doc:
         if key not in top.used and key not in ("path", "client", "server", "drop", "random_loss", "workload", "mechanisms", "capture"):
@@ -265,8 +293,9 @@ def load(path: str | Path) -> RealScenario:
     return s
 
 
-def _syn_optimizer(path: Path, mech: _Reader) -> SynOptimizer | None:
-    """`syn_optimizer = { side = "client", delay = "200ms", retries = 3, port = 80 }`."""
+def _syn_optimizer(path: Path, mech: _Reader, workload_port: int) -> SynOptimizer | None:
+    """`syn_optimizer = { side = "client", delay = "200ms", retries = 3, port = 80 }` (the
+    simulator's format, which has checked it already; `port` defaults to the workload's)."""
     table = mech.get("syn_optimizer", dict)
     if table is None:
         return None
@@ -280,7 +309,7 @@ def _syn_optimizer(path: Path, mech: _Reader) -> SynOptimizer | None:
     retries = r.get("retries", int, 3)
     if not 0 <= retries <= 100:
         raise r.fail("retries", f"{retries}: expected 0 to 100")
-    port = r.get("port", (int, list), 80)
+    port = r.get("port", (int, list), workload_port)
     ports = tuple(port) if isinstance(port, list) else (port,)
     if not all(isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= 65535 for p in ports):
         raise r.fail("port", f"{port!r}: expected a port or a list of ports (1-65535)")
@@ -303,4 +332,11 @@ def _workload(path: Path, doc: dict[str, Any], s: RealScenario) -> None:
     if not 1 <= s.connections <= 1000:
         raise r.fail("connections", "expected 1 to 1000 sequential connections")
     s.interval_s = r.duration("interval") or 0.0
+    s.port = r.get("port", int, s.port)
+    if not 1 <= s.port <= 65535:
+        raise r.fail("port", f"{s.port} is not a TCP port")
+    # nginx runs with keepalive_timeout 0: it closes each connection after its response.
+    close = r.get("close", str, "server")
+    if close != "server":
+        raise r.fail("close", f"{close!r}: the testbed's nginx always closes first (close = \"server\")")
     r.refuse_unknown()

@@ -39,6 +39,12 @@ def route_options(host: Host) -> list[str]:
         opts += ["rto_min", f"{round(rto_min * 1000)}ms"]
     if host.quickack:
         opts += ["quickack", "1"]
+    if host.mss_bytes is not None:
+        opts += ["advmss", str(host.mss_bytes)]
+    if host.receive_window_bytes is not None:
+        # The first window Linux offers is initrwnd segments (default 10), whatever the buffer.
+        mss = host.mss_bytes or 1460
+        opts += ["initrwnd", str(max(1, -(-host.receive_window_bytes // mss)))]
     # On the route, not the sysctl: a namespace may set only the root's "allowed" algorithms
     # as its default (EPERM for cubic here), while a route's congctl applies to every
     # connection through it, active and passive.
@@ -57,6 +63,14 @@ def apply(topo: Topology, role: str, host: Host) -> None:
         SynRto(topo, role, host.effective_syn_rto_s).start()
     # Cached path metrics would start a connection from an earlier one's RTT (kernel-facts).
     topo.sysctl(role, "net.ipv4.tcp_no_metrics_save", 1)
+    # The simulator's segments carry MSS payload bytes and no options; Linux's 12-byte
+    # timestamp option would take 12 bytes of every segment (1448 B instead of 1460 B on
+    # these 1500-byte links) and move every byte count by a segment now and then.
+    topo.sysctl(role, "net.ipv4.tcp_timestamps", 0)
+    if host.receive_window_bytes is not None:
+        # With tcp_adv_win_scale 1 Linux offers half its receive buffer as window.
+        buf = 2 * host.receive_window_bytes
+        topo.sysctl(role, "net.ipv4.tcp_rmem", f"4096 {buf} {max(buf, 6291456)}")
     if host.slow_start_after_idle is not None:
         topo.sysctl(role, "net.ipv4.tcp_slow_start_after_idle", int(host.slow_start_after_idle))
     topo.set_route(role, route_options(host))

@@ -42,6 +42,10 @@ class Topology:
         self.children: list[tuple[str, subprocess.Popen[str]]] = []
         self.workdir = Path(tempfile.mkdtemp(prefix=self.names.prefix))
         self.workdir.chmod(0o755)  # nginx workers (user nobody) read the bodies here
+        # Who owns this run: `testbed clean` leaves the objects of a live run alone.
+        from shortflow.testbed.clean import OWNER_FILE, process_identity
+
+        (self.workdir / OWNER_FILE).write_text(f"{process_identity(os.getpid())}\n")
         self.cgroups: dict[str, Path] = {}
         self._cleanups: list[Callable[[], None]] = []
         self._closed = False

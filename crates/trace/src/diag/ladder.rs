@@ -4,6 +4,7 @@
 //! - RFC 6298 (2.1): initial RTO 1 s, doubled on each back-off (5.5): 1, 2, 4, 8 … s.
 //! - RFC 2988 (2.1): initial RTO 3 s, doubled: 3, 6, 12, 24 … s — the ladder of the 2008
 //!   traces. The two ladders share no step, so a gap matches at most one.
+//!
 //! Anything else is "outside standard interval": document 000 found a peak at 0–0.3 s
 //! (duplicates made by applications or the network) and stacks with their own timers.
 

@@ -67,7 +67,7 @@ impl PcapNgState {
             };
         }
         let len = self.u32_at(w, 4) as usize;
-        if len < 12 || len % 4 != 0 || len > MAX_RECORD {
+        if len < 12 || !len.is_multiple_of(4) || len > MAX_RECORD {
             return Err(corrupt("pcapng block header", format!("block length {len} is not a multiple of 4 between 12 and 16 MiB")));
         }
         let avail = src.ensure(len).map_err(|e| io_kind(e, src.gzip))?;

@@ -1,0 +1,73 @@
+//! Bindings of `shortflow-sim`: check and run scenario files. Conversion only.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyOSError;
+use pyo3::prelude::*;
+use shortflow_sim::{scenario, RunOptions};
+
+use crate::error::ShortflowError;
+
+create_exception!(shortflow, ScenarioError, ShortflowError, "A scenario file is invalid; the message names the file and the key.");
+
+fn scenario_error(py: Python<'_>, e: shortflow_sim::ScenarioError) -> PyErr {
+    let err = ScenarioError::new_err(e.to_string());
+    let value = err.value(py);
+    let _ = value.setattr("file", e.file.as_str());
+    let _ = value.setattr("key", e.key.as_str());
+    err
+}
+
+/// Checks a scenario (with overrides) and returns its name.
+#[pyfunction]
+#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new()))]
+fn check_scenario(py: Python<'_>, scenario_text: &str, source_name: &str, overrides: Vec<String>) -> PyResult<String> {
+    scenario::load(scenario_text, source_name, &overrides).map(|s| s.name).map_err(|e| scenario_error(py, e))
+}
+
+/// The scenario's TOML document with the overrides applied, as JSON text (unchecked: the
+/// testbed applies its own rules to it).
+#[pyfunction]
+#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new()))]
+fn scenario_document(py: Python<'_>, scenario_text: &str, source_name: &str, overrides: Vec<String>) -> PyResult<String> {
+    let doc = scenario::document(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
+    Ok(serde_json::to_string(&doc).expect("a TOML table is plain data"))
+}
+
+/// Runs a scenario; returns the report as JSON text. With `pcap`, writes what the
+/// scenario's capture point saw. Runs with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false))]
+fn simulate(
+    py: Python<'_>,
+    scenario_text: &str,
+    source_name: &str,
+    overrides: Vec<String>,
+    pcap: Option<PathBuf>,
+    timeline: bool,
+) -> PyResult<String> {
+    let sc = scenario::load(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
+    let opts = RunOptions { capture: pcap.is_some(), timeline };
+    py.detach(|| -> std::io::Result<String> {
+        let (link, port) = (sc.capture_link, sc.workload.port);
+        let (report, capture) = shortflow_sim::run(sc, opts);
+        if let Some(path) = &pcap {
+            let file = File::create(path)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            capture.write_pcap(BufWriter::new(file), link, port)?;
+        }
+        Ok(report.to_json())
+    })
+    .map_err(|e| PyOSError::new_err(e.to_string()))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_document, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! One direction of a link: a transmitter with a rate and an output queue, then the wire's
+//! propagation delay.
+
+use rand::Rng;
+
+use crate::queue::Queue;
+use crate::scenario::QueueConfig;
+use crate::time::{Duration, Instant};
+
+pub struct Port {
+    rate_bps: u64,
+    delay: Duration,
+    busy_until: Instant,
+    pub queue: Queue,
+}
+
+impl Port {
+    pub fn new(rate_bps: u64, delay: Duration, queue: QueueConfig) -> Self {
+        Self { rate_bps, delay, busy_until: Instant::ZERO, queue: Queue::new(queue) }
+    }
+
+    /// Serialization time of `bytes` at this port's rate.
+    pub fn tx_time(&self, bytes: u32) -> Duration {
+        Duration((u128::from(bytes) * 8 * 1_000_000_000 / u128::from(self.rate_bps)) as u64)
+    }
+
+    /// Offers a packet of `bytes` at `now`: the time its last bit reaches the far end, or
+    /// None when the queue refuses it.
+    pub fn send(&mut self, now: Instant, bytes: u32, rng: &mut impl Rng) -> Option<Instant> {
+        if !self.queue.admit(now, bytes, rng) {
+            return None;
+        }
+        let start = self.busy_until.max(now);
+        self.queue.enqueue(now, start, bytes);
+        self.busy_until = start + self.tx_time(bytes);
+        Some(self.busy_until + self.delay)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn back_to_back_packets_serialize() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        // 1500 B at 12 Mbit/s = 1 ms; 5 ms propagation.
+        let mut p = Port::new(12_000_000, Duration::from_millis(5), QueueConfig::DropTailPackets(10));
+        assert_eq!(p.send(Instant::ZERO, 1500, &mut rng), Some(Instant(6_000_000)));
+        assert_eq!(p.send(Instant::ZERO, 1500, &mut rng), Some(Instant(7_000_000)));
+        assert_eq!(p.send(Instant(10_000_000), 1500, &mut rng), Some(Instant(16_000_000)));
+    }
+}

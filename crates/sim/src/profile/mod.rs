@@ -1,0 +1,292 @@
+//! Named TCP stack profiles and the configuration every endpoint runs with.
+//!
+//! A profile is a starting point: every field can be overridden per host in the scenario
+//! (`[client]`/`[server]`). Each profile cites where its numbers come from; where a number
+//! is a model of an OS's behaviour rather than a documented constant, the comment says so.
+
+use crate::time::Duration;
+
+/// How the retransmission timer is computed (RFC 6298 section 2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RtoConfig {
+    /// RTO before any RTT sample, also the SYN and SYN/ACK timer (RFC 6298 (2.1)).
+    pub initial: Duration,
+    /// Lower bound of the RTO (RFC 6298 (2.4)).
+    pub min: Duration,
+    /// Upper bound of the RTO, back-off included (RFC 6298 (2.5)).
+    pub max: Duration,
+    /// Clock granularity G in RTO = SRTT + max(G, K·RTTVAR) (RFC 6298 (2.3)).
+    pub granularity: Duration,
+    /// Linux: the minimum applies to the variance term, RTO = SRTT + max(min, 4·RTTVAR)
+    /// (net/ipv4/tcp_input.c tcp_rtt_estimator, mdev_max ≥ tcp_rto_min); otherwise the
+    /// whole RTO is floored.
+    pub min_on_variance: bool,
+    /// RFC 6298 (5.7): after a SYN (or SYN/ACK) was lost, the RTO is re-initialised to this
+    /// (3 s) when data transmission begins, unless an RTT sample was taken.
+    pub after_syn_loss: Option<Duration>,
+}
+
+/// The initial congestion window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitialWindow {
+    /// A fixed number of segments (`ip route ... initcwnd N`, Solaris tcp_slow_start_initial).
+    Segments(u32),
+    /// RFC 3390: min(4·MSS, max(2·MSS, 4380 B)).
+    Rfc3390,
+}
+
+impl InitialWindow {
+    pub fn bytes(self, mss: u32) -> u64 {
+        let mss = u64::from(mss);
+        match self {
+            InitialWindow::Segments(n) => u64::from(n) * mss,
+            // RFC 3390 section 1, equation (1).
+            InitialWindow::Rfc3390 => (4 * mss).min((2 * mss).max(4380)),
+        }
+    }
+}
+
+/// Loss recovery after three duplicate ACKs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// RFC 5681 section 3.2: leave fast recovery on the first new ACK.
+    Reno,
+    /// RFC 6582: stay in fast recovery until everything sent before it is acknowledged,
+    /// retransmitting on each partial ACK.
+    NewReno,
+}
+
+/// When the receiver's delayed-ACK timer fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelayedAck {
+    /// Every segment is acknowledged at once (Linux `quickack`).
+    Off,
+    /// A per-connection timer started by the first unacknowledged segment (RFC 1122
+    /// 4.2.3.2, RFC 5681 section 4.2).
+    Timer(Duration),
+    /// BSD's fast timer: fires at fixed multiples of `period` since boot, so a delayed ACK
+    /// waits 0..period (Stevens, TCP/IP Illustrated Vol. 1, 19.3; document 003).
+    /// `phase` is where the first tick after the run's start falls (boot time modulo period).
+    Tick { period: Duration, phase: Duration },
+}
+
+/// What counts toward "ACK every second segment".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckCount {
+    /// Bytes: ACK once `ack_every`·MSS bytes are unacknowledged (BSD tcp_output sends a
+    /// window update when the window opens by two maximum segments; RFC 5681 "every second
+    /// full-sized segment").
+    Bytes,
+    /// Segments of any size (Windows TcpAckFrequency, Solaris tcp_deferred_acks_max).
+    Segments,
+}
+
+/// The receiver's acknowledgement policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AckPolicy {
+    pub delayed: DelayedAck,
+    /// ACK at once when this many segments (or full segments' worth of bytes) are unacked.
+    pub ack_every: u32,
+    pub count: AckCount,
+    /// The first this-many data segments of a connection are acknowledged at once (Linux
+    /// quick-ACK mode, Solaris's first segments).
+    pub quick_acks: u32,
+}
+
+/// SYN (and SYN/ACK) retransmission schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SynBackoff {
+    /// Doubling each time (RFC 6298 (5.5)).
+    Exponential,
+    /// Multipliers of the initial RTO per retry (FreeBSD tcp_syn_backoff[]).
+    Table(Vec<u32>),
+}
+
+/// Everything one TCP endpoint does differently from another.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StackConfig {
+    pub profile: String,
+    pub rto: RtoConfig,
+    /// SYN retransmissions before the client gives up.
+    pub syn_retries: u32,
+    /// SYN/ACK retransmissions before the server drops the half-open connection.
+    pub synack_retries: u32,
+    /// The client's SYN schedule.
+    pub syn_backoff: SynBackoff,
+    /// The server's SYN/ACK schedule (Linux's linear SYN timeouts and FreeBSD's SYN table
+    /// are for the active side only; both double the SYN/ACK timer).
+    pub synack_backoff: SynBackoff,
+    /// A duplicate SYN for a half-open connection makes the server resend its SYN/ACK
+    /// (Linux tcp_check_req, FreeBSD syncache_add).
+    pub synack_on_duplicate_syn: bool,
+    pub initial_window: InitialWindow,
+    /// RFC 5681 section 3.1: after a lost SYN or SYN/ACK the initial window is one segment.
+    pub iw_one_after_handshake_loss: bool,
+    /// RFC 5681 section 4.1: after an idle period longer than the RTO, cwnd restarts from
+    /// the initial window (Linux net.ipv4.tcp_slow_start_after_idle).
+    pub slow_start_after_idle: bool,
+    /// Slow-start growth per ACK in segments (RFC 5681: 1; RFC 3465 L = 2); 0 = as many
+    /// as the ACK acknowledges (Linux tcp_slow_start).
+    pub abc_limit: u32,
+    pub recovery: Recovery,
+    pub dupack_threshold: u32,
+    pub ack: AckPolicy,
+    /// Maximum segment size this host announces and sends with (bytes of payload).
+    pub mss: u32,
+    /// Receive window this host advertises (bytes; the application reads at once).
+    pub receive_window: u32,
+    /// false: a segment never spans two application writes (Solaris 2.x, document 003's
+    /// figures: 1460, 1460, 1176 | 1460, 1460, 1432 | ...).
+    pub coalesce_writes: bool,
+}
+
+pub const PROFILE_NAMES: &[&str] = &["rfc2988", "rfc6298", "linux", "solaris", "bsd", "windows"];
+
+fn base(profile: &str) -> StackConfig {
+    StackConfig {
+        profile: profile.to_string(),
+        rto: RtoConfig {
+            initial: Duration::from_secs(1),
+            min: Duration::from_secs(1),
+            max: Duration::from_secs(60),
+            granularity: Duration::from_millis(1),
+            min_on_variance: false,
+            after_syn_loss: None,
+        },
+        syn_retries: 5,
+        synack_retries: 5,
+        syn_backoff: SynBackoff::Exponential,
+        synack_backoff: SynBackoff::Exponential,
+        synack_on_duplicate_syn: true,
+        initial_window: InitialWindow::Rfc3390,
+        iw_one_after_handshake_loss: false,
+        slow_start_after_idle: true,
+        abc_limit: 1,
+        recovery: Recovery::NewReno,
+        dupack_threshold: 3,
+        ack: AckPolicy {
+            delayed: DelayedAck::Timer(Duration::from_millis(200)),
+            ack_every: 2,
+            count: AckCount::Bytes,
+            quick_acks: 0,
+        },
+        mss: 1460,
+        receive_window: 65_535,
+        coalesce_writes: true,
+    }
+}
+
+/// The named profile, or None for an unknown name.
+pub fn profile(name: &str) -> Option<StackConfig> {
+    let mut c = base(name);
+    match name {
+        // RFC 2988 (2.1) initial RTO 3 s, (2.4) minimum 1 s, (2.5) maximum >= 60 s; RFC 3390
+        // initial window; RFC 2582/3782 NewReno; delayed ACKs per RFC 1122 4.2.3.2 with the
+        // common 200 ms timer; ACK every second full-sized segment (RFC 2581 4.2). The
+        // "2008-era stack" of document 000 (Linux 2.6 also used a 3 s SYN timer then).
+        "rfc2988" => {
+            c.rto.initial = Duration::from_secs(3);
+            c.iw_one_after_handshake_loss = true;
+        }
+        // RFC 6298 (2.1) initial RTO 1 s, (2.4) minimum 1 s, (5.7) back to 3 s after a lost
+        // SYN; RFC 5681 3.1 initial window (same formula as RFC 3390).
+        "rfc6298" => {
+            c.rto.after_syn_loss = Some(Duration::from_secs(3));
+            c.iw_one_after_handshake_loss = true;
+        }
+        // Linux 6.x (include/net/tcp.h): TCP_TIMEOUT_INIT 1 s, TCP_RTO_MIN 200 ms applied to the
+        // variance term, TCP_RTO_MAX 120 s, TCP_TIMEOUT_FALLBACK 3 s after a lost SYN,
+        // TCP_INIT_CWND 10 (RFC 6928), tcp_syn_retries 6, tcp_synack_retries 5; quick-ACK
+        // mode for the first segments (TCP_MAX_QUICKACKS 16), then delayed ACKs after
+        // TCP_ATO_MIN 40 ms (kernel-facts.md measured 40 ms); slow start counts every
+        // acknowledged segment (tcp_slow_start); tcp_slow_start_after_idle = 1.
+        "linux" => {
+            c.rto.min = Duration::from_millis(200);
+            c.rto.max = Duration::from_secs(120);
+            c.rto.min_on_variance = true;
+            c.rto.after_syn_loss = Some(Duration::from_secs(3));
+            c.syn_retries = 6;
+            // net.ipv4.tcp_syn_linear_timeouts (default 4, Linux 6.x): the first four SYN
+            // retries wait the initial RTO, then the timer doubles from it. Measured on this
+            // machine's kernel (`shortflow testbed run`, six SYNs dropped): gaps of
+            // 1, 1, 1, 1, 1, 2 s. SYN/ACKs still double.
+            c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
+            c.initial_window = InitialWindow::Segments(10);
+            c.abc_limit = 0;
+            c.ack = AckPolicy {
+                delayed: DelayedAck::Timer(Duration::from_millis(40)),
+                ack_every: 2,
+                count: AckCount::Segments,
+                quick_acks: 16,
+            };
+        }
+        // Solaris 2.5.1/2.6 as in document 003: tcp_slow_start_initial 1 (the pre-patch
+        // default; 2 with the patch), a 200 ms delayed-ACK interval ("Both machines have a
+        // delayed ACK interval of 200 ms"), the first two data segments acked at once and
+        // then up to tcp_deferred_acks_max segments deferred (figures 3.1-3.4 defer 3 and 4;
+        // we use 8, Solaris's tcp_local_dacks_max for LAN peers); segments never span two
+        // writes (the figures' 1176 and 1432 B segments). Solaris Tunable Parameters:
+        // tcp_rexmit_interval_initial 3 s, tcp_rexmit_interval_min 400 ms,
+        // tcp_rexmit_interval_max 60 s.
+        "solaris" => {
+            c.rto.initial = Duration::from_secs(3);
+            c.rto.min = Duration::from_millis(400);
+            c.initial_window = InitialWindow::Segments(1);
+            c.recovery = Recovery::Reno;
+            c.ack = AckPolicy {
+                delayed: DelayedAck::Timer(Duration::from_millis(200)),
+                ack_every: 8,
+                count: AckCount::Segments,
+                quick_acks: 2,
+            };
+            c.coalesce_writes = false;
+        }
+        // 4.4BSD and its descendants (IRIX in document 003): delayed ACKs on the 200 ms fast
+        // timer since boot (TCP/IP Illustrated Vol. 1, 19.3; Vol. 2, 25.1), ACK when the
+        // window opens by two full segments (tcp_output), slow start from one segment,
+        // minimum RTO two 500 ms slow ticks (TCPTV_MIN = 1 s), initial RTO 3 s
+        // (TCPTV_SRTTDFLT), SYN retries on FreeBSD's tcp_syn_backoff[] = {1,1,1,1,1,2,4,...}.
+        "bsd" => {
+            c.rto.initial = Duration::from_secs(3);
+            c.rto.granularity = Duration::from_millis(500);
+            c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64, 64, 64]);
+            c.initial_window = InitialWindow::Segments(1);
+            c.recovery = Recovery::Reno;
+            c.ack.delayed = DelayedAck::Tick { period: Duration::from_millis(200), phase: Duration::ZERO };
+        }
+        // Windows (Vista/7/2008 era): initial window 2 segments (document 002: "netsh ... icw"
+        // raises it), delayed ACK 200 ms after every second segment (TcpAckFrequency 2,
+        // TcpDelAckTicks 2), initial RTO 3 s (TcpInitialRtt), TcpMaxConnectRetransmissions 2,
+        // minimum RTO 300 ms (netsh "MinRto" default).
+        "windows" => {
+            c.rto.initial = Duration::from_secs(3);
+            c.rto.min = Duration::from_millis(300);
+            c.syn_retries = 2;
+            c.initial_window = InitialWindow::Segments(2);
+            c.ack.count = AckCount::Segments;
+        }
+        _ => return None,
+    }
+    Some(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_profile_exists() {
+        for name in PROFILE_NAMES {
+            assert_eq!(profile(name).unwrap().profile, *name);
+        }
+        assert!(profile("vms").is_none());
+    }
+
+    #[test]
+    fn rfc3390_window() {
+        // RFC 3390: 4 segments up to MSS 1095, 3 up to 2190, then 2.
+        assert_eq!(InitialWindow::Rfc3390.bytes(1000), 4000);
+        assert_eq!(InitialWindow::Rfc3390.bytes(1460), 4380);
+        assert_eq!(InitialWindow::Rfc3390.bytes(4000), 8000);
+    }
+}

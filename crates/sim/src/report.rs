@@ -1,0 +1,76 @@
+//! What a run reports: one record per connection (the keys `shortflow simulate --json`
+//! writes) and a summary.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RequestReport {
+    /// When the request's first byte was sent, from the connection's first SYN.
+    pub sent_s: f64,
+    /// When the client had the whole response, from the first SYN.
+    pub complete_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ConnReport {
+    pub id: u32,
+    /// Simulated time of the client's first SYN.
+    pub start_s: f64,
+    /// When the client sent the first request byte, from its first SYN.
+    pub request_sent_s: Option<f64>,
+    /// When the client had received the whole (last) response, from its first SYN.
+    pub complete_s: Option<f64>,
+    pub established: bool,
+    /// SYNs the client side put on the wire (TCP's and the SYN optimizer's).
+    pub syn_transmissions: u32,
+    /// SYN/ACKs the server side put on the wire.
+    pub synack_transmissions: u32,
+    /// Data and FIN segments sent again, both ends.
+    pub retransmissions: u32,
+    /// Retransmission-timer expiries, both ends, handshake included.
+    pub timeouts: u32,
+    pub fast_retransmits: u32,
+    /// ACKs sent by a delayed-ACK timer, both ends.
+    pub delayed_acks: u32,
+    /// Copies the SYN optimizer sent.
+    pub optimizer_resends: u32,
+    /// Client's view: SYN/ACK arrival minus the last SYN sent before it.
+    pub handshake_rtt_s: Option<f64>,
+    /// Response bytes the client received in order.
+    pub bytes_received: u64,
+    /// Packets of this connection lost in the network (scripted, random or queue).
+    pub packets_dropped: u32,
+    pub requests: Vec<RequestReport>,
+    /// (time from first SYN, response bytes received so far) at each in-order arrival;
+    /// only when the run was asked for a timeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Vec<(f64, u64)>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Summary {
+    pub connections: usize,
+    pub completed: usize,
+    pub mean_complete_s: Option<f64>,
+    pub simulated_s: f64,
+    pub events: u64,
+    /// Always 0 in a correct model (checked by the property tests).
+    pub events_scheduled_in_past: u64,
+    pub packets_dropped: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RunReport {
+    pub scenario: String,
+    pub source: String,
+    pub seed: u64,
+    pub capture_point: String,
+    pub connections: Vec<ConnReport>,
+    pub summary: Summary,
+}
+
+impl RunReport {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("reports are plain data")
+    }
+}

@@ -1,0 +1,532 @@
+//! Scenario files: one TOML file describes the path, both hosts, the losses, the workload,
+//! the mechanisms and where the capture is taken. `load` checks it all and returns the
+//! typed `Scenario` the simulator runs; every error names the file and the dotted key.
+
+mod overrides;
+pub mod raw;
+
+use raw::*;
+use toml::Table;
+
+use crate::error::ScenarioError;
+use crate::profile::{self, AckCount, DelayedAck, InitialWindow, Recovery, StackConfig};
+use crate::time::Duration;
+
+/// The router's egress queue discipline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueueConfig {
+    DropTailPackets(u32),
+    DropTailBytes(u64),
+    /// RED (Floyd & Jacobson 1993), thresholds in packets, hard limit in packets.
+    Red { min_th: f64, max_th: f64, max_p: f64, weight: f64, limit: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathConfig {
+    pub rtt: Duration,
+    pub bandwidth_bps: u64,
+    pub access_bandwidth_bps: u64,
+    pub queue: QueueConfig,
+}
+
+/// Scripted drops: 1-based occurrence numbers per packet kind, counted over the whole run,
+/// retransmissions included (as the testbed's link emulator counts them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DropConfig {
+    /// Client SYNs.
+    pub syn: Vec<u32>,
+    /// Server SYN/ACKs.
+    pub synack: Vec<u32>,
+    /// Client pure ACKs (no payload, no SYN/FIN/RST): the handshake's third packet is #1.
+    pub ack: Vec<u32>,
+    /// Server data segments (payload > 0).
+    pub data: Vec<u32>,
+    /// Client data segments.
+    pub client_data: Vec<u32>,
+}
+
+/// Gilbert-Elliott two-state loss (Gilbert 1960, Elliott 1963).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GilbertConfig {
+    pub p_good_to_bad: f64,
+    pub p_bad_to_good: f64,
+    pub loss_good: f64,
+    pub loss_bad: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LossConfig {
+    Bernoulli(f64),
+    Gilbert(GilbertConfig),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RandomLossConfig {
+    pub forward: LossConfig,
+    pub reverse: LossConfig,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closer {
+    Server,
+    Client,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadConfig {
+    pub request: u64,
+    pub response: u64,
+    /// How the server's application hands the response to TCP (sizes sum to `response`).
+    pub response_writes: Vec<u64>,
+    pub think_time: Duration,
+    pub requests: u32,
+    /// Idle gap between a complete response and the next request on the same connection.
+    pub idle: Duration,
+    pub connections: u32,
+    pub parallel: bool,
+    /// Sequential: pause after a connection ends before the next; parallel: spacing of starts.
+    pub interval: Duration,
+    pub close: Closer,
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// Document 000's syn_optimizer: keep a copy of each SYN (client) or SYN/ACK (server) to
+/// `port`; resend it when nothing answered within `delay`, at most `retries` times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SynOptimizerConfig {
+    pub side: Side,
+    pub delay: Duration,
+    pub retries: u32,
+    pub port: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapturePoint {
+    Client,
+    Router,
+    Server,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureLink {
+    Ethernet,
+    RawIpv4,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub source: String,
+    pub seed: u64,
+    pub time_limit: Duration,
+    pub path: PathConfig,
+    pub client: StackConfig,
+    pub server: StackConfig,
+    pub drop: DropConfig,
+    pub random_loss: RandomLossConfig,
+    pub workload: WorkloadConfig,
+    pub syn_optimizer: Option<SynOptimizerConfig>,
+    pub capture_point: CapturePoint,
+    pub capture_link: CaptureLink,
+}
+
+/// Reads scenario `text` (from `source`, named in errors), applies `overrides`
+/// (`key=value`) and checks everything.
+/// The file's TOML table with `overrides` applied, before any check: what the testbed
+/// reads, so that both worlds see the same document.
+pub fn document(text: &str, source: &str, overrides: &[String]) -> Result<Table, ScenarioError> {
+    let mut doc: Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ScenarioError::new(source, "", format!("not valid TOML: {}", e.message())))?;
+    for o in overrides {
+        overrides::apply(&mut doc, o)
+            .map_err(|(key, why)| ScenarioError::new(source, key, format!("{why} (in --set {o})")))?;
+    }
+    Ok(doc)
+}
+
+pub fn load(text: &str, source: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    let doc = document(text, source, overrides)?;
+    let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
+        // The path already ends with the offending key (unknown ones included).
+        let key = e.path().to_string();
+        let key = if key == "." { String::new() } else { key };
+        let message = e.into_inner().message().to_string();
+        let message = match message.strip_prefix("unknown field `").and_then(|m| m.split_once('`')) {
+            Some((_, rest)) => format!("unknown key{rest}"),
+            None => message,
+        };
+        ScenarioError::new(source, key, message)
+    })?;
+    resolve(raw, source)
+}
+
+fn err(source: &str, key: &str, message: impl Into<String>) -> ScenarioError {
+    ScenarioError::new(source, key, message)
+}
+
+fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
+    let seed = raw.seed.unwrap_or(1);
+    let client = host(&raw.client, src, "client", "linux")?;
+    let server = host(&raw.server, src, "server", "linux")?;
+    let workload = workload(&raw.workload, src)?;
+    let syn_optimizer = match &raw.mechanisms.syn_optimizer {
+        None => None,
+        Some(o) => {
+            let side = match o.side.as_str() {
+                "client" => Side::Client,
+                "server" => Side::Server,
+                other => return Err(err(src, "mechanisms.syn_optimizer.side", format!("{other:?}: expected \"client\" or \"server\""))),
+            };
+            Some(SynOptimizerConfig { side, delay: o.delay.0, retries: o.retries, port: o.port.unwrap_or(workload.port) })
+        }
+    };
+    let capture_point = match raw.capture.point.as_deref().unwrap_or("client") {
+        "client" => CapturePoint::Client,
+        "router" => CapturePoint::Router,
+        "server" => CapturePoint::Server,
+        other => return Err(err(src, "capture.point", format!("{other:?}: expected \"client\", \"router\" or \"server\""))),
+    };
+    let capture_link = match raw.capture.link.as_deref().unwrap_or("ethernet") {
+        "ethernet" => CaptureLink::Ethernet,
+        "raw" => CaptureLink::RawIpv4,
+        other => return Err(err(src, "capture.link", format!("{other:?}: expected \"ethernet\" or \"raw\""))),
+    };
+    Ok(Scenario {
+        name: raw.name.clone().unwrap_or_else(|| src.to_string()),
+        source: src.to_string(),
+        seed,
+        time_limit: raw.time_limit.map_or(Duration::from_secs(3600), |d| d.0),
+        path: path(&raw.path, src)?,
+        client,
+        server,
+        drop: drops(&raw.drop, src)?,
+        random_loss: random_loss(&raw.random_loss, src, seed)?,
+        workload,
+        syn_optimizer,
+        capture_point,
+        capture_link,
+    })
+}
+
+fn path(p: &RawPath, src: &str) -> Result<PathConfig, ScenarioError> {
+    let rtt = p.rtt.ok_or_else(|| err(src, "path.rtt", "missing: the two-way propagation delay (e.g. rtt = \"20ms\")"))?.0;
+    let bandwidth_bps = p.bandwidth.map_or(1_000_000_000, |r| r.0);
+    let queue = match &p.queue {
+        None => QueueConfig::DropTailPackets(1000),
+        Some(q) => queue(q, src)?,
+    };
+    Ok(PathConfig { rtt, bandwidth_bps, access_bandwidth_bps: p.access_bandwidth.map_or(bandwidth_bps, |r| r.0), queue })
+}
+
+fn queue(q: &RawQueue, src: &str) -> Result<QueueConfig, ScenarioError> {
+    let red_keys = q.min_threshold.is_some() || q.max_threshold.is_some() || q.max_p.is_some() || q.weight.is_some();
+    match q.kind.as_str() {
+        "droptail" => {
+            if red_keys {
+                return Err(err(src, "path.queue", "min_threshold/max_threshold/max_p/weight are RED's keys (kind = \"red\")"));
+            }
+            match (q.packets, q.bytes) {
+                (Some(n), None) if n > 0 => Ok(QueueConfig::DropTailPackets(n)),
+                (None, Some(b)) if b.0 > 0 => Ok(QueueConfig::DropTailBytes(b.0)),
+                _ => Err(err(src, "path.queue", "a drop-tail queue has either packets = N or bytes = \"64kB\" (not both, not zero)")),
+            }
+        }
+        "red" => {
+            let limit = q.packets.ok_or_else(|| err(src, "path.queue.packets", "RED needs its hard limit in packets"))?;
+            let min_th = q.min_threshold.unwrap_or(5.0);
+            let max_th = q.max_threshold.unwrap_or(3.0 * min_th);
+            let max_p = q.max_p.unwrap_or(0.1);
+            let weight = q.weight.unwrap_or(0.002);
+            if !(0.0 < min_th && min_th < max_th && max_th <= f64::from(limit)) {
+                return Err(err(src, "path.queue", "RED needs 0 < min_threshold < max_threshold <= packets"));
+            }
+            if !((0.0..=1.0).contains(&max_p) && weight > 0.0 && weight <= 1.0) {
+                return Err(err(src, "path.queue", "RED's max_p is in [0, 1] and weight in (0, 1]"));
+            }
+            Ok(QueueConfig::Red { min_th, max_th, max_p, weight, limit })
+        }
+        other => Err(err(src, "path.queue.kind", format!("{other:?}: expected \"droptail\" or \"red\""))),
+    }
+}
+
+fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig, ScenarioError> {
+    let key = |k: &str| format!("{side}.{k}");
+    let name = h.stack.as_deref().unwrap_or(default);
+    let mut c = profile::profile(name).ok_or_else(|| {
+        err(src, &key("stack"), format!("unknown stack profile {name:?} (known: {})", profile::PROFILE_NAMES.join(", ")))
+    })?;
+    macro_rules! set {
+        ($field:expr, $value:expr) => {
+            if let Some(v) = $value {
+                $field = v;
+            }
+        };
+    }
+    set!(c.rto.initial, h.syn_rto.map(|d| d.0));
+    set!(c.rto.min, h.rto_min.map(|d| d.0));
+    set!(c.rto.max, h.rto_max.map(|d| d.0));
+    set!(c.rto.granularity, h.clock_granularity.map(|d| d.0));
+    set!(c.rto.min_on_variance, h.rto_min_on_variance);
+    if let Some(d) = h.rto_after_syn_loss {
+        c.rto.after_syn_loss = Some(d.0);
+    }
+    set!(c.syn_retries, h.syn_retries);
+    set!(c.synack_retries, h.synack_retries);
+    set!(c.synack_on_duplicate_syn, h.synack_on_duplicate_syn);
+    set!(c.iw_one_after_handshake_loss, h.iw_one_after_handshake_loss);
+    set!(c.slow_start_after_idle, h.slow_start_after_idle);
+    set!(c.abc_limit, h.abc_limit);
+    set!(c.dupack_threshold, h.dupack_threshold);
+    set!(c.ack.ack_every, h.ack_every);
+    set!(c.ack.quick_acks, h.quick_acks);
+    set!(c.coalesce_writes, h.coalesce_writes);
+    if c.rto.min > c.rto.max {
+        return Err(err(src, &key("rto_min"), "is larger than rto_max"));
+    }
+    match (&h.initial_window, h.slow_start_initial) {
+        (Some(_), Some(_)) => {
+            return Err(err(src, &key("slow_start_initial"), "is Solaris's name for initial_window: set one of them"))
+        }
+        (Some(RawWindow::Segments(n)), None) => c.initial_window = InitialWindow::Segments(*n),
+        (Some(RawWindow::Named(s)), None) if s == "rfc3390" => c.initial_window = InitialWindow::Rfc3390,
+        (Some(RawWindow::Named(s)), None) => {
+            return Err(err(src, &key("initial_window"), format!("{s:?}: expected a number of segments or \"rfc3390\"")))
+        }
+        (None, Some(n)) => c.initial_window = InitialWindow::Segments(n),
+        (None, None) => {}
+    }
+    if c.initial_window == InitialWindow::Segments(0) {
+        return Err(err(src, &key("initial_window"), "must be at least 1 segment"));
+    }
+    if let Some(cc) = &h.congestion_control {
+        c.recovery = match cc.as_str() {
+            "reno" => Recovery::Reno,
+            "newreno" => Recovery::NewReno,
+            other => {
+                return Err(err(src, &key("congestion_control"), format!("{other:?}: the simulator models \"reno\" and \"newreno\"")))
+            }
+        };
+    }
+    ack_policy(&mut c, h, src, side)?;
+    if let Some(m) = h.mss {
+        if !(64..=65_495).contains(&m.0) {
+            return Err(err(src, &key("mss"), "must be between 64B and 65495B"));
+        }
+        c.mss = m.0 as u32;
+    }
+    if let Some(w) = h.receive_window {
+        if w.0 == 0 || w.0 > u64::from(u32::MAX) {
+            return Err(err(src, &key("receive_window"), "must be between 1B and 4GB"));
+        }
+        c.receive_window = w.0 as u32;
+    }
+    if c.ack.ack_every == 0 {
+        return Err(err(src, &key("ack_every"), "must be at least 1"));
+    }
+    if c.dupack_threshold == 0 {
+        return Err(err(src, &key("dupack_threshold"), "must be at least 1"));
+    }
+    Ok(c)
+}
+
+fn ack_policy(c: &mut StackConfig, h: &RawHost, src: &str, side: &str) -> Result<(), ScenarioError> {
+    let key = |k: &str| format!("{side}.{k}");
+    let timeout = h.delayed_ack_timeout.map(|d| d.0);
+    if let Some(mode) = &h.delayed_ack {
+        c.ack.delayed = match mode.as_str() {
+            "off" => DelayedAck::Off,
+            "timer" => DelayedAck::Timer(timeout.unwrap_or(Duration::from_millis(200))),
+            "bsd_tick" => DelayedAck::Tick { period: timeout.unwrap_or(Duration::from_millis(200)), phase: Duration::ZERO },
+            other => {
+                return Err(err(src, &key("delayed_ack"), format!("{other:?}: expected \"timer\", \"bsd_tick\" or \"off\"")))
+            }
+        };
+    } else if let Some(t) = timeout {
+        c.ack.delayed = match c.ack.delayed {
+            DelayedAck::Tick { phase, .. } => DelayedAck::Tick { period: t, phase },
+            _ => DelayedAck::Timer(t),
+        };
+    }
+    if let Some(p) = h.delayed_ack_phase {
+        match &mut c.ack.delayed {
+            DelayedAck::Tick { period, phase } if p.0 < *period => *phase = p.0,
+            DelayedAck::Tick { .. } => {
+                return Err(err(src, &key("delayed_ack_phase"), "must be shorter than the tick period"))
+            }
+            _ => return Err(err(src, &key("delayed_ack_phase"), "applies only to delayed_ack = \"bsd_tick\"")),
+        }
+    }
+    if matches!(c.ack.delayed, DelayedAck::Timer(d) | DelayedAck::Tick { period: d, .. } if d == Duration::ZERO) {
+        return Err(err(src, &key("delayed_ack_timeout"), "must be longer than 0ms (use delayed_ack = \"off\")"));
+    }
+    if let Some(q) = h.quickack {
+        if q && h.delayed_ack.as_deref().is_some_and(|m| m != "off") {
+            return Err(err(src, &key("quickack"), "quickack = true contradicts delayed_ack"));
+        }
+        if q {
+            c.ack.delayed = DelayedAck::Off;
+        }
+    }
+    if let Some(count) = &h.ack_count {
+        c.ack.count = match count.as_str() {
+            "bytes" => AckCount::Bytes,
+            "segments" => AckCount::Segments,
+            other => return Err(err(src, &key("ack_count"), format!("{other:?}: expected \"bytes\" or \"segments\""))),
+        };
+    }
+    Ok(())
+}
+
+fn drops(d: &RawDrop, src: &str) -> Result<DropConfig, ScenarioError> {
+    for (k, v) in [("syn", &d.syn), ("synack", &d.synack), ("ack", &d.ack), ("data", &d.data), ("client_data", &d.client_data)] {
+        if v.contains(&0) {
+            return Err(err(src, &format!("drop.{k}"), "occurrence numbers start at 1"));
+        }
+    }
+    Ok(DropConfig {
+        syn: d.syn.clone(),
+        synack: d.synack.clone(),
+        ack: d.ack.clone(),
+        data: d.data.clone(),
+        client_data: d.client_data.clone(),
+    })
+}
+
+fn random_loss(r: &RawRandomLoss, src: &str, seed: u64) -> Result<RandomLossConfig, ScenarioError> {
+    let prob = |key: &str, p: f64| {
+        if (0.0..=1.0).contains(&p) {
+            Ok(p)
+        } else {
+            Err(err(src, key, format!("{p} is not a probability between 0 and 1")))
+        }
+    };
+    let one = |dir: &str, p: Option<f64>, g: &Option<RawGilbert>| -> Result<LossConfig, ScenarioError> {
+        match (p, g) {
+            (Some(_), Some(_)) => Err(err(src, &format!("random_loss.gilbert_{dir}"), format!("set either random_loss.{dir} or gilbert_{dir}"))),
+            (p, None) => Ok(LossConfig::Bernoulli(prob(&format!("random_loss.{dir}"), p.unwrap_or(0.0))?)),
+            (None, Some(g)) => {
+                let k = format!("random_loss.gilbert_{dir}");
+                Ok(LossConfig::Gilbert(GilbertConfig {
+                    p_good_to_bad: prob(&format!("{k}.p_good_to_bad"), g.p_good_to_bad)?,
+                    p_bad_to_good: prob(&format!("{k}.p_bad_to_good"), g.p_bad_to_good)?,
+                    loss_good: prob(&format!("{k}.loss_good"), g.loss_good)?,
+                    loss_bad: prob(&format!("{k}.loss_bad"), g.loss_bad.unwrap_or(1.0))?,
+                }))
+            }
+        }
+    };
+    Ok(RandomLossConfig {
+        forward: one("forward", r.forward, &r.gilbert_forward)?,
+        reverse: one("reverse", r.reverse, &r.gilbert_reverse)?,
+        seed: r.seed.unwrap_or(seed),
+    })
+}
+
+fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError> {
+    if let Some(kind) = &w.kind {
+        if kind != "http" {
+            return Err(err(src, "workload.kind", format!("{kind:?}: the simulator runs \"http\" (request/response)")));
+        }
+    }
+    let response = w.response.map_or(13_549, |s| s.0);
+    let response_writes = match &w.response_writes {
+        None => vec![response],
+        Some(v) => {
+            let writes: Vec<u64> = v.iter().map(|s| s.0).collect();
+            let total: u64 = writes.iter().sum();
+            if total != response || writes.contains(&0) {
+                return Err(err(src, "workload.response_writes", format!("the writes add up to {total}B, the response is {response}B (and none may be 0B)")));
+            }
+            writes
+        }
+    };
+    let close = match w.close.as_deref().unwrap_or("server") {
+        "server" => Closer::Server,
+        "client" => Closer::Client,
+        other => return Err(err(src, "workload.close", format!("{other:?}: expected \"server\" or \"client\""))),
+    };
+    let request = w.request.map_or(300, |s| s.0);
+    if request == 0 {
+        return Err(err(src, "workload.request", "must be at least 1B"));
+    }
+    let requests = w.requests.unwrap_or(1);
+    let connections = w.connections.unwrap_or(1);
+    if requests == 0 || connections == 0 {
+        return Err(err(src, if requests == 0 { "workload.requests" } else { "workload.connections" }, "must be at least 1"));
+    }
+    Ok(WorkloadConfig {
+        request,
+        response,
+        response_writes,
+        think_time: w.think_time.map_or(Duration::ZERO, |d| d.0),
+        requests,
+        idle: w.idle.map_or(Duration::ZERO, |d| d.0),
+        connections,
+        parallel: w.parallel.unwrap_or(false),
+        interval: w.interval.map_or(Duration::ZERO, |d| d.0),
+        close,
+        port: w.port.unwrap_or(80),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "[path]\nrtt = \"100ms\"\n";
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let s = load(MINIMAL, "s.toml", &[]).unwrap();
+        assert_eq!(s.path.rtt, Duration::from_millis(100));
+        assert_eq!(s.client.profile, "linux");
+        assert_eq!(s.workload.response, 13_549);
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_key() {
+        let e = load("[path]\nrtt = \"1ms\"\nbandwith = \"1Mbit\"\n", "s.toml", &[]).unwrap_err();
+        assert_eq!((e.file.as_str(), e.key.as_str()), ("s.toml", "path.bandwith"));
+        assert!(e.to_string().starts_with("s.toml: path.bandwith: unknown key"), "{e}");
+        let e = load(MINIMAL, "s.toml", &["client.nagle=true".into()]).unwrap_err();
+        assert_eq!(e.key, "client.nagle");
+        let e = load("colour = 1\n[path]\nrtt = \"1ms\"\n", "s.toml", &[]).unwrap_err();
+        assert_eq!(e.key, "colour");
+    }
+
+    #[test]
+    fn missing_or_unknown_unit_names_the_key() {
+        let e = load("[path]\nrtt = 100\n", "a.toml", &[]).unwrap_err();
+        assert_eq!(e.key, "path.rtt");
+        assert!(e.message.contains("no unit"), "{e}");
+        let e = load(MINIMAL, "a.toml", &["workload.response=35".into()]).unwrap_err();
+        assert_eq!(e.key, "workload.response");
+        let e = load(MINIMAL, "a.toml", &["path.bandwidth=10Mbps".into()]).unwrap_err();
+        assert_eq!(e.key, "path.bandwidth");
+        assert!(e.message.contains("unknown unit"), "{e}");
+        let e = load("[path]\n", "a.toml", &[]).unwrap_err();
+        assert_eq!(e.key, "path.rtt");
+    }
+
+    #[test]
+    fn overrides_and_profiles() {
+        let s = load(MINIMAL, "s.toml", &["client.stack=rfc2988".into(), "client.rto_min=200ms".into(),
+            "server.slow_start_initial=2".into(), "mechanisms.syn_optimizer={side=\"client\", delay=\"200ms\", retries=3}".into()]).unwrap();
+        assert_eq!(s.client.rto.initial, Duration::from_secs(3));
+        assert_eq!(s.client.rto.min, Duration::from_millis(200));
+        assert_eq!(s.server.initial_window, InitialWindow::Segments(2));
+        assert_eq!(s.syn_optimizer.unwrap().retries, 3);
+        let e = load(MINIMAL, "s.toml", &["client.stack=vms".into()]).unwrap_err();
+        assert_eq!(e.key, "client.stack");
+        let e = load(MINIMAL, "s.toml", &["workload.response_writes=[\"1kB\"]".into()]).unwrap_err();
+        assert_eq!(e.key, "workload.response_writes");
+    }
+}

@@ -1,0 +1,213 @@
+//! The scenario file as written: serde structs that refuse unknown keys. Values with units
+//! are `Dur`/`Size`/`Rate`, which refuse a bare number or an unknown unit.
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+
+use crate::time::Duration;
+use crate::units;
+
+macro_rules! unit_type {
+    ($name:ident, $inner:ty, $parse:path, $expect:literal) => {
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub struct $name(pub $inner);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> de::Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str($expect)
+                    }
+                    fn visit_str<E: de::Error>(self, s: &str) -> Result<$name, E> {
+                        $parse(s).map($name).map_err(E::custom)
+                    }
+                    fn visit_i64<E: de::Error>(self, n: i64) -> Result<$name, E> {
+                        Err(E::custom(format!("{n} has no unit: write it as a string with its unit, e.g. {}", $expect)))
+                    }
+                    fn visit_f64<E: de::Error>(self, n: f64) -> Result<$name, E> {
+                        Err(E::custom(format!("{n} has no unit: write it as a string with its unit, e.g. {}", $expect)))
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
+unit_type!(Dur, Duration, units::duration, "\"200ms\"");
+unit_type!(Size, u64, units::size, "\"13549B\"");
+unit_type!(Rate, u64, units::rate, "\"100Mbit\"");
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub seed: Option<u64>,
+    /// The run stops at this simulated time even if connections are still open.
+    pub time_limit: Option<Dur>,
+    #[serde(default)]
+    pub path: RawPath,
+    #[serde(default)]
+    pub client: RawHost,
+    #[serde(default)]
+    pub server: RawHost,
+    #[serde(default)]
+    pub drop: RawDrop,
+    #[serde(default)]
+    pub random_loss: RawRandomLoss,
+    #[serde(default)]
+    pub workload: RawWorkload,
+    #[serde(default)]
+    pub mechanisms: RawMechanisms,
+    #[serde(default)]
+    pub capture: RawCapture,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawPath {
+    /// Two-way propagation delay, split evenly over the four link crossings.
+    pub rtt: Option<Dur>,
+    /// Rate of the router's egress links (the bottleneck).
+    pub bandwidth: Option<Rate>,
+    /// Rate of the client's and server's own links (default: `bandwidth`).
+    pub access_bandwidth: Option<Rate>,
+    /// The router's egress queue.
+    pub queue: Option<RawQueue>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQueue {
+    pub kind: String,
+    pub packets: Option<u32>,
+    pub bytes: Option<Size>,
+    /// RED thresholds and limits in packets (Floyd & Jacobson 1993).
+    pub min_threshold: Option<f64>,
+    pub max_threshold: Option<f64>,
+    pub max_p: Option<f64>,
+    pub weight: Option<f64>,
+}
+
+/// Initial window: a number of segments or "rfc3390".
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum RawWindow {
+    Segments(u32),
+    Named(String),
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawHost {
+    pub stack: Option<String>,
+    pub syn_rto: Option<Dur>,
+    pub rto_min: Option<Dur>,
+    pub rto_max: Option<Dur>,
+    pub clock_granularity: Option<Dur>,
+    pub rto_min_on_variance: Option<bool>,
+    pub rto_after_syn_loss: Option<Dur>,
+    pub syn_retries: Option<u32>,
+    pub synack_retries: Option<u32>,
+    pub synack_on_duplicate_syn: Option<bool>,
+    pub initial_window: Option<RawWindow>,
+    /// Solaris's name for the initial window in segments (document 003).
+    pub slow_start_initial: Option<u32>,
+    pub iw_one_after_handshake_loss: Option<bool>,
+    pub slow_start_after_idle: Option<bool>,
+    pub abc_limit: Option<u32>,
+    pub congestion_control: Option<String>,
+    pub dupack_threshold: Option<u32>,
+    /// "timer", "bsd_tick" or "off".
+    pub delayed_ack: Option<String>,
+    pub delayed_ack_timeout: Option<Dur>,
+    /// Where the first BSD tick after the start falls (boot time modulo the period).
+    pub delayed_ack_phase: Option<Dur>,
+    pub ack_every: Option<u32>,
+    /// "bytes" or "segments".
+    pub ack_count: Option<String>,
+    pub quick_acks: Option<u32>,
+    /// Linux route `quickack 1`: never delay an ACK.
+    pub quickack: Option<bool>,
+    pub mss: Option<Size>,
+    pub receive_window: Option<Size>,
+    pub coalesce_writes: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawDrop {
+    #[serde(default)]
+    pub syn: Vec<u32>,
+    #[serde(default)]
+    pub synack: Vec<u32>,
+    #[serde(default)]
+    pub ack: Vec<u32>,
+    #[serde(default)]
+    pub data: Vec<u32>,
+    #[serde(default)]
+    pub client_data: Vec<u32>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawRandomLoss {
+    pub forward: Option<f64>,
+    pub reverse: Option<f64>,
+    pub seed: Option<u64>,
+    pub gilbert_forward: Option<RawGilbert>,
+    pub gilbert_reverse: Option<RawGilbert>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawGilbert {
+    pub p_good_to_bad: f64,
+    pub p_bad_to_good: f64,
+    #[serde(default)]
+    pub loss_good: f64,
+    pub loss_bad: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    pub kind: Option<String>,
+    pub request: Option<Size>,
+    pub response: Option<Size>,
+    pub response_writes: Option<Vec<Size>>,
+    pub think_time: Option<Dur>,
+    pub requests: Option<u32>,
+    pub idle: Option<Dur>,
+    pub connections: Option<u32>,
+    pub parallel: Option<bool>,
+    pub interval: Option<Dur>,
+    pub close: Option<String>,
+    pub port: Option<u16>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawMechanisms {
+    pub syn_optimizer: Option<RawSynOptimizer>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSynOptimizer {
+    pub side: String,
+    pub delay: Dur,
+    pub retries: u32,
+    pub port: Option<u16>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawCapture {
+    pub point: Option<String>,
+    /// "ethernet" or "raw" (raw IPv4).
+    pub link: Option<String>,
+}

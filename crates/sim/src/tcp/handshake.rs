@@ -1,0 +1,135 @@
+//! The three-way handshake: SYN and SYN/ACK with their retransmission ladders, and the
+//! move to ESTABLISHED (RTT sample, initial window).
+
+use std::rc::Rc;
+
+use super::{State, Tcb, TimerKind};
+use crate::packet::{Segment, ACK, SYN};
+use crate::profile::{StackConfig, SynBackoff};
+use crate::time::{Duration, Instant};
+
+/// MSS assumed when the peer sends no MSS option (RFC 9293 3.7.1).
+const DEFAULT_MSS: u32 = 536;
+
+impl Tcb {
+    /// A client that sends its SYN at `now`.
+    pub fn connect(cfg: Rc<StackConfig>, conn: u32, iss: u32, now: Instant) -> Tcb {
+        let mut t = Tcb::new(cfg, conn, true, iss);
+        t.state = State::SynSent;
+        t.send_handshake(now);
+        t
+    }
+
+    /// A server answering the SYN `syn` with its SYN/ACK at `now`.
+    pub fn accept(cfg: Rc<StackConfig>, syn: &Segment, iss: u32, now: Instant) -> Tcb {
+        let mut t = Tcb::new(cfg, syn.conn, false, iss);
+        t.state = State::SynReceived;
+        t.irs = syn.seq;
+        t.rcv_nxt = 1;
+        t.snd_wnd = u64::from(syn.window);
+        t.mss = t.cfg.mss.min(syn.mss.map_or(DEFAULT_MSS, u32::from));
+        t.send_handshake(now);
+        t
+    }
+
+    /// Sends (or resends) the SYN or SYN/ACK and arms the handshake timer.
+    fn send_handshake(&mut self, now: Instant) {
+        let flags = if self.is_client { SYN } else { SYN | ACK };
+        self.emit(flags, 0, 0, now);
+        self.snd_nxt = 1;
+        self.snd_max = 1;
+        self.stats.handshake_segments += 1;
+        self.last_handshake_sent = Some(now);
+        if self.handshake_retries == 0 {
+            self.timed = Some((1, now));
+        }
+        self.timers[TimerKind::Retransmit as usize] = Some(now + self.handshake_timer());
+    }
+
+    /// The SYN (SYN/ACK) timer after `handshake_retries` retries: doubling from the initial
+    /// RTO (RFC 6298 (5.5)) or the profile's table for that side, never above the maximum RTO.
+    fn handshake_timer(&self) -> Duration {
+        let initial = self.cfg.rto.initial;
+        let backoff = if self.is_client { &self.cfg.syn_backoff } else { &self.cfg.synack_backoff };
+        let t = match backoff {
+            SynBackoff::Exponential => initial.shl_saturating(self.handshake_retries),
+            SynBackoff::Table(mult) => {
+                let i = (self.handshake_retries as usize).min(mult.len().saturating_sub(1));
+                initial.times(u64::from(mult.get(i).copied().unwrap_or(1)))
+            }
+        };
+        t.min(self.cfg.rto.max)
+    }
+
+    pub(super) fn handshake_timeout(&mut self, now: Instant) {
+        let limit = if self.is_client { self.cfg.syn_retries } else { self.cfg.synack_retries };
+        self.stats.timeouts += 1;
+        if self.handshake_retries >= limit {
+            self.fail();
+            return;
+        }
+        self.handshake_retries += 1;
+        self.rtte.back_off();
+        self.timed = None; // Karn: the handshake is no longer timed
+        self.send_handshake(now);
+    }
+
+    pub(super) fn syn_sent_receive(&mut self, seg: &Segment, now: Instant) {
+        if !(seg.has(SYN) && seg.has(ACK)) || self.ack_offset(seg.ack) != 1 {
+            return;
+        }
+        self.irs = seg.seq;
+        self.rcv_nxt = 1;
+        self.mss = self.cfg.mss.min(seg.mss.map_or(DEFAULT_MSS, u32::from));
+        self.snd_wnd = u64::from(seg.window);
+        self.establish(now);
+        self.send_ack(now);
+    }
+
+    pub(super) fn syn_received_receive(&mut self, seg: &Segment, now: Instant) {
+        if seg.has(SYN) && !seg.has(ACK) {
+            // A retransmitted SYN: the peer has not seen our SYN/ACK (Linux tcp_check_req,
+            // FreeBSD syncache_add resend it at once, without touching the timer).
+            if seg.seq == self.irs && self.cfg.synack_on_duplicate_syn {
+                self.timed = None;
+                self.emit(SYN | ACK, 0, 0, now);
+                self.stats.handshake_segments += 1;
+                self.last_handshake_sent = Some(now);
+                self.handshake_resent_by_syn = true;
+            }
+            return;
+        }
+        if !seg.has(ACK) || self.ack_offset(seg.ack) != 1 {
+            return;
+        }
+        self.snd_wnd = u64::from(seg.window);
+        self.establish(now);
+        // The ACK may carry data (the handshake ACK was lost, the request arrives).
+        self.established_receive(seg, now);
+    }
+
+    /// Both sides: the handshake is over.
+    fn establish(&mut self, now: Instant) {
+        self.state = State::Established;
+        self.established_at = Some(now);
+        self.snd_una = 1;
+        self.timers[TimerKind::Retransmit as usize] = None;
+        let retransmitted = self.handshake_retries > 0 || self.handshake_resent_by_syn;
+        match self.timed.take() {
+            // Karn's rule: only a handshake segment sent once gives a sample.
+            Some((_, sent)) if !retransmitted => self.rtte.sample(now.since(sent)),
+            _ => {
+                if let Some(rto) = self.cfg.rto.after_syn_loss {
+                    self.rtte.reset_after_syn_loss(rto); // RFC 6298 (5.7)
+                }
+            }
+        }
+        self.rtte.backoff = 0;
+        // RFC 5681 3.1: a lost SYN or SYN/ACK leaves an initial window of one segment.
+        self.cwnd = if retransmitted && self.cfg.iw_one_after_handshake_loss {
+            u64::from(self.mss)
+        } else {
+            self.cfg.initial_window.bytes(self.mss)
+        };
+    }
+}

@@ -1,0 +1,260 @@
+//! A TCP endpoint with byte-exact sequence numbers: the handshake with SYN and SYN/ACK
+//! retransmission, RFC 6298 timers, RFC 5681 congestion control, fast retransmit and
+//! recovery (Reno, NewReno), delayed ACKs and the close.
+//!
+//! Sequence numbers are kept as 64-bit offsets from the initial sequence number (the SYN is
+//! offset 0, the first data byte offset 1) and turned into 32-bit wire numbers only on
+//! the way out, so the arithmetic never wraps; incoming numbers are unwrapped against the
+//! current edge of the window.
+//!
+//! The endpoint never reads a clock and never schedules anything itself: every call is
+//! given `now`, segments to send go to `out`, and the two timers' deadlines are in
+//! `timers` for the simulator to schedule.
+
+pub mod cc;
+pub mod delack;
+mod handshake;
+mod recovery;
+mod recv;
+pub mod rtte;
+mod send;
+#[cfg(test)]
+mod karn_tests;
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use crate::packet::{Segment, ACK, RST, SYN};
+use crate::profile::StackConfig;
+use crate::time::Instant;
+use delack::AckState;
+use rtte::RttEstimator;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    SynSent,
+    SynReceived,
+    Established,
+    /// Gave up (handshake retries exhausted or reset).
+    Failed,
+}
+
+/// The endpoint's two timers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerKind {
+    /// SYN, SYN/ACK and data retransmission (RFC 6298 section 5).
+    Retransmit = 0,
+    /// The delayed-ACK timer (RFC 1122 4.2.3.2).
+    DelayedAck = 1,
+}
+
+pub const TIMER_KINDS: [TimerKind; 2] = [TimerKind::Retransmit, TimerKind::DelayedAck];
+
+/// What an endpoint did, for the connection's report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcbStats {
+    /// SYNs (client) or SYN/ACKs (server) this TCP sent, retransmissions included.
+    pub handshake_segments: u32,
+    /// Data and FIN segments sent again.
+    pub retransmissions: u32,
+    /// Retransmission timer expiries (handshake included).
+    pub timeouts: u32,
+    pub fast_retransmits: u32,
+    /// ACKs sent by the delayed-ACK timer.
+    pub delayed_acks: u32,
+}
+
+pub struct Tcb {
+    pub cfg: Rc<StackConfig>,
+    pub conn: u32,
+    pub is_client: bool,
+    pub state: State,
+    iss: u32,
+    irs: u32,
+    mss: u32,
+    // Send side, offsets from `iss`.
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    data_end: u64,
+    write_ends: VecDeque<u64>,
+    fin_off: Option<u64>,
+    snd_wnd: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    dupacks: u32,
+    /// Some(recovery point) while in fast recovery.
+    recover: Option<u64>,
+    rtte: RttEstimator,
+    /// The one segment being timed: (offset just past it, time sent). Karn's rule: cleared
+    /// when anything it covers is retransmitted.
+    timed: Option<(u64, Instant)>,
+    last_data_sent: Option<Instant>,
+    handshake_retries: u32,
+    /// The server resent its SYN/ACK for a duplicate SYN (the handshake was not clean).
+    handshake_resent_by_syn: bool,
+    // Receive side, offsets from `irs`.
+    rcv_nxt: u64,
+    ooo: Vec<(u64, u64)>,
+    peer_fin: Option<u64>,
+    pub fin_received: bool,
+    ack_state: AckState,
+    /// Deadlines of the two timers (`TimerKind` as index).
+    pub timers: [Option<Instant>; 2],
+    /// Segments to transmit, in order.
+    pub out: Vec<Segment>,
+    /// Payload bytes delivered in order to the application and not yet taken.
+    delivered: u64,
+    pub stats: TcbStats,
+    pub established_at: Option<Instant>,
+    /// When the last SYN (client) or SYN/ACK (server) before establishment was sent.
+    pub last_handshake_sent: Option<Instant>,
+}
+
+impl Tcb {
+    fn new(cfg: Rc<StackConfig>, conn: u32, is_client: bool, iss: u32) -> Self {
+        let rtte = RttEstimator::new(cfg.rto.clone());
+        let mss = cfg.mss;
+        Self {
+            cfg,
+            conn,
+            is_client,
+            state: State::SynSent,
+            iss,
+            irs: 0,
+            mss,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            data_end: 1,
+            write_ends: VecDeque::new(),
+            fin_off: None,
+            snd_wnd: 0,
+            cwnd: 0,
+            // RFC 5681 3.1: the initial ssthresh "SHOULD be set arbitrarily high".
+            ssthresh: u64::MAX / 2,
+            dupacks: 0,
+            recover: None,
+            rtte,
+            timed: None,
+            last_data_sent: None,
+            handshake_retries: 0,
+            handshake_resent_by_syn: false,
+            rcv_nxt: 0,
+            ooo: Vec::new(),
+            peer_fin: None,
+            fin_received: false,
+            ack_state: AckState::default(),
+            timers: [None; 2],
+            out: Vec::new(),
+            delivered: 0,
+            stats: TcbStats::default(),
+            established_at: None,
+            last_handshake_sent: None,
+        }
+    }
+
+    /// Data bytes delivered in order since the last call.
+    pub fn take_delivered(&mut self) -> u64 {
+        std::mem::take(&mut self.delivered)
+    }
+
+    /// The application hands TCP these writes at `now` (one `write()` call each).
+    pub fn write(&mut self, writes: &[u64], now: Instant) {
+        debug_assert!(self.fin_off.is_none(), "write after close");
+        for &bytes in writes {
+            self.data_end += bytes;
+            self.write_ends.push_back(self.data_end);
+        }
+        self.output(now);
+    }
+
+    /// The application closes its side: a FIN follows the data.
+    pub fn close(&mut self, now: Instant) {
+        if self.fin_off.is_none() {
+            self.fin_off = Some(self.data_end);
+            self.output(now);
+        }
+    }
+
+    /// Our FIN was acknowledged and the peer's FIN received: nothing more will be sent.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Failed
+            || (self.fin_received && self.fin_off.is_some_and(|f| self.snd_una > f))
+    }
+
+    pub fn bytes_acked(&self) -> u64 {
+        self.snd_una.saturating_sub(1)
+    }
+
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    pub fn srtt(&self) -> Option<crate::time::Duration> {
+        self.rtte.srtt()
+    }
+
+    /// A segment for this connection arrived.
+    pub fn on_segment(&mut self, seg: &Segment, now: Instant) {
+        if seg.has(RST) {
+            self.fail();
+            return;
+        }
+        match self.state {
+            State::SynSent => self.syn_sent_receive(seg, now),
+            State::SynReceived => self.syn_received_receive(seg, now),
+            State::Established => self.established_receive(seg, now),
+            State::Failed => {}
+        }
+    }
+
+    fn established_receive(&mut self, seg: &Segment, now: Instant) {
+        if seg.has(SYN) {
+            // A retransmitted SYN/ACK (our ACK was lost, or the peer's timer ran): ACK it
+            // again (RFC 9293 3.10.7.4, "If the segment is not acceptable, send an ACK").
+            self.send_ack(now);
+            return;
+        }
+        if seg.has(ACK) {
+            self.process_ack(seg, now);
+        }
+        self.process_data(seg, now);
+        self.output(now);
+    }
+
+    /// A timer fired at its deadline.
+    pub fn on_timer(&mut self, kind: TimerKind, now: Instant) {
+        self.timers[kind as usize] = None;
+        match (kind, self.state) {
+            (TimerKind::DelayedAck, State::Established) => {
+                self.stats.delayed_acks += 1;
+                self.send_ack(now);
+            }
+            (TimerKind::Retransmit, State::SynSent | State::SynReceived) => self.handshake_timeout(now),
+            (TimerKind::Retransmit, State::Established) => self.rto_expired(now),
+            _ => {}
+        }
+    }
+
+    fn fail(&mut self) {
+        self.state = State::Failed;
+        self.timers = [None; 2];
+    }
+
+    fn wire_seq(&self, off: u64) -> u32 {
+        self.iss.wrapping_add(off as u32)
+    }
+
+    /// Unwraps an acknowledgement number against `snd_una`.
+    fn ack_offset(&self, ack: u32) -> i64 {
+        let d = ack.wrapping_sub(self.wire_seq(self.snd_una)) as i32;
+        self.snd_una as i64 + i64::from(d)
+    }
+
+    /// Unwraps a sequence number against `rcv_nxt`.
+    fn seq_offset(&self, seq: u32) -> i64 {
+        let d = seq.wrapping_sub(self.irs.wrapping_add(self.rcv_nxt as u32)) as i32;
+        self.rcv_nxt as i64 + i64::from(d)
+    }
+}

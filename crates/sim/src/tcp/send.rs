@@ -1,0 +1,148 @@
+//! The sending side: which segment goes next, the congestion and receive windows, the
+//! retransmission timer, and what happens when it expires.
+
+use super::cc::reno;
+use super::{State, Tcb, TimerKind};
+use crate::packet::{Segment, ACK, FIN, PSH, SYN};
+use crate::time::Instant;
+
+impl Tcb {
+    /// Builds a segment at send offset `off` and queues it for transmission.
+    pub(super) fn emit(&mut self, flags: u8, off: u64, len: u32, now: Instant) {
+        let _ = now;
+        let has_ack = flags & ACK != 0;
+        let seg = Segment {
+            conn: self.conn,
+            from_client: self.is_client,
+            seq: self.wire_seq(off),
+            ack: if has_ack { self.irs.wrapping_add(self.rcv_nxt as u32) } else { 0 },
+            flags,
+            len,
+            window: self.cfg.receive_window,
+            mss: if flags & SYN != 0 { Some(self.cfg.mss.min(65_535) as u16) } else { None },
+        };
+        if has_ack {
+            // Every segment with ACK carries the acknowledgement: nothing is left delayed.
+            self.ack_state.sent();
+            self.timers[TimerKind::DelayedAck as usize] = None;
+        }
+        self.out.push(seg);
+    }
+
+    /// A pure ACK of everything received so far.
+    pub(super) fn send_ack(&mut self, now: Instant) {
+        self.emit(ACK, self.snd_nxt, 0, now);
+    }
+
+    /// Length of the segment starting at `off`, and whether the FIN rides on it; None if
+    /// there is nothing to send there.
+    fn segment_at(&self, off: u64) -> Option<(u32, bool)> {
+        if off < self.data_end {
+            let mut end = (off + u64::from(self.mss)).min(self.data_end);
+            if !self.cfg.coalesce_writes {
+                // Solaris 2.x: a segment ends where the application's write ended.
+                let i = self.write_ends.partition_point(|&e| e <= off);
+                if let Some(&w) = self.write_ends.get(i) {
+                    end = end.min(w);
+                }
+            }
+            let fin = self.fin_off == Some(end);
+            Some(((end - off) as u32, fin))
+        } else if self.fin_off == Some(off) {
+            Some((0, true))
+        } else {
+            None
+        }
+    }
+
+    /// Sends the segment at `off`; counts retransmissions and keeps Karn's rule.
+    fn send_at(&mut self, off: u64, len: u32, fin: bool, now: Instant) {
+        let end = off + u64::from(len) + u64::from(fin);
+        let push = len > 0 && (off + u64::from(len) == self.data_end || self.write_ends.contains(&(off + u64::from(len))));
+        let flags = ACK | if push { PSH } else { 0 } | if fin { FIN } else { 0 };
+        self.emit(flags, off, len, now);
+        if off < self.snd_max {
+            self.stats.retransmissions += 1;
+            if self.timed.is_some_and(|(t_end, _)| t_end > off) {
+                self.timed = None; // Karn: a retransmitted segment is never timed
+            }
+        } else if self.timed.is_none() {
+            self.timed = Some((end, now));
+        }
+        self.snd_nxt = self.snd_nxt.max(end);
+        self.snd_max = self.snd_max.max(end);
+        self.last_data_sent = Some(now);
+        if self.timers[TimerKind::Retransmit as usize].is_none() {
+            self.arm_rto(now);
+        }
+    }
+
+    /// RFC 6298 (5.1)/(5.3): (re)start the retransmission timer.
+    pub(super) fn arm_rto(&mut self, now: Instant) {
+        self.timers[TimerKind::Retransmit as usize] = Some(now + self.rtte.timer());
+    }
+
+    /// Sends what the windows allow.
+    pub(super) fn output(&mut self, now: Instant) {
+        if self.state != State::Established {
+            return;
+        }
+        self.restart_after_idle(now);
+        while let Some((len, fin)) = self.segment_at(self.snd_nxt) {
+            let in_flight = self.snd_nxt - self.snd_una;
+            let window = self.cwnd.min(self.snd_wnd);
+            // One segment may always go when nothing is in flight (the receive window is
+            // never zero here: the application reads at once).
+            if in_flight > 0 && in_flight + u64::from(len) > window {
+                break;
+            }
+            self.send_at(self.snd_nxt, len, fin, now);
+        }
+        // Keep only the write boundaries still ahead of snd_una.
+        while self.write_ends.front().is_some_and(|&e| e <= self.snd_una) {
+            self.write_ends.pop_front();
+        }
+    }
+
+    /// RFC 5681 4.1: after more than one RTO without sending, restart from the initial window.
+    fn restart_after_idle(&mut self, now: Instant) {
+        if !self.cfg.slow_start_after_idle || self.snd_una != self.snd_max {
+            return;
+        }
+        if let Some(last) = self.last_data_sent {
+            if now.since(last) > self.rtte.base_rto() {
+                let restart = self.cfg.initial_window.bytes(self.mss);
+                self.cwnd = self.cwnd.min(restart);
+            }
+        }
+    }
+
+    /// Fast retransmit or a partial ACK: resend the first unacknowledged segment.
+    pub(super) fn retransmit_head(&mut self, now: Instant) {
+        if let Some((len, fin)) = self.segment_at(self.snd_una) {
+            let len = len.min((self.snd_max - self.snd_una) as u32);
+            self.send_at(self.snd_una, len, fin && self.fin_off == Some(self.snd_una + u64::from(len)), now);
+        }
+    }
+
+    /// RFC 6298 (5.4)-(5.6) and RFC 5681 section 3.1: the retransmission timer expired.
+    pub(super) fn rto_expired(&mut self, now: Instant) {
+        if self.snd_una >= self.snd_max {
+            return;
+        }
+        self.stats.timeouts += 1;
+        let mss = u64::from(self.mss);
+        if self.rtte.backoff == 0 {
+            // RFC 5681 (4), only for the first timeout of this data.
+            self.ssthresh = reno::ssthresh_after_loss(self.snd_max - self.snd_una, mss);
+        }
+        self.cwnd = mss; // loss window
+        self.recover = None;
+        self.dupacks = 0;
+        self.rtte.back_off(); // (5.5)
+        self.timed = None;
+        self.snd_nxt = self.snd_una; // go back N
+        self.arm_rto(now); // (5.6)
+        self.output(now); // (5.4) the earliest unacknowledged segment
+    }
+}

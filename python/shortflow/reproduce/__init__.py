@@ -1,0 +1,96 @@
+"""`shortflow reproduce`: each figure of the source documents beside the simulator's.
+
+Every row names the scenario file it ran (shipped in ``shortflow/scenarios/``) and the
+``--set`` overrides, so ``shortflow simulate`` can run it again by hand, and carries one
+line explaining a difference when there is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from shortflow.scenario import Scenario
+from shortflow.simulate import SimulationResult, simulate
+
+
+@dataclass
+class Row:
+    """One figure: the paper's number beside ours."""
+
+    document: str
+    figure: str
+    case: str
+    paper: float | None
+    ours: float | None
+    unit: str
+    scenario: str
+    overrides: list[str] = field(default_factory=list)
+    note: str = ""
+    #: The same case on this machine's real kernel (`reproduce --real`), and why not.
+    real: float | None = None
+    real_note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def command(self) -> str:
+        sets = " ".join(f"--set '{o}'" for o in self.overrides)
+        return f"shortflow simulate {self.scenario} {sets}".strip()
+
+
+def agrees(paper: float | None, ours: float | None, rel: float = 0.01, abs_: float = 0.001) -> bool:
+    """Whether two figures agree within 1 % (or 1 ms for figures near zero): anything
+    further apart is a difference, and a difference is always explained."""
+    if paper is None or ours is None:
+        return False
+    return abs(paper - ours) <= max(abs_, rel * abs(paper))
+
+
+def run_case(name: str, overrides: Iterable[str], *, timeline: bool = False) -> tuple[SimulationResult, str, list[str]]:
+    """Runs built-in scenario `name` with `overrides`; returns the result, file and overrides."""
+    ov = list(overrides)
+    sc = Scenario.builtin(name, ov)
+    return simulate(sc, timeline=timeline), f"scenarios/{name}.toml", ov
+
+
+def row(document: str, figure: str, case: str, paper: float | None, ours: float | None, unit: str,
+        scenario: str, overrides: list[str], why: str, *, today: str = "") -> Row:
+    """A row whose note is `why` when the figures differ (or `today` when the paper has none)."""
+    if paper is None:
+        note = today
+    elif ours is None:
+        note = "no result: the simulated connection did not complete"
+    else:
+        note = "" if agrees(paper, ours) else why
+    return Row(document, figure, case, paper, ours, unit, scenario, overrides, note)
+
+
+def _registry() -> dict[str, Callable[[], list[Row]]]:
+    from shortflow.reproduce import doc000, doc002, doc003
+
+    return {"000": doc000.rows, "002": doc002.rows, "003": doc003.rows}
+
+
+DOCUMENTS = ("000", "002", "003")
+#: Documents whose figures also run on the real kernel with `--real`.
+REAL_DOCUMENTS = ("000",)
+
+
+def reproduce(documents: Iterable[str] = DOCUMENTS, *, real: bool = False,
+              progress: Callable[[int, int, Row], None] | None = None) -> list[Row]:
+    """All rows for `documents` ("000", "002", "003"). With `real`, the rows of
+    `REAL_DOCUMENTS` also run on this machine's kernel in the testbed (root; slow: each
+    case is a real run with real timeouts); `progress(done, total, row)` is called before
+    each real run."""
+    reg = _registry()
+    rows: list[Row] = []
+    for d in documents:
+        rows.extend(reg[d]())
+    if real:
+        from shortflow.reproduce.real import add_real_column
+
+        add_real_column([r for r in rows if r.document in REAL_DOCUMENTS], progress)
+    return rows

@@ -1,0 +1,87 @@
+"""`shortflow reproduce`: every row has the JSON keys, and the figures the simulator must
+get right (hand-computed from the documents) are right."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from shortflow.reproduce import reproduce
+
+KEYS = {"document", "figure", "case", "paper", "ours", "unit"}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return reproduce()
+
+
+def find(rows, document, figure, case):
+    (r,) = [r for r in rows if (r.document, r.figure, r.case) == (document, figure, case)]
+    return r
+
+
+def test_json_rows_have_the_keys(tmp_path):
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "shortflow", "reproduce", "all", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(out.read_text())
+    assert {d["document"] for d in data} == {"000", "002", "003"}
+    for d in data:
+        assert KEYS <= set(d), d
+        assert d["scenario"].startswith("scenarios/")
+        assert isinstance(d["ours"], (int, float))
+
+
+def test_unknown_document_exits_2():
+    r = subprocess.run([sys.executable, "-m", "shortflow", "reproduce", "001"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "001" in r.stderr
+
+
+def test_doc000_table4(rows):
+    # The RTO ladder 3, 6, 12 s and the optimizer's 200 ms copies, over a 1 ms LAN.
+    expect = {
+        ("table4-client", "1 SYN lost, without optimizer"): 3.001,
+        ("table4-client", "1 SYN lost, with optimizer"): 0.201,
+        ("table4-client", "3 SYNs lost, without optimizer"): 21.001,
+        ("table4-client", "3 SYNs lost, with optimizer"): 0.601,
+        ("table4-server", "1 SYN lost, with optimizer"): 3.001,
+        ("table4-server", "3 SYN/ACKs lost, without optimizer"): 9.001,
+        ("table4-server", "3 SYN/ACKs lost, with optimizer"): 0.601,
+        ("table4-client-rfc6298", "3 SYNs lost, without optimizer"): 7.001,
+        ("table4-client-linux", "1 SYN lost, without optimizer"): 1.001,
+    }
+    for (figure, case), want in expect.items():
+        assert find(rows, "000", figure, case).ours == pytest.approx(want, abs=1e-3), (figure, case)
+
+
+def test_every_difference_is_explained(rows):
+    from shortflow.reproduce import agrees
+
+    differing = [r for r in rows if r.paper is not None and not agrees(r.paper, r.ours)]
+    assert differing, "some figures do differ from the papers (e.g. the paper's 258 ms resend)"
+    for r in differing:
+        assert r.note, r
+
+
+def test_doc002_rounds_and_page(rows):
+    for iw, paper in ((2, [2904, 8712, 20328, 43560]), (10, [14520, 43560])):
+        got = [find(rows, "002", "bytes-per-round-trip", f"IW {iw}, by round trip {k}").ours for k in range(1, len(paper) + 1)]
+        assert got == paper
+    assert find(rows, "002", "35kB-page-310ms", "IW 2, request to last byte").ours == pytest.approx(4 * 0.31, abs=0.01)
+    assert find(rows, "002", "35kB-page-310ms", "IW 10, request to last byte").ours == pytest.approx(2 * 0.31, abs=0.01)
+    on = find(rows, "002", "keep-alive-idle", "IW 2, 2nd 35 kB response after 2 s idle, slow start after idle on").ours
+    off = find(rows, "002", "keep-alive-idle", "IW 2, 2nd 35 kB response after 2 s idle, slow start after idle off").ours
+    assert on == pytest.approx(4 * 0.31, abs=0.01) and off == pytest.approx(0.31, abs=0.01)
+
+
+def test_doc003_delayed_acks(rows):
+    assert 0.238 <= find(rows, "003", "figure-2.1", "IW 1, BSD-tick client, transfer time").ours < 0.245
+    assert find(rows, "003", "figure-2.2", "IW 2, BSD-tick client, transfer time").ours < 0.01
+    assert find(rows, "003", "figure-3.1/3.2", "IW 1, Solaris client, delayed ACKs").ours == 2
+    assert find(rows, "003", "figure-3.3/3.4", "IW 2, Solaris client, delayed ACKs").ours == 1

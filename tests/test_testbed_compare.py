@@ -1,0 +1,84 @@
+"""Simulator beside the real kernel (`shortflow testbed compare`, `reproduce 000 --real`):
+the same scenario document in both worlds."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from shortflow.cli import app
+from shortflow.reproduce import reproduce
+from shortflow.reproduce.real import add_real_column
+from shortflow.testbed.compare import agrees, compare
+
+pytestmark = pytest.mark.netns
+
+ONE_SYN_LOST = """
+    name = "one SYN lost, linux"
+    [path]
+    rtt = "20ms"
+    [client]
+    stack = "linux"
+    [server]
+    stack = "linux"
+    [drop]
+    syn = [1]
+    [workload]
+    request = "300B"
+    response = "5000B"
+"""
+
+
+def write(tmp_path, body):
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def test_tolerances():
+    assert agrees("request_sent_s", 1.0, 1.049) and not agrees("request_sent_s", 1.0, 1.051)
+    assert agrees("complete_s", 0.05, 0.059) and not agrees("complete_s", 0.05, 0.061)  # 10 ms floor
+    assert agrees("syn_transmissions", 2, 2) and not agrees("syn_transmissions", 2, 3)
+    assert agrees("timeouts", 1, None) is None  # not measured per connection
+    assert not agrees("complete_s", 1.0, None)
+
+
+def test_one_lost_syn_agrees_in_both_worlds(tmp_path):
+    c = compare(write(tmp_path, ONE_SYN_LOST))
+    assert c.real is not None, c.unavailable
+    (sim,), (real,) = c.sim, c.real
+    assert sim["syn_transmissions"] == real["syn_transmissions"] == 2
+    assert abs(sim["request_sent_s"] - 1.02) < 1e-4  # 1 s SYN RTO + RTT (+ serialization)
+    assert c.agree, c.as_json()
+
+
+def test_a_profile_linux_cannot_mimic_says_why_and_keeps_the_simulator(tmp_path):
+    c = compare(write(tmp_path, ONE_SYN_LOST.replace('stack = "linux"', 'stack = "solaris"', 1)))
+    assert c.real is None and c.agree is None
+    assert "client.stack" in c.unavailable and "Solaris" in c.unavailable
+    assert c.sim[0]["syn_transmissions"] == 2
+
+
+def test_cli_compare_writes_both_worlds(tmp_path):
+    out = tmp_path / "c.json"
+    r = CliRunner().invoke(app, ["testbed", "compare", str(write(tmp_path, ONE_SYN_LOST)), "--set", "drop.syn=[]",
+                                 "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["overrides"] == ["drop.syn=[]"] and data["agree"] is True
+    assert data["simulator"][0]["syn_transmissions"] == data["real"][0]["syn_transmissions"] == 1
+
+
+def test_reproduce_real_column_for_a_table4_row():
+    rows = [r for r in reproduce(["000"]) if r.figure == "table4-client-linux" and r.case.startswith("1 SYN lost")]
+    assert [r.case for r in rows] == ["1 SYN lost, without optimizer", "1 SYN lost, with optimizer"]
+    add_real_column(rows)
+    without, with_optimizer = rows
+    # Linux's 1 s SYN RTO over the 1 ms LAN of the scenario, on the real kernel.
+    assert without.real is not None and abs(without.real - without.ours) <= max(0.05 * without.ours, 0.010), without
+    # The optimizer row runs too: the testbed starts `shortflow synopt` on the client.
+    assert with_optimizer.real is not None, with_optimizer.real_note
+    assert abs(with_optimizer.real - with_optimizer.ours) <= max(0.05 * with_optimizer.ours, 0.010), with_optimizer
