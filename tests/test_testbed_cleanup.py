@@ -105,6 +105,8 @@ def test_clean_leaves_a_live_run_alone_and_removes_it_with_force(tmp_path):
     try:
         router = wait_for_router(before)
         run_id = router.split("-")[1]
+        # Stopped, the run is still alive but cannot race clean by tearing itself down.
+        p.send_signal(signal.SIGSTOP)
         lines = clean(only=run_id)  # only= keeps the test off other people's runs
         assert any(f"run {run_id}: it is still running" in line for line in lines), lines
         assert router in leftovers()["namespaces"]
