@@ -378,7 +378,18 @@ impl World {
                 Self::collect(c);
             }
         }
-        let connections: Vec<ConnReport> = self.conns.into_iter().map(|c| c.report).collect();
+        let timeline = self.opts.timeline;
+        let connections: Vec<ConnReport> = self
+            .conns
+            .into_iter()
+            .map(|mut c| {
+                // Asked for, a timeline is always there, empty when nothing arrived.
+                if timeline {
+                    c.report.timeline.get_or_insert_with(Vec::new);
+                }
+                c.report
+            })
+            .collect();
         let done: Vec<f64> = connections.iter().filter_map(|c| c.complete_s).collect();
         let summary = Summary {
             connections: connections.len(),
