@@ -14,4 +14,8 @@ class SynoptError(ShortflowError):
     """The SYN optimizer cannot start: a bad option value or its daemon binary is missing."""
 
 
-__all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "SynoptError", "TraceReadError"]
+class TuneError(ShortflowError):
+    """`shortflow tune` refuses a value, cannot apply it, or cannot revert it."""
+
+
+__all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "SynoptError", "TraceReadError", "TuneError"]

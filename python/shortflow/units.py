@@ -28,3 +28,27 @@ def parse_duration(text: str, *, what: str = "duration") -> float:
     if unit not in _DURATION:
         raise ValueError(f"{what} {text!r}: unknown unit {unit!r} (use one of {', '.join(_DURATION)})")
     return value * _DURATION[unit]
+
+
+_SIZE = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2, "GB": 1000**3, "GiB": 1024**3}
+
+
+def parse_size(text: str, *, what: str = "size") -> int:
+    """Bytes in ``text``; raises ValueError naming `what` when the unit is missing or unknown.
+
+    >>> parse_size("64kB")
+    64000
+    >>> parse_size("64")
+    Traceback (most recent call last):
+    ...
+    ValueError: size '64' has no unit: write it as e.g. 1460B, 64kB or 1MiB
+    """
+    m = _NUMBER_UNIT.match(text)
+    if not m:
+        if re.match(r"^\s*[0-9.]+\s*$", text):
+            raise ValueError(f"{what} {text!r} has no unit: write it as e.g. 1460B, 64kB or 1MiB")
+        raise ValueError(f"{what} {text!r} is not a number with a unit (e.g. 1460B, 64kB, 1MiB)")
+    value, unit = float(m.group(1)), m.group(2)
+    if unit not in _SIZE:
+        raise ValueError(f"{what} {text!r}: unknown unit {unit!r} (use one of {', '.join(_SIZE)})")
+    return round(value * _SIZE[unit])

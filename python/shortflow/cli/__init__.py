@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "shortflow.cli.simulate",
     "shortflow.cli.reproduce",
     "shortflow.cli.testbed",
+    "shortflow.cli.tune",
     "shortflow.cli.synopt",
 )
 

@@ -95,7 +95,7 @@ def clean_cmd(
     except PrivilegeError as e:
         raise _fail(e, 2) from None
     for line in done:
-        out.print(line if line.startswith("nothing of run") else f"removed {line}", highlight=False)
+        out.print(line if line.startswith("nothing of") else f"removed {line}", highlight=False)
     if not done:
         out.print("nothing to clean")
 

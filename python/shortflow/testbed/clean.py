@@ -195,6 +195,10 @@ def clean(force: bool = False, only: str | None = None) -> list[str]:
             done.append(f"iptables rule {rule}")
     done += remove_stale_synopt_rules(run_id=only)
     for pin in found["bpf_pins"]:
+        if pin.endswith("-tune"):
+            # A host's tuning, not a testbed run's: its state file knows how to undo it.
+            done.append(f"nothing of {BPF_FS / pin}: `shortflow tune revert` removes it")
+            continue
         target = BPF_FS / pin
         if target.is_dir():
             shutil.rmtree(target, ignore_errors=True)

@@ -82,9 +82,9 @@ class Nginx:
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read() if self.proc.stderr else ""
                 raise TestbedError(f"nginx exited at start ({self.proc.returncode}): {err.strip()}")
-            out = in_ns(ns, "ss", "-Hltn", f"sport = :{N.HTTP_PORT}", check=False).stdout
+            out = in_ns(ns, "ss", "-Hltn", f"sport = :{self.port}", check=False).stdout
             if out.strip():
                 return
             time.sleep(0.05)
-        raise TestbedError(f"nginx did not listen on {N.SERVER_IP}:{N.HTTP_PORT} within {timeout:g} s")
+        raise TestbedError(f"nginx did not listen on {N.SERVER_IP}:{self.port} within {timeout:g} s")
 

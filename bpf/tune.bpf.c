@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+// tune: the start-up tuner behind `shortflow tune`. A sock_ops program attached to a cgroup
+// that sets, for the connections it matches (by port, and per destination prefix through
+// LPM tries), the SYN RTO, the initial window, the minimum RTO and the delayed-ACK maximum,
+// and optionally approximates Super Fast Retransmit (document 001): a minimum RTO of
+// handshake RTT x factor until the cut-out of acknowledged bytes.
+//
+// Where the kernel takes each knob (measured on this machine, ../shared/kernel-facts.md):
+// SYN RTO at TIMEOUT_INIT (reply in jiffies, also asked for a listener's SYN/ACK);
+// TCP_BPF_IW and TCP_BPF_DELACK_MAX at *_ESTABLISHED_CB; TCP_BPF_RTO_MIN only at
+// TCP_CONNECT_CB or TCP_LISTEN_CB (set later it did not change the connection's RTO).
+// All maps are written by the loader (python/shortflow/tune/) and can be rewritten while
+// the program stays attached.
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define SOL_TCP 6
+#define AF_INET 2
+#define AF_INET6 10
+
+// Global settings; 0 means "leave the kernel's own".
+struct config {
+	__u32 syn_rto_jiffies;
+	__u32 iw_segments;
+	__u32 rto_min_us;
+	__u32 delack_max_us;
+	__u32 sfr_factor_pct;    // Super Fast Retransmit: min RTO = srtt * factor / 100
+	__u32 sfr_cutout_bytes;  // ... until this many bytes are acknowledged
+	__u32 sfr_restore_us;    // the minimum RTO to go back to after the cut-out
+	__u32 port;              // 0: every port; else local or remote port must equal it
+};
+
+// What a destination prefix overrides (0: the global value).
+struct prefix_value {
+	__u32 iw_segments;
+	__u32 syn_rto_jiffies;
+};
+
+struct key4 {
+	__u32 prefixlen;
+	__u32 addr;  // network order
+};
+
+struct key6 {
+	__u32 prefixlen;
+	__u32 addr[4];  // network order
+};
+
+enum counter {
+	C_MATCHED,       // callbacks for matching connections
+	C_SYN_RTO,       // TIMEOUT_INIT answered
+	C_IW,            // initial window set
+	C_RTO_MIN,       // minimum RTO set at connect/listen
+	C_DELACK,        // delayed-ACK maximum set
+	C_PREFIX_HIT,    // a prefix entry decided a value
+	C_SFR_SET,       // Super Fast Retransmit minimum RTO set
+	C_SFR_RESTORED,  // ... and restored after the cut-out
+	C_ERRORS,        // bpf_setsockopt refused
+	C_COUNT,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct config);
+} tune_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct key4);
+	__type(value, struct prefix_value);
+} tune_prefix4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct key6);
+	__type(value, struct prefix_value);
+} tune_prefix6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, C_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} tune_counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *n = bpf_map_lookup_elem(&tune_counters, &which);
+
+	if (n)
+		*n += 1;
+}
+
+static __always_inline int set_int(struct bpf_sock_ops *skops, int opt, int value, __u32 which)
+{
+	if (bpf_setsockopt(skops, SOL_TCP, opt, &value, sizeof(value))) {
+		count(C_ERRORS);
+		return -1;
+	}
+	count(which);
+	return 0;
+}
+
+// The remote address's prefix entry, if any.
+static __always_inline struct prefix_value *prefix_of(struct bpf_sock_ops *skops)
+{
+	if (skops->family == AF_INET) {
+		struct key4 k = { .prefixlen = 32, .addr = skops->remote_ip4 };
+
+		return bpf_map_lookup_elem(&tune_prefix4, &k);
+	}
+	if (skops->family == AF_INET6) {
+		struct key6 k = { .prefixlen = 128 };
+
+		k.addr[0] = skops->remote_ip6[0];
+		k.addr[1] = skops->remote_ip6[1];
+		k.addr[2] = skops->remote_ip6[2];
+		k.addr[3] = skops->remote_ip6[3];
+		return bpf_map_lookup_elem(&tune_prefix6, &k);
+	}
+	return 0;
+}
+
+static __always_inline int port_matches(struct bpf_sock_ops *skops, __u32 port)
+{
+	// local_port is in host order, remote_port in network order (upper half of 32 bits).
+	return !port || skops->local_port == port || bpf_ntohl(skops->remote_port) == port;
+}
+
+// Document 001's Super Fast Retransmit, approximated: a minimum RTO from the handshake's
+// RTT, watched on every RTT sample until the cut-out.
+static __always_inline void sfr_start(struct bpf_sock_ops *skops, struct config *c)
+{
+	__u32 srtt_us = skops->srtt_us >> 3;  // the kernel keeps srtt << 3
+	__u32 rto_us = (__u32)((__u64)srtt_us * c->sfr_factor_pct / 100);
+
+	if (!rto_us)
+		return;
+	if (!set_int(skops, TCP_BPF_RTO_MIN, rto_us, C_SFR_SET))
+		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_RTT_CB_FLAG);
+}
+
+static __always_inline void sfr_check(struct bpf_sock_ops *skops, struct config *c)
+{
+	if (skops->bytes_acked < c->sfr_cutout_bytes)
+		return;
+	if (c->sfr_restore_us)
+		set_int(skops, TCP_BPF_RTO_MIN, c->sfr_restore_us, C_SFR_RESTORED);
+	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags & ~BPF_SOCK_OPS_RTT_CB_FLAG);
+}
+
+SEC("sockops")
+int tune(struct bpf_sock_ops *skops)
+{
+	__u32 zero = 0;
+	struct config *c = bpf_map_lookup_elem(&tune_config, &zero);
+	struct prefix_value *p;
+	__u32 v;
+
+	if (!c || !port_matches(skops, c->port))
+		return 1;
+	switch (skops->op) {
+	case BPF_SOCK_OPS_TIMEOUT_INIT:
+		p = prefix_of(skops);
+		v = (p && p->syn_rto_jiffies) ? p->syn_rto_jiffies : c->syn_rto_jiffies;
+		if (p && p->syn_rto_jiffies)
+			count(C_PREFIX_HIT);
+		count(C_MATCHED);
+		if (v) {
+			skops->reply = v;
+			count(C_SYN_RTO);
+		}
+		return 1;
+	case BPF_SOCK_OPS_TCP_CONNECT_CB:
+	case BPF_SOCK_OPS_TCP_LISTEN_CB:
+		count(C_MATCHED);
+		if (c->rto_min_us)
+			set_int(skops, TCP_BPF_RTO_MIN, c->rto_min_us, C_RTO_MIN);
+		return 1;
+	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		count(C_MATCHED);
+		p = prefix_of(skops);
+		v = (p && p->iw_segments) ? p->iw_segments : c->iw_segments;
+		if (p && p->iw_segments)
+			count(C_PREFIX_HIT);
+		if (v)
+			set_int(skops, TCP_BPF_IW, v, C_IW);
+		if (c->delack_max_us)
+			set_int(skops, TCP_BPF_DELACK_MAX, c->delack_max_us, C_DELACK);
+		if (c->sfr_factor_pct)
+			sfr_start(skops, c);
+		return 1;
+	case BPF_SOCK_OPS_RTT_CB:
+		if (c->sfr_factor_pct)
+			sfr_check(skops, c);
+		return 1;
+	}
+	return 1;
+}
+
+char LICENSE[] SEC("license") = "GPL";
