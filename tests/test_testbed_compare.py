@@ -79,6 +79,8 @@ def test_reproduce_real_column_for_a_table4_row():
     without, with_optimizer = rows
     # Linux's 1 s SYN RTO over the 1 ms LAN of the scenario, on the real kernel.
     assert without.real is not None and abs(without.real - without.ours) <= max(0.05 * without.ours, 0.010), without
+    # The same case with `shortflow tune --syn-rto 200ms` on the client: the SYN is resent after 200 ms.
+    assert without.real_tune is not None and 0.195 <= without.real_tune <= 0.245, without
     # The optimizer row runs too: the testbed starts `shortflow synopt` on the client.
     assert with_optimizer.real is not None, with_optimizer.real_note
     assert abs(with_optimizer.real - with_optimizer.ours) <= max(0.05 * with_optimizer.ours, 0.010), with_optimizer

@@ -42,8 +42,11 @@ def print_rows(rows: list[Row], console: Console = out) -> None:
         t.add_column("ours", justify="right")
         real = any(r.real is not None or r.real_note for r in group)
         real_notes = any(r.real_note for r in group)
+        with_tune = any(r.real_tune is not None for r in group)
         if real:
             t.add_column("real kernel", justify="right")
+        if with_tune:
+            t.add_column("real, with tune --syn-rto 200ms", justify="right")
         t.add_column("unit")
         if column:
             t.add_column("difference explained")
@@ -53,6 +56,8 @@ def print_rows(rows: list[Row], console: Console = out) -> None:
             cells = [r.case, _fmt(r.paper, r.unit), _fmt(r.ours, r.unit)]
             if real:
                 cells.append(_fmt(r.real, r.unit))
+            if with_tune:
+                cells.append(_fmt(r.real_tune, r.unit))
             t.add_row(*cells, r.unit, *([r.note] if column else []), *([r.real_note] if real_notes else []))
         console.print(t)
 
@@ -98,5 +103,5 @@ def register(app: typer.Typer) -> None:
                 out.print(f"{r.document} {r.figure} {r.case}: {r.command}", highlight=False, soft_wrap=True)
         if json_out is not None:
             keys = ("document", "figure", "case", "paper", "ours", "unit", "scenario", "overrides", "note",
-                    *(("real", "real_note") if real else ()))
+                    *(("real", "real_note", "real_tune") if real else ()))
             json_out.write_text(json.dumps([{k: r.as_json()[k] for k in keys} for r in rows], indent=1))

@@ -31,6 +31,8 @@ class Row:
     #: The same case on this machine's real kernel (`reproduce --real`), and why not.
     real: float | None = None
     real_note: str = ""
+    #: The same case on the real kernel with `shortflow tune --syn-rto` on the row's side.
+    real_tune: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,12 +13,13 @@ from shortflow.testbed.scenario_real import RealScenario, load
 __all__ = ["RealScenario", "load", "run"]
 
 
-def run(scenario: str | RealScenario, pcap_dir: str | None = None, cgroup: str | None = None) -> dict:  # type: ignore[type-arg]
+def run(scenario: str | RealScenario, pcap_dir: str | None = None, cgroup: str | None = None,
+        cgroup_roles: tuple[str, ...] = ("client", "server")) -> dict:  # type: ignore[type-arg]
     """Runs a scenario (file or loaded) on the real kernel; returns the result dict. With
-    `cgroup`, its client and server processes run in that cgroup v2 directory."""
+    `cgroup`, the processes of `cgroup_roles` run in that cgroup v2 directory."""
     from pathlib import Path
 
     from shortflow.testbed import runner
 
     s = scenario if isinstance(scenario, RealScenario) else load(scenario)
-    return runner.run(s, Path(pcap_dir) if pcap_dir else None, Path(cgroup) if cgroup else None)
+    return runner.run(s, Path(pcap_dir) if pcap_dir else None, Path(cgroup) if cgroup else None, cgroup_roles)

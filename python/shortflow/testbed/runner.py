@@ -27,16 +27,17 @@ from shortflow.testbed.topology import Topology
 PROBE = Path(__file__).with_name("probe.py")
 
 
-def run(s: RealScenario, pcap_dir: Path | None = None, cgroup: Path | None = None) -> dict[str, Any]:
+def run(s: RealScenario, pcap_dir: Path | None = None, cgroup: Path | None = None,
+        cgroup_roles: tuple[str, ...] = ("client", "server")) -> dict[str, Any]:
     """Runs `s` once and returns the result (the keys of `shortflow simulate`). With
-    `cgroup`, the client and server run in that cgroup (unless the stack needs its own for
-    a SYN RTO): where a test attaches `shortflow tune`'s program."""
+    `cgroup`, the processes of `cgroup_roles` run in that cgroup (unless the stack needs its
+    own for a SYN RTO): where `shortflow tune`'s program is attached."""
     stack.check(s)
     with Topology() as topo:
         stack.apply(topo, "client", s.client)
         stack.apply(topo, "server", s.server)
         if cgroup is not None:
-            for role in ("client", "server"):
+            for role in cgroup_roles:
                 topo.cgroups.setdefault(role, cgroup)
         link = Link(topo, s)
         link.start()
