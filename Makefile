@@ -9,7 +9,10 @@ PY := $(VENV)/bin/python
 # real-kernel tests, and clang/bpftool for the BPF programs.
 DEB_PACKAGES := tshark tcptrace tcpdump iproute2 iptables nftables clang llvm libbpf-dev bpftool nginx-light curl
 
-.PHONY: all demo test deps venv build test-rust test-python bench fuzz clean
+# Only for `make bench`: ns-3, the simulator's peer (and what its pkg-config links need).
+BENCH_DEB_PACKAGES := libns3-dev libgsl-dev libsqlite3-dev pkg-config g++
+
+.PHONY: all demo test deps bench-deps venv build test-rust test-python bench bench-sim fuzz clean
 FUZZ_SECONDS ?= 120
 
 all: build
@@ -52,8 +55,19 @@ test-rust:
 test-python: build
 	$(PY) -m pytest -q tests
 
-bench: build
+bench: build bench-sim
 	$(PY) benches/run.py
+
+bench-deps:
+	@missing=""; for p in $(BENCH_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+# The simulator beside ns-3 (100,000 sequential short transfers).
+bench-sim: build bench-deps
+	$(PY) benches/sim_vs_ns3.py
 
 # Each parser's fuzz target (pcap, pcapng, scenario files) for FUZZ_SECONDS, starting from the committed seeds.
 fuzz:
