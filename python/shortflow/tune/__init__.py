@@ -91,6 +91,9 @@ def plan(s: TuneSettings, *, fallback_routes: bool = False, force: bool = False)
             raise TuneError("--fallback routes can set only --iw, --rto-min, --quickack and "
                             "--slow-start-after-idle (no SYN RTO, delayed-ACK maximum, prefixes, scopes or SFR)")
         return Plan(s, None, routes.plan(s, with_iw_and_rto=True), why)
+    if not (s.needs_bpf or s.iw is not None or s.rto_min_s is not None):
+        # Only quick-ACK and slow start after idle: routes and sysctls, no program.
+        return Plan(s, None, routes.plan(s, with_iw_and_rto=False), why)
     cgroup = s.cgroup or cgroup2_root()
     if not cgroup.is_dir():
         raise TuneError(f"--scope cgroup={cgroup}: no such cgroup v2 directory")
