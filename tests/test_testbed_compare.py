@@ -73,14 +73,13 @@ def test_cli_compare_writes_both_worlds(tmp_path):
 
 
 def test_reproduce_real_column_for_a_table4_row():
-    rows = [r for r in reproduce(["000"]) if r.figure == "table4-client-linux" and r.case.startswith("1 SYN lost")]
+    rows = [r for r in reproduce(["000"]) if r.figure == "table4-client" and r.case.startswith("1 SYN lost")]
     assert [r.case for r in rows] == ["1 SYN lost, without optimizer", "1 SYN lost, with optimizer"]
     add_real_column(rows)
     without, with_optimizer = rows
-    # Linux's 1 s SYN RTO over the 1 ms LAN of the scenario, on the real kernel.
-    assert without.real is not None and abs(without.real - without.ours) <= max(0.05 * without.ours, 0.010), without
-    # The same case with `shortflow tune --syn-rto 200ms` on the client: the SYN is resent after 200 ms.
+    # The 2008 stack's 3 s SYN RTO (BPF), which the timer wheel fires up to 256 ms late.
+    assert without.real is not None and 3.0 <= without.real <= 3.30, without
+    # The same case with `shortflow tune --syn-rto 200ms` on the client: resent after 200 ms.
     assert without.real_tune is not None and 0.195 <= without.real_tune <= 0.245, without
-    # The optimizer row runs too: the testbed starts `shortflow synopt` on the client.
-    assert with_optimizer.real is not None, with_optimizer.real_note
-    assert abs(with_optimizer.real - with_optimizer.ours) <= max(0.05 * with_optimizer.ours, 0.010), with_optimizer
+    # With the optimizer: the testbed runs `shortflow synopt -d 200 -r 3 -c`.
+    assert with_optimizer.real is not None and 0.195 <= with_optimizer.real <= 0.215, with_optimizer
