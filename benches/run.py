@@ -69,8 +69,11 @@ def main() -> None:
     sf = [str(ROOT / ".venv" / "bin" / "shortflow"), "analyze", str(trace), "-q", "--summary-json", "/dev/null"]
     best = min((run(sf) for _ in range(args.repeat)), key=lambda r: r[0])
     rows.append(("shortflow analyze (CLI, end to end)", " ".join(["shortflow", *sf[1:]]), *best))
+    best = min((run([str(core), str(trace), "--summary-only"]) for _ in range(args.repeat)), key=lambda r: r[0])
+    rows.append(("shortflow core, summary (what the CLI above does)",
+                 f"target/release/examples/analyze_file {trace.name} --summary-only", *best))
     best = min((run([str(core), str(trace)]) for _ in range(args.repeat)), key=lambda r: r[0])
-    rows.append(("shortflow core (Rust, no Python start-up)", f"target/release/examples/analyze_file {trace.name}", *best))
+    rows.append(("shortflow core, summary + per-connection table", f"target/release/examples/analyze_file {trace.name}", *best))
     if shutil.which("tcptrace"):
         rows.append(("tcptrace -l -n", f"tcptrace -l -n {trace.name}", *run(["tcptrace", "-l", "-n", str(trace)])))
     if shutil.which("tshark") and not args.skip_tshark:
