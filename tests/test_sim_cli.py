@@ -65,7 +65,7 @@ def test_client_optimizer_from_the_command_line(tmp_path):
         ('[path]\nrtt = 100\n', [], "path.rtt"),
         (BASE, ["workload.response=35"], "workload.response"),
         (BASE, ["client.nagle=true"], "client.nagle"),
-        (BASE, ["path.bandwidth=10Mbps"], "path.bandwidth"),
+        (BASE, ["path.bandwidth=10mbps"], "path.bandwidth"),
         ("[path]\n", [], "path.rtt"),
     ],
 )

@@ -79,3 +79,12 @@ def simulate(
 
     With ``pcap``, writes what the scenario's capture point saw (nanosecond pcap).
     """
+
+def duration_ns(text: str, what: str | None = None) -> int:
+    """Nanoseconds in a duration with its unit (`200ms`, `1e2ms`, `1.5s`); ValueError otherwise."""
+
+def size_bytes(text: str, what: str | None = None) -> int:
+    """Bytes in a size with its unit (`35kB`, `1MiB`); whole bytes, at most 2^53."""
+
+def rate_bps(text: str, what: str | None = None) -> int:
+    """Bits per second in a rate with its unit (`10Mbit`, `10Mbps`, tc's `10mbit`)."""

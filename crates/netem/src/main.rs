@@ -12,7 +12,6 @@ mod clock;
 mod emulator;
 mod script;
 mod stats;
-mod units;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -88,7 +87,9 @@ fn config(args: &Args) -> Result<emulator::Config, String> {
             return Err(format!("{name} {p}: a probability is between 0 and 1"));
         }
     }
-    let delay = |name: &str, s: &str| units::parse_duration_ns(s).map_err(|e| format!("{name}: {e}"));
+    let delay = |name: &str, s: &str| {
+        shortflow_scenario::units::duration_ns(s).map_err(|e| e.for_subject(name).to_string())
+    };
     Ok(emulator::Config {
         queue: args.queue,
         delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],

@@ -6,11 +6,13 @@ use pyo3::prelude::*;
 mod error;
 mod sim;
 mod trace;
+mod units;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     trace::register(m)?;
     sim::register(m)?;
+    units::register(m)?;
     Ok(())
 }

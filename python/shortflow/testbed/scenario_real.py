@@ -9,8 +9,7 @@ without saying why.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,8 @@ from typing import Any
 from shortflow import _core
 from shortflow.exceptions import ScenarioError
 from shortflow.scenario import Scenario
-from shortflow.units import parse_duration
+from shortflow.units import parse_duration, parse_rate, parse_size
 
-_SIZE: dict[str, float] = {"B": 1, "kB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
-_RATE: dict[str, float] = {"bit": 1, "kbit": 1e3, "Kbit": 1e3, "Mbit": 1e6, "Gbit": 1e9}
-_NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -155,14 +151,15 @@ class _Reader:
         except ValueError as e:
             raise ScenarioError(f"{self.path}: {e}") from None
 
-    def unit(self, key: str, units: dict[str, float], example: str) -> float | None:
+    def unit(self, key: str, parse: Callable[..., int]) -> float | None:
+        """A size or a rate, read by the one unit grammar (`shortflow.units`)."""
         text = self.get(key, str)
         if text is None:
             return None
-        m = _NUMBER_UNIT.match(text)
-        if not m or m.group(2) not in units:
-            raise self.fail(key, f"{text!r} is not a number with a unit like {example} (units: {', '.join(units)})")
-        return float(m.group(1)) * units[m.group(2)]
+        try:
+            return float(parse(text, what=f"{self.prefix}{key}"))
+        except ValueError as e:
+            raise ScenarioError(f"{self.path}: {e}") from None
 
     def indices(self, key: str) -> list[int]:
         value = self.get(key, list, [])
@@ -203,12 +200,12 @@ def _host(path: Path, doc: dict[str, Any], side: str) -> Host:
         slow_start_after_idle=r.get("slow_start_after_idle", bool),
         congestion_control=r.get("congestion_control", str, "cubic"),
     )
-    mss = r.unit("mss", _SIZE, "1460B")
+    mss = r.unit("mss", parse_size)
     if mss is not None:
         if not 536 <= mss <= 1460:
             raise r.fail("mss", f"{mss:g} B: the testbed's 1500-byte links carry 536 to 1460 payload bytes")
         host.mss_bytes = int(mss)
-    rwnd = r.unit("receive_window", _SIZE, "64kB")
+    rwnd = r.unit("receive_window", parse_size)
     if rwnd is not None:
         if not 1024 <= rwnd <= 64 * 1024**2:
             raise r.fail("receive_window", f"{rwnd:g} B: Linux takes a receive buffer of 1 KiB to 64 MiB here")
@@ -234,7 +231,7 @@ def _path_settings(path: Path, doc: dict[str, Any]) -> tuple[float, float | None
     rtt = r.duration("rtt")
     if rtt is None:
         raise r.fail("rtt", "missing: the testbed needs the two-way propagation delay (e.g. rtt = \"20ms\")")
-    bandwidth = r.unit("bandwidth", _RATE, "100Mbit")
+    bandwidth = r.unit("bandwidth", parse_rate)
     queue = r.get("queue", dict)
     packets = None
     if queue is not None:
@@ -322,8 +319,8 @@ def _workload(path: Path, doc: dict[str, Any], s: RealScenario) -> None:
     kind = r.get("kind", str, "http")
     if kind != "http":
         raise r.fail("kind", f"{kind!r}: the testbed runs only http (nginx serving a body, one request per connection)")
-    request = r.unit("request", _SIZE, "300B")
-    response = r.unit("response", _SIZE, "13549B")
+    request = r.unit("request", parse_size)
+    response = r.unit("response", parse_size)
     s.request_bytes = int(request) if request is not None else s.request_bytes
     s.response_bytes = int(response) if response is not None else s.response_bytes
     if s.request_bytes < 64:

@@ -509,7 +509,7 @@ mod tests {
         assert!(e.message.contains("no unit"), "{e}");
         let e = load(MINIMAL, "a.toml", &["workload.response=35".into()]).unwrap_err();
         assert_eq!(e.key, "workload.response");
-        let e = load(MINIMAL, "a.toml", &["path.bandwidth=10Mbps".into()]).unwrap_err();
+        let e = load(MINIMAL, "a.toml", &["path.bandwidth=10Mbaud".into()]).unwrap_err();
         assert_eq!(e.key, "path.bandwidth");
         assert!(e.message.contains("unknown unit"), "{e}");
         let e = load("[path]\n", "a.toml", &[]).unwrap_err();
