@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use nfq::{Message, Queue, Verdict};
 
-use crate::classify::classify;
+use shortflow_sim::loss::{Fate, Kind, LossModel};
+use shortflow_trace::wire::{decode, LinkType};
+
 use crate::clock::{self, now_ns};
-use crate::script::{Dir, Fate, LossModel};
-use crate::stats::Stats;
+use crate::stats::{Dir, Stats};
 
 pub struct Config {
     pub queue: u16,
@@ -99,17 +100,26 @@ fn take_arrivals(q: &mut Queue, cfg: &mut Config, held: &mut [VecDeque<Held>; 2]
         };
         let now = now_ns();
         let dir = if msg.get_queue_num() == cfg.queue { Dir::Forward } else { Dir::Reverse };
-        let kind = classify(msg.get_payload());
+        let kind = classify(dir, msg.get_payload());
         stats.packets[dir.index()] += 1;
-        let fate = cfg.loss.fate(dir, kind);
+        let fate = cfg.loss.decide_kind(dir == Dir::Forward, kind);
         if fate != Fate::Pass {
-            stats.drop(now, dir, kind, fate);
+            let nth = kind.map(|k| cfg.loss.occurrence(k));
+            stats.drop(now, dir, kind, nth, fate);
             msg.set_verdict(Verdict::Drop);
             q.verdict(msg)?;
             continue;
         }
         held[dir.index()].push_back(Held { release_ns: now + cfg.delay_ns[dir.index()], msg });
     }
+}
+
+/// The kind `[drop]` names for a packet NFQUEUE hands us (it starts at the IP header, cut
+/// to the copy range): decoded by the analyzer's wire layer, classified by the simulator's
+/// loss model, so both worlds count the same packets. Non-TCP or malformed: `None`.
+fn classify(dir: Dir, ip: &[u8]) -> Option<Kind> {
+    let seg = decode(LinkType::Raw, ip).ok()?;
+    Kind::classify(dir == Dir::Forward, seg.flags.0, seg.payload_len)
 }
 
 fn release_due(q: &mut Queue, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) -> io::Result<()> {

@@ -7,17 +7,15 @@
 //! Prints `ready` on stdout once bound; on SIGTERM/SIGINT writes its statistics (JSON) to
 //! `--stats` and exits 0.
 
-mod classify;
 mod clock;
 mod emulator;
-mod script;
 mod stats;
 
 use clap::Parser;
 use std::process::ExitCode;
 
-use classify::Kind;
-use script::{Dir, DropScript, LossModel};
+use shortflow_sim::loss::LossModel;
+use shortflow_sim::scenario::{DropConfig, LossConfig, RandomLossConfig};
 
 #[derive(Parser, Debug)]
 #[command(name = "shortflow-netem", version, about = "NFQUEUE link emulator: one-way delay, seeded loss, scripted drops")]
@@ -40,9 +38,10 @@ struct Args {
     /// Seed of the loss generator: same seed and packets, same losses.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Scripted drop DIR:KIND:N (DIR forward|reverse, KIND syn|synack|ack|data, N the
-    /// 1-based occurrence in that direction, retransmissions counted). Repeatable.
-    #[arg(long = "drop", value_name = "DIR:KIND:N")]
+    /// Scripted drop KIND:N, as a scenario's `[drop]` table names it: KIND syn (client
+    /// SYNs), synack, ack (client pure ACKs), data (server data), client_data; N the 1-based
+    /// occurrence of that kind, retransmissions counted. Repeatable.
+    #[arg(long = "drop", value_name = "KIND:N")]
     drops: Vec<String>,
     /// Busy-wait this long before each release instead of sleeping (precision).
     #[arg(long, default_value = "300us")]
@@ -55,32 +54,28 @@ struct Args {
     stats: Option<std::path::PathBuf>,
 }
 
-fn parse_drop(spec: &str) -> Result<(Dir, Kind, u32), String> {
-    let parts: Vec<&str> = spec.split(':').collect();
-    let [dir, kind, nth] = parts[..] else {
-        return Err(format!("--drop {spec:?}: expected DIR:KIND:N, e.g. forward:syn:1"));
+/// Adds `KIND:N` to the scripted drops.
+fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), String> {
+    let Some((kind, nth)) = spec.split_once(':') else {
+        return Err(format!("--drop {spec:?}: expected KIND:N, e.g. syn:1"));
     };
-    let dir = match dir {
-        "forward" => Dir::Forward,
-        "reverse" => Dir::Reverse,
-        _ => return Err(format!("--drop {spec:?}: direction must be forward or reverse")),
-    };
-    let kind = match kind {
-        "syn" => Kind::Syn,
-        "synack" => Kind::SynAck,
-        "ack" => Kind::PureAck,
-        "data" => Kind::Data,
-        _ => return Err(format!("--drop {spec:?}: kind must be syn, synack, ack or data")),
+    let list = match kind {
+        "syn" => &mut script.syn,
+        "synack" => &mut script.synack,
+        "ack" => &mut script.ack,
+        "data" => &mut script.data,
+        "client_data" => &mut script.client_data,
+        _ => return Err(format!("--drop {spec:?}: kind must be syn, synack, ack, data or client_data")),
     };
     let nth: u32 = nth.parse().ok().filter(|&n| n >= 1).ok_or_else(|| format!("--drop {spec:?}: N must be a whole number ≥ 1"))?;
-    Ok((dir, kind, nth))
+    list.push(nth);
+    Ok(())
 }
 
 fn config(args: &Args) -> Result<emulator::Config, String> {
-    let mut script = DropScript::default();
+    let mut script = DropConfig::default();
     for spec in &args.drops {
-        let (dir, kind, nth) = parse_drop(spec)?;
-        script.add(dir, kind, nth);
+        add_drop(&mut script, spec)?;
     }
     for (name, p) in [("--loss-forward", args.loss_forward), ("--loss-reverse", args.loss_reverse)] {
         if !(0.0..=1.0).contains(&p) {
@@ -90,11 +85,16 @@ fn config(args: &Args) -> Result<emulator::Config, String> {
     let delay = |name: &str, s: &str| {
         shortflow_scenario::units::duration_ns(s).map_err(|e| e.for_subject(name).to_string())
     };
+    let random = RandomLossConfig {
+        forward: LossConfig::Bernoulli(args.loss_forward),
+        reverse: LossConfig::Bernoulli(args.loss_reverse),
+        seed: args.seed,
+    };
     Ok(emulator::Config {
         queue: args.queue,
         delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
         spin_ns: delay("--spin", &args.spin)?,
-        loss: LossModel::new(script, args.loss_forward, args.loss_reverse, args.seed),
+        loss: LossModel::new(script, random),
     })
 }
 
@@ -139,12 +139,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn drop_specs() {
-        assert_eq!(parse_drop("forward:syn:1"), Ok((Dir::Forward, Kind::Syn, 1)));
-        assert_eq!(parse_drop("reverse:data:3"), Ok((Dir::Reverse, Kind::Data, 3)));
-        assert!(parse_drop("forward:syn:0").is_err());
-        assert!(parse_drop("up:syn:1").is_err());
-        assert!(parse_drop("forward:fin:1").is_err());
-        assert!(parse_drop("forward:syn").is_err());
+    fn drop_specs_use_the_scenario_names() {
+        let mut d = DropConfig::default();
+        add_drop(&mut d, "syn:1").unwrap();
+        add_drop(&mut d, "data:3").unwrap();
+        add_drop(&mut d, "client_data:2").unwrap();
+        assert_eq!((d.syn, d.data, d.client_data), (vec![1], vec![3], vec![2]));
+        let mut d = DropConfig::default();
+        assert!(add_drop(&mut d, "syn:0").is_err());
+        assert!(add_drop(&mut d, "fin:1").is_err());
+        assert!(add_drop(&mut d, "syn").is_err());
+        assert!(add_drop(&mut d, "forward:syn:1").is_err());
     }
 }

@@ -3,8 +3,20 @@
 
 use serde_json::{json, Value};
 
-use crate::classify::Kind;
-use crate::script::{Dir, Fate};
+use shortflow_sim::loss::{Fate, Kind};
+
+/// Forward is client → server (the first queue), reverse is server → client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dir {
+    Forward,
+    Reverse,
+}
+
+impl Dir {
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
 
 /// Running mean/variance of release lateness (Welford), in nanoseconds.
 #[derive(Debug, Default, Clone)]
@@ -48,25 +60,17 @@ fn dir_name(d: Dir) -> &'static str {
     }
 }
 
-fn kind_name(k: Kind) -> &'static str {
-    match k {
-        Kind::Syn => "syn",
-        Kind::SynAck => "synack",
-        Kind::PureAck => "ack",
-        Kind::Data => "data",
-        Kind::Other => "other",
-    }
-}
-
 impl Stats {
-    pub fn drop(&mut self, t_ns: u64, dir: Dir, kind: Kind, fate: Fate) {
-        let (reason, nth) = match fate {
-            Fate::Scripted { nth } => ("scripted", Some(nth)),
-            Fate::Random => ("random", None),
+    /// Records a drop: `nth` is the packet's occurrence number among its kind (`None` for
+    /// what `[drop]` cannot name).
+    pub fn drop(&mut self, t_ns: u64, dir: Dir, kind: Option<Kind>, nth: Option<u32>, fate: Fate) {
+        let reason = match fate {
+            Fate::Scripted => "scripted",
+            Fate::Random => "random",
             Fate::Pass => return,
         };
         self.drops.push(json!({
-            "t_s": t_ns as f64 / 1e9, "direction": dir_name(dir), "kind": kind_name(kind),
+            "t_s": t_ns as f64 / 1e9, "direction": dir_name(dir), "kind": kind.map_or("other", Kind::key),
             "nth": nth, "reason": reason,
         }));
     }

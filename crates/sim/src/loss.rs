@@ -1,10 +1,14 @@
 //! Which packets the router loses: scripted drops by kind and occurrence first, then each
 //! direction's random loss (Bernoulli or Gilbert-Elliott) from a seeded ChaCha stream.
+//!
+//! The one loss model of shortflow: the simulator's router and the testbed's emulator
+//! (`shortflow-netem`, which classifies real packets with [`Kind::classify`]) both decide
+//! here, so the same scenario and seed lose the same packets in both worlds.
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::packet::Segment;
+use crate::packet::{Segment, ACK, FIN, RST, SYN};
 use crate::scenario::{DropConfig, LossConfig, RandomLossConfig};
 
 /// The kinds `[drop]` names.
@@ -19,12 +23,33 @@ pub enum Kind {
 
 impl Kind {
     pub fn of(seg: &Segment) -> Option<Kind> {
-        match (seg.from_client, seg.is_syn(), seg.is_synack()) {
-            (true, true, _) => Some(Kind::Syn),
-            (false, _, true) => Some(Kind::SynAck),
-            _ if seg.len > 0 => Some(if seg.from_client { Kind::ClientData } else { Kind::Data }),
-            (true, _, _) if seg.is_pure_ack() => Some(Kind::Ack),
+        Self::classify(seg.from_client, seg.flags, seg.len)
+    }
+
+    /// The kind of a segment from its direction, TCP flags and payload length (taken from
+    /// the IP header by a caller that sees real packets: a capture may cut the payload).
+    /// `None` for what `[drop]` cannot name (FIN or RST without data, the server's pure ACKs).
+    pub fn classify(from_client: bool, flags: u8, payload_len: u32) -> Option<Kind> {
+        let syn = flags & SYN != 0;
+        let ack = flags & ACK != 0;
+        match (from_client, syn, ack) {
+            (true, true, false) => Some(Kind::Syn),
+            (false, true, true) => Some(Kind::SynAck),
+            _ if syn => None,
+            _ if payload_len > 0 => Some(if from_client { Kind::ClientData } else { Kind::Data }),
+            (true, false, true) if flags & (FIN | RST) == 0 => Some(Kind::Ack),
             _ => None,
+        }
+    }
+
+    /// The `[drop]` key that names this kind.
+    pub fn key(self) -> &'static str {
+        match self {
+            Kind::Syn => "syn",
+            Kind::SynAck => "synack",
+            Kind::Ack => "ack",
+            Kind::Data => "data",
+            Kind::ClientData => "client_data",
         }
     }
 }
@@ -54,9 +79,19 @@ impl LossModel {
         Self { script, seen: [0; 5], config, rng, gilbert: [Gilbert { bad: false }, Gilbert { bad: false }] }
     }
 
+    /// How many packets of `kind` have been decided so far (the last one's occurrence number).
+    pub fn occurrence(&self, kind: Kind) -> u32 {
+        self.seen[kind as usize]
+    }
+
     /// Decides the fate of a segment arriving at the router (and counts it).
     pub fn decide(&mut self, seg: &Segment) -> Fate {
-        if let Some(kind) = Kind::of(seg) {
+        self.decide_kind(seg.from_client, Kind::of(seg))
+    }
+
+    /// The same decision from a packet's direction and kind alone (the emulator's view).
+    pub fn decide_kind(&mut self, from_client: bool, kind: Option<Kind>) -> Fate {
+        if let Some(kind) = kind {
             let i = kind as usize;
             self.seen[i] += 1;
             let n = self.seen[i];
@@ -71,7 +106,7 @@ impl LossModel {
                 return Fate::Scripted;
             }
         }
-        let (cfg, g) = if seg.from_client {
+        let (cfg, g) = if from_client {
             (self.config.forward, &mut self.gilbert[0])
         } else {
             (self.config.reverse, &mut self.gilbert[1])
@@ -115,6 +150,31 @@ mod tests {
         assert_eq!(m.decide(&seg(false, ACK, 100)), Fate::Pass);
         assert_eq!(m.decide(&seg(false, ACK, 100)), Fate::Scripted);
         assert_eq!(m.decide(&seg(false, ACK | SYN, 0)), Fate::Pass);
+    }
+
+    #[test]
+    fn one_classification_for_segments_and_packets() {
+        use crate::packet::{FIN, RST};
+        assert_eq!(Kind::classify(true, SYN, 0), Some(Kind::Syn));
+        assert_eq!(Kind::classify(false, SYN | ACK, 0), Some(Kind::SynAck));
+        assert_eq!(Kind::classify(true, ACK, 0), Some(Kind::Ack));
+        assert_eq!(Kind::classify(false, ACK, 0), None); // the server's pure ACKs are not named
+        assert_eq!(Kind::classify(false, ACK | FIN, 100), Some(Kind::Data));
+        assert_eq!(Kind::classify(true, ACK, 300), Some(Kind::ClientData));
+        assert_eq!(Kind::classify(true, ACK | FIN, 0), None);
+        assert_eq!(Kind::classify(true, RST, 0), None);
+        let names: Vec<&str> = [Kind::Syn, Kind::SynAck, Kind::Ack, Kind::Data, Kind::ClientData].map(Kind::key).into();
+        assert_eq!(names, ["syn", "synack", "ack", "data", "client_data"]);
+    }
+
+    #[test]
+    fn occurrences_are_counted_per_kind() {
+        let none = RandomLossConfig { forward: LossConfig::Bernoulli(0.0), reverse: LossConfig::Bernoulli(0.0), seed: 1 };
+        let mut m = LossModel::new(DropConfig { data: vec![2], ..Default::default() }, none);
+        assert_eq!(m.decide_kind(false, Some(Kind::Data)), Fate::Pass);
+        assert_eq!(m.decide_kind(true, Some(Kind::Syn)), Fate::Pass);
+        assert_eq!(m.decide_kind(false, Some(Kind::Data)), Fate::Scripted);
+        assert_eq!((m.occurrence(Kind::Data), m.occurrence(Kind::Syn), m.occurrence(Kind::Ack)), (2, 1, 0));
     }
 
     #[test]

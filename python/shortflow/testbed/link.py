@@ -42,10 +42,9 @@ def netem_args(s: RealScenario) -> list[str]:
     delay = f"{s.one_way_delay_s * 1e6:.0f}us"
     args = ["--delay-forward", delay, "--delay-reverse", delay,
             "--loss-forward", repr(s.loss_forward), "--loss-reverse", repr(s.loss_reverse), "--seed", str(s.seed)]
-    # [drop]: syn and ack go client → server; synack and data (the response) server → client.
-    for kind, direction, nths in (("syn", "forward", s.drop_syn), ("synack", "reverse", s.drop_synack),
-                                  ("ack", "forward", s.drop_ack), ("data", "reverse", s.drop_data)):
-        args += [a for n in nths for a in ("--drop", f"{direction}:{kind}:{n}")]
+    # [drop] by its own key names: the emulator decides with the simulator's loss model.
+    for kind, nths in (("syn", s.drop_syn), ("synack", s.drop_synack), ("ack", s.drop_ack), ("data", s.drop_data)):
+        args += [a for n in nths for a in ("--drop", f"{kind}:{n}")]
     return args
 
 
