@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod error;
+mod segments;
 mod sim;
 mod trace;
 mod units;
@@ -12,6 +13,7 @@ mod units;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     trace::register(m)?;
+    segments::register(m)?;
     sim::register(m)?;
     units::register(m)?;
     Ok(())

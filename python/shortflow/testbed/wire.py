@@ -1,14 +1,15 @@
 """What the analyzer's table does not carry yet, read from the router's captures: when the
 request went out, when the response was complete, data retransmissions and the response's
-round trips (flights). A small reader for the classic pcap files tcpdump writes (Ethernet,
-IPv4, TCP); the project analyzer (`shortflow.analyze`) supplies the handshake columns."""
+round trips (flights). The segments come from the project's own readers and wire layer
+(`_core.segments`): every format and link type the analyzer reads, no second parser."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from shortflow import _core
 
 SYN, ACK = 0x02, 0x10
 
@@ -24,40 +25,13 @@ class Segment:
 
 
 def read_pcap(path: Path) -> Iterator[Segment]:
-    """TCP/IPv4 segments of an Ethernet pcap (µs or ns timestamps), in file order."""
-    data = path.read_bytes()
-    if len(data) < 24:
-        return
-    magic = data[:4]
-    endian = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}.get(magic)
-    if endian is None:
-        raise ValueError(f"{path}: not a classic pcap file (tcpdump -w writes one)")
-    scale = 1e-9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1e-6
-    (linktype,) = struct.unpack_from(endian + "I", data, 20)
-    if linktype != 1:
-        raise ValueError(f"{path}: link type {linktype}, expected Ethernet (1)")
-    off = 24
-    while off + 16 <= len(data):
-        sec, frac, caplen, _ = struct.unpack_from(endian + "IIII", data, off)
-        pkt = data[off + 16 : off + 16 + caplen]
-        off += 16 + caplen
-        seg = _decode(pkt, sec + frac * scale)
-        if seg is not None:
-            yield seg
-
-
-def _decode(pkt: bytes, ts: float) -> Segment | None:
-    if len(pkt) < 14 + 20 or pkt[12:14] != b"\x08\x00":
-        return None
-    ip = pkt[14:]
-    ihl = (ip[0] & 0x0F) * 4
-    if ip[9] != 6 or len(ip) < ihl + 20:
-        return None
-    total = int.from_bytes(ip[2:4], "big")
-    tcp = ip[ihl:]
-    sport, dport, seq = struct.unpack_from(">HHI", tcp, 0)
-    doff = (tcp[12] >> 4) * 4
-    return Segment(ts, sport, dport, tcp[13], seq, max(0, total - ihl - doff))
+    """TCP segments of a capture (pcap or pcapng, any link type the analyzer reads), in file
+    order. A damaged file raises TraceReadError naming the file and byte offset."""
+    c = _core.segments(path)
+    columns = (c["ts_ns"].tolist(), c["src_port"].tolist(), c["dst_port"].tolist(),
+               c["flags"].tolist(), c["seq"].tolist(), c["payload_len"].tolist())
+    for ts_ns, sport, dport, flags, seq, payload in zip(*columns):
+        yield Segment(ts_ns / 1e9, sport, dport, flags, seq, payload)
 
 
 @dataclass
