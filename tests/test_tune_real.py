@@ -16,7 +16,7 @@ from shortflow import testbed
 from shortflow.cli import app
 from shortflow.exceptions import TuneError
 from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
-from shortflow.testbed.synrto import cgroup2_root
+from shortflow.host import cgroup2_root
 from shortflow.tune import TuneSettings, apply, load_prefixes, plan, reload_prefixes, revert, status
 from shortflow.tune.settings import PrefixRule
 

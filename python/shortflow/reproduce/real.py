@@ -63,7 +63,7 @@ def _with_tune(name: str, r: Row) -> float | None:
     SYN RTO is set to Linux's 1 s so that the testbed does not set one with its own BPF."""
     from shortflow import testbed, tune
     from shortflow.testbed.names import RunNames
-    from shortflow.testbed.synrto import cgroup2_root
+    from shortflow.host import cgroup2_root
 
     side = "server" if "-server" in r.figure else "client"
     s = testbed.load(Scenario.builtin(name, [*r.overrides, f"{side}.syn_rto=1s"]))

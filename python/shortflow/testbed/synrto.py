@@ -9,36 +9,15 @@ is undone when the topology closes.
 
 from __future__ import annotations
 
-import gzip
 import os
-import re
 import shutil
 from pathlib import Path
 
+from shortflow.host.kernel import cgroup2_root, kernel_hz
 from shortflow.testbed.system import TestbedError, run
 from shortflow.testbed.topology import Topology
 
 SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "syn_rto.bpf.c"
-
-
-def kernel_hz() -> int:
-    """CONFIG_HZ of the running kernel: TIMEOUT_INIT's reply is in jiffies."""
-    try:
-        text = gzip.decompress(Path("/proc/config.gz").read_bytes()).decode()
-    except OSError:
-        raise TestbedError("cannot read /proc/config.gz to learn CONFIG_HZ (needed to set a SYN RTO in jiffies)") from None
-    m = re.search(r"^CONFIG_HZ=(\d+)$", text, re.M)
-    if not m:
-        raise TestbedError("CONFIG_HZ is not in /proc/config.gz")
-    return int(m.group(1))
-
-
-def cgroup2_root() -> Path:
-    for line in Path("/proc/mounts").read_text().splitlines():
-        parts = line.split()
-        if len(parts) > 2 and parts[2] == "cgroup2":
-            return Path(parts[1])
-    raise TestbedError("no cgroup v2 hierarchy is mounted: BPF sock_ops programs attach to a cgroup v2")
 
 
 def _compile(out: Path) -> Path:

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import PrivilegeError, TuneError
-from shortflow.testbed.synrto import cgroup2_root, kernel_hz
-from shortflow.testbed.system import run
+from shortflow.host import cgroup2_root, kernel_hz, run
 from shortflow.tune import program, routes
 from shortflow.tune.settings import PrefixRule, TuneSettings, hard_limits, load_prefixes, unsafe
 

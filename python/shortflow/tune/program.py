@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from shortflow.exceptions import TuneError
-from shortflow.testbed.system import TestbedError, run
+from shortflow.host import HostError, run
 from shortflow.tune.settings import PrefixRule, TuneSettings
 
 SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "tune.bpf.c"
@@ -33,7 +33,7 @@ DEFAULT_RTO_MIN_US = 200_000
 def _bpftool(*args: str) -> str:
     try:
         return run(["bpftool", *args], timeout=60).stdout
-    except TestbedError as e:
+    except HostError as e:
         raise TuneError(str(e)) from None
 
 
@@ -59,7 +59,7 @@ def compile_program() -> Path:
     try:
         run([clang, "-O2", "-g", "-target", "bpf", f"-I/usr/include/{triple}", "-c", str(SOURCE), "-o", str(obj)],
             timeout=120)
-    except TestbedError as e:
+    except HostError as e:
         raise TuneError(f"compiling {SOURCE}: {e}") from None
     return obj
 

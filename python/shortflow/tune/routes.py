@@ -9,14 +9,14 @@ import shlex
 from pathlib import Path
 
 from shortflow.exceptions import TuneError
-from shortflow.testbed.system import TestbedError, run
+from shortflow.host import HostError, run
 from shortflow.tune.settings import TuneSettings
 
 SLOW_START_AFTER_IDLE = "net.ipv4.tcp_slow_start_after_idle"
 def _ip(*args: str) -> str:
     try:
         return run(["ip", *args]).stdout
-    except TestbedError as e:
+    except HostError as e:
         raise TuneError(str(e)) from None
 
 
@@ -103,5 +103,5 @@ def undo(change: dict[str, object]) -> None:
 def _sysctl(key: str, value: str) -> None:
     try:
         run(["sysctl", "-q", "-w", f"{key}={value}"])
-    except TestbedError as e:
+    except HostError as e:
         raise TuneError(str(e)) from None

@@ -1,0 +1,37 @@
+"""Running commands, in the root namespace or inside one of ours, with errors that say
+which command failed and what it printed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+
+from shortflow.exceptions import PrivilegeError, ShortflowError
+
+
+class HostError(ShortflowError):
+    """A step on the host failed (a command, a child process, a kernel facility)."""
+
+
+def require_root(what: str = "the testbed") -> None:
+    if os.geteuid() != 0:
+        raise PrivilegeError(f"{what} needs root (network namespaces, iptables, tc, BPF): run it with sudo or as root")
+
+
+def run(args: Sequence[str], *, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """Runs `args`; raises HostError naming the command and what it printed when it fails."""
+    try:
+        r = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise HostError(f"{args[0]!r} not found: install it (`make deps` installs the Debian packages shortflow uses)") from None
+    except subprocess.TimeoutExpired:
+        raise HostError(f"`{' '.join(args)}` did not finish in {timeout:g} s") from None
+    if check and r.returncode != 0:
+        raise HostError(f"`{' '.join(args)}` failed ({r.returncode}): {(r.stderr or r.stdout).strip()}")
+    return r
+
+
+def in_ns(ns: str, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """Runs `args` inside network namespace `ns`."""
+    return run(["ip", "netns", "exec", ns, *args], check=check, timeout=timeout)
