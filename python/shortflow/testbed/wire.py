@@ -21,6 +21,7 @@ class Segment:
     flags: int
     seq: int
     payload: int
+    ack: int = 0
 
 
 def read_pcap(path: Path) -> Iterator[Segment]:
@@ -55,9 +56,9 @@ def _decode(pkt: bytes, ts: float) -> Segment | None:
         return None
     total = int.from_bytes(ip[2:4], "big")
     tcp = ip[ihl:]
-    sport, dport, seq = struct.unpack_from(">HHI", tcp, 0)
+    sport, dport, seq, ack = struct.unpack_from(">HHII", tcp, 0)
     doff = (tcp[12] >> 4) * 4
-    return Segment(ts, sport, dport, tcp[13], seq, max(0, total - ihl - doff))
+    return Segment(ts, sport, dport, tcp[13], seq, max(0, total - ihl - doff), ack)
 
 
 @dataclass
