@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import PrivilegeError, TuneError
+from shortflow.testbed.names import RunNames
 from shortflow.testbed.synrto import cgroup2_root, kernel_hz
 from shortflow.testbed.system import run
 from shortflow.tune import program, routes
@@ -155,7 +155,9 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
         raise TuneError(f"already applied ({state_path}): `shortflow tune revert` first, "
                         "or `shortflow tune reload --iw-map FILE` to change the prefixes")
     p = plan(s, fallback_routes=fallback_routes, force=force)
-    state: dict[str, Any] = {"id": secrets.token_hex(3), "applied": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    # A run id like the testbed's (`sf-<id>-tune` pins): `testbed clean` and the test
+    # suite's leftover check recognise it, and it honours $SHORTFLOW_RUN_ID_PREFIX.
+    state: dict[str, Any] = {"id": RunNames.fresh().run_id, "applied": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                              "settings": s.as_json(), "changes": [], "bpf": None, "notices": p.notices}
     try:
         if p.cgroup is not None:
