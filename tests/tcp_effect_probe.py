@@ -3,7 +3,7 @@ cgroup) as plain scripts. Each prints one JSON line with what the kernel says ab
 socket (`TCP_INFO`: tcpi_rto, tcpi_snd_cwnd, ...) at the moments the tests look at.
 
     python tcp_effect_probe.py server PORT REQUEST_BYTES RESPONSE_BYTES [IDLE_S] [CC] [READ_DELAY_S]
-    python tcp_effect_probe.py client HOST PORT REQUEST_BYTES [DRIBBLE_N DRIBBLE_GAP_S]
+    python tcp_effect_probe.py client HOST PORT REQUEST_BYTES [DRIBBLE_N DRIBBLE_GAP_S [SOURCE_IP]]
 
 The server accepts one connection, reads the REQUEST_BYTES of the request, sends the response, waits until all
 of it is acknowledged; with IDLE_S it then idles that long and sends one more segment (slow
@@ -67,8 +67,10 @@ def server(port: int, request: int, response: int, idle_s: float, cc: str | None
     print(json.dumps(out), flush=True)
 
 
-def client(host: str, port: int, request: int, dribble_n: int, gap_s: float) -> None:
+def client(host: str, port: int, request: int, dribble_n: int, gap_s: float, source: str) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if source:
+        s.bind((source, 0))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.settimeout(30)
     s.connect((host, port))
@@ -96,4 +98,4 @@ if __name__ == "__main__":
                float(sys.argv[7]) if len(sys.argv) > 7 else 0.0)
     else:
         client(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]) if len(sys.argv) > 5 else 0,
-               float(sys.argv[6]) if len(sys.argv) > 6 else 0.0)
+               float(sys.argv[6]) if len(sys.argv) > 6 else 0.0, sys.argv[7] if len(sys.argv) > 7 else "")

@@ -60,7 +60,8 @@ def _spawn(pair: Pair, ns: str, cgroup: Path | None, *args: str) -> subprocess.P
 
 
 def exchange(pair: Pair, cgroup: Path | None, port: int, *, request: int = 300, response: int = 20_000,
-             idle_s: float = 0.0, cc: str = "", dribble: tuple[int, float] | None = None) -> tuple[dict, dict]:
+             idle_s: float = 0.0, cc: str = "", dribble: tuple[int, float] | None = None,
+             source: str = "") -> tuple[dict, dict]:
     """One connection client -> server on `port`: (server's TCP_INFO record, client's)."""
     if dribble:
         request = dribble[0] * 100
@@ -69,7 +70,7 @@ def exchange(pair: Pair, cgroup: Path | None, port: int, *, request: int = 300, 
                  str(read_delay))
     assert srv.stdout is not None
     assert srv.stdout.readline().strip() == "listening", srv.communicate(timeout=5)
-    extra = [str(dribble[0]), str(dribble[1])] if dribble else []
+    extra = [str(dribble[0]), str(dribble[1]), source] if dribble else []
     cli = _spawn(pair, pair.client, cgroup, "client", pair.server_ip, str(port), str(request), *extra)
     c_out, c_err = cli.communicate(timeout=60)
     s_out, s_err = srv.communicate(timeout=60)
@@ -203,3 +204,62 @@ def test_super_fast_retransmit_repairs_a_tail_loss_earlier_over_60ms(tmp_path, c
         assert c["status"] == 200 and c["timeouts"] == 1 and c["retransmissions"] == 1, c
     # 80 ms earlier, within a few jiffies and the emulator's jitter.
     assert 0.06 <= plain["complete_s"] - sfr["complete_s"] <= 0.11, (plain, sfr)
+
+
+def tune_cli(pair: Pair, ns: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`shortflow tune` run inside namespace `ns` (where its routes and sysctls act)."""
+    return subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-m", "shortflow", "tune", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_quickack_acts_on_the_default_routes_peers_only_and_refuses_a_scope(tmp_path, pair):
+    """`--quickack` is the default routes' metric in the namespace where it is applied: a
+    peer reached through the default route gets every ACK at once, a peer on the link's own
+    route keeps Linux's delayed ACKs; with a --scope it is refused."""
+    r = tune_cli(pair, pair.server, "apply", "--quickack", "--scope", "port=8080", "--state", str(tmp_path / "x.json"))
+    assert r.returncode == 2 and "cannot honour --scope" in r.stderr and "--delack-max" in r.stderr, r.stderr
+    # A second client address, reached from the server through its default route only.
+    pair.exec(pair.client, "ip", "addr", "add", "10.231.5.1/32", "dev", pair.client_dev)
+    pair.exec(pair.server, "ip", "route", "add", "default", "via", pair.client_ip, "dev", pair.server_dev)
+    state = tmp_path / "state.json"
+    pcap = tmp_path / "acks.pcap"
+    r = tune_cli(pair, pair.server, "apply", "--quickack", "--state", str(state))
+    assert r.returncode == 0 and "only peers through the default routes" in r.stderr, r.stderr
+    try:
+        with pair.capture(pair.server, pair.server_dev, pcap, "tcp"):
+            exchange(pair, None, 8080, response=10, dribble=(24, 0.06), source="10.231.5.1")
+            exchange(pair, None, 8081, response=10, dribble=(24, 0.06))  # the link's own route
+    finally:
+        r = tune_cli(pair, pair.server, "revert", "--state", str(state))
+        assert r.returncode == 0, r.stderr
+    delays = ack_delays(pcap)
+    assert max(delays[8080]) <= 2, delays  # every ACK at once, past the 16 quick ACKs too
+    assert min(delays[8081][16:]) >= 30, delays
+    assert "quickack" not in pair.exec(pair.server, "ip", "route").stdout
+
+
+@pytest.mark.parametrize("cc", ["cubic", "bbr"])
+def test_slow_start_after_idle_collapses_cubics_window_only(tmp_path, pair, cc):
+    """300 kB sent, 0.5 s idle (more than the RTO), one more segment: with slow start after
+    idle on (Linux's default), CUBIC's window is halved for every RTO the idle lasted, down to
+    the initial window (tcp_cwnd_restart(): 0.5 s over a 204 ms RTO, two halvings); `tune apply --slow-start-after-idle off` in the namespace keeps it.
+    BBR keeps its window either way, and apply says so."""
+    state = tmp_path / "state.json"
+    on_s, _ = exchange(pair, None, 8080, response=300_000, idle_s=0.5, cc=cc)
+    r = tune_cli(pair, pair.server, "apply", "--slow-start-after-idle", "off", "--state", str(state))
+    assert r.returncode == 0, r.stderr
+    assert ("bbr, which keeps its window" in r.stderr) == (pair.exec(
+        pair.server, "sysctl", "-n", "net.ipv4.tcp_congestion_control").stdout.strip() == "bbr"), r.stderr
+    try:
+        off_s, _ = exchange(pair, None, 8081, response=300_000, idle_s=0.5, cc=cc)
+    finally:
+        assert tune_cli(pair, pair.server, "revert", "--state", str(state)).returncode == 0
+    assert pair.exec(pair.server, "sysctl", "-n", "net.ipv4.tcp_slow_start_after_idle").stdout.strip() == "1"
+    before_on, after_on = on_s["before_idle_send"]["snd_cwnd"], on_s["after_idle_send"]["snd_cwnd"]
+    before_off, after_off = off_s["before_idle_send"]["snd_cwnd"], off_s["after_idle_send"]["snd_cwnd"]
+    assert before_on > 20 and before_off > 20, (on_s, off_s)
+    assert after_off == before_off, off_s
+    if cc == "cubic":
+        assert after_on == max(before_on >> 2, 10), on_s
+    else:
+        assert after_on == before_on, on_s

@@ -102,7 +102,7 @@ def apply_cmd(
             for w in p.warnings:
                 out.print(f"[yellow]forced:[/] {w}", highlight=False)
             for n in p.notices:
-                err.print(f"[yellow]warning:[/] {n}", highlight=False)
+                err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
             return
         result = tune.apply(s, state_path=state, fallback_routes=fallback == "routes", force=force)
     except (TuneError, PrivilegeError) as e:
@@ -115,7 +115,7 @@ def apply_cmd(
     for c in result["changes"]:
         out.print(f"{c['kind']}: {c['before']!r} -> {c['after']!r}", highlight=False)
     for n in result.get("notices", []):
-        err.print(f"[yellow]warning:[/] {n}", highlight=False)
+        err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
     out.print(f"state: {state} (`shortflow tune revert` restores it all)", highlight=False)
 
 
@@ -166,11 +166,11 @@ def status_cmd(
         for k, v in (bpf.get("counters") or {}).items():
             out.print(f"  {k}: {v}", highlight=False)
         for line in bpf.get("refusals", []):
-            err.print(f"[red]refused:[/] {line}", highlight=False)
+            err.print(f"[red]refused:[/] {line}", highlight=False, soft_wrap=True)
     for c in st["changes"]:
         out.print(f"{c['kind']}: {c['before']!r} -> {c['after']!r}", highlight=False)
     for n in st.get("notices", []):
-        err.print(f"[yellow]warning:[/] {n}", highlight=False)
+        err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
 
 
 @tune_app.command("revert")
