@@ -40,21 +40,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session", autouse=True)
 def no_leftovers_of_the_project():
-    """At the end of the session, no `sf-<id>-` namespace, veth, iptables rule, BPF pin,
-    cgroup or work directory may remain (only checked as root: listing needs it)."""
+    """At the end of the session, nothing the project can create may remain that appeared
+    during it: `sf-<id>-` namespaces, veths, rules, BPF pins, cgroups, work directories, and
+    the unnamed host state (BPF attachments, root-namespace sysctls and routes);
+    `leftover_snapshot` says how other sessions' objects are told apart. Only checked as
+    root: listing needs it."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         yield
         return
-    from shortflow.testbed.clean import leftovers
-    from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
+    from leftover_snapshot import leaked, snapshot
+    from shortflow.testbed.names import RUN_ID_PREFIX_ENV
 
     # Every run this session starts (in this process or a child) gets an id beginning with
     # this tag, so a testbed running beside the tests is not mistaken for our leftovers.
     tag = secrets.token_hex(2)[:3]
     os.environ[RUN_ID_PREFIX_ENV] = tag
-    before = leftovers()
+    before = snapshot()
     yield
-    after = leftovers()
-    ours = f"{PREFIX}{tag}"
-    new = {kind: sorted(x for x in set(after[kind]) - set(before[kind]) if ours in x) for kind in after}
-    assert not any(new.values()), f"tests left these behind: {new}"
+    new = leaked(before, snapshot(), tag)
+    assert not new, f"tests left these behind: {new}"

@@ -101,6 +101,8 @@ def apply_cmd(
                 out.print(f"would {line}", highlight=False)
             for w in p.warnings:
                 out.print(f"[yellow]forced:[/] {w}", highlight=False)
+            for n in p.notices:
+                err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
             return
         result = tune.apply(s, state_path=state, fallback_routes=fallback == "routes", force=force)
     except (TuneError, PrivilegeError) as e:
@@ -112,6 +114,8 @@ def apply_cmd(
         out.print(f"attached BPF program {bpf['prog_id']} to {bpf['cgroup']} (pins {bpf['pin_dir']})", highlight=False)
     for c in result["changes"]:
         out.print(f"{c['kind']}: {c['before']!r} -> {c['after']!r}", highlight=False)
+    for n in result.get("notices", []):
+        err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
     out.print(f"state: {state} (`shortflow tune revert` restores it all)", highlight=False)
 
 
@@ -161,8 +165,12 @@ def status_cmd(
         out.print(f"BPF program {bpf['prog_id']} on {bpf['cgroup']}: {attached}", highlight=False)
         for k, v in (bpf.get("counters") or {}).items():
             out.print(f"  {k}: {v}", highlight=False)
+        for line in bpf.get("refusals", []):
+            err.print(f"[red]refused:[/] {line}", highlight=False, soft_wrap=True)
     for c in st["changes"]:
         out.print(f"{c['kind']}: {c['before']!r} -> {c['after']!r}", highlight=False)
+    for n in st.get("notices", []):
+        err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
 
 
 @tune_app.command("revert")

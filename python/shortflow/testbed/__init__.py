@@ -14,12 +14,15 @@ __all__ = ["RealScenario", "load", "run"]
 
 
 def run(scenario: str | RealScenario, pcap_dir: str | None = None, cgroup: str | None = None,
-        cgroup_roles: tuple[str, ...] = ("client", "server")) -> dict:  # type: ignore[type-arg]
+        cgroup_roles: tuple[str, ...] = ("client", "server"),
+        sysctls: dict[str, dict[str, str | int]] | None = None) -> dict:  # type: ignore[type-arg]
     """Runs a scenario (file or loaded) on the real kernel; returns the result dict. With
-    `cgroup`, the processes of `cgroup_roles` run in that cgroup v2 directory."""
+    `cgroup`, the processes of `cgroup_roles` run in that cgroup v2 directory; `sysctls`
+    ({role: {key: value}}) are set in the role's namespace after the stack's own (e.g.
+    `net.ipv4.tcp_early_retrans = 0`: no tail loss probe, a tail loss waits for the RTO)."""
     from pathlib import Path
 
     from shortflow.testbed import runner
 
     s = scenario if isinstance(scenario, RealScenario) else load(scenario)
-    return runner.run(s, Path(pcap_dir) if pcap_dir else None, Path(cgroup) if cgroup else None, cgroup_roles)
+    return runner.run(s, Path(pcap_dir) if pcap_dir else None, Path(cgroup) if cgroup else None, cgroup_roles, sysctls)

@@ -3,16 +3,11 @@ interrupted run's leftovers can be found by prefix (`shortflow testbed clean`)."
 
 from __future__ import annotations
 
-import os
-import re
-import secrets
 from dataclasses import dataclass
 
-PREFIX = "sf-"
-#: Environment variable: hex digits every new run id starts with (see `RunNames.fresh`).
-RUN_ID_PREFIX_ENV = "SHORTFLOW_RUN_ID_PREFIX"
-#: `sf-` + 6 hex digits + `-`: what `clean` recognises as ours.
-RUN_OBJECT = re.compile(r"^sf-[0-9a-f]{6}-")
+from shortflow.host.runid import PREFIX, RUN_ID_PREFIX_ENV, RUN_OBJECT, fresh_run_id
+
+__all__ = ["PREFIX", "RUN_ID_PREFIX_ENV", "RUN_OBJECT", "RunNames"]
 
 #: Addresses used only inside the run's namespaces (10.231.x.y, never routed outside).
 CLIENT_IP = "10.231.1.1"
@@ -28,13 +23,8 @@ class RunNames:
 
     @classmethod
     def fresh(cls) -> RunNames:
-        """A new run id: 6 hex digits, starting with `$SHORTFLOW_RUN_ID_PREFIX` when set (the
-        test suite sets one so that its end-of-session check looks only at its own runs,
-        not at a testbed someone else is running on the same host)."""
-        tag = os.environ.get(RUN_ID_PREFIX_ENV, "")
-        if not re.fullmatch(r"[0-9a-f]{0,5}", tag):
-            tag = ""
-        return cls(tag + secrets.token_hex(3)[: 6 - len(tag)])
+        """A new run id (`shortflow.host.runid.fresh_run_id`)."""
+        return cls(fresh_run_id())
 
     @property
     def prefix(self) -> str:

@@ -28,14 +28,19 @@ PROBE = Path(__file__).with_name("probe.py")
 
 
 def run(s: RealScenario, pcap_dir: Path | None = None, cgroup: Path | None = None,
-        cgroup_roles: tuple[str, ...] = ("client", "server")) -> dict[str, Any]:
+        cgroup_roles: tuple[str, ...] = ("client", "server"),
+        sysctls: dict[str, dict[str, str | int]] | None = None) -> dict[str, Any]:
     """Runs `s` once and returns the result (the keys of `shortflow simulate`). With
     `cgroup`, the processes of `cgroup_roles` run in that cgroup (unless the stack needs its
-    own for a SYN RTO): where `shortflow tune`'s program is attached."""
+    own for a SYN RTO): where `shortflow tune`'s program is attached. `sysctls`: per role,
+    set in its namespace after the stack's own."""
     stack.check(s)
     with Topology() as topo:
         stack.apply(topo, "client", s.client)
         stack.apply(topo, "server", s.server)
+        for role, values in (sysctls or {}).items():
+            for key, value in values.items():
+                topo.sysctl(role, key, value)
         if cgroup is not None:
             for role in cgroup_roles:
                 topo.cgroups.setdefault(role, cgroup)

@@ -22,6 +22,7 @@ class Segment:
     flags: int
     seq: int
     payload: int
+    ack: int = 0
 
 
 def read_pcap(path: Path) -> Iterator[Segment]:
@@ -29,9 +30,9 @@ def read_pcap(path: Path) -> Iterator[Segment]:
     order. A damaged file raises TraceReadError naming the file and byte offset."""
     c = _core.segments(path)
     columns = (c["ts_ns"].tolist(), c["src_port"].tolist(), c["dst_port"].tolist(),
-               c["flags"].tolist(), c["seq"].tolist(), c["payload_len"].tolist())
-    for ts_ns, sport, dport, flags, seq, payload in zip(*columns):
-        yield Segment(ts_ns / 1e9, sport, dport, flags, seq, payload)
+               c["flags"].tolist(), c["seq"].tolist(), c["payload_len"].tolist(), c["ack"].tolist())
+    for ts_ns, sport, dport, flags, seq, payload, ack in zip(*columns):
+        yield Segment(ts_ns / 1e9, sport, dport, flags, seq, payload, ack)
 
 
 @dataclass

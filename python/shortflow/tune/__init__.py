@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from shortflow.exceptions import PrivilegeError, TuneError
 from shortflow.host import cgroup2_root, kernel_hz, run
+from shortflow.host.runid import fresh_run_id
 from shortflow.tune import program, routes
 from shortflow.tune.settings import PrefixRule, TuneSettings, hard_limits, load_prefixes, unsafe
 
@@ -37,6 +37,8 @@ class Plan:
     cgroup: Path | None
     changes: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: What the settings will not do although asked (printed by apply, kept in the state).
+    notices: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = []
@@ -79,25 +81,69 @@ def measured_rtts() -> dict[str, float]:
     return rtts
 
 
+def scope_refusals(s: TuneSettings) -> list[str]:
+    """Knobs that cannot honour a --scope: they act on the whole network namespace."""
+    if s.cgroup is None and s.port is None:
+        return []
+    scope = ", ".join(x for x in (f"cgroup={s.cgroup}" if s.cgroup else "", f"port={s.port}" if s.port else "") if x)
+    why = []
+    if s.quickack:
+        why.append(f"--quickack cannot honour --scope {scope}: it is the default routes' `quickack` metric, "
+                   "for every connection of this network namespace through them (sock_ops has no lasting quick-ACK "
+                   "knob); for the scope's connections use --delack-max 8ms instead")
+    if s.slow_start_after_idle is not None:
+        why.append(f"--slow-start-after-idle cannot honour --scope {scope}: it is the sysctl "
+                   f"{routes.SLOW_START_AFTER_IDLE}, for every connection of this network namespace")
+    return why
+
+
+def notices(s: TuneSettings, default_routes: list[tuple[str, str]] | None = None, congestion_control: str = "") -> list[str]:
+    """What the settings will not do although asked, measured on this kernel (README)."""
+    out = []
+    if s.quickack:
+        reach = ", ".join(line for _, line in default_routes or []) or "none"
+        out.append("--quickack reaches only peers through the default routes (" + reach + "); "
+                   "connections on other routes keep delayed ACKs")
+    if s.slow_start_after_idle is not None and congestion_control == "bbr":
+        out.append("--slow-start-after-idle: this namespace's congestion control is bbr, which keeps its window "
+                   "after idle either way; the sysctl changes only CUBIC/Reno connections")
+    if s.sfr_factor is not None and s.sfr_factor > 2:
+        out.append(f"--sfr-factor {s.sfr_factor:g}: a connection whose destination has no RTT remembered yet, "
+                   "and every answering (passive) connection, starts from Linux's first-sample rule, "
+                   "minimum RTO = 2 x handshake RTT (the kernel offers no per-peer floor before that sample)")
+    return out
+
+
+def _congestion_control() -> str:
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    except OSError:
+        return ""
+
+
 def plan(s: TuneSettings, *, fallback_routes: bool = False, force: bool = False) -> Plan:
     """Checks `s` and says what applying it changes; raises TuneError for a refused value."""
     hard_limits(s, kernel_hz())
+    refused = scope_refusals(s)
+    if refused:
+        raise TuneError("refused: " + "; ".join(refused))
     why = unsafe(s, measured_rtts())
     if why and not force:
         raise TuneError("refused (use --force to apply anyway): " + "; ".join(why))
+    told = notices(s, routes.default_routes() if s.quickack else None, _congestion_control())
     if fallback_routes:
         if s.needs_bpf:
             raise TuneError("--fallback routes can set only --iw, --rto-min, --quickack and "
                             "--slow-start-after-idle (no SYN RTO, delayed-ACK maximum, prefixes, scopes or SFR)")
-        return Plan(s, None, routes.plan(s, with_iw_and_rto=True), why)
+        return Plan(s, None, routes.plan(s, with_iw_and_rto=True), why, told)
     if not (s.needs_bpf or s.iw is not None or s.rto_min_s is not None):
         # Only quick-ACK and slow start after idle: routes and sysctls, no program.
-        return Plan(s, None, routes.plan(s, with_iw_and_rto=False), why)
+        return Plan(s, None, routes.plan(s, with_iw_and_rto=False), why, told)
     cgroup = s.cgroup or cgroup2_root()
     if not cgroup.is_dir():
         raise TuneError(f"--scope cgroup={cgroup}: no such cgroup v2 directory")
     # quickack and slow start after idle have no sock_ops knob: routes and sysctls do them.
-    return Plan(s, cgroup, routes.plan(s, with_iw_and_rto=False), why)
+    return Plan(s, cgroup, routes.plan(s, with_iw_and_rto=False), why, told)
 
 
 def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes: bool = False,
@@ -108,8 +154,10 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
         raise TuneError(f"already applied ({state_path}): `shortflow tune revert` first, "
                         "or `shortflow tune reload --iw-map FILE` to change the prefixes")
     p = plan(s, fallback_routes=fallback_routes, force=force)
-    state: dict[str, Any] = {"id": secrets.token_hex(3), "applied": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                             "settings": s.as_json(), "changes": [], "bpf": None}
+    # A run id like the testbed's (`sf-<id>-tune` pins): `testbed clean` and the test
+    # suite's leftover check recognise it, and it honours $SHORTFLOW_RUN_ID_PREFIX.
+    state: dict[str, Any] = {"id": fresh_run_id(), "applied": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                             "settings": s.as_json(), "changes": [], "bpf": None, "notices": p.notices}
     try:
         if p.cgroup is not None:
             state["bpf"] = _apply_bpf(s, p.cgroup, state["id"])
@@ -210,5 +258,30 @@ def status(*, state_path: Path = DEFAULT_STATE) -> dict[str, Any]:
         cgroup = Path(bpf["cgroup"])
         shown = run(["bpftool", "-j", "cgroup", "show", str(cgroup)], check=False).stdout.replace(" ", "")
         bpf["still_attached"] = f'"id":{bpf["prog_id"]},' in shown
-        bpf["counters"] = program.counters(Path(bpf["pin_dir"])) if Path(bpf["pin_dir"]).exists() else None
+        pins = Path(bpf["pin_dir"])
+        bpf["counters"] = program.counters(pins) if pins.exists() else None
+        bpf["refusals"] = refusals(bpf["counters"], program.last_errors(pins)) if pins.exists() else []
     return state
+
+
+#: Why the kernel refuses a knob (bpf_sol_tcp_setsockopt(), net/core/filter.c), by errno.
+_REFUSAL_CAUSES = {
+    "iw_refused": {22: "EINVAL: TCP_BPF_IW is taken only before the connection sent data (a TCP Fast Open SYN "
+                       "carrying data counts) and only for a window >= 1"},
+    "rto_min_refused": {22: "EINVAL: outside TCP_TIMEOUT_MIN (2 jiffies) to TCP_RTO_MIN (200 ms)"},
+    "delack_max_refused": {22: "EINVAL: outside TCP_TIMEOUT_MIN (2 jiffies) to TCP_DELACK_MAX (200 ms)"},
+}
+
+
+def refusals(counters: dict[str, int] | None, last_errors: dict[str, int]) -> list[str]:
+    """`setsockopt_errors` explained: per knob, how often the kernel refused it, the last
+    errno and what it means; the connections concerned kept the kernel's own value."""
+    out = []
+    for key, knob in program.REFUSED.items():
+        n = (counters or {}).get(key, 0)
+        if not n:
+            continue
+        errno_ = -last_errors.get(key, 0)
+        cause = _REFUSAL_CAUSES[key].get(errno_, f"errno {errno_} ({os.strerror(errno_) if errno_ else 'unknown'})")
+        out.append(f"the kernel refused {knob} {n} times (last: {cause}); those connections kept the kernel's own value")
+    return out

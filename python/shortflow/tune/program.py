@@ -25,7 +25,11 @@ SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "tune.bpf.c"
 BPF_FS = Path("/sys/fs/bpf")
 #: tune_counters' slots, in the order of `enum counter` in tune.bpf.c.
 COUNTERS = ("matched", "syn_rto_set", "iw_set", "rto_min_set", "delack_max_set", "prefix_hits",
-            "sfr_set", "sfr_restored", "setsockopt_errors")
+            "sfr_set", "sfr_restored", "setsockopt_errors", "sfr_floor_set", "sfr_from_known_rtt", "sfr_no_handshake_rtt",
+            "iw_refused", "rto_min_refused", "delack_max_refused")
+#: tune_last_error's slots: the knob each refusal counter stands for.
+REFUSED = {"iw_refused": "TCP_BPF_IW (--iw, prefix iw)", "rto_min_refused": "TCP_BPF_RTO_MIN (--rto-min, --sfr-factor)",
+           "delack_max_refused": "TCP_BPF_DELACK_MAX (--delack-max)"}
 #: TCP_RTO_MIN: where Super Fast Retransmit's minimum RTO goes back to after the cut-out.
 DEFAULT_RTO_MIN_US = 200_000
 
@@ -81,7 +85,7 @@ def write_config(pin_dir: Path, s: TuneSettings, hz: int) -> None:
         return round(v * 1e6) if v is not None else 0
 
     value = struct.pack(
-        "<8I",
+        "<9I",
         round(s.syn_rto_s * hz) if s.syn_rto_s is not None else 0,
         s.iw or 0,
         us(s.rto_min_s),
@@ -90,6 +94,8 @@ def write_config(pin_dir: Path, s: TuneSettings, hz: int) -> None:
         s.sfr_cutout_bytes if s.sfr_factor is not None else 0,
         us(s.rto_min_s) or DEFAULT_RTO_MIN_US,
         s.port or 0,
+        # TCP_TIMEOUT_MIN (2 jiffies): the smallest minimum RTO bpf_setsockopt takes.
+        -(-2 * 1_000_000 // hz),
     )
     _bpftool("map", "update", "pinned", str(pin_dir / "tune_config"), "key", *_hex(bytes(4)), "value", *_hex(value))
 
@@ -137,4 +143,19 @@ def counters(pin_dir: Path) -> dict[str, int]:
             values = [int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little") for v in entry["values"]]
         if slot < len(COUNTERS):
             out[COUNTERS[slot]] = sum(values)
+    return out
+
+
+def last_errors(pin_dir: Path) -> dict[str, int]:
+    """The errno (negative, as bpf_setsockopt returned it) of the kernel's last refusal per
+    knob; 0 where it never refused."""
+    out = dict.fromkeys(REFUSED, 0)
+    for entry in json.loads(_bpftool("-j", "map", "dump", "pinned", str(pin_dir / "tune_last_error"))):
+        if "formatted" in entry:
+            slot, value = entry["formatted"]["key"], entry["formatted"]["value"]
+        else:
+            slot = int.from_bytes(bytes(int(b, 16) for b in entry["key"]), "little")
+            value = int.from_bytes(bytes(int(b, 16) for b in entry["value"]), "little", signed=True)
+        if slot < len(REFUSED):
+            out[list(REFUSED)[slot]] = int(value)
     return out
