@@ -63,13 +63,14 @@ fn send_config(sock: &Socket, group: u16, nlas: Vec<ConfigNla>) -> io::Result<()
 
 impl Observer {
     /// Binds NFLOG group `group` in this network namespace, copying whole packets, with a
-    /// receive buffer of `rcvbuf` bytes. EBUSY: another process holds the group.
+    /// receive buffer of `rcvbuf` bytes. Another socket holding the group makes the kernel
+    /// answer EPERM (`nfulnl_recv_config`: the instance's peer port is not ours), or EBUSY.
     pub fn open(group: u16, rcvbuf: usize) -> io::Result<Observer> {
         let mut sock = Socket::new(NETLINK_NETFILTER)?;
         sock.bind_auto()?;
         crate::sys::grow_receive_buffer(sock.as_raw_fd(), rcvbuf.try_into().unwrap_or(i32::MAX));
         send_config(&sock, group, vec![ConfigCmd::Bind.into()]).map_err(|e| {
-            if e.raw_os_error() == Some(libc::EBUSY) {
+            if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EBUSY)) {
                 io::Error::new(
                     e.kind(),
                     format!(
