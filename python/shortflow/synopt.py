@@ -17,6 +17,7 @@ import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from shortflow.exceptions import PrivilegeError, SynoptError
 from shortflow.units import parse_duration
@@ -159,7 +160,7 @@ def running() -> list[str]:
     return ids
 
 
-def query(run_id: str, timeout_s: float = 1.0) -> dict[str, object] | None:
+def query(run_id: str, timeout_s: float = 1.0) -> dict[str, Any] | None:
     """The live counters of daemon `run_id` (None: it did not answer within `timeout_s`,
     e.g. stopped with SIGSTOP: traffic flows regardless, unprotected)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
@@ -170,13 +171,13 @@ def query(run_id: str, timeout_s: float = 1.0) -> dict[str, object] | None:
             data = s.recv(65536)
         except (TimeoutError, ConnectionRefusedError, FileNotFoundError):
             return None
-    counters: dict[str, object] = json.loads(data)
+    counters: dict[str, Any] = json.loads(data)
     return counters
 
 
-def status(timeout_s: float = 1.0) -> list[dict[str, object]]:
+def status(timeout_s: float = 1.0) -> list[dict[str, Any]]:
     """One entry per daemon running in this namespace: its counters, or `answering: False`."""
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     for run_id in running():
         c = query(run_id, timeout_s)
         out.append({"run_id": run_id, "answering": False} if c is None else {**c, "answering": True})
