@@ -104,6 +104,8 @@ def apply_cmd(
                 out.print(f"[yellow]forced:[/] {w}", highlight=False)
             return
         result = tune.apply(s, state_path=state, fallback_routes=fallback == "routes", force=force, replace=replace)
+    except (KeyboardInterrupt, tune.Interrupted) as e:
+        raise _fail(TuneError(f"{e or 'interrupted'}: every change made so far was undone"), 130) from None
     except (TuneError, PrivilegeError) as e:
         raise _fail(e, 2) from None
     except ShortflowError as e:

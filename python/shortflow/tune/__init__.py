@@ -121,7 +121,7 @@ def _settle(state_path: Path) -> list[str]:
     returns what it did. A committed journal is left as it is."""
     if not state_path.exists():
         return []
-    j = journal.load(state_path)
+    j = _read_journal(state_path)
     if j.committed:
         return []
     out = rollback(j)
@@ -129,7 +129,7 @@ def _settle(state_path: Path) -> list[str]:
         raise TuneError(f"{state_path}: an interrupted apply could not be rolled back entirely: "
                         + "; ".join(out.left))
     state_path.unlink()
-    return [f"interrupted apply {j.id} rolled back"] + out.done
+    return [f"interrupted apply {j.id} rolled back"] + out.done + [f"warning: {w}" for w in out.warnings]
 
 
 def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes: bool = False,
@@ -258,12 +258,14 @@ def revert(*, state_path: Path = DEFAULT_STATE, force: bool = False, orphans_too
         return done or ["no tuner program, pin or build directory of shortflow's found"]
     j = _read_journal(state_path)
     out = rollback(j, force=force)
+    if not j.committed:
+        out.done.insert(0, f"interrupted apply {j.id} rolled back")
     if out.left:
         raise TuneError("not reverted entirely: " + "; ".join(out.left)
                         + (f" (done: {'; '.join(out.done)})" if out.done else "")
                         + f"; {state_path} kept")
     state_path.unlink()
-    return out.done
+    return out.done + [f"warning: {w}" for w in out.warnings]
 
 
 def reload_prefixes(rules: list[PrefixRule], *, state_path: Path = DEFAULT_STATE, force: bool = False) -> int:

@@ -27,7 +27,11 @@ from shortflow.tune.journal import Journal, Step
 class Outcome:
     def __init__(self) -> None:
         self.done: list[str] = []
-        #: Changes left in place, each with the reason (a value changed since, a device gone).
+        #: Reported, and the revert is complete without them: a route whose device is gone,
+        #: an object that is no longer the tuner's (never touched).
+        self.warnings: list[str] = []
+        #: Changes left in place that `--force` would restore (changed since apply): the
+        #: journal is kept for that.
         self.left: list[str] = []
 
 
@@ -37,8 +41,24 @@ def rollback(j: Journal, *, force: bool = False) -> Outcome:
         try:
             _undo(step, out, force)
         except (TuneError, OSError) as e:
-            out.left.append(f"step {step.n} ({step.op}): {e}")
+            out.left.append(f"step {step.n} ({step.op}) failed: {e}")
+    _sweep(j, out)
     return out
+
+
+def _sweep(j: Journal, out: Outcome) -> None:
+    """Objects named after this apply's id that no record announced (a journal cut short by
+    hand or by a disk): the pin directory `sf-<id>-tune` and the program pinned there, on
+    whichever cgroup it is attached."""
+    pin_dir = orphans.BPF_FS / f"sf-{j.id}-tune"
+    if not pin_dir.exists():
+        return
+    pinned = orphans.pinned_prog(pin_dir)
+    if pinned is not None:
+        for p in orphans.attached():
+            if p.prog_id == pinned["id"]:
+                _note(out, orphans.detach(p))
+    _note(out, orphans.remove_pin_dir(pin_dir))
 
 
 def _undo(step: Step, out: Outcome, force: bool) -> None:
@@ -63,7 +83,7 @@ def _undo(step: Step, out: Outcome, force: bool) -> None:
 def _note(out: Outcome, line: str | None) -> None:
     if line is None:
         return
-    (out.left if line.endswith(": left") else out.done).append(line)
+    (out.warnings if line.endswith(": left") else out.done).append(line)
 
 
 def _detach(step: Step, out: Outcome) -> None:
@@ -73,13 +93,13 @@ def _detach(step: Step, out: Outcome) -> None:
     if pinned is not None:
         prog_id, tag = int(pinned["id"]), str(pinned.get("tag"))  # type: ignore[call-overload]
         if recorded is not None and recorded != prog_id:
-            out.left.append(f"the journal's program id {recorded} is not the one pinned in {pin_dir} "
+            out.warnings.append(f"the journal's program id {recorded} is not the one pinned in {pin_dir} "
                             f"({prog_id}): {prog_id} is detached, {recorded} left")
     elif recorded is not None:
         info = orphans.prog_info(recorded)
         if not orphans.is_ours(info) or (info or {}).get("tag") != step.done.get("tag"):  # type: ignore[union-attr]
             if info is not None:
-                out.left.append(f"program {recorded} is not the tuner's (name {info.get('name')!r}, "
+                out.warnings.append(f"program {recorded} is not the tuner's (name {info.get('name')!r}, "
                                 f"tag {info.get('tag')}): left")
             return
         prog_id, tag = recorded, str(step.done.get("tag"))  # type: ignore[union-attr]
@@ -97,7 +117,7 @@ def _route(step: Step, out: Outcome, force: bool) -> None:
         return  # as before (never changed, or undone already)
     dev = _dev_of(before)
     if dev and not Path(f"/sys/class/net/{dev}").exists() and not _dev_in_netns(dev):
-        out.left.append(f"route {before!r}: device {dev} is gone: not restored")
+        out.warnings.append(f"route {before!r}: device {dev} is gone: not restored")
         return
     after = sorted(shlex.split(step.args["after"]))
     ours = shown in current or any(sorted(routes.replaceable(line)) == after for line in current)
