@@ -10,7 +10,9 @@ max), VmRSS max, daemon CPU (user+system over the flood), legitimate connect tim
     sudo .venv/bin/python benches/synopt_flood_fair.py [RATE SECONDS] [--daemon PATH] [-- EXTRA DAEMON ARGS]
 
 `--daemon target/nfqueue-baseline/shortflow-synopt` runs the earlier NFQUEUE daemon
-(without --prefix-budget, which it lacks) as the peer.
+(without --prefix-budget, which it lacks) as the peer (copy it there from a build of the
+commit before issue 11); `--daemon none` runs no daemon (the generator's ceiling, and the
+kernel's own 1 s SYN RTO for the legitimate client).
 """
 
 from __future__ import annotations
@@ -63,12 +65,16 @@ def run(rate: int, seconds: float, daemon: str, extra: list[str]) -> dict:
         in_ns(topo.names.ns("router"), "sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=0")
         Nginx(topo, [1000]).start()
         stats_path = topo.workdir / "stats.json"
-        d = topo.spawn("synopt", "router", [daemon, "-d", "200", "-r", "3", "--router", "-p", f"{SILENT_PORT},80",
-                                            "--no-ipv6", "--json-stats", str(stats_path), *extra],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert d.stdout is not None
-        ready = d.stdout.readline()
-        assert ready.startswith("ready"), (ready, d.stderr.read() if d.stderr else "")
+        if daemon == "none":
+            d = topo.spawn("idle", "router", ["sleep", "3600"])
+            stats_path.write_text("{}")
+        else:
+            d = topo.spawn("synopt", "router", [daemon, "-d", "200", "-r", "3", "--router", "-p", f"{SILENT_PORT},80",
+                                                "--no-ipv6", "--json-stats", str(stats_path), *extra],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            assert d.stdout is not None
+            ready = d.stdout.readline()
+            assert ready.startswith("ready"), (ready, d.stderr.read() if d.stderr else "")
         pid = d.pid  # `ip netns exec` execs the daemon
         cpu0 = proc_cpu_s(pid)
         g = topo.spawn("synflood", "client", [str(gen), "--src", FLOOD_SRC, "--sources", "200", "--dst", N.SERVER_IP,
@@ -94,8 +100,9 @@ def run(rate: int, seconds: float, daemon: str, extra: list[str]) -> dict:
         s = json.loads(stats_path.read_text())
     connects.sort()
     q = lambda p: connects[min(len(connects) - 1, int(p * len(connects)))]  # noqa: E731
-    return {"daemon": daemon, "extra": extra, "rate": rate, "seconds": seconds, "generator": json.loads(out),
-            "survived": alive, "daemon_cpu_s": round(cpu, 2), "daemon_cpu_share": round(cpu / seconds, 3),
+    gen_out = json.loads(out)
+    return {"daemon": daemon, "extra": extra, "rate": rate, "seconds": seconds, "generator": gen_out,
+            "survived": alive, "daemon_cpu_s": round(cpu, 2), "daemon_cpu_share": round(cpu / gen_out["seconds"], 3),
             "rss_kB_max": max(rss), "legit_connects": len(connects),
             "legit_connect_s": {"median": statistics.median(connects), "p90": q(0.9), "max": connects[-1]},
             "legit_over_0_5s": sum(c > 0.5 for c in connects), "counters": s}

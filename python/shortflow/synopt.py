@@ -141,7 +141,7 @@ def exec_daemon(o: Options) -> None:
     """Replaces this process with the daemon (so signals reach it directly)."""
     args = command(o)
     if os.geteuid() != 0:
-        raise PrivilegeError("synopt needs root (iptables rules, NFQUEUE, raw sockets): run it with sudo or as root")
+        raise PrivilegeError("synopt needs root (iptables rules, NFLOG, raw sockets): run it with sudo or as root")
     os.execv(args[0], args)
 
 

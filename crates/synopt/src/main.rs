@@ -215,7 +215,7 @@ fn reporter(path: Option<PathBuf>, head: serde_json::Value) -> Box<dyn Fn(&Daemo
 fn run(args: &Args) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err("needs root (iptables rules, NFQUEUE, raw sockets)".into());
+        return Err("needs root (iptables rules, NFLOG, raw sockets)".into());
     }
     sys::install_signal_handlers();
     let mode = mode(args);

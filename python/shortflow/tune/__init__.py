@@ -166,6 +166,10 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
             w.done(step, **({"shown": shown} if shown else {}))
         w.commit()
     except BaseException:
+        # A second SIGTERM must not cut the rollback short (Ctrl-C still can: the next
+        # command then finishes it from the journal).
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         out = rollback(w.journal)
         if not out.left:
             state_path.unlink(missing_ok=True)
