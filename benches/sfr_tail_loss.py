@@ -16,7 +16,7 @@ from pathlib import Path
 
 from shortflow import testbed
 from shortflow.testbed.names import PREFIX
-from shortflow.testbed.synrto import cgroup2_root
+from shortflow.host import cgroup2_root
 from shortflow.tune import TuneSettings, apply, revert
 
 SCENARIO = """

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from shortflow.testbed.clean import leftovers
 from shortflow.testbed.names import PREFIX
-from shortflow.testbed.synrto import cgroup2_root
+from shortflow.host import cgroup2_root
 
 #: The BPF programs the project loads (function names in bpf/*.bpf.c).
 PROGRAMS = {"tune", "syn_rto"}

@@ -13,8 +13,8 @@ import pytest
 
 from leftover_snapshot import leaked, snapshot
 from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
-from shortflow.testbed.synrto import cgroup2_root
-from shortflow.tune import TuneSettings, apply, program, revert
+from shortflow.host import cgroup2_root
+from shortflow.tune import TuneSettings, apply, orphans, revert
 
 
 @pytest.mark.netns
@@ -29,7 +29,7 @@ def test_a_revert_that_leaks_its_pins_is_caught(tmp_path, monkeypatch):
         result = apply(TuneSettings(iw=4, cgroup=cg), state_path=state)
         pin_dir = Path(result["bpf"]["pin_dir"])
         with monkeypatch.context() as m:
-            m.setattr(program, "unpin", lambda _p: None)  # the broken revert
+            m.setattr(orphans, "remove_pin_dir", lambda _p: None)  # the broken revert: pins stay
             revert(state_path=state)
         found = leaked(before, snapshot(), tag)
         assert found.get("bpf_pins") == [pin_dir.name], found

@@ -53,7 +53,7 @@ def test_without_root_exits_2():
 def test_command_line_of_the_daemon():
     o = synopt.Options(delay_ms=200, retries=3, mode="router", ports=[80, 443], max_held=1000)
     assert synopt.command(o, exe="/x") == ["/x", "-d", "200", "-r", "3", "--router", "-p", "80,443",
-                                           "--max-held", "1000", "--queue-num", "7100"]
+                                           "--max-held", "1000", "--group", "7100"]
     assert synopt.parse_ports("80, 443,80") == [80, 443]
     assert synopt.parse_delay_ms("200ms") == synopt.parse_delay_ms("200") == 200
     with pytest.raises(SynoptError):

@@ -1,4 +1,4 @@
-"""A killed synopt daemon never blocks traffic (its rules carry --queue-bypass), and its
+"""A killed synopt daemon never blocks traffic (its rules only copy packets: NFLOG), and its
 leftover rules are removed by the next start of the daemon or by `shortflow testbed clean`'s
 stale-rule pass — but never the rules of a daemon that is still running."""
 

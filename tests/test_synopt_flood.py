@@ -1,5 +1,6 @@
 """A SYN flood to a silent port through a router-mode synopt: the daemon stays up, holds at
-most --max-held copies (oldest evicted), its memory stays bounded, and its counters add up.
+most --max-held copies (and --prefix-budget per source /24; the newest are shed beyond),
+its memory stays bounded, and its counters add up.
 Short (2 s) here; `benches/synopt_flood.py` runs the issue's 50,000 SYNs/s for 10 s."""
 
 from __future__ import annotations
@@ -64,18 +65,18 @@ def flood(rate: int, seconds: float, max_held: int, delay_ms: int = 50) -> tuple
 
 
 def test_flood_through_router_mode_is_bounded_and_counted():
-    rate, seconds, cap = 50_000, 2.0, 4_000  # a copy lives 80 ms: resent once at 50 ms, then evicted
+    rate, seconds, cap = 50_000, 2.0, 4_000  # a copy lives 200 ms (3 resends 50 ms apart, then expiry)
     sent, s, rss = flood(rate, seconds, cap)
     assert sent["sent"] >= 0.99 * rate * seconds and sent["errors"] == 0, sent
-    # Every queued packet was one of the flood's SYNs: each a new copy (no duplicates).
-    assert s["packets"] == s["copies_taken"] + s["duplicates"], s
-    assert s["copies_taken"] >= 0.95 * sent["sent"], (s, sent)
-    # Every copy ended one way: answered, expired or evicted (none still held at the end).
+    # Every copy received was one of the flood's SYNs: each a new copy taken or shed.
+    assert s["packets"] == s["copies_taken"] + s["shed"] + s["duplicates"], s
+    assert s["copies_taken"] + s["shed"] >= 0.95 * sent["sent"], (s, sent)
+    # Every copy ended one way: answered, expired or replaced (none still held at the end).
     assert s["held"] == 0 and s["answered"] == 0, s
-    assert s["copies_taken"] == s["expired"] + s["evicted"] + s["replaced"], s
-    assert s["held_max"] <= cap and s["evicted"] > 0, s
+    assert s["copies_taken"] == s["expired"] + s["replaced"], s
+    assert s["held_max"] <= cap and s["shed"] > 0, s
     assert s["resends"] > 0 and s["send_errors"] == 0, s
-    # What the rules matched but the daemon never saw (fail-open under overload): reported.
-    assert s["bypassed"] is not None and s["bypassed"] + s["packets"] >= sent["sent"], s
+    # Copies the kernel could not deliver (the packets went on regardless): counted.
+    assert s["bypassed"] + s["packets"] >= sent["sent"], s
     # Memory: bounded by the cap, not by the SYNs seen (100,000 copies would be > 20 MB).
     assert max(rss) < 24_000, rss

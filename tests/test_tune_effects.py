@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from netns import Pair, namespace_pair
 from shortflow.cli import app
 from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
-from shortflow.testbed.synrto import cgroup2_root
+from shortflow.host import cgroup2_root
 from shortflow.testbed.wire import read_pcap
 from shortflow.tune import TuneSettings, apply, revert, status
 

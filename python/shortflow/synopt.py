@@ -1,28 +1,34 @@
 """`shortflow synopt`: the SYN optimizer of document 000 on a real host. This module checks
 the options, finds the Rust daemon `shortflow-synopt` and builds its command line; the
-daemon does the work (NFQUEUE, copies, resends, its own iptables rules).
+daemon does the work (NFLOG copies, resends, its own iptables rules). `status()` asks the
+running daemons of this network namespace for their live counters.
 
-Fail-open: the daemon's rules carry ``--queue-bypass`` and its queue accepts when full, so
-a killed or overloaded daemon never blocks a connection; its next start (or
+Fail-open by construction: the daemon's rules only copy packets (NFLOG), so a daemon that
+is stopped, hung, overloaded or killed never delays a connection; its next start (or
 ``shortflow testbed clean``) removes rules a killed daemon left.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from shortflow.exceptions import PrivilegeError, SynoptError
 from shortflow.units import parse_duration
 
 BINARY = "shortflow-synopt"
 MODES = ("client", "server", "router")
-#: The default NFQUEUE number: away from the testbed emulator's 0 and 1.
-DEFAULT_QUEUE = 7100
+#: The default NFLOG group.
+DEFAULT_GROUP = 7100
 DEFAULT_MAX_HELD = 65_536
+#: Copies held at most per initiator source prefix (/24, /48) before its newest are shed.
+DEFAULT_PREFIX_BUDGET = 1024
 
 
 class DaemonMissing(SynoptError):
@@ -89,12 +95,12 @@ class Options:
     ports: list[int]
     json_stats: Path | None = None
     max_held: int = DEFAULT_MAX_HELD
-    queue_num: int = DEFAULT_QUEUE
+    group: int = DEFAULT_GROUP
     ipv6: bool = True
     #: SCHED_FIFO priority of the daemon (0: normal priority; precision degrades under load).
     rt_priority: int = 10
-    #: Packets waiting for a verdict at most; beyond, the kernel passes them without a copy.
-    queue_max_len: int = 4096
+    #: Copies held at most per source prefix of the initiator (0: no budget).
+    prefix_budget: int = DEFAULT_PREFIX_BUDGET
     extra: list[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -104,12 +110,12 @@ class Options:
             raise SynoptError(f"-r {self.retries}: retries must be between 0 and 100")
         if self.max_held < 1:
             raise SynoptError(f"--max-held {self.max_held}: at least one copy must be held")
-        if not 0 <= self.queue_num <= 65535:
-            raise SynoptError(f"--queue-num {self.queue_num}: NFQUEUE numbers are 0-65535")
+        if not 0 <= self.group <= 65535:
+            raise SynoptError(f"--group {self.group}: NFLOG groups are 0-65535")
         if not 0 <= self.rt_priority <= 99:
             raise SynoptError(f"--rt-priority {self.rt_priority}: SCHED_FIFO priorities are 1-99 (0: normal priority)")
-        if self.queue_max_len < 1:
-            raise SynoptError(f"--queue-max-len {self.queue_max_len}: at least 1")
+        if self.prefix_budget < 0:
+            raise SynoptError(f"--prefix-budget {self.prefix_budget}: 0 (no budget) or more")
         if not self.ports:
             raise SynoptError("-p: at least one port is needed")
 
@@ -119,9 +125,9 @@ def command(o: Options, exe: str | None = None) -> list[str]:
     o.check()
     flag = {"client": "-c", "server": "-s", "router": "--router"}[o.mode]
     args = [exe or binary(), "-d", str(o.delay_ms), "-r", str(o.retries), flag,
-            "-p", ",".join(map(str, o.ports)), "--max-held", str(o.max_held), "--queue-num", str(o.queue_num)]
-    if o.queue_max_len != 4096:
-        args += ["--queue-max-len", str(o.queue_max_len)]
+            "-p", ",".join(map(str, o.ports)), "--max-held", str(o.max_held), "--group", str(o.group)]
+    if o.prefix_budget != DEFAULT_PREFIX_BUDGET:
+        args += ["--prefix-budget", str(o.prefix_budget)]
     if o.rt_priority != 10:
         args += ["--rt-priority", str(o.rt_priority)]
     if o.json_stats is not None:
@@ -135,5 +141,44 @@ def exec_daemon(o: Options) -> None:
     """Replaces this process with the daemon (so signals reach it directly)."""
     args = command(o)
     if os.geteuid() != 0:
-        raise PrivilegeError("synopt needs root (iptables rules, NFQUEUE, raw sockets): run it with sudo or as root")
+        raise PrivilegeError("synopt needs root (iptables rules, NFLOG, raw sockets): run it with sudo or as root")
     os.execv(args[0], args)
+
+
+#: The status socket of a running daemon: its run lock (crates/synopt/src/sys.rs, RunLock).
+_DAEMON_SOCKET = re.compile(r"@sf-([0-9a-f]{6})-synopt$")
+
+
+def running() -> list[str]:
+    """Run ids of the daemons running in this network namespace (their abstract sockets in
+    /proc/net/unix, which lists the reader's namespace)."""
+    ids = []
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        m = _DAEMON_SOCKET.search(line.strip())
+        if m and m.group(1) not in ids:
+            ids.append(m.group(1))
+    return ids
+
+
+def query(run_id: str, timeout_s: float = 1.0) -> dict[str, Any] | None:
+    """The live counters of daemon `run_id` (None: it did not answer within `timeout_s`,
+    e.g. stopped with SIGSTOP: traffic flows regardless, unprotected)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.bind("")  # autobind: an address to be answered at
+        s.settimeout(timeout_s)
+        try:
+            s.sendto(b"status", f"\0sf-{run_id}-synopt")
+            data = s.recv(65536)
+        except (TimeoutError, ConnectionRefusedError, FileNotFoundError):
+            return None
+    counters: dict[str, Any] = json.loads(data)
+    return counters
+
+
+def status(timeout_s: float = 1.0) -> list[dict[str, Any]]:
+    """One entry per daemon running in this namespace: its counters, or `answering: False`."""
+    out: list[dict[str, Any]] = []
+    for run_id in running():
+        c = query(run_id, timeout_s)
+        out.append({"run_id": run_id, "answering": False} if c is None else {**c, "answering": True})
+    return out

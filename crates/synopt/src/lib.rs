@@ -1,9 +1,11 @@
 //! The SYN optimizer of document 000, done properly on today's Linux: a daemon that sees
-//! each SYN (client side), SYN/ACK (server side) or both (router) through NFQUEUE, lets it
-//! pass at once, keeps a copy, and resends the copy when no answer came after the delay —
+//! copies of each SYN (client side), SYN/ACK (server side) or both (router) through NFLOG —
+//! the packet itself never waits for it — keeps the copy, and resends it when no answer came
+//! after the delay —
 //! at most RETRIES times, within a couple of milliseconds of the deadline.
 
 pub mod daemon;
+pub mod observe;
 pub mod packet;
 pub mod resend;
 pub mod rules;

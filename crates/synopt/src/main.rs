@@ -1,12 +1,14 @@
 //! `shortflow-synopt`: the SYN optimizer daemon (document 000's interface:
 //! `-d DELAY_MS -r RETRIES (-c | -s | --router) -p PORT[,PORT…]`).
 //!
-//! Start-up: removes synopt rules left by dead runs (found by their `sf-<id>-synopt`
-//! comment, dead when no daemon holds that run's lock), takes its own run id, binds the
-//! queue, installs its rules, prints `ready <run id>`. Exit (SIGINT, SIGTERM, SIGHUP, an
-//! error): removes its rules and prints/writes its counters. SIGKILL leaves the rules, which
-//! are fail-open (`--queue-bypass`): traffic flows unprotected until the next start or
-//! `shortflow testbed clean` removes them.
+//! Start-up: refuses a port another daemon of the same mode protects in this network
+//! namespace, removes synopt rules left by dead runs (found by their `sf-<id>-synopt`
+//! comment, dead when no daemon holds that run's lock), takes its own run id, binds its
+//! NFLOG group (refused when another process holds it), installs its rules, prints
+//! `ready <run id>`. Exit (SIGINT, SIGTERM, SIGHUP, an error): removes its rules and
+//! prints/writes its counters. The rules only copy packets (NFLOG), so a stopped, hung or
+//! killed daemon never delays traffic; SIGKILL leaves the rules, which copy to nobody until
+//! the next start or `shortflow testbed clean` removes them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,11 +16,12 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Parser};
 use serde_json::json;
 
-use shortflow_synopt::daemon::{open_queue, Daemon};
+use shortflow_synopt::daemon::Daemon;
+use shortflow_synopt::observe::Observer;
 use shortflow_synopt::resend::Sender;
 use shortflow_synopt::rules::{self, Family, Installed, Mode, RuleParams};
 use shortflow_synopt::stats::{self, Stats};
-use shortflow_synopt::sys::{self, RunLock};
+use shortflow_synopt::sys::{self, PortLock, RunLock};
 use shortflow_synopt::table::{Config, Table};
 
 #[derive(Parser, Debug)]
@@ -56,19 +59,27 @@ struct Args {
     /// Write the counters as JSON here at exit (and on SIGUSR1).
     #[arg(long, value_name = "FILE")]
     json_stats: Option<PathBuf>,
-    /// Copies held at most; the oldest is evicted (and counted) beyond.
+    /// Copies held at most; beyond, new ones are shed (not taken, counted).
     #[arg(long, default_value_t = 65_536)]
     max_held: usize,
-    /// NFQUEUE number.
-    #[arg(long, default_value_t = 7100)]
-    queue_num: u16,
+    /// Copies held at most per source prefix of the connection's initiator (0: no budget);
+    /// beyond, the prefix's newest handshakes are shed, so a flood from a few prefixes
+    /// cannot take the protection away from clients elsewhere.
+    #[arg(long, default_value_t = 1024)]
+    prefix_budget: usize,
+    /// Prefix lengths grouping initiators for --prefix-budget: IPv4,IPv6.
+    #[arg(long, value_name = "V4,V6", default_value = "24,48", value_parser = parse_prefix_lens)]
+    prefix_len: (u8, u8),
+    /// NFLOG group the rules copy packets to (one daemon per group and namespace).
+    #[arg(long, alias = "queue-num", default_value_t = 7100)]
+    group: u16,
     /// Mark (SO_MARK) of our resends, excluded from our rules.
     #[arg(long, default_value_t = 0x5f0e)]
     mark: u32,
-    /// Packets waiting for our verdict at most; beyond, the kernel lets them pass without a
-    /// copy (fail-open) rather than make them wait for an overloaded daemon.
-    #[arg(long, default_value_t = 4096)]
-    queue_max_len: u32,
+    /// Receive buffer for the copies, in kB: a burst beyond it loses copies (counted as
+    /// bypassed), never packets.
+    #[arg(long, default_value_t = 8192)]
+    rcvbuf_kb: usize,
     /// SCHED_FIFO priority for precise resends (0: normal priority).
     #[arg(long, default_value_t = 10)]
     rt_priority: i32,
@@ -78,11 +89,23 @@ struct Args {
     /// IPv4 only (no ip6tables rules, no IPv6 resends).
     #[arg(long)]
     no_ipv6: bool,
-    /// Fail-open is the only behaviour: rules carry --queue-bypass and the queue accepts
-    /// when full, so a dead or overloaded daemon never blocks traffic. Accepted for the
+    /// Fail-open is the only behaviour: the rules copy packets (NFLOG) and never hold them,
+    /// so a dead, hung or overloaded daemon never delays traffic. Accepted for the
     /// document's interface; there is no fail-closed mode.
     #[arg(long, default_value_t = true)]
     fail_open: bool,
+}
+
+fn parse_prefix_lens(s: &str) -> Result<(u8, u8), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("{s:?}: expected V4,V6 prefix lengths, e.g. 24,48"))?;
+    let v4: u8 = a.trim().parse().map_err(|_| format!("{a:?}: not a prefix length"))?;
+    let v6: u8 = b.trim().parse().map_err(|_| format!("{b:?}: not a prefix length"))?;
+    if v4 > 32 || v6 > 128 {
+        return Err(format!("{s}: IPv4 prefixes are 0-32 bits, IPv6 0-128"));
+    }
+    Ok((v4, v6))
 }
 
 fn mode(a: &Args) -> Mode {
@@ -102,8 +125,8 @@ fn check(a: &Args) -> Result<(), String> {
     if a.ports.contains(&0) {
         return Err("-p: port 0 is not a port".into());
     }
-    if a.queue_max_len == 0 {
-        return Err("--queue-max-len: must be at least 1".into());
+    if a.rcvbuf_kb == 0 {
+        return Err("--rcvbuf-kb: must be at least 1".into());
     }
     if a.max_held == 0 {
         return Err("--max-held: must be at least 1".into());
@@ -111,15 +134,21 @@ fn check(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn write_stats(path: &Option<PathBuf>, d: &Daemon, head: &serde_json::Value) {
-    let Some(path) = path else { return };
-    let v = stats::to_json(
+fn counters_json(d: &Daemon, head: &serde_json::Value) -> serde_json::Value {
+    let mut v = stats::to_json(
         &d.stats,
         &d.table.counters,
         d.table.held(),
         sys::rss_kb(),
         head.clone(),
     );
+    v["pid"] = std::process::id().into();
+    v
+}
+
+fn write_stats(path: &Option<PathBuf>, d: &Daemon, head: &serde_json::Value) {
+    let Some(path) = path else { return };
+    let v = counters_json(d, head);
     // Written whole then renamed: a reader never sees half a file.
     let tmp = path.with_extension("tmp");
     if let Err(e) =
@@ -186,24 +215,39 @@ fn reporter(path: Option<PathBuf>, head: serde_json::Value) -> Box<dyn Fn(&Daemo
 fn run(args: &Args) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err("needs root (iptables rules, NFQUEUE, raw sockets)".into());
+        return Err("needs root (iptables rules, NFLOG, raw sockets)".into());
     }
     sys::install_signal_handlers();
+    let mode = mode(args);
+    let mut _port_locks = vec![];
+    for &port in &args.ports {
+        match PortLock::take(mode.name(), port) {
+            Ok(l) => _port_locks.push(l),
+            Err(None) => {
+                return Err(format!(
+                    "port {port} is already protected by a running shortflow-synopt in {} mode in this \
+                     network namespace (`shortflow synopt status` shows it): stop it first; two daemons \
+                     would resend every SYN twice",
+                    mode.name()
+                ))
+            }
+            Err(Some(e)) => return Err(format!("port lock: {e}")),
+        }
+    }
     let families = families(args);
     remove_stale_rules(&families)?;
     let run_id = sys::fresh_run_id();
     let _lock = RunLock::take(&run_id).map_err(|e| format!("run lock: {e}"))?;
     let sender = Sender::open(args.mark, families.contains(&Family::V6))
         .map_err(|e| format!("raw socket: {e}"))?;
-    // The queue is bound before the rules exist: no packet is ever sent to an empty queue.
-    let (mut q, fd) = open_queue(args.queue_num, args.queue_max_len)
-        .map_err(|e| format!("NFQUEUE {}: {e}", args.queue_num))?;
-    let mode = mode(args);
+    // The group is bound before the rules exist: every copy has a reader.
+    let mut obs = Observer::open(args.group, args.rcvbuf_kb.saturating_mul(1024))
+        .map_err(|e| format!("NFLOG group {}: {e}", args.group))?;
     let comment = RunLock::name(&run_id);
     let params = RuleParams {
         mode,
         ports: args.ports.clone(),
-        queue: args.queue_num,
+        group: args.group,
         mark: args.mark,
         comment,
     };
@@ -217,9 +261,14 @@ fn run(args: &Args) -> Result<(), String> {
         delay_ns: args.delay_ms * 1_000_000,
         retries: args.retries,
         max_held: args.max_held,
+        prefix_budget: args.prefix_budget,
+        prefix_len_v4: args.prefix_len.0,
+        prefix_len_v6: args.prefix_len.1,
     };
     let head = json!({ "run_id": run_id, "mode": mode.name(), "delay_ms": args.delay_ms, "retries": args.retries,
-                       "max_held": args.max_held, "ports": args.ports });
+                       "max_held": args.max_held, "prefix_budget": args.prefix_budget,
+                       "prefix_len": [args.prefix_len.0, args.prefix_len.1], "ports": args.ports,
+                       "group": args.group });
     let mut d = Daemon {
         mode,
         table: Table::new(config),
@@ -227,17 +276,18 @@ fn run(args: &Args) -> Result<(), String> {
         spin_ns: args.spin_us * 1000,
         stats: Stats::default(),
         report: reporter(args.json_stats.clone(), head.clone()),
+        status: {
+            let head = head.clone();
+            Box::new(move |d| counters_json(d, &head).to_string())
+        },
     };
     println!(
-        "ready {run_id} ({} rules, queue {})",
+        "ready {run_id} ({} rules, NFLOG group {})",
         installed.count(),
-        args.queue_num
+        args.group
     );
-    let result = d.run(&mut q, fd);
-    let matched = installed.matched_packets(&RunLock::name(&run_id));
-    drop(installed); // rules first: from here on the kernel bypasses the queue
-    d.drain(&mut q);
-    d.stats.bypassed = matched.ok().map(|m| m.saturating_sub(d.stats.packets));
+    let result = d.run(&mut obs, &_lock);
+    drop(installed);
     (d.report)(&d);
-    result.map_err(|e| format!("queue: {e}"))
+    result.map_err(|e| format!("NFLOG: {e}"))
 }

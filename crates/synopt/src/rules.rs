@@ -1,14 +1,12 @@
-//! The daemon's own iptables rules: which packets reach its queue, in which chain, marked
+//! The daemon's own iptables rules: which packets are copied to it, in which chain, marked
 //! with the comment `sf-<runid>-synopt` so that leftovers of a crashed run can be found.
 //!
-//! Rules live in the `mangle` table and are appended: `mangle` runs before `filter`, so a
-//! firewall or the testbed's link emulator (filter FORWARD) still sees every packet after
-//! us, and being last in `mangle` we skip none of its other rules (an NFQUEUE verdict of
-//! ACCEPT ends the traversal of the current table only).
+//! Rules live in the `mangle` table and are appended, so we skip none of its other rules.
 //!
-//! Fail-open, always: every rule carries `--queue-bypass`, so with no daemon bound to the
-//! queue (killed, crashed) the kernel accepts the packet instead of dropping it; the queue
-//! itself is set fail-open, so a full queue accepts too. The daemon only ever copies.
+//! Fail-open by construction: the target is NFLOG, which sends a *copy* of the packet to the
+//! daemon's netlink group and lets the packet go on (a non-terminating target); nothing in
+//! the kernel ever waits for the daemon, whether it runs, hangs or is gone. `--nflog-threshold
+//! 1` sends each copy at once (the default batching would delay it up to its timeout).
 
 use std::io;
 use std::process::Command;
@@ -61,7 +59,8 @@ impl Family {
 pub struct RuleParams {
     pub mode: Mode,
     pub ports: Vec<u16>,
-    pub queue: u16,
+    /// NFLOG group the copies go to.
+    pub group: u16,
     /// Our resends carry this mark (SO_MARK) and are excluded, so they are never queued.
     pub mark: u32,
     pub comment: String,
@@ -161,10 +160,13 @@ fn rule_args(spec: &[String], p: &RuleParams) -> Vec<String> {
     a.extend(
         [
             "-j",
-            "NFQUEUE",
-            "--queue-num",
-            &p.queue.to_string(),
-            "--queue-bypass",
+            "NFLOG",
+            "--nflog-group",
+            &p.group.to_string(),
+            "--nflog-size",
+            &crate::observe::COPY_RANGE.to_string(),
+            "--nflog-threshold",
+            "1",
         ]
         .map(String::from),
     );
@@ -215,30 +217,6 @@ impl Installed {
         self.rules.len()
     }
 
-    /// Packets our rules matched so far (their iptables counters), over every family. Minus
-    /// the packets we took off the queue, this is what the kernel let pass without us
-    /// (fail-open: queue full, or not yet read at exit).
-    pub fn matched_packets(&self, comment: &str) -> io::Result<u64> {
-        let mut families: Vec<Family> = self.rules.iter().map(|(f, _)| *f).collect();
-        families.dedup();
-        let mut total = 0;
-        for f in families {
-            let out = Command::new(f.tool())
-                .args(["-w", "-t", "mangle", "-S", "-v"])
-                .output()?;
-            for line in String::from_utf8_lossy(&out.stdout).lines() {
-                if line.starts_with("-A ")
-                    && line
-                        .split_whitespace()
-                        .any(|t| t.trim_matches('"') == comment)
-                {
-                    total += counter_of(line).unwrap_or(0);
-                }
-            }
-        }
-        Ok(total)
-    }
-
     /// Removes every rule; returns the errors (rules someone else already removed).
     pub fn remove(&mut self) -> Vec<String> {
         let mut errors = vec![];
@@ -261,13 +239,6 @@ impl Drop for Installed {
             eprintln!("shortflow-synopt: {e}");
         }
     }
-}
-
-/// The packet count of a rule printed by `iptables -S -v` (`… -c PACKETS BYTES …`).
-fn counter_of(line: &str) -> Option<u64> {
-    let mut tokens = line.split_whitespace();
-    tokens.find(|t| *t == "-c")?;
-    tokens.next()?.parse().ok()
 }
 
 /// The run id in a synopt comment (`sf-<6 hex>-synopt`), if `token` is one.
@@ -327,7 +298,7 @@ mod tests {
         RuleParams {
             mode,
             ports: vec![80, 8080],
-            queue: 7100,
+            group: 7100,
             mark: 0x5f0e,
             comment: "sf-abc123-synopt".into(),
         }
@@ -345,7 +316,7 @@ mod tests {
         assert!(specs.iter().all(|s| s[0] == "OUTPUT" || s[0] == "INPUT"));
         let args = rule_args(&specs[0], &params(Mode::Client)).join(" ");
         assert!(args.ends_with(
-            "-m comment --comment sf-abc123-synopt -j NFQUEUE --queue-num 7100 --queue-bypass"
+            "-m comment --comment sf-abc123-synopt -j NFLOG --nflog-group 7100 --nflog-size 65535 --nflog-threshold 1"
         ));
     }
 
@@ -361,13 +332,6 @@ mod tests {
         let router = rule_specs(&params(Mode::Router));
         assert!(router.iter().all(|s| s[0] == "FORWARD"));
         assert_eq!(router.len(), 10);
-    }
-
-    #[test]
-    fn rule_counters() {
-        let line = "-A OUTPUT -p tcp -m comment --comment sf-abcdef-synopt -c 17 1020 -j NFQUEUE";
-        assert_eq!(counter_of(line), Some(17));
-        assert_eq!(counter_of("-A OUTPUT -j ACCEPT"), None);
     }
 
     #[test]

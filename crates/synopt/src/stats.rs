@@ -65,15 +65,14 @@ impl Lateness {
 
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
-    /// Packets taken off the queue.
+    /// Copies received from the kernel.
     pub packets: u64,
-    /// Times the queue's socket overflowed (the kernel accepted packets we never saw:
-    /// fail-open, but those SYNs are unprotected).
-    pub queue_overflows: u64,
+    /// Times our socket overflowed (ENOBUFS): copies were lost, never the packets.
+    pub overflows: u64,
     pub send_errors: u64,
-    /// Packets our rules matched that never reached us: the kernel accepted them without a
-    /// copy (fail-open under overload). Known at exit only.
-    pub bypassed: Option<u64>,
+    /// Copies the kernel could not deliver to us (gaps in their sequence numbers): those
+    /// packets went on unprotected. Live, not only at exit.
+    pub bypassed: u64,
     pub lateness: Lateness,
 }
 
@@ -86,11 +85,12 @@ pub fn to_json(s: &Stats, c: &Counters, held: usize, rss_kb: Option<u64>, head: 
         "answered": c.answered,
         "resends": c.resends,
         "expired": c.expired,
-        "evicted": c.evicted,
+        "shed": c.shed,
+        "shed_prefix": c.shed_prefix,
         "replaced": c.replaced,
         "duplicates": c.duplicates,
         "unmatched": c.unmatched,
-        "queue_overflows": s.queue_overflows,
+        "overflows": s.overflows,
         "send_errors": s.send_errors,
         "bypassed": s.bypassed,
         "resend_lateness": s.lateness.to_json(),
@@ -107,17 +107,20 @@ pub fn to_json(s: &Stats, c: &Counters, held: usize, rss_kb: Option<u64>, head: 
 /// One line for a person (SIGUSR1, exit).
 pub fn line(s: &Stats, c: &Counters, held: usize) -> String {
     format!(
-        "held {held} (max {}), taken {}, answered {}, resends {}, expired {}, evicted {}, replaced {}, \
-         duplicates {}, queue overflows {}, send errors {}, mean resend lateness {:.0} µs (max {:.0} µs)",
+        "held {held} (max {}), taken {}, answered {}, resends {}, expired {}, shed {} ({} by prefix budget), \
+         replaced {}, duplicates {}, bypassed {}, overflows {}, send errors {}, \
+         mean resend lateness {:.0} µs (max {:.0} µs)",
         c.held_max,
         c.taken,
         c.answered,
         c.resends,
         c.expired,
-        c.evicted,
+        c.shed,
+        c.shed_prefix,
         c.replaced,
         c.duplicates,
-        s.queue_overflows,
+        s.bypassed,
+        s.overflows,
         s.send_errors,
         if s.lateness.n > 0 { s.lateness.sum_ns as f64 / s.lateness.n as f64 / 1e3 } else { 0.0 },
         s.lateness.max_ns as f64 / 1e3,

@@ -16,13 +16,17 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Waits until `fd` is readable, a signal arrives, or `timeout_ns` passed (None: no limit).
-pub fn wait_readable(fd: RawFd, timeout_ns: Option<u64>) {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
+/// Waits until one of `fds` is readable, a signal arrives, or `timeout_ns` passed (None: no
+/// limit).
+pub fn wait_readable(fds: &[RawFd], timeout_ns: Option<u64>) {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     let ts = timeout_ns.map(|ns| libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
@@ -30,8 +34,15 @@ pub fn wait_readable(fd: RawFd, timeout_ns: Option<u64>) {
     let tsp = ts
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: one valid pollfd; the timespec outlives the call.
-    unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
+    // SAFETY: valid pollfds; the timespec outlives the call.
+    unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            tsp,
+            std::ptr::null(),
+        )
+    };
 }
 
 /// SCHED_FIFO at `priority`, and memory locked: a resend must not wait behind other
@@ -96,7 +107,9 @@ pub fn fresh_run_id() -> String {
 
 /// A bound abstract Unix socket named after the run (`sf-<id>-synopt`): it exists exactly
 /// as long as the daemon does, in its network namespace (abstract names are per namespace),
-/// so a later start can tell a live run's rules from a dead run's.
+/// so a later start can tell a live run's rules from a dead run's. It is also the daemon's
+/// status socket: a datagram sent to it is answered with the live counters as JSON
+/// (`shortflow synopt status`).
 #[derive(Debug)]
 pub struct RunLock {
     fd: RawFd,
@@ -105,7 +118,11 @@ pub struct RunLock {
 fn bind_abstract(name: &str) -> io::Result<RawFd> {
     // SAFETY: a socket we own, a sockaddr_un filled within its bounds.
     unsafe {
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        let fd = libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        );
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -147,6 +164,82 @@ impl RunLock {
     }
 }
 
+impl RunLock {
+    pub fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// Answers every status request waiting with `reply()` (sent back to the asker's
+    /// address; an asker without one, or gone, is skipped).
+    pub fn serve(&self, reply: impl Fn() -> String) {
+        loop {
+            let mut buf = [0u8; 64];
+            // SAFETY: recvfrom into buffers we own, within their lengths.
+            let (n, addr, len) = unsafe {
+                let mut addr: libc::sockaddr_un = std::mem::zeroed();
+                let mut len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+                let n = libc::recvfrom(
+                    self.fd,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                    (&mut addr as *mut libc::sockaddr_un).cast(),
+                    &mut len,
+                );
+                (n, addr, len)
+            };
+            if n < 0 {
+                return;
+            }
+            if len as usize <= std::mem::size_of::<libc::sa_family_t>() {
+                continue;
+            }
+            let text = reply();
+            // SAFETY: sendto with our buffer and the address recvfrom filled.
+            unsafe {
+                libc::sendto(
+                    self.fd,
+                    text.as_ptr().cast(),
+                    text.len(),
+                    libc::MSG_DONTWAIT,
+                    (&addr as *const libc::sockaddr_un).cast(),
+                    len,
+                );
+            }
+        }
+    }
+}
+
+/// One protected (mode, port) per network namespace: an abstract socket
+/// `sf-synopt-<mode>-<port>` held while the daemon runs. Two daemons copying the same
+/// packets would resend each SYN twice.
+#[derive(Debug)]
+pub struct PortLock {
+    fd: RawFd,
+}
+
+impl PortLock {
+    pub fn name(mode: &str, port: u16) -> String {
+        format!("sf-synopt-{mode}-{port}")
+    }
+
+    /// Takes the lock; Err(None) when another daemon holds it, Err(Some(e)) on other errors.
+    pub fn take(mode: &str, port: u16) -> Result<PortLock, Option<io::Error>> {
+        match bind_abstract(&Self::name(mode, port)) {
+            Ok(fd) => Ok(PortLock { fd }),
+            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => Err(None),
+            Err(e) => Err(Some(e)),
+        }
+    }
+}
+
+impl Drop for PortLock {
+    fn drop(&mut self) {
+        // SAFETY: our descriptor, closed once.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
 impl Drop for RunLock {
     fn drop(&mut self) {
         // SAFETY: our descriptor, closed once.
@@ -159,47 +252,6 @@ pub fn rss_kb() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// The number the next opened descriptor gets (the lowest free one): the `nfq` crate does
-/// not expose its socket, so we learn its number this way and check it afterwards.
-pub fn next_fd() -> io::Result<RawFd> {
-    // SAFETY: dup and close of a descriptor we create here.
-    unsafe {
-        let fd = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 0);
-        let fd = if fd < 0 {
-            libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY)
-        } else {
-            fd
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        libc::close(fd);
-        Ok(fd)
-    }
-}
-
-fn int_opt(fd: RawFd, opt: libc::c_int) -> Option<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt into an int we own.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (r == 0).then_some(v)
-}
-
-/// True when `fd` is a NETLINK_NETFILTER socket (the queue's).
-pub fn is_netfilter_socket(fd: RawFd) -> bool {
-    int_opt(fd, libc::SO_DOMAIN) == Some(libc::AF_NETLINK)
-        && int_opt(fd, libc::SO_PROTOCOL) == Some(libc::NETLINK_NETFILTER)
 }
 
 /// A larger receive buffer, so a burst (a SYN flood) does not overflow it.
@@ -227,5 +279,15 @@ mod tests {
         assert!(RunLock::is_alive(&id));
         drop(lock);
         assert!(!RunLock::is_alive(&id));
+    }
+
+    #[test]
+    fn port_lock_is_exclusive() {
+        let port = 40_000 + (now_ns() % 20_000) as u16;
+        let a = PortLock::take("client", port).unwrap();
+        assert!(matches!(PortLock::take("client", port), Err(None)));
+        let b = PortLock::take("server", port).expect("another mode is another lock");
+        drop((a, b));
+        assert!(PortLock::take("client", port).is_ok());
     }
 }

@@ -1,14 +1,21 @@
 //! The held copies: one per connection attempt (flow + initial sequence number), each with
-//! its resend schedule, bounded in number (oldest evicted first). Time is an argument: every
+//! its resend schedule, bounded in number (see the policy below). Time is an argument: every
 //! call takes `now` in nanoseconds, nothing here reads a clock.
 //!
 //! Document 000's tool: "keeps a copy of each SYN (client side) or SYN/ACK (server side);
 //! if no answer within `-d` ms it resends the copy, at most `-r` times". Resend k (1-based)
 //! leaves k × delay after the original, anchored to the original so errors do not add up;
 //! after the last one we wait one more delay for the answer, then forget the copy.
+//!
+//! Under a flood the table sheds load by policy, newest handshakes first: a copy held keeps
+//! its whole schedule, and a new one is not taken when the initiator's source prefix already
+//! holds its budget of copies (`prefix_budget`), or when the table is full (`max_held`).
+//! A flood from a few prefixes thus cannot push out the copies of legitimate clients
+//! elsewhere, who keep their resend after `delay` (issue 11).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap};
+use std::net::IpAddr;
 
 use crate::packet::{seq_ge, Flow, Segment, ACK};
 
@@ -19,12 +26,17 @@ pub struct Config {
     pub delay_ns: u64,
     /// Resends per copy at most.
     pub retries: u32,
-    /// Copies held at most; the oldest is evicted to make room.
+    /// Copies held at most; beyond, new ones are shed.
     pub max_held: usize,
+    /// Copies held at most per source prefix of the connection's initiator (0: no budget).
+    pub prefix_budget: usize,
+    /// Prefix lengths that group initiators for the budget (IPv4, IPv6).
+    pub prefix_len_v4: u8,
+    pub prefix_len_v6: u8,
 }
 
-/// Every copy taken ends in exactly one of `answered`, `expired`, `evicted`, `replaced`, or is
-/// still `held`: `taken = held + answered + expired + evicted + replaced`.
+/// Every copy taken ends in exactly one of `answered`, `expired`, `replaced`, or is still
+/// `held`: `taken = held + answered + expired + replaced`. Shed copies are never taken.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counters {
     /// Copies taken (new connection attempts seen).
@@ -39,8 +51,10 @@ pub struct Counters {
     pub resends: u64,
     /// Copies forgotten after their last resend went unanswered.
     pub expired: u64,
-    /// Copies dropped to stay under `max_held`.
-    pub evicted: u64,
+    /// New copies not taken: the table was full or their source prefix at its budget.
+    pub shed: u64,
+    /// Of `shed`, those refused by the source prefix's budget.
+    pub shed_prefix: u64,
     /// Queued packets carrying an ACK that answered no held copy.
     pub unmatched: u64,
     /// Most copies held at once.
@@ -50,6 +64,7 @@ pub struct Counters {
 #[derive(Debug)]
 struct Copy {
     pkt: Box<[u8]>,
+    prefix: IpAddr,
     isn: u32,
     data_len: u32,
     first_ns: u64,
@@ -63,8 +78,8 @@ pub struct Table {
     copies: HashMap<Flow, Copy>,
     /// (deadline, copy id, flow); entries of copies that are gone are skipped when reached.
     timers: BinaryHeap<Reverse<(u64, u64, Flow)>>,
-    /// Copies in arrival order, for eviction; same lazy skipping.
-    order: VecDeque<(u64, Flow)>,
+    /// Copies held per initiator prefix (only prefixes holding some).
+    per_prefix: HashMap<IpAddr, usize>,
     next_id: u64,
     pub counters: Counters,
 }
@@ -75,7 +90,7 @@ impl Table {
             cfg,
             copies: HashMap::new(),
             timers: BinaryHeap::new(),
-            order: VecDeque::new(),
+            per_prefix: HashMap::new(),
             next_id: 0,
             counters: Counters::default(),
         }
@@ -85,18 +100,34 @@ impl Table {
         self.copies.len()
     }
 
-    /// Keeps a copy of `pkt` (whose TCP facts are `seg`), seen at `now`.
-    pub fn hold(&mut self, now: u64, seg: &Segment, pkt: &[u8]) {
+    /// The initiator's address masked to the budget's prefix length: the SYN's source, or
+    /// the SYN/ACK's destination.
+    fn prefix_of(&self, seg: &Segment) -> IpAddr {
+        let who = if seg.is_synack() { seg.flow.dst } else { seg.flow.src };
+        mask(who, self.cfg.prefix_len_v4, self.cfg.prefix_len_v6)
+    }
+
+    /// Keeps a copy of `pkt` (whose TCP facts are `seg`), seen at `now`, unless the policy
+    /// sheds it; true when it was taken.
+    pub fn hold(&mut self, now: u64, seg: &Segment, pkt: &[u8]) -> bool {
         if let Some(c) = self.copies.get(&seg.flow) {
             if c.isn == seg.seq {
                 self.counters.duplicates += 1;
-                return;
+                return false;
             }
-            self.copies.remove(&seg.flow);
+            self.remove(&seg.flow);
             self.counters.replaced += 1;
         }
-        while self.copies.len() >= self.cfg.max_held.max(1) {
-            self.evict_oldest();
+        let prefix = self.prefix_of(seg);
+        let budget = self.cfg.prefix_budget;
+        if budget > 0 && self.per_prefix.get(&prefix).copied().unwrap_or(0) >= budget {
+            self.counters.shed += 1;
+            self.counters.shed_prefix += 1;
+            return false;
+        }
+        if self.copies.len() >= self.cfg.max_held.max(1) {
+            self.counters.shed += 1;
+            return false;
         }
         let id = self.next_id;
         self.next_id += 1;
@@ -105,6 +136,7 @@ impl Table {
             seg.flow,
             Copy {
                 pkt: pkt.into(),
+                prefix,
                 isn: seg.seq,
                 data_len,
                 first_ns: now,
@@ -112,20 +144,23 @@ impl Table {
                 id,
             },
         );
+        *self.per_prefix.entry(prefix).or_insert(0) += 1;
         self.timers
             .push(Reverse((now + self.cfg.delay_ns, id, seg.flow)));
-        self.order.push_back((id, seg.flow));
         self.counters.taken += 1;
         self.counters.held_max = self.counters.held_max.max(self.copies.len() as u64);
         self.compact();
+        true
     }
 
-    fn evict_oldest(&mut self) {
-        while let Some((id, flow)) = self.order.pop_front() {
-            if self.copies.get(&flow).is_some_and(|c| c.id == id) {
-                self.copies.remove(&flow);
-                self.counters.evicted += 1;
-                return;
+    /// Removes the copy of `flow`, keeping the per-prefix counts right.
+    fn remove(&mut self, flow: &Flow) {
+        if let Some(c) = self.copies.remove(flow) {
+            if let Some(n) = self.per_prefix.get_mut(&c.prefix) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_prefix.remove(&c.prefix);
+                }
             }
         }
     }
@@ -142,7 +177,7 @@ impl Table {
             seq_ge(seg.ack, lo) && seq_ge(lo.wrapping_add(c.data_len), seg.ack)
         });
         if answered {
-            self.copies.remove(&key);
+            self.remove(&key);
             self.counters.answered += 1;
         } else {
             self.counters.unmatched += 1;
@@ -176,14 +211,14 @@ impl Table {
                 let next = c.first_ns + u64::from(c.resent + 1) * self.cfg.delay_ns;
                 self.timers.push(Reverse((next, c.id, flow)));
             } else {
-                self.copies.remove(&flow);
+                self.remove(&flow);
                 self.counters.expired += 1;
             }
         }
     }
 
-    /// Drops the timer and order entries of copies that are gone, so both stay within a
-    /// constant factor of `max_held` under a flood of answered or evicted copies.
+    /// Drops the timer entries of copies that are gone, so the heap stays within a constant
+    /// factor of `max_held` under a flood of answered or replaced copies.
     fn compact(&mut self) {
         let limit = 2 * self.copies.len() + 1024;
         if self.timers.len() > limit {
@@ -191,10 +226,21 @@ impl Table {
             self.timers
                 .retain(|Reverse((_, id, flow))| copies.get(flow).is_some_and(|c| c.id == *id));
         }
-        if self.order.len() > limit {
-            let copies = &self.copies;
-            self.order
-                .retain(|(id, flow)| copies.get(flow).is_some_and(|c| c.id == *id));
+    }
+}
+
+/// `addr` with all but its first `v4` (IPv4) or `v6` (IPv6) bits cleared.
+pub fn mask(addr: IpAddr, v4: u8, v6: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => {
+            let bits = u32::from(v4.min(32));
+            let m = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+            IpAddr::V4((u32::from(a) & m).into())
+        }
+        IpAddr::V6(a) => {
+            let bits = u32::from(v6.min(128));
+            let m = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+            IpAddr::V6((u128::from(a) & m).into())
         }
     }
 }
@@ -212,7 +258,19 @@ mod tests {
             delay_ns: 200 * MS,
             retries,
             max_held,
+            prefix_budget: 0,
+            prefix_len_v4: 24,
+            prefix_len_v6: 48,
         })
+    }
+
+    /// A SYN from `src` (IPv4 octets) and source port `port`.
+    fn syn_from(src: [u8; 4], port: u16, isn: u32) -> Vec<u8> {
+        let mut p = syn_v4(isn, SYN, 0);
+        p[12..16].copy_from_slice(&src);
+        p[20..22].copy_from_slice(&port.to_be_bytes());
+        crate::packet::fix_checksums(&mut p);
+        p
     }
 
     fn resends_until(t: &mut Table, end: u64) -> Vec<u64> {
@@ -238,7 +296,7 @@ mod tests {
         let c = t.counters;
         assert_eq!(
             c.taken,
-            t.held() as u64 + c.answered + c.expired + c.evicted + c.replaced,
+            t.held() as u64 + c.answered + c.expired + c.replaced,
             "{c:?}"
         );
     }
@@ -312,23 +370,51 @@ mod tests {
     }
 
     #[test]
-    fn cap_evicts_oldest_and_bounds_internal_queues() {
+    fn full_table_sheds_the_newest_and_keeps_the_held_schedules() {
         let mut t = table(3, 100);
         for i in 0..10_000u32 {
-            let mut p = syn_v4(i, SYN, 0);
-            p[20..22].copy_from_slice(&((i % 60_000) as u16).to_be_bytes()); // new source port
-            t.hold(u64::from(i), &parse(&p).unwrap(), &p);
-            assert!(t.held() <= 100);
-            assert!(t.timers.len() <= 2 * 100 + 1024 + 1 && t.order.len() <= 2 * 100 + 1024 + 1);
+            let p = syn_from([10, 231, (i / 250) as u8, (i % 250) as u8], 1000 + (i % 60_000) as u16, i);
+            let taken = t.hold(u64::from(i), &parse(&p).unwrap(), &p);
+            assert_eq!(taken, i < 100, "copy {i}");
+            assert!(t.held() <= 100 && t.timers.len() <= 2 * 100 + 1024 + 1);
         }
-        assert_eq!((t.counters.evicted, t.counters.held_max), (9_900, 100));
+        assert_eq!((t.counters.shed, t.counters.shed_prefix, t.counters.held_max), (9_900, 0, 100));
         assert_adds_up(&t);
+        // The first 100 keep their whole schedule: resent at 200, 400, 600 ms after them.
         let sent = resends_until(&mut t, 1000 * MS);
-        assert_eq!(
-            sent.len(),
-            300,
-            "only the 100 held copies are resent, 3 times each"
-        );
+        assert_eq!(sent.len(), 300);
+        assert_eq!(sent[0], 200 * MS);
         assert_adds_up(&t);
+    }
+
+    #[test]
+    fn a_flooding_prefix_meets_its_budget_and_others_keep_theirs() {
+        let mut t = Table::new(Config { prefix_budget: 10, ..table(3, 1000).cfg });
+        for i in 0..500u32 {
+            // 500 SYNs from 500 addresses of 192.0.2.0/24 ...
+            let p = syn_from([192, 0, 2, (i % 250) as u8], 2000 + i as u16, i);
+            t.hold(0, &parse(&p).unwrap(), &p);
+        }
+        assert_eq!((t.held(), t.counters.shed_prefix), (10, 490));
+        // ... do not stop a client of another /24.
+        let legit = syn_from([198, 51, 100, 7], 50_000, 77);
+        assert!(t.hold(MS, &parse(&legit).unwrap(), &legit));
+        // Answered copies free their prefix's budget.
+        let first = parse(&syn_from([192, 0, 2, 0], 2000, 0)).unwrap();
+        assert!(t.answer(&Segment { flow: first.flow.reversed(), flags: SYN | ACK, seq: 1, ack: 1, payload_len: 0 }));
+        let again = syn_from([192, 0, 2, 9], 9000, 9);
+        assert!(t.hold(2 * MS, &parse(&again).unwrap(), &again));
+        assert_adds_up(&t);
+        let sent = resends_until(&mut t, 201 * MS);
+        assert!(sent.contains(&(201 * MS)), "the legitimate copy is resent after 200 ms: {sent:?}");
+    }
+
+    #[test]
+    fn prefixes_are_masked() {
+        let a = mask("192.0.2.77".parse().unwrap(), 24, 48);
+        assert_eq!(a, "192.0.2.0".parse::<IpAddr>().unwrap());
+        let b = mask("2001:db8:1:2:3::1".parse().unwrap(), 24, 48);
+        assert_eq!(b, "2001:db8:1::".parse::<IpAddr>().unwrap());
+        assert_eq!(mask("10.1.2.3".parse().unwrap(), 0, 0), "0.0.0.0".parse::<IpAddr>().unwrap());
     }
 }

@@ -1,10 +1,13 @@
 """`shortflow synopt -d DELAY_MS -r RETRIES (-c | -s | --router) -p PORT[,PORT…]`: the SYN
-optimizer daemon of document 000 (runs until SIGINT/SIGTERM; counters on SIGUSR1)."""
+optimizer daemon of document 000 (runs until SIGINT/SIGTERM; counters on SIGUSR1), and
+`shortflow synopt status [--json]`: the live counters of the daemons running here."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Optional
+
+import json
 
 import typer
 from rich.console import Console
@@ -12,41 +15,76 @@ from rich.console import Console
 from shortflow.exceptions import PrivilegeError, SynoptError
 
 err = Console(stderr=True)
+out = Console()
+
+
+def _status(as_json: bool) -> None:
+    from shortflow import synopt
+
+    daemons = synopt.status()
+    if as_json:
+        out.print_json(json.dumps(daemons))
+        return
+    if not daemons:
+        out.print("no shortflow-synopt daemon runs in this network namespace", highlight=False)
+    for d in daemons:
+        if not d["answering"]:
+            out.print(f"run {d['run_id']}: [red]no answer within 1 s[/] (stopped or hung?): traffic flows, "
+                      "unprotected (its rules only copy packets)", highlight=False)
+            continue
+        lat = d.get("resend_lateness") or {}
+        late = f", resend lateness p50 ≤ {lat['p50_us_at_most']:g} µs, p99 ≤ {lat['p99_us_at_most']:g} µs" \
+            if lat.get("count") else ""
+        out.print(f"run {d['run_id']} (pid {d['pid']}, {d['mode']} mode, ports {','.join(map(str, d['ports']))}): "
+                  f"held {d['held']}, taken {d['copies_taken']}, answered {d['answered']}, resent {d['resends']}, "
+                  f"shed {d['shed']} ({d['shed_prefix']} by prefix budget), bypassed {d['bypassed']}{late}",
+                  highlight=False)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("synopt")
     def synopt_cmd(
-        delay: Annotated[str, typer.Option("-d", "--delay", metavar="DELAY_MS",
-                                           help="wait this long for an answer before each resend: milliseconds (200) or with a unit (200ms)")],
-        retries: Annotated[int, typer.Option("-r", "--retries", help="resend each SYN or SYN/ACK at most this many times")],
-        ports: Annotated[str, typer.Option("-p", "--port", metavar="PORT[,PORT…]", help="server port(s) to protect")],
+        action: Annotated[Optional[str], typer.Argument(metavar="[status]", help="status: print the live counters of the daemons running here")] = None,
+        delay: Annotated[Optional[str], typer.Option("-d", "--delay", metavar="DELAY_MS",
+                                                     help="wait this long for an answer before each resend: milliseconds (200) or with a unit (200ms)")] = None,
+        retries: Annotated[Optional[int], typer.Option("-r", "--retries", help="resend each SYN or SYN/ACK at most this many times")] = None,
+        ports: Annotated[Optional[str], typer.Option("-p", "--port", metavar="PORT[,PORT…]", help="server port(s) to protect")] = None,
         client: Annotated[bool, typer.Option("-c", "--client", help="client side: keep outgoing SYNs")] = False,
         server: Annotated[bool, typer.Option("-s", "--server", help="server side: keep outgoing SYN/ACKs")] = False,
         router: Annotated[bool, typer.Option("--router", help="router: keep the SYNs and SYN/ACKs it forwards")] = False,
         json_stats: Annotated[Optional[Path], typer.Option("--json-stats", metavar="FILE", help="write the counters as JSON here (exit, SIGUSR1)")] = None,
-        max_held: Annotated[int, typer.Option("--max-held", help="copies held at most; the oldest is evicted beyond")] = 65_536,
-        queue_num: Annotated[int, typer.Option("--queue-num", help="NFQUEUE number of the daemon's rules")] = 7100,
-        queue_max_len: Annotated[int, typer.Option("--queue-max-len", help="packets waiting for the daemon at most; beyond, they pass without a copy (fail-open)")] = 4096,
+        max_held: Annotated[int, typer.Option("--max-held", help="copies held at most; beyond, new ones are shed")] = 65_536,
+        prefix_budget: Annotated[int, typer.Option("--prefix-budget", help="copies held at most per initiator /24 (IPv6: /48); beyond, that prefix's newest are shed (0: no budget)")] = 1024,
+        group: Annotated[int, typer.Option("--group", "--queue-num", help="NFLOG group of the daemon's rules")] = 7100,
         no_ipv6: Annotated[bool, typer.Option("--no-ipv6", help="IPv4 only")] = False,
-        fail_open: Annotated[bool, typer.Option("--fail-open", help="traffic flows when the daemon is dead or overloaded: the default and only behaviour (rules use --queue-bypass)")] = True,
+        fail_open: Annotated[bool, typer.Option("--fail-open", help="traffic flows when the daemon is dead, hung or overloaded: the default and only behaviour (rules only copy packets)")] = True,
+        as_json: Annotated[bool, typer.Option("--json", help="with status: print JSON")] = False,
         rt_priority: Annotated[int, typer.Option("--rt-priority", help="SCHED_FIFO priority of the daemon (0: normal priority)")] = 10,
     ) -> None:
         """Resend a lost SYN or SYN/ACK after DELAY_MS instead of the kernel's 1 s (needs root).
 
-        Fail-open: the daemon's iptables rules carry --queue-bypass, so traffic flows if the daemon dies; it removes its rules on SIGINT/SIGTERM, and its next start or `shortflow testbed clean` removes those of a killed daemon.
+        Fail-open: the daemon's iptables rules only copy packets (NFLOG), so traffic flows if the daemon hangs or dies; it removes its rules on SIGINT/SIGTERM, and its next start or `shortflow testbed clean` removes those of a killed daemon.
         """
         from shortflow import synopt
 
         del fail_open  # always on: accepted for the document's interface
 
+        if action == "status":
+            _status(as_json)
+            return
         try:
+            if action is not None:
+                raise SynoptError(f"{action!r}: the only action is `status` (the daemon takes options only)")
+            missing = [flag for flag, v in (("-d", delay), ("-r", retries), ("-p", ports)) if v is None]
+            if missing:
+                raise SynoptError(f"missing {', '.join(missing)}: e.g. shortflow synopt -d 200 -r 3 -c -p 80")
+            assert delay is not None and retries is not None and ports is not None
             modes = [m for m, on in (("client", client), ("server", server), ("router", router)) if on]
             if len(modes) != 1:
                 raise SynoptError("choose exactly one of -c (client), -s (server), --router")
             o = synopt.Options(delay_ms=synopt.parse_delay_ms(delay), retries=retries, mode=modes[0],
                                ports=synopt.parse_ports(ports), json_stats=json_stats, max_held=max_held,
-                               queue_num=queue_num, ipv6=not no_ipv6, rt_priority=rt_priority, queue_max_len=queue_max_len)
+                               group=group, ipv6=not no_ipv6, rt_priority=rt_priority, prefix_budget=prefix_budget)
             synopt.exec_daemon(o)
         except (SynoptError, PrivilegeError) as e:
             err.print(f"[red]error:[/] {e}", highlight=False)

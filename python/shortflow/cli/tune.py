@@ -86,9 +86,10 @@ def apply_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would change; change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Apply values refused as unsafe.")] = False,
     fallback: Annotated[Optional[str], typer.Option("--fallback", help="routes: route metrics and sysctls only, no BPF.")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Detach shortflow's tuner program already on the cgroup first.")] = False,
     state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json"),
 ) -> None:
-    """Apply start-up settings (BPF sock_ops on a cgroup; route metrics and sysctls)."""
+    """Apply start-up settings (BPF sock_ops on a cgroup; route metrics and sysctls), journalled."""
     from shortflow import tune
 
     if fallback not in (None, "routes"):
@@ -104,11 +105,15 @@ def apply_cmd(
             for n in p.notices:
                 err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
             return
-        result = tune.apply(s, state_path=state, fallback_routes=fallback == "routes", force=force)
+        result = tune.apply(s, state_path=state, fallback_routes=fallback == "routes", force=force, replace=replace)
+    except (KeyboardInterrupt, tune.Interrupted) as e:
+        raise _fail(TuneError(f"{e or 'interrupted'}: every change made so far was undone"), 130) from None
     except (TuneError, PrivilegeError) as e:
         raise _fail(e, 2) from None
     except ShortflowError as e:
         raise _fail(e, 1) from None
+    for note in result.get("notes", []):
+        out.print(note, highlight=False)
     bpf = result.get("bpf")
     if bpf:
         out.print(f"attached BPF program {bpf['prog_id']} to {bpf['cgroup']} (pins {bpf['pin_dir']})", highlight=False)
@@ -150,6 +155,8 @@ def status_cmd(
     if as_json:
         out.print_json(json.dumps(st))
         return
+    for note in st.get("notes", []):
+        out.print(note, highlight=False)
     s = st["settings"]
     out.print(f"applied {st['applied']} (id {st['id']})", highlight=False)
     t = Table("setting", "value")
@@ -174,12 +181,23 @@ def status_cmd(
 
 
 @tune_app.command("revert")
-def revert_cmd(state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json")) -> None:
-    """Restore exactly what `apply` changed."""
+def revert_cmd(
+    state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json"),
+    force: Annotated[bool, typer.Option("--force", help="Restore routes and sysctls changed since apply too.")] = False,
+    orphans: Annotated[bool, typer.Option("--orphans", help="Without a state file: remove shortflow's own tuner programs, pins and build directories found on this host.")] = False,
+    scope: Annotated[Optional[str], typer.Option("--scope", help="With --orphans: cgroup=PATH, only the programs attached there (and their pins).")] = None,
+) -> None:
+    """Restore exactly what `apply` changed (last change first); `--orphans` needs no state file."""
     from shortflow import tune
 
+    cgroup = None
+    if scope is not None:
+        kind, _, value = scope.partition("=")
+        if kind != "cgroup" or not value or not orphans:
+            raise _fail(TuneError(f"--scope {scope!r}: revert takes only --orphans --scope cgroup=PATH"), 2)
+        cgroup = Path(value)
     try:
-        done = tune.revert(state_path=state)
+        done = tune.revert(state_path=state, force=force, orphans_too=orphans, cgroup=cgroup)
     except (TuneError, PrivilegeError) as e:
         raise _fail(e, 2) from None
     for line in done:

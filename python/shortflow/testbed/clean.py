@@ -196,8 +196,9 @@ def clean(force: bool = False, only: str | None = None) -> list[str]:
     done += remove_stale_synopt_rules(run_id=only)
     for pin in found["bpf_pins"]:
         if pin.endswith("-tune"):
-            # A host's tuning, not a testbed run's: its state file knows how to undo it.
-            done.append(f"nothing of {BPF_FS / pin}: `shortflow tune revert` removes it")
+            # A host's tuning, not a testbed run's: its journal knows how to undo it.
+            done.append(f"nothing of {BPF_FS / pin}: `shortflow tune revert` removes it "
+                        "(`shortflow tune revert --orphans` without its state file)")
             continue
         target = BPF_FS / pin
         if target.is_dir():

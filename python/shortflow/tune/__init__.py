@@ -1,16 +1,20 @@
 """`shortflow tune`: start-up settings for the connections of a cgroup (SYN RTO, initial
 window, minimum RTO, delayed-ACK maximum, per destination prefix, Super Fast Retransmit),
 set by a BPF sock_ops program (`bpf/tune.bpf.c`), with route-metric and sysctl fallbacks,
-and a state file from which `revert` restores exactly what was there before.
+and a write-ahead journal (the state file, `journal.py`) from which `revert` restores
+exactly what was there before — also after an apply killed halfway (`undo.py`).
 
-Python API: `apply(settings)`, `reload_prefixes(rules)`, `status()`, `revert()`.
+Python API: `apply(settings)`, `reload_prefixes(rules)`, `status()`, `revert()`,
+`revert(orphans=True)` (no state file needed: `orphans.py`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
+import secrets
+import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +23,8 @@ from typing import Any
 from shortflow.exceptions import PrivilegeError, TuneError
 from shortflow.host import cgroup2_root, kernel_hz, run
 from shortflow.host.runid import fresh_run_id
-from shortflow.tune import program, routes
+from shortflow.tune import journal, orphans, program, routes
+from shortflow.tune.undo import rollback
 from shortflow.tune.settings import PrefixRule, TuneSettings, hard_limits, load_prefixes, unsafe
 
 __all__ = ["DEFAULT_STATE", "Plan", "PrefixRule", "TuneSettings", "apply", "load_prefixes", "plan",
@@ -146,122 +151,217 @@ def plan(s: TuneSettings, *, fallback_routes: bool = False, force: bool = False)
     return Plan(s, cgroup, routes.plan(s, with_iw_and_rto=False), why, told)
 
 
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP during apply: unwinds like Ctrl-C, so the apply rolls itself back."""
+
+
+def _interruptible() -> dict[int, object]:
+    def stop(signum: int, _frame: object) -> None:
+        raise Interrupted(f"interrupted by {signal.Signals(signum).name}: rolled back")
+
+    return {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+
+def _settle(state_path: Path) -> list[str]:
+    """Rolls back an interrupted apply left in `state_path` (journal without `committed`);
+    returns what it did. A committed journal is left as it is."""
+    if not state_path.exists():
+        return []
+    j = _read_journal(state_path)
+    if j.committed:
+        return []
+    out = rollback(j)
+    if out.left:
+        raise TuneError(f"{state_path}: an interrupted apply could not be rolled back entirely: "
+                        + "; ".join(out.left))
+    state_path.unlink()
+    return [f"interrupted apply {j.id} rolled back"] + out.done + [f"warning: {w}" for w in out.warnings]
+
+
 def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes: bool = False,
-          force: bool = False) -> dict[str, Any]:
-    """Applies `s` and writes the state file; on any failure undoes what it did."""
+          force: bool = False, replace: bool = False) -> dict[str, Any]:
+    """Applies `s`, journalling each change before making it; on any failure (Ctrl-C,
+    SIGTERM and SIGHUP included) undoes what it did. An apply interrupted earlier (SIGKILL)
+    is rolled back first. Returns the applied state (`status()`'s shape) with `notes`."""
     _require_root()
+    notes = _settle(state_path)
     if state_path.exists():
         raise TuneError(f"already applied ({state_path}): `shortflow tune revert` first, "
                         "or `shortflow tune reload --iw-map FILE` to change the prefixes")
     p = plan(s, fallback_routes=fallback_routes, force=force)
+    if p.cgroup is not None:
+        there = orphans.on_cgroup(p.cgroup)
+        if there and not replace:
+            ids = ", ".join(str(x.prog_id) for x in there)
+            raise TuneError(f"cgroup {p.cgroup} already carries shortflow's tuner program {ids} (applied with another "
+                            "state file?): --replace detaches it first; `shortflow tune revert --orphans` removes it")
+        if there:
+            notes += orphans.remove_all(p.cgroup)
     # A run id like the testbed's (`sf-<id>-tune` pins): `testbed clean` and the test
     # suite's leftover check recognise it, and it honours $SHORTFLOW_RUN_ID_PREFIX.
-    state: dict[str, Any] = {"id": fresh_run_id(), "applied": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                             "settings": s.as_json(), "changes": [], "bpf": None, "notices": p.notices}
+    header = {"id": fresh_run_id(), "applied": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "settings": s.as_json(), "hz": kernel_hz(), "notices": p.notices}
+    w = journal.Writer(state_path, header)
+    old = _interruptible()
     try:
         if p.cgroup is not None:
-            state["bpf"] = _apply_bpf(s, p.cgroup, state["id"])
+            _apply_bpf(w, s, p.cgroup)
         for change in p.changes:
+            args = {k: str(v) for k, v in change.items() if k != "kind"}
+            step = w.intend(str(change["kind"]), **args)
             routes.apply(change)
-            state["changes"].append(change)
+            shown = _shown(change)
+            w.done(step, **({"shown": shown} if shown else {}))
+        w.commit()
     except BaseException:
-        _undo(state)
-        raise
-    state_path.parent.mkdir(parents=True, exist_ok=True)
-    state_path.write_text(json.dumps(state, indent=1) + "\n")
-    return state
-
-
-def _apply_bpf(s: TuneSettings, cgroup: Path, run_id: str) -> dict[str, Any]:
-    hz = kernel_hz()
-    obj = program.compile_program()
-    mounted = program.ensure_bpffs()
-    pin_dir = program.BPF_FS / f"sf-{run_id}-tune"
-    bpf: dict[str, Any] = {"cgroup": str(cgroup), "pin_dir": str(pin_dir), "mounted_bpffs": mounted, "prog_id": None,
-                           "hz": hz}
-    try:
-        bpf["prog_id"] = program.load(obj, pin_dir)
-        program.write_config(pin_dir, s, hz)
-        program.write_prefixes(pin_dir, s.prefixes, hz)
-        program.attach(cgroup, pin_dir)
-        bpf["attached"] = True
-    except BaseException:
-        _undo_bpf(bpf)
+        # A second SIGTERM must not cut the rollback short (Ctrl-C still can: the next
+        # command then finishes it from the journal).
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        out = rollback(w.journal)
+        if not out.left:
+            state_path.unlink(missing_ok=True)
         raise
     finally:
-        obj.unlink(missing_ok=True)
-        obj.parent.rmdir()
-    return bpf
+        for sig, handler in old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+    st = _state(w.journal)
+    st["notes"] = notes
+    return st
 
 
-def _undo_bpf(bpf: dict[str, Any]) -> None:
-    if bpf.get("prog_id") is not None:
-        program.detach(Path(bpf["cgroup"]), int(bpf["prog_id"]))
-    program.unpin(Path(bpf["pin_dir"]))
-    if bpf.get("mounted_bpffs") and not any(program.BPF_FS.iterdir()):
-        run(["umount", str(program.BPF_FS)], check=False)
+def _shown(change: dict[str, Any]) -> str | None:
+    """The route line as the kernel now shows it (what revert will look for)."""
+    if change["kind"] != "route":
+        return None
+    after = sorted(routes.replaceable(str(change["after"])))
+    for fam, line in routes.default_routes():
+        if fam == change["family"] and sorted(routes.replaceable(line)) == after:
+            return line
+    lines = [line for fam, line in routes.default_routes() if fam == change["family"]]
+    return lines[0] if len(lines) == 1 else None
 
 
-def _undo(state: dict[str, Any]) -> list[str]:
-    """Undoes a state's changes, last first; returns what it did."""
-    done = []
-    for change in reversed(state.get("changes", [])):
-        routes.undo(change)
-        done.append(f"{change['kind']} back to {change['before']!r}")
-    if state.get("bpf"):
-        _undo_bpf(state["bpf"])
-        done.append(f"BPF program {state['bpf'].get('prog_id')} detached from {state['bpf']['cgroup']} and unpinned")
-    return done
+def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path) -> None:
+    hz = kernel_hz()
+    build = Path(tempfile.gettempdir()) / f"{journal.BUILD_PREFIX}{secrets.token_hex(4)}"
+    step = w.intend("build_dir", path=str(build))
+    build.mkdir(mode=0o700)
+    obj = program.compile_program(build)
+    w.done(step)
+    if program.needs_bpffs():
+        step = w.intend("mount_bpffs", path=str(program.BPF_FS))
+        program.ensure_bpffs()
+        w.done(step, mounted=True)
+    pin_dir = program.BPF_FS / f"sf-{w.journal.id}-tune"
+    step = w.intend("load", pin_dir=str(pin_dir))
+    prog_id = program.load(obj, pin_dir)
+    info = orphans.prog_info(prog_id) or {}
+    w.done(step, prog_id=prog_id, tag=str(info.get("tag")), name=str(info.get("name")))
+    program.write_config(pin_dir, s, hz)
+    program.write_prefixes(pin_dir, s.prefixes, hz)
+    step = w.intend("attach", cgroup=str(cgroup), pin_dir=str(pin_dir))
+    program.attach(cgroup, pin_dir)
+    w.done(step, prog_id=prog_id, tag=str(info.get("tag")), name=str(info.get("name")))
+    step = w.intend("remove_build_dir", path=str(build))
+    obj.unlink()
+    build.rmdir()
+    w.done(step)
 
 
-def _read_state(state_path: Path) -> dict[str, Any]:
+def _state(j: journal.Journal) -> dict[str, Any]:
+    """The journal as `status()` shows it: settings, the BPF part, the route/sysctl changes."""
+    st: dict[str, Any] = {"id": j.id, "applied": j.header.get("applied"), "settings": j.header["settings"],
+                          "bpf": None, "changes": [], "state_file": str(j.path),
+                          "notices": j.header.get("notices", [])}
+    for step in j.steps:
+        if step.op == "attach":
+            st["bpf"] = {"cgroup": step.args["cgroup"], "pin_dir": step.args["pin_dir"],
+                         "prog_id": (step.done or {}).get("prog_id"), "tag": (step.done or {}).get("tag"),
+                         "hz": j.header.get("hz")}
+        elif step.op in ("route", "sysctl"):
+            st["changes"].append({"kind": step.op, **step.args})
+    return st
+
+
+def _orphan_hint() -> str:
+    found = orphans.listing()
+    things = [f"program {x}" for x in found["programs"]] + found["pin_dirs"] + found["build_dirs"]
+    if not things:
+        return "no tuner program, pin or build directory of shortflow's found on this host"
+    return ("shortflow's tuner objects found on this host: " + "; ".join(things)
+            + " (`shortflow tune revert --orphans` removes them)")
+
+
+def _read_journal(state_path: Path) -> journal.Journal:
     try:
-        data: dict[str, Any] = json.loads(state_path.read_text())
-    except FileNotFoundError:
-        raise TuneError(f"nothing applied ({state_path} does not exist)") from None
-    except (OSError, json.JSONDecodeError) as e:
-        raise TuneError(f"{state_path}: unreadable state file: {e}") from None
-    return data
+        return journal.load(state_path)
+    except TuneError as e:
+        raise TuneError(f"{e}\n{_orphan_hint()}") from None
 
 
-def revert(*, state_path: Path = DEFAULT_STATE) -> list[str]:
-    """Restores exactly what `apply` changed and removes the state file."""
+def revert(*, state_path: Path = DEFAULT_STATE, force: bool = False, orphans_too: bool = False,
+           cgroup: Path | None = None) -> list[str]:
+    """Undoes the journal, last change first, and removes it. With `orphans_too`, needs no
+    state file: removes shortflow's own tuner programs, pins and build directories found on
+    the host (only those attached to `cgroup`, and their pins, when given)."""
     _require_root()
-    done = _undo(_read_state(state_path))
+    if orphans_too:
+        done = orphans.remove_all(cgroup)
+        return done or ["no tuner program, pin or build directory of shortflow's found"]
+    j = _read_journal(state_path)
+    out = rollback(j, force=force)
+    if not j.committed:
+        out.done.insert(0, f"interrupted apply {j.id} rolled back")
+    if out.left:
+        raise TuneError("not reverted entirely: " + "; ".join(out.left)
+                        + (f" (done: {'; '.join(out.done)})" if out.done else "")
+                        + f"; {state_path} kept")
     state_path.unlink()
-    return done
+    return out.done + [f"warning: {w}" for w in out.warnings]
 
 
 def reload_prefixes(rules: list[PrefixRule], *, state_path: Path = DEFAULT_STATE, force: bool = False) -> int:
     """Replaces the per-prefix settings of the attached program without detaching it;
     returns the number of prefixes now held."""
     _require_root()
-    state = _read_state(state_path)
-    if not state.get("bpf"):
+    _settle(state_path)
+    st = _state(_read_journal(state_path))
+    if not st.get("bpf"):
         raise TuneError("the applied settings use no BPF program (--fallback routes): nothing to reload")
+    hz = int(st["bpf"]["hz"] or kernel_hz())
     settings = TuneSettings(prefixes=rules)
-    hard_limits(settings, int(state["bpf"]["hz"]))
+    hard_limits(settings, hz)
     why = unsafe(settings, measured_rtts())
     if why and not force:
         raise TuneError("refused (use --force to apply anyway): " + "; ".join(why))
-    program.write_prefixes(Path(state["bpf"]["pin_dir"]), rules, int(state["bpf"]["hz"]))
-    state["settings"]["prefixes"] = TuneSettings(prefixes=rules).as_json()["prefixes"]
-    state_path.write_text(json.dumps(state, indent=1) + "\n")
+    program.write_prefixes(Path(st["bpf"]["pin_dir"]), rules, hz)
+    new = dict(st["settings"])
+    new["prefixes"] = TuneSettings(prefixes=rules).as_json()["prefixes"]
+    journal.append_settings(state_path, new)
     return len(rules)
 
 
 def status(*, state_path: Path = DEFAULT_STATE) -> dict[str, Any]:
-    """The state file, whether the program is still attached, and its counters."""
-    state = _read_state(state_path)
-    bpf = state.get("bpf")
+    """The journal, whether the program is still attached, and its counters. An interrupted
+    apply found here is rolled back first (and said so in `notes`). Without a usable state
+    file: TuneError listing shortflow's own tuner objects on the host."""
+    notes = _settle(state_path) if os.geteuid() == 0 else []
+    if not state_path.exists():
+        why = f"nothing applied ({state_path} does not exist)"
+        if notes:
+            why += ": " + "; ".join(notes)
+        raise TuneError(f"{why}\n{_orphan_hint()}")
+    st = _state(_read_journal(state_path))
+    st["notes"] = notes
+    bpf = st.get("bpf")
     if bpf:
-        cgroup = Path(bpf["cgroup"])
-        shown = run(["bpftool", "-j", "cgroup", "show", str(cgroup)], check=False).stdout.replace(" ", "")
-        bpf["still_attached"] = f'"id":{bpf["prog_id"]},' in shown
+        attached = orphans.on_cgroup(Path(bpf["cgroup"])) if Path(bpf["cgroup"]).exists() else []
+        bpf["still_attached"] = any(p.prog_id == bpf["prog_id"] for p in attached)
         pins = Path(bpf["pin_dir"])
         bpf["counters"] = program.counters(pins) if pins.exists() else None
         bpf["refusals"] = refusals(bpf["counters"], program.last_errors(pins)) if pins.exists() else []
-    return state
+    return st
 
 
 #: Why the kernel refuses a knob (bpf_sol_tcp_setsockopt(), net/core/filter.c), by errno.
@@ -285,3 +385,4 @@ def refusals(counters: dict[str, int] | None, last_errors: dict[str, int]) -> li
         cause = _REFUSAL_CAUSES[key].get(errno_, f"errno {errno_} ({os.strerror(errno_) if errno_ else 'unknown'})")
         out.append(f"the kernel refused {knob} {n} times (last: {cause}); those connections kept the kernel's own value")
     return out
+

@@ -41,17 +41,23 @@ def _bpftool(*args: str) -> str:
         raise TuneError(str(e)) from None
 
 
+def needs_bpffs() -> bool:
+    """True when bpffs is not mounted at /sys/fs/bpf."""
+    return not (os.path.ismount(BPF_FS) and any(line.split()[1] == str(BPF_FS) and line.split()[2] == "bpf"
+                                                for line in Path("/proc/mounts").read_text().splitlines()))
+
+
 def ensure_bpffs() -> bool:
     """Mounts bpffs at /sys/fs/bpf when it is not; True when this call mounted it."""
-    if os.path.ismount(BPF_FS) and any(line.split()[1] == str(BPF_FS) and line.split()[2] == "bpf"
-                                       for line in Path("/proc/mounts").read_text().splitlines()):
+    if not needs_bpffs():
         return False
     BPF_FS.mkdir(parents=True, exist_ok=True)
     run(["mount", "-t", "bpf", "bpf", str(BPF_FS)])
     return True
 
 
-def compile_program() -> Path:
+def compile_program(build_dir: Path | None = None) -> Path:
+    """Compiles the program into `build_dir` (default: a new temporary directory)."""
     clang = shutil.which("clang")
     if clang is None or shutil.which("bpftool") is None:
         raise TuneError("the BPF tuner needs clang and bpftool (`make deps` installs them); "
@@ -59,7 +65,7 @@ def compile_program() -> Path:
     if not SOURCE.is_file():
         raise TuneError(f"{SOURCE} is missing")
     triple = run(["gcc", "-dumpmachine"], check=False).stdout.strip() or "x86_64-linux-gnu"
-    obj = Path(tempfile.mkdtemp(prefix="shortflow-tune-")) / "tune.bpf.o"
+    obj = (build_dir or Path(tempfile.mkdtemp(prefix="shortflow-tune-"))) / "tune.bpf.o"
     try:
         run([clang, "-O2", "-g", "-target", "bpf", f"-I/usr/include/{triple}", "-c", str(SOURCE), "-o", str(obj)],
             timeout=120)

@@ -18,6 +18,9 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: kernel's bpf_setsockopt takes for TCP_BPF_RTO_MIN and TCP_BPF_DELACK_MAX.
 BPF_TIMER_MIN_JIFFIES = 2
 BPF_TIMER_MAX_S = 0.2
+#: TCP_RTO_MAX (include/net/tcp.h, 120 s): the kernel caps every retransmission timer there
+#: (`inet_csk_reset_xmit_timer` clamps `when`), so a longer SYN RTO would be cut silently.
+SYN_RTO_MAX_S = 120.0
 #: More than this initial window is refused without --force: RFC 6928 stops at 10 segments
 #: and a first flight of hundreds of segments overflows ordinary queues.
 IW_SAFE_MAX = 100
@@ -98,6 +101,10 @@ def hard_limits(s: TuneSettings, hz: int) -> None:
     jiffy = 1.0 / hz
     if s.syn_rto_s is not None and s.syn_rto_s < jiffy:
         raise TuneError(f"--syn-rto {s.syn_rto_s * 1000:g}ms is below one jiffy ({jiffy * 1000:g} ms at HZ {hz})")
+    for label, rto in [("--syn-rto", s.syn_rto_s)] + [(f"{p.network}: syn_rto", p.syn_rto_s) for p in s.prefixes]:
+        if rto is not None and rto > SYN_RTO_MAX_S:
+            raise TuneError(f"{label} {rto:g}s: the kernel caps retransmission timers at TCP_RTO_MAX "
+                            f"({SYN_RTO_MAX_S:g} s) and would silently use that")
     for flag, v in (("--rto-min", s.rto_min_s), ("--delack-max", s.delack_max_s)):
         if v is not None and not BPF_TIMER_MIN_JIFFIES * jiffy <= v <= BPF_TIMER_MAX_S:
             raise TuneError(f"{flag} {v * 1000:g}ms: the kernel takes {BPF_TIMER_MIN_JIFFIES * jiffy * 1000:g} ms "
