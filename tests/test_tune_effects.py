@@ -258,8 +258,13 @@ def test_slow_start_after_idle_collapses_cubics_window_only(tmp_path, pair, cc):
     before_on, after_on = on_s["before_idle_send"]["snd_cwnd"], on_s["after_idle_send"]["snd_cwnd"]
     before_off, after_off = off_s["before_idle_send"]["snd_cwnd"], off_s["after_idle_send"]["snd_cwnd"]
     assert before_on > 20 and before_off > 20, (on_s, off_s)
-    assert after_off == before_off, off_s
+    # BBR's window follows its own model and moves by a segment or two between rounds; what
+    # matters is that the idle did not collapse it.
+    def kept(before: int, after: int) -> bool:
+        return after == before if cc == "cubic" else abs(after - before) <= max(2, before // 20)
+
+    assert kept(before_off, after_off), off_s
     if cc == "cubic":
         assert after_on == max(before_on >> 2, 10), on_s
     else:
-        assert after_on == before_on, on_s
+        assert kept(before_on, after_on), on_s
