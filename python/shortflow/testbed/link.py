@@ -78,7 +78,9 @@ class Link:
         rate = self.s.bandwidth_bps or 0
         # Burst: at least two frames, else one millisecond of the rate (tbf needs > MTU).
         burst = max(2 * MTU_FRAME, int(rate / 8 / 1000))
-        limit = (self.s.queue_packets or 100) * MTU_FRAME
+        # The simulator's default queue (scenario: `path.queue` absent) is 1000 packets:
+        # the same here, so neither world drops what the other would carry.
+        limit = (self.s.queue_packets or 1000) * MTU_FRAME
         return ["rate", f"{int(rate)}bit", "burst", str(burst), "limit", str(limit)]
 
     def stop(self) -> dict[str, Any]:

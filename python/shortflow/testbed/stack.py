@@ -63,10 +63,6 @@ def apply(topo: Topology, role: str, host: Host) -> None:
         SynRto(topo, role, host.effective_syn_rto_s).start()
     # Cached path metrics would start a connection from an earlier one's RTT (kernel-facts).
     topo.sysctl(role, "net.ipv4.tcp_no_metrics_save", 1)
-    # The simulator's segments carry MSS payload bytes and no options; Linux's 12-byte
-    # timestamp option would take 12 bytes of every segment (1448 B instead of 1460 B on
-    # these 1500-byte links) and move every byte count by a segment now and then.
-    topo.sysctl(role, "net.ipv4.tcp_timestamps", 0)
     if host.receive_window_bytes is not None:
         # With tcp_adv_win_scale 1 Linux offers half its receive buffer as window.
         buf = 2 * host.receive_window_bytes

@@ -46,16 +46,6 @@ impl InitialWindow {
     }
 }
 
-/// Loss recovery after three duplicate ACKs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recovery {
-    /// RFC 5681 section 3.2: leave fast recovery on the first new ACK.
-    Reno,
-    /// RFC 6582: stay in fast recovery until everything sent before it is acknowledged,
-    /// retransmitting on each partial ACK.
-    NewReno,
-}
-
 /// When the receiver's delayed-ACK timer fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DelayedAck {
@@ -128,7 +118,11 @@ pub struct StackConfig {
     /// Slow-start growth per ACK in segments (RFC 5681: 1; RFC 3465 L = 2); 0 = as many
     /// as the ACK acknowledges (Linux tcp_slow_start).
     pub abc_limit: u32,
-    pub recovery: Recovery,
+    /// Congestion control by name (`tcp::cc::NAMES`): "reno" (RFC 5681).
+    pub congestion_control: String,
+    /// Loss recovery by name (`tcp::recovery::NAMES`): "reno" (RFC 5681 3.2), "newreno"
+    /// (RFC 6582).
+    pub recovery: String,
     pub dupack_threshold: u32,
     pub ack: AckPolicy,
     /// Maximum segment size this host announces and sends with (bytes of payload).
@@ -162,7 +156,8 @@ fn base(profile: &str) -> StackConfig {
         iw_one_after_handshake_loss: false,
         slow_start_after_idle: true,
         abc_limit: 1,
-        recovery: Recovery::NewReno,
+        congestion_control: "reno".to_string(),
+        recovery: "newreno".to_string(),
         dupack_threshold: 3,
         ack: AckPolicy {
             delayed: DelayedAck::Timer(Duration::from_millis(200)),
@@ -232,7 +227,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.rto.initial = Duration::from_secs(3);
             c.rto.min = Duration::from_millis(400);
             c.initial_window = InitialWindow::Segments(1);
-            c.recovery = Recovery::Reno;
+            c.recovery = "reno".to_string();
             c.ack = AckPolicy {
                 delayed: DelayedAck::Timer(Duration::from_millis(200)),
                 ack_every: 8,
@@ -251,7 +246,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.rto.granularity = Duration::from_millis(500);
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64, 64, 64]);
             c.initial_window = InitialWindow::Segments(1);
-            c.recovery = Recovery::Reno;
+            c.recovery = "reno".to_string();
             c.ack.delayed = DelayedAck::Tick { period: Duration::from_millis(200), phase: Duration::ZERO };
         }
         // Windows (Vista/7/2008 era): initial window 2 segments (document 002: "netsh ... icw"
@@ -280,6 +275,15 @@ mod tests {
             assert_eq!(profile(name).unwrap().profile, *name);
         }
         assert!(profile("vms").is_none());
+    }
+
+    #[test]
+    fn every_profile_names_known_plug_ins() {
+        for name in PROFILE_NAMES {
+            let c = profile(name).unwrap();
+            assert!(crate::tcp::cc::by_name(&c.congestion_control, &c).is_some(), "{name}");
+            assert!(crate::tcp::recovery::by_name(&c.recovery).is_some(), "{name}");
+        }
     }
 
     #[test]

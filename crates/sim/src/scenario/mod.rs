@@ -9,7 +9,7 @@ use raw::*;
 use toml::Table;
 
 use crate::error::ScenarioError;
-use crate::profile::{self, AckCount, DelayedAck, InitialWindow, Recovery, StackConfig};
+use crate::profile::{self, AckCount, DelayedAck, InitialWindow, StackConfig};
 use crate::time::Duration;
 
 /// The router's egress queue discipline.
@@ -307,13 +307,17 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
         return Err(err(src, &key("initial_window"), "must be at least 1 segment"));
     }
     if let Some(cc) = &h.congestion_control {
-        c.recovery = match cc.as_str() {
-            "reno" => Recovery::Reno,
-            "newreno" => Recovery::NewReno,
+        // "reno"/"newreno" name Reno's window rules with that recovery (the RFC profiles'
+        // meaning before congestion control became a plug-in).
+        match cc.as_str() {
+            "reno" | "newreno" => {
+                c.congestion_control = "reno".to_string();
+                c.recovery = cc.clone();
+            }
             other => {
                 return Err(err(src, &key("congestion_control"), format!("{other:?}: the simulator models \"reno\" and \"newreno\"")))
             }
-        };
+        }
     }
     ack_policy(&mut c, h, src, side)?;
     if let Some(m) = h.mss {

@@ -126,10 +126,12 @@ impl Tcb {
         }
         self.rtte.backoff = 0;
         // RFC 5681 3.1: a lost SYN or SYN/ACK leaves an initial window of one segment.
-        self.cwnd = if retransmitted && self.cfg.iw_one_after_handshake_loss {
+        self.w.mss = u64::from(self.mss);
+        self.w.cwnd = if retransmitted && self.cfg.iw_one_after_handshake_loss {
             u64::from(self.mss)
         } else {
             self.cfg.initial_window.bytes(self.mss)
         };
+        self.cc.on_established(&mut self.w, now);
     }
 }

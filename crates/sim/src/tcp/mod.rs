@@ -1,6 +1,6 @@
 //! A TCP endpoint with byte-exact sequence numbers: the handshake with SYN and SYN/ACK
-//! retransmission, RFC 6298 timers, RFC 5681 congestion control, fast retransmit and
-//! recovery (Reno, NewReno), delayed ACKs and the close.
+//! retransmission, RFC 6298 timers, congestion control and loss recovery as plug-ins
+//! (`cc`, `recovery`), delayed ACKs and the close.
 //!
 //! Sequence numbers are kept as 64-bit offsets from the initial sequence number (the SYN is
 //! offset 0, the first data byte offset 1) and turned into 32-bit wire numbers only on
@@ -11,10 +11,11 @@
 //! given `now`, segments to send go to `out`, and the two timers' deadlines are in
 //! `timers` for the simulator to schedule.
 
+mod ack;
 pub mod cc;
 pub mod delack;
 mod handshake;
-mod recovery;
+pub mod recovery;
 mod recv;
 pub mod rtte;
 mod send;
@@ -27,7 +28,9 @@ use std::rc::Rc;
 use crate::packet::{Segment, ACK, RST, SYN};
 use crate::profile::StackConfig;
 use crate::time::Instant;
+use cc::{CongestionControl, Window};
 use delack::AckState;
+use recovery::RecoveryOps;
 use rtte::RttEstimator;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,8 +83,10 @@ pub struct Tcb {
     write_ends: VecDeque<u64>,
     fin_off: Option<u64>,
     snd_wnd: u64,
-    cwnd: u64,
-    ssthresh: u64,
+    /// cwnd, ssthresh and the MSS, shared by the two plug-ins.
+    w: Window,
+    cc: Box<dyn CongestionControl>,
+    rec: Box<dyn RecoveryOps>,
     dupacks: u32,
     /// Some(recovery point) while in fast recovery.
     recover: Option<u64>,
@@ -115,6 +120,10 @@ impl Tcb {
     fn new(cfg: Rc<StackConfig>, conn: u32, is_client: bool, iss: u32) -> Self {
         let rtte = RttEstimator::new(cfg.rto.clone());
         let mss = cfg.mss;
+        let cc = cc::by_name(&cfg.congestion_control, &cfg)
+            .unwrap_or_else(|| panic!("congestion control {:?} is checked by the scenario", cfg.congestion_control));
+        let rec = recovery::by_name(&cfg.recovery)
+            .unwrap_or_else(|| panic!("recovery {:?} is checked by the scenario", cfg.recovery));
         Self {
             cfg,
             conn,
@@ -130,9 +139,10 @@ impl Tcb {
             write_ends: VecDeque::new(),
             fin_off: None,
             snd_wnd: 0,
-            cwnd: 0,
             // RFC 5681 3.1: the initial ssthresh "SHOULD be set arbitrarily high".
-            ssthresh: u64::MAX / 2,
+            w: Window { cwnd: 0, ssthresh: u64::MAX / 2, mss: u64::from(mss) },
+            cc,
+            rec,
             dupacks: 0,
             recover: None,
             rtte,
@@ -188,7 +198,7 @@ impl Tcb {
     }
 
     pub fn cwnd(&self) -> u64 {
-        self.cwnd
+        self.w.cwnd
     }
 
     pub fn srtt(&self) -> Option<crate::time::Duration> {

@@ -1,7 +1,6 @@
 //! The sending side: which segment goes next, the congestion and receive windows, the
 //! retransmission timer, and what happens when it expires.
 
-use super::cc::reno;
 use super::{State, Tcb, TimerKind};
 use crate::packet::{Segment, ACK, FIN, PSH, SYN};
 use crate::time::Instant;
@@ -90,7 +89,7 @@ impl Tcb {
         self.restart_after_idle(now);
         while let Some((len, fin)) = self.segment_at(self.snd_nxt) {
             let in_flight = self.snd_nxt - self.snd_una;
-            let window = self.cwnd.min(self.snd_wnd);
+            let window = self.w.cwnd.min(self.snd_wnd);
             // One segment may always go when nothing is in flight (the receive window is
             // never zero here: the application reads at once).
             if in_flight > 0 && in_flight + u64::from(len) > window {
@@ -112,7 +111,8 @@ impl Tcb {
         if let Some(last) = self.last_data_sent {
             if now.since(last) > self.rtte.base_rto() {
                 let restart = self.cfg.initial_window.bytes(self.mss);
-                self.cwnd = self.cwnd.min(restart);
+                self.w.cwnd = self.w.cwnd.min(restart);
+                self.cc.on_idle(&mut self.w, now);
             }
         }
     }
@@ -131,12 +131,12 @@ impl Tcb {
             return;
         }
         self.stats.timeouts += 1;
-        let mss = u64::from(self.mss);
         if self.rtte.backoff == 0 {
             // RFC 5681 (4), only for the first timeout of this data.
-            self.ssthresh = reno::ssthresh_after_loss(self.snd_max - self.snd_una, mss);
+            self.w.ssthresh = self.cc.ssthresh(&self.w, self.snd_max - self.snd_una, now);
         }
-        self.cwnd = mss; // loss window
+        self.w.cwnd = self.w.mss; // loss window
+        self.cc.on_rto(&mut self.w, now);
         self.recover = None;
         self.dupacks = 0;
         self.rtte.back_off(); // (5.5)

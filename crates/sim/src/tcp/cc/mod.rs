@@ -1,4 +1,90 @@
-//! Congestion control: the window's growth on new ACKs and its reduction on loss.
-//! Loss recovery (what to retransmit, when to leave recovery) is in `tcp::recovery`.
+//! Congestion control as a plug-in: how the window grows on new ACKs and what the slow-start
+//! threshold becomes on a loss. A small trait with no-op hooks, after smoltcp's
+//! `congestion::Controller` and ns-3's `TcpCongestionOps` (`GetSsThresh`, `IncreaseWindow`);
+//! the state every algorithm shares (cwnd, ssthresh, MSS) is one `Window`, owned by the
+//! endpoint (ns-3's `TcpSocketState`). What to retransmit and when recovery ends is not
+//! here: that is `tcp::recovery`.
+//!
+//! One file per algorithm, each with its own tests; profiles choose one by name
+//! (`StackConfig::congestion_control`, resolved by `by_name`).
 
 pub mod reno;
+
+use crate::time::{Duration, Instant};
+
+/// The window state shared by congestion control and loss recovery (bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    /// The sender's maximum segment size (payload bytes per full segment).
+    pub mss: u64,
+}
+
+impl Window {
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// An acknowledgement that newly acknowledged data, as congestion control sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckEvent {
+    /// Bytes newly acknowledged (cumulatively or selectively).
+    pub acked: u64,
+    pub now: Instant,
+    /// The RTT sample this ACK gave, if any (Karn's rule or timestamps decide).
+    pub rtt: Option<Duration>,
+    /// The smallest RTT seen on the connection.
+    pub min_rtt: Option<Duration>,
+    /// Bytes in flight before this ACK.
+    pub prior_in_flight: u64,
+    /// The sender is limited by the application or the receive window, not by cwnd
+    /// (Linux tcp_is_cwnd_limited: the window does not grow then).
+    pub cwnd_limited: bool,
+}
+
+/// A congestion control algorithm. Every hook but `on_ack` and `ssthresh` does nothing
+/// unless the algorithm needs it.
+pub trait CongestionControl {
+    /// The name profiles use for it.
+    fn name(&self) -> &'static str;
+
+    /// Window growth for an ACK of new data outside loss recovery (RFC 5681 3.1).
+    fn on_ack(&mut self, w: &mut Window, ev: &AckEvent);
+
+    /// The slow-start threshold after a loss is detected (ns-3 GetSsThresh; RFC 5681 (4)).
+    /// `flight`: bytes in flight when the loss was detected.
+    fn ssthresh(&mut self, w: &Window, flight: u64, now: Instant) -> u64;
+
+    /// Called once when the connection is established.
+    fn on_established(&mut self, _w: &mut Window, _now: Instant) {}
+
+    /// The retransmission timer expired (after `ssthresh` was taken).
+    fn on_rto(&mut self, _w: &mut Window, _now: Instant) {}
+
+    /// The connection sends again after being idle for longer than the RTO (RFC 5681 4.1,
+    /// Linux tcp_cwnd_restart).
+    fn on_idle(&mut self, _w: &mut Window, _now: Instant) {}
+
+    /// Loss recovery ended with the window `w` (Linux tcp_end_cwnd_reduction).
+    fn on_recovery_exit(&mut self, _w: &mut Window, _now: Instant) {}
+
+    /// An earlier window reduction was found spurious (F-RTO, D-SACK): undo it
+    /// (Linux tcp_undo_cwnd_reduction / ca_ops->undo_cwnd).
+    fn undo(&mut self, w: &mut Window, prior: Window) {
+        w.cwnd = w.cwnd.max(prior.cwnd);
+        w.ssthresh = w.ssthresh.max(prior.ssthresh);
+    }
+}
+
+/// Names `by_name` knows.
+pub const NAMES: &[&str] = &["reno"];
+
+/// The algorithm called `name`, configured from `cfg`; None for an unknown name.
+pub fn by_name(name: &str, cfg: &crate::profile::StackConfig) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "reno" => Some(Box::new(reno::Reno::new(cfg.abc_limit))),
+        _ => None,
+    }
+}
