@@ -43,14 +43,24 @@ const RATE_UNITS: &[(&str, f64)] = &[("bit", 1.0), ("kbit", 1e3), ("Mbit", 1e6),
 /// `"200ms"` → 200 ms. Units: ns, us (µs), ms, s, min.
 pub fn duration(text: &str) -> Result<Duration, String> {
     let ns = parse(text, DURATION_UNITS, "duration", "200ms, 3s or 100us")?;
+    if ns >= u64::MAX as f64 {
+        return Err(format!("duration {:?} is longer than the simulator's clock reaches (584 years)", crate::error::clip(text, 40)));
+    }
     Ok(Duration(ns.round() as u64))
 }
+
+/// 2^53: the largest integer a float holds exactly.
+const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 
 /// `"35kB"` → 35,000 bytes. Units: B, kB, KiB, MB, MiB.
 pub fn size(text: &str) -> Result<u64, String> {
     let b = parse(text, SIZE_UNITS, "size", "13549B, 35kB or 64KiB")?;
     if b.fract() != 0.0 {
         return Err(format!("size {text:?} is not a whole number of bytes"));
+    }
+    // A size is read as a float: beyond 2^53 it would no longer be exact.
+    if b > MAX_EXACT {
+        return Err(format!("size {:?} is beyond 2^53 bytes, the largest this grammar holds exactly", crate::error::clip(text, 40)));
     }
     Ok(b as u64)
 }
@@ -82,5 +92,7 @@ mod tests {
         assert!(duration("200 parsecs").unwrap_err().contains("unknown unit"));
         assert!(size("1.5B").is_err());
         assert!(rate("fast").is_err());
+        assert!(size("100000000000000000000000B").unwrap_err().contains("2^53"));
+        assert!(duration("99999999999999999999s").unwrap_err().contains("longer"));
     }
 }
