@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -205,18 +206,27 @@ def progress(what: str, total: int | None = None) -> Iterator[Step]:
 
             yield rich_step
         return
-    last = time.monotonic()
-    known_total = total
+    # In a pipe or a log: a line every few seconds from a small thread, so a command whose
+    # work gives no steps (a long generate) still shows it is alive.
+    start = time.monotonic()
+    state: dict[str, Any] = {"done": None, "total": total, "text": ""}
+    stop = threading.Event()
 
     def plain_step(done: int, total: int | None = None, text: str = "") -> None:
-        nonlocal last, known_total
-        known_total = total or known_total
-        now = time.monotonic()
-        if now - last < PLAIN_PROGRESS_EVERY_S:
-            return
-        last = now
-        of = f"/{known_total:,}" if known_total else ""
-        _plain("", f"{what}: {done:,}{of} {clip(text, 80)}".rstrip())
+        state["done"] = done
+        state["total"] = total or state["total"]
+        state["text"] = text
 
-    yield plain_step
+    def beat() -> None:
+        while not stop.wait(PLAIN_PROGRESS_EVERY_S):
+            done, tot = state["done"], state["total"]
+            count = "" if done is None else f" {done:,}" + (f"/{tot:,}" if tot else "")
+            _plain("", f"{what}:{count} ({time.monotonic() - start:.0f} s) {clip(state['text'], 80)}".rstrip())
 
+    t = threading.Thread(target=beat, name="shortflow-progress", daemon=True)
+    t.start()
+    try:
+        yield plain_step
+    finally:
+        stop.set()
+        t.join()

@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
+from shortflow.cli.common import FAILURE, USAGE, fail
 from shortflow.exceptions import PrivilegeError, SynoptError
-
-err = Console(stderr=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -25,9 +23,9 @@ def register(app: typer.Typer) -> None:
         server: Annotated[bool, typer.Option("-s", "--server", help="server side: keep outgoing SYN/ACKs")] = False,
         router: Annotated[bool, typer.Option("--router", help="router: keep the SYNs and SYN/ACKs it forwards")] = False,
         json_stats: Annotated[Optional[Path], typer.Option("--json-stats", metavar="FILE", help="write the counters as JSON here (exit, SIGUSR1)")] = None,
-        max_held: Annotated[int, typer.Option("--max-held", help="copies held at most; the oldest is evicted beyond")] = 65_536,
+        max_held: Annotated[int, typer.Option("--max-held", min=1, max=1 << 24, help="copies held at most; the oldest is evicted beyond")] = 65_536,
         queue_num: Annotated[int, typer.Option("--queue-num", help="NFQUEUE number of the daemon's rules")] = 7100,
-        queue_max_len: Annotated[int, typer.Option("--queue-max-len", help="packets waiting for the daemon at most; beyond, they pass without a copy (fail-open)")] = 4096,
+        queue_max_len: Annotated[int, typer.Option("--queue-max-len", min=1, max=1 << 20, help="packets waiting for the daemon at most; beyond, they pass without a copy (fail-open)")] = 4096,
         no_ipv6: Annotated[bool, typer.Option("--no-ipv6", help="IPv4 only")] = False,
         fail_open: Annotated[bool, typer.Option("--fail-open", help="traffic flows when the daemon is dead or overloaded: the default and only behaviour (rules use --queue-bypass)")] = True,
         rt_priority: Annotated[int, typer.Option("--rt-priority", help="SCHED_FIFO priority of the daemon (0: normal priority)")] = 10,
@@ -49,5 +47,4 @@ def register(app: typer.Typer) -> None:
                                queue_num=queue_num, ipv6=not no_ipv6, rt_priority=rt_priority, queue_max_len=queue_max_len)
             synopt.exec_daemon(o)
         except (SynoptError, PrivilegeError) as e:
-            err.print(f"[red]error:[/] {e}", highlight=False)
-            raise typer.Exit(1 if isinstance(e, synopt.DaemonMissing) else 2) from None
+            fail(e, FAILURE if isinstance(e, synopt.DaemonMissing) else USAGE)

@@ -18,6 +18,10 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: kernel's bpf_setsockopt takes for TCP_BPF_RTO_MIN and TCP_BPF_DELACK_MAX.
 BPF_TIMER_MIN_JIFFIES = 2
 BPF_TIMER_MAX_S = 0.2
+#: TCP_RTO_MAX (include/net/tcp.h): the kernel never waits longer for a retransmission.
+RTO_MAX_S = 120.0
+#: The BPF program's configuration holds counts in 32-bit fields (bpf/tune.bpf.c).
+U32_MAX = 2**32 - 1
 #: More than this initial window is refused without --force: RFC 6928 stops at 10 segments
 #: and a first flight of hundreds of segments overflows ordinary queues.
 IW_SAFE_MAX = 100
@@ -98,6 +102,12 @@ def hard_limits(s: TuneSettings, hz: int) -> None:
     jiffy = 1.0 / hz
     if s.syn_rto_s is not None and s.syn_rto_s < jiffy:
         raise TuneError(f"--syn-rto {s.syn_rto_s * 1000:g}ms is below one jiffy ({jiffy * 1000:g} ms at HZ {hz})")
+    if s.syn_rto_s is not None and s.syn_rto_s > RTO_MAX_S:
+        raise TuneError(f"--syn-rto {s.syn_rto_s:g}s is above the kernel's TCP_RTO_MAX ({RTO_MAX_S:g} s)")
+    if s.iw is not None and not 1 <= s.iw <= U32_MAX:
+        raise TuneError(f"--iw {s.iw}: the kernel's congestion window is a 32-bit count of segments (1 to {U32_MAX})")
+    if s.sfr_factor is not None and not 0 <= s.sfr_cutout_bytes <= U32_MAX:
+        raise TuneError(f"--sfr-cutout {s.sfr_cutout_bytes}B: at most {U32_MAX}B (a 32-bit field)")
     for flag, v in (("--rto-min", s.rto_min_s), ("--delack-max", s.delack_max_s)):
         if v is not None and not BPF_TIMER_MIN_JIFFIES * jiffy <= v <= BPF_TIMER_MAX_S:
             raise TuneError(f"{flag} {v * 1000:g}ms: the kernel takes {BPF_TIMER_MIN_JIFFIES * jiffy * 1000:g} ms "
@@ -105,6 +115,10 @@ def hard_limits(s: TuneSettings, hz: int) -> None:
     for p in s.prefixes:
         if p.syn_rto_s is not None and p.syn_rto_s < jiffy:
             raise TuneError(f"{p.network}: syn_rto {p.syn_rto_s * 1000:g}ms is below one jiffy")
+        if p.syn_rto_s is not None and p.syn_rto_s > RTO_MAX_S:
+            raise TuneError(f"{p.network}: syn_rto {p.syn_rto_s:g}s is above the kernel's TCP_RTO_MAX ({RTO_MAX_S:g} s)")
+        if p.iw is not None and p.iw > U32_MAX:
+            raise TuneError(f"{p.network}: iw {p.iw} is above {U32_MAX} (a 32-bit count)")
     if s.port is not None and not 1 <= s.port <= 65535:
         raise TuneError(f"--scope port={s.port}: not a TCP port")
     if s.sfr_factor is not None and not 1.0 <= s.sfr_factor <= 100:
