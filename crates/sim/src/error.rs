@@ -13,7 +13,7 @@ pub struct ScenarioError {
 impl ScenarioError {
     /// The key and the message are cut to a readable length (a 1 MB key is not echoed).
     pub fn new(file: &str, key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { file: clip(&file.to_string(), MAX_TEXT), key: clip(&key.into(), MAX_TEXT), message: clip(&message.into(), 2 * MAX_TEXT) }
+        Self { file: clip(file, MAX_TEXT), key: clip(&key.into(), MAX_TEXT), message: clip(&message.into(), 2 * MAX_TEXT) }
     }
 }
 

@@ -147,7 +147,7 @@ impl World {
         let limit = Instant::ZERO + self.sc.time_limit;
         while let Some(ev) = self.q.pop(limit) {
             self.dispatch(ev);
-            if self.q.processed % BUDGET_EVERY == 0 {
+            if self.q.processed.is_multiple_of(BUDGET_EVERY) {
                 self.check_budget(budget, conns_bytes)?;
             }
         }

@@ -125,13 +125,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         return FAILURE
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more to say to it.
-        sys.stdout = None  # type: ignore[assignment]
+        sys.stdout = None
         return FAILURE
     except OSError as e:
         where = f"{clip(e.filename)}: " if e.filename else ""
         sys.stderr.write(f"error: {where}{e.strerror or e}\n")
         return FAILURE
-    except Exception as e:  # noqa: BLE001 - the last line of defence: never a raw traceback
+    except Exception as e:
         log.debug("traceback of the internal error", exc_info=True)
         sys.stderr.write(f"error: internal error ({type(e).__name__}: {clip(e)}); this is a bug in shortflow, "
                          "please report it with the command line (-vv shows the traceback)\n")

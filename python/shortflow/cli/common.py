@@ -202,7 +202,10 @@ def progress(what: str, total: int | None = None) -> Iterator[Step]:
             task = bar.add_task(what, total=total, text="")
 
             def rich_step(done: int, total: int | None = None, text: str = "") -> None:
-                bar.update(task, completed=done, **({"total": total} if total else {}), text=clip(text, 60))
+                if total:
+                    bar.update(task, completed=done, total=total, text=clip(text, 60))
+                else:
+                    bar.update(task, completed=done, text=clip(text, 60))
 
             yield rich_step
         return
