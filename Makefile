@@ -12,7 +12,7 @@ DEB_PACKAGES := tshark tcptrace tcpdump iproute2 iptables nftables clang llvm li
 # Only for `make bench`: ns-3, the simulator's peer (and what its pkg-config links need).
 BENCH_DEB_PACKAGES := libns3-dev libgsl-dev libsqlite3-dev pkg-config g++
 
-.PHONY: all demo test deps bench-deps venv build test-rust test-python bench bench-sim fuzz clean
+.PHONY: all demo test deps bench-deps venv build test-rust test-python lint lint-rust lint-python bench bench-sim fuzz clean
 FUZZ_SECONDS ?= 120
 
 all: build
@@ -54,6 +54,18 @@ test-rust:
 
 test-python: build
 	$(PY) -m pytest -q tests
+
+# As strict as the tools: clippy with warnings as errors, mypy --strict and ruff (their
+# settings in pyproject.toml; mypy and ruff come with the package's test extras).
+lint: lint-rust lint-python
+
+lint-rust:
+	@command -v rustup >/dev/null && rustup component add clippy >/dev/null 2>&1 || true
+	cargo clippy --workspace --release --all-targets -q -- -D warnings
+
+lint-python: build
+	$(VENV)/bin/mypy
+	$(VENV)/bin/ruff check python tests benches
 
 bench: build bench-sim
 	$(PY) benches/run.py

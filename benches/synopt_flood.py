@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_synopt_flood import flood  # noqa: E402
+from test_synopt_flood import flood
 
 
 def main() -> None:

@@ -17,19 +17,18 @@ runs the daemon at normal priority (`--rt-priority 0`) instead of SCHED_FIFO 10.
 from __future__ import annotations
 
 import json
-import subprocess
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from synopt_bed import Bed  # noqa: E402
-
-from shortflow.testbed import names as N  # noqa: E402
-from shortflow.testbed import wire  # noqa: E402
-from shortflow.testbed.system import in_ns  # noqa: E402
-from shortflow.testbed.topology import Topology  # noqa: E402
+from shortflow.testbed import names as N
+from shortflow.testbed import wire
+from shortflow.testbed.system import in_ns
+from shortflow.testbed.topology import Topology
+from synopt_bed import Bed
 
 SILENT, OPEN = 9, 8080
 

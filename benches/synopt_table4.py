@@ -14,9 +14,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from synopt_bed import bed  # noqa: E402
-
-from shortflow.testbed import wire  # noqa: E402
+from shortflow.testbed import wire
+from synopt_bed import bed
 
 CASES = {
     "1 SYN lost": "syn = [1]",

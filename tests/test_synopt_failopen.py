@@ -7,9 +7,9 @@ from __future__ import annotations
 import signal
 
 import pytest
-from synopt_bed import bed, wait_for
 
 from shortflow.testbed.clean import remove_stale_synopt_rules, stale_synopt_rules
+from synopt_bed import bed, wait_for
 
 pytestmark = pytest.mark.netns
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from synopt_bed import Bed
 
 from shortflow import synopt
 from shortflow.exceptions import SynoptError
 from shortflow.testbed import names as N
 from shortflow.testbed.system import in_ns
 from shortflow.testbed.topology import Topology
+from synopt_bed import Bed
 
 pytestmark = pytest.mark.netns
 

@@ -9,9 +9,9 @@ import signal
 import sys
 
 import pytest
-from netns import namespace_pair
 
 import shortflow
+from netns import namespace_pair
 from shortflow import synopt
 from shortflow.exceptions import SynoptError
 

@@ -6,10 +6,10 @@ router's client-side capture, read by the project analyzer (SYN counts, handshak
 from __future__ import annotations
 
 import pytest
-from synopt_bed import bed
 
 from shortflow import synopt
 from shortflow.testbed.synopt import SynoptDaemon
+from synopt_bed import bed
 
 pytestmark = pytest.mark.netns
 

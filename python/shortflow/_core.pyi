@@ -13,6 +13,9 @@ class TraceReadError(ShortflowError):
 class ScenarioError(ShortflowError):
     """A scenario file is invalid; the message names the file and the key."""
 
+class SimulationLimitError(ShortflowError):
+    """A run reached its memory or event budget; the message says what to change."""
+
 DEFAULT_IDLE_TIMEOUT_S: float
 """A connection with no packet for this long is ended as idle (seconds)."""
 DEFAULT_CLOSE_LINGER_S: float
@@ -74,10 +77,14 @@ def simulate(
     *,
     pcap: str | PathLike[str] | None = None,
     timeline: bool = False,
+    max_memory: int = 0,
+    max_events: int = 0,
 ) -> str:
     """Run a scenario with the GIL released; returns the report as JSON text.
 
     With ``pcap``, writes what the scenario's capture point saw (nanosecond pcap).
+    ``max_memory`` (bytes) and ``max_events`` bound the run (0: no bound); beyond them
+    it raises SimulationLimitError saying what to change.
     """
 
 def duration_ns(text: str, what: str | None = None) -> int:

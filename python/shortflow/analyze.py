@@ -109,9 +109,11 @@ def _table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
         cols[name] = pa.array(arr, from_pandas=True) if arr.dtype.kind == "f" else pa.array(arr)
     cols["vantage"] = _dictionary(c["vantage"], d["vantage"])
     cols["syn_gaps_s"] = _lists(*c["syn_gaps_s"])
-    cols["syn_gap_class"] = _class_lists(*c["syn_gap_class"], d["gap_class"])
+    syn_offsets, syn_codes = c["syn_gap_class"]
+    cols["syn_gap_class"] = _class_lists(syn_offsets, syn_codes, d["gap_class"])
     cols["synack_gaps_s"] = _lists(*c["synack_gaps_s"])
-    cols["synack_gap_class"] = _class_lists(*c["synack_gap_class"], d["gap_class"])
+    synack_offsets, synack_codes = c["synack_gap_class"]
+    cols["synack_gap_class"] = _class_lists(synack_offsets, synack_codes, d["gap_class"])
     cols["end"] = _dictionary(c["end"], d["end"])
     order = ["trace", "conn_id", "client_ip", "client_port", "server_ip", "server_port"]
     order += [k for k in cols if k not in order]

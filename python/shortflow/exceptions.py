@@ -3,7 +3,7 @@ errors raised in Rust and in Python share one base)."""
 
 from __future__ import annotations
 
-from shortflow._core import ScenarioError, ShortflowError, TraceReadError
+from shortflow._core import ScenarioError, ShortflowError, SimulationLimitError, TraceReadError
 
 
 class PrivilegeError(ShortflowError):
@@ -18,4 +18,5 @@ class TuneError(ShortflowError):
     """`shortflow tune` refuses a value, cannot apply it, or cannot revert it."""
 
 
-__all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "SynoptError", "TraceReadError", "TuneError"]
+__all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "SimulationLimitError", "SynoptError", "TraceReadError",
+           "TuneError"]

@@ -20,6 +20,21 @@ from pathlib import Path
 from shortflow import _core
 from shortflow.exceptions import ScenarioError
 
+#: A scenario is a page of TOML: a larger file is refused before it is read whole (the
+#: core refuses larger text too; ``/dev/zero`` must not be read for ever).
+MAX_FILE_BYTES = 4 << 20
+
+
+def _overrides(overrides: Iterable[str] | str) -> tuple[str, ...]:
+    """One ``key=value`` given as a plain string is one override, not one per character."""
+    if isinstance(overrides, str):
+        return (overrides,)
+    ov = tuple(overrides)
+    for o in ov:
+        if not isinstance(o, str):
+            raise TypeError(f"an override is a 'key=value' string, not {type(o).__name__}")
+    return ov
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -31,25 +46,31 @@ class Scenario:
     name: str = ""
 
     @classmethod
-    def from_text(cls, text: str, *, source: str = "<scenario>", overrides: Iterable[str] = ()) -> Scenario:
-        ov = tuple(overrides)
+    def from_text(cls, text: str, *, source: str = "<scenario>", overrides: Iterable[str] | str = ()) -> Scenario:
+        ov = _overrides(overrides)
         name = _core.check_scenario(text, source, list(ov))
         return cls(text, source, ov, name)
 
     @classmethod
-    def load(cls, path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
+    def load(cls, path: str | Path, overrides: Iterable[str] | str = ()) -> Scenario:
         """Reads and checks `path`; raises ScenarioError naming the file and key."""
         path = Path(path)
         try:
-            text = path.read_text()
+            if path.is_dir():
+                raise ScenarioError(f"{path}: is a directory, not a scenario file")
+            with path.open("rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                raise ScenarioError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB: not a scenario file")
+            text = data.decode()
         except OSError as e:
             raise ScenarioError(f"{path}: cannot read: {e.strerror}") from None
-        except UnicodeDecodeError:
-            raise ScenarioError(f"{path}: not a text file") from None
+        except UnicodeDecodeError as e:
+            raise ScenarioError(f"{path}: byte {e.start}: not UTF-8 text, not a scenario file") from None
         return cls.from_text(text, source=str(path), overrides=overrides)
 
     @classmethod
-    def builtin(cls, name: str, overrides: Iterable[str] = ()) -> Scenario:
+    def builtin(cls, name: str, overrides: Iterable[str] | str = ()) -> Scenario:
         """A scenario shipped with shortflow (``shortflow/scenarios/NAME.toml``)."""
         res = resources.files("shortflow") / "scenarios" / f"{name}.toml"
         if not res.is_file():
@@ -58,7 +79,7 @@ class Scenario:
 
     def with_overrides(self, *overrides: str) -> Scenario:
         """The same scenario with more ``key=value`` overrides (checked now)."""
-        ov = self.overrides + tuple(overrides)
+        ov = self.overrides + _overrides(overrides)
         name = _core.check_scenario(self.text, self.source, list(ov))
         return replace(self, overrides=ov, name=name)
 

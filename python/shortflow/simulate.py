@@ -7,6 +7,7 @@ turns its JSON report into Python objects and a `pyarrow.Table`.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from os import PathLike
@@ -17,6 +18,7 @@ import pyarrow as pa
 
 from shortflow import _core
 from shortflow.scenario import Scenario
+from shortflow.units import parse_size
 
 #: Per-connection keys every report has (see crates/sim/src/report.rs).
 CONNECTION_KEYS = (
@@ -38,6 +40,27 @@ CONNECTION_KEYS = (
 )
 
 
+#: Events a run may take by default (~3 minutes of this simulator at its usual speed).
+DEFAULT_MAX_EVENTS = 2_000_000_000
+#: Share of the machine's memory a run may take by default.
+DEFAULT_MEMORY_SHARE = 0.25
+
+
+def memory_budget(max_memory: int | str | None) -> int:
+    """Bytes a run may use: `max_memory` as bytes or a size with its unit (``"2GB"``),
+    or by default a quarter of this machine's physical memory."""
+    if max_memory is None:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return 0
+        return int(total * DEFAULT_MEMORY_SHARE)
+    n = parse_size(max_memory, what="--max-memory") if isinstance(max_memory, str) else max_memory
+    if n <= 0:
+        raise ValueError(f"--max-memory {max_memory!r}: must be more than 0B")
+    return n
+
+
 @dataclass
 class SimulationResult:
     """What one run produced: ``connections`` (one dict each), ``summary`` and the
@@ -49,6 +72,16 @@ class SimulationResult:
     raw: dict[str, Any]
 
     @property
+    def warnings(self) -> list[str]:
+        """What the user should know (a run cut by its time limit, …)."""
+        return list(self.raw.get("warnings", []))
+
+    @property
+    def incomplete(self) -> bool:
+        """The run stopped at its time limit with connections not complete."""
+        return bool(self.summary.get("time_limit_reached"))
+
+    @property
     def table(self) -> pa.Table:
         return pa.table({k: [c[k] for c in self.connections] for k in CONNECTION_KEYS})
 
@@ -58,14 +91,20 @@ class SimulationResult:
 
 def simulate(
     scenario: Scenario | str | PathLike[str],
-    overrides: Iterable[str] = (),
+    overrides: Iterable[str] | str = (),
     *,
     pcap: str | PathLike[str] | None = None,
     timeline: bool = False,
+    max_memory: int | str | None = None,
+    max_events: int = DEFAULT_MAX_EVENTS,
 ) -> SimulationResult:
     """Runs `scenario` (a `Scenario`, or the path of a scenario file) with ``key=value``
     overrides. With `pcap`, writes what the capture point saw; with `timeline`, each
     connection gets ``timeline``: (seconds from first SYN, response bytes so far).
+
+    The run stays within `max_memory` (bytes, or a size such as ``"2GB"``; default a
+    quarter of this machine's memory) and `max_events`; beyond, it raises
+    `SimulationLimitError` saying what to change.
 
     >>> import shortflow
     >>> s = shortflow.Scenario.builtin("000-table4", ["drop.syn=[1]"])
@@ -73,9 +112,10 @@ def simulate(
     3.001
     """
     sc = scenario if isinstance(scenario, Scenario) else Scenario.load(Path(scenario))
-    extra = tuple(overrides)
+    extra = (overrides,) if isinstance(overrides, str) else tuple(overrides)
     if extra:
         sc = sc.with_overrides(*extra)
-    text = _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline)
+    text = _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline,
+                          max_memory=memory_budget(max_memory), max_events=max_events)
     raw = json.loads(text)
     return SimulationResult(sc, raw["connections"], raw["summary"], raw)

@@ -7,11 +7,18 @@ use std::path::PathBuf;
 use pyo3::create_exception;
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use shortflow_sim::{scenario, RunOptions};
+use shortflow_sim::{scenario, Budget, RunOptions};
 
 use crate::error::ShortflowError;
 
 create_exception!(shortflow, ScenarioError, ShortflowError, "A scenario file is invalid; the message names the file and the key.");
+create_exception!(shortflow, SimulationLimitError, ShortflowError, "A run reached its memory or event budget; the message says what to change.");
+
+/// Why a run produced no report: its budget, or the capture file.
+enum RunFailure {
+    Limit(shortflow_sim::LimitError),
+    Io(std::io::Error),
+}
 
 fn scenario_error(py: Python<'_>, e: shortflow_sim::ScenarioError) -> PyErr {
     let err = ScenarioError::new_err(e.to_string());
@@ -38,9 +45,11 @@ fn scenario_document(py: Python<'_>, scenario_text: &str, source_name: &str, ove
 }
 
 /// Runs a scenario; returns the report as JSON text. With `pcap`, writes what the
-/// scenario's capture point saw. Runs with the GIL released.
+/// scenario's capture point saw. Runs with the GIL released, within `max_memory` bytes and
+/// `max_events` events (0: no limit), raising SimulationLimitError beyond.
 #[pyfunction]
-#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false))]
+#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false, max_memory=0, max_events=0))]
+#[allow(clippy::too_many_arguments)]
 fn simulate(
     py: Python<'_>,
     scenario_text: &str,
@@ -48,24 +57,33 @@ fn simulate(
     overrides: Vec<String>,
     pcap: Option<PathBuf>,
     timeline: bool,
+    max_memory: u64,
+    max_events: u64,
 ) -> PyResult<String> {
     let sc = scenario::load(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
     let opts = RunOptions { capture: pcap.is_some(), timeline };
-    py.detach(|| -> std::io::Result<String> {
+    let budget = Budget { max_memory, max_events };
+    py.detach(|| -> Result<String, RunFailure> {
         let (link, port) = (sc.capture_link, sc.workload.port);
-        let (report, capture) = shortflow_sim::run(sc, opts);
+        let (report, capture) = shortflow_sim::try_run(sc, opts, &budget).map_err(RunFailure::Limit)?;
         if let Some(path) = &pcap {
-            let file = File::create(path)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-            capture.write_pcap(BufWriter::new(file), link, port)?;
+            let write = || -> std::io::Result<()> {
+                let file = File::create(path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+                capture.write_pcap(BufWriter::new(file), link, port)
+            };
+            write().map_err(RunFailure::Io)?;
         }
         Ok(report.to_json())
     })
-    .map_err(|e| PyOSError::new_err(e.to_string()))
+    .map_err(|e| match e {
+        RunFailure::Limit(e) => SimulationLimitError::new_err(e.to_string()),
+        RunFailure::Io(e) => PyOSError::new_err(e.to_string()),
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("SimulationLimitError", m.py().get_type::<SimulationLimitError>())?;
     m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_document, m)?)?;

@@ -56,6 +56,9 @@ fn analyze<'py>(
     let state = Progress::default();
     let progress = progress.map(|p| p.unbind());
     let mut interrupted = false;
+    // An exception raised by the progress callback stops the reading and is raised again
+    // here once the workers have stopped (never swallowed).
+    let mut callback_error: Option<PyErr> = None;
     let analysis = py.detach(|| {
         std::thread::scope(|s| {
             let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -71,8 +74,11 @@ fn analyze<'py>(
                     if let Some(cb) = &progress {
                         let done = state.bytes_done.load(Ordering::Relaxed);
                         let total = state.bytes_total.load(Ordering::Relaxed);
-                        if cb.call1(py, (done, total)).is_err() {
-                            state.cancel.store(true, Ordering::Relaxed);
+                        if callback_error.is_none() {
+                            if let Err(e) = cb.call1(py, (done, total)) {
+                                callback_error = Some(e);
+                                state.cancel.store(true, Ordering::Relaxed);
+                            }
                         }
                     }
                     if py.check_signals().is_err() {
@@ -84,6 +90,9 @@ fn analyze<'py>(
             worker.join().expect("analysis thread does not panic")
         })
     });
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
     let out = to_python(py, analysis)?;
     out.set_item("interrupted", interrupted)?;
     Ok(out)
@@ -128,6 +137,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
         d.set_item("last_ts_s", f.last_ts_ns.map(|t| t as f64 / 1e9))?;
         d.set_item("peak_open_connections", f.peak_open_connections)?;
         d.set_item("gzip", f.gzip)?;
+        d.set_item("warnings", f.warnings)?;
         match f.error {
             Some(e) => {
                 d.set_item("error", e.to_string())?;

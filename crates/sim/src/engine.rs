@@ -64,6 +64,20 @@ impl<E> EventQueue<E> {
         self.next_seq += 1;
     }
 
+    /// Events waiting (cancelled timers included).
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// Bytes one waiting event takes in the queue.
+    pub const fn event_bytes() -> usize {
+        std::mem::size_of::<Scheduled<E>>()
+    }
+
     /// The next event, advancing `now` to its time; None when nothing is left before `limit`.
     pub fn pop(&mut self, limit: Instant) -> Option<E> {
         let next = self.heap.peek()?;

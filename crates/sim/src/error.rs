@@ -11,9 +11,25 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
+    /// The key and the message are cut to a readable length (a 1 MB key is not echoed).
     pub fn new(file: &str, key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { file: file.to_string(), key: key.into(), message: message.into() }
+        Self { file: clip(file, MAX_TEXT), key: clip(&key.into(), MAX_TEXT), message: clip(&message.into(), 2 * MAX_TEXT) }
     }
+}
+
+/// User text longer than this many characters is cut with "…".
+pub const MAX_TEXT: usize = 200;
+
+/// `text` cut to `max` characters, the cut marked with "…" (the start and the end kept).
+pub fn clip(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let tail = max / 3;
+    let head: String = text.chars().take(max - tail).collect();
+    let end: String = text.chars().skip(n - tail).collect();
+    format!("{head}…{end}")
 }
 
 /// Anything a run can fail with.

@@ -28,11 +28,17 @@ pub use capture::Capture;
 pub use error::{ScenarioError, SimError};
 pub use report::{ConnReport, RunReport};
 pub use scenario::Scenario;
-pub use world::{RunOptions, World};
+pub use world::{Budget, LimitError, RunOptions, World};
 
 /// Runs an already checked scenario.
 pub fn run(scenario: Scenario, opts: RunOptions) -> (RunReport, Capture) {
     World::new(scenario, opts).run()
+}
+
+/// Runs an already checked scenario within `budget` (memory, events).
+pub fn try_run(scenario: Scenario, opts: RunOptions, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
+    World::check_connections(u64::from(scenario.workload.connections), opts, budget)?;
+    World::new(scenario, opts).try_run(budget)
 }
 
 /// Reads scenario `text` (named `source` in errors), applies `overrides` (`key=value`) and

@@ -57,6 +57,8 @@ pub struct Summary {
     /// Always 0 in a correct model (checked by the property tests).
     pub events_scheduled_in_past: u64,
     pub packets_dropped: u64,
+    /// The run stopped at the scenario's time_limit with connections incomplete.
+    pub time_limit_reached: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -67,6 +69,8 @@ pub struct RunReport {
     pub capture_point: String,
     pub connections: Vec<ConnReport>,
     pub summary: Summary,
+    /// Things the user should know about this run (e.g. it was cut by its time limit).
+    pub warnings: Vec<String>,
 }
 
 impl RunReport {

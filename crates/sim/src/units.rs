@@ -32,5 +32,7 @@ mod tests {
         assert_eq!(size("64KiB").unwrap(), 65_536);
         assert_eq!(rate("10mbit").unwrap(), 10_000_000);
         assert!(duration("200").unwrap_err().contains("no unit"));
+        assert!(size("100000000000000000000000B").unwrap_err().contains("2^53"));
+        assert!(duration("99999999999999999999s").unwrap_err().contains("too long"));
     }
 }

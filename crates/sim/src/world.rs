@@ -34,6 +34,22 @@ pub struct RunOptions {
     pub timeline: bool,
 }
 
+/// What a run may use at most before it stops with a `LimitError` (0: no limit).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Budget {
+    /// Bytes of the run's own data: connections, kept packets, waiting events.
+    pub max_memory: u64,
+    pub max_events: u64,
+}
+
+/// A run stopped because it reached its budget; the message says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LimitError(pub String);
+
+/// Events between two looks at the budget (a look costs a few additions).
+const BUDGET_EVERY: u64 = 1 << 14;
+
 enum Event {
     Arrive { port: usize, seg: Segment },
     Timer { conn: u32, client: bool, kind: TimerKind },
@@ -119,12 +135,70 @@ impl World {
     }
 
     /// Runs to the end (or the time limit) and reports.
-    pub fn run(mut self) -> (RunReport, Capture) {
+    pub fn run(self) -> (RunReport, Capture) {
+        self.try_run(&Budget::default()).expect("no budget, no limit")
+    }
+
+    /// Runs to the end (or the time limit) within `budget`: refused at once when the
+    /// connections alone need more memory, stopped when packets kept for the capture and
+    /// waiting events pass it or the events pass `max_events`.
+    pub fn try_run(mut self, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
+        let conns_bytes = Self::check_connections(self.conns.len() as u64, self.opts, budget)?;
         let limit = Instant::ZERO + self.sc.time_limit;
         while let Some(ev) = self.q.pop(limit) {
             self.dispatch(ev);
+            if self.q.processed.is_multiple_of(BUDGET_EVERY) {
+                self.check_budget(budget, conns_bytes)?;
+            }
         }
-        self.finish()
+        Ok(self.finish())
+    }
+
+    /// The memory the connections of a scenario need, refused beyond `budget` (before a
+    /// `World` allocates them).
+    pub fn check_connections(n: u64, opts: RunOptions, budget: &Budget) -> Result<u64, LimitError> {
+        let per_conn = Self::bytes_per_connection(opts);
+        let conns_bytes = per_conn * n;
+        if budget.max_memory > 0 && conns_bytes > budget.max_memory {
+            return Err(LimitError(format!(
+                "{n} connections need about {} of memory ({per_conn} bytes each), more than the limit of {}: \
+                 lower workload.connections or raise --max-memory",
+                human_bytes(conns_bytes),
+                human_bytes(budget.max_memory)
+            )));
+        }
+        Ok(conns_bytes)
+    }
+
+    /// What one connection costs: its record, both ends' control blocks, its report.
+    fn bytes_per_connection(opts: RunOptions) -> u64 {
+        let timeline = if opts.timeline { 64 * std::mem::size_of::<(f64, u64)>() } else { 0 };
+        (std::mem::size_of::<Conn>() + 2 * std::mem::size_of::<Tcb>() + timeline) as u64
+    }
+
+    fn check_budget(&self, budget: &Budget, conns_bytes: u64) -> Result<(), LimitError> {
+        let now = self.q.now();
+        if budget.max_events > 0 && self.q.processed >= budget.max_events {
+            return Err(LimitError(format!(
+                "the run reached {} events at simulated time {now} without finishing: raise --max-events, \
+                 or lower time_limit, workload.connections or the retries (syn_retries, synack_retries)",
+                self.q.processed
+            )));
+        }
+        let kept = self.capture.records.capacity() * std::mem::size_of::<(Instant, Segment)>();
+        let waiting = self.q.len() * EventQueue::<Event>::event_bytes();
+        let used = conns_bytes + (kept + waiting) as u64;
+        if budget.max_memory > 0 && used > budget.max_memory {
+            return Err(LimitError(format!(
+                "the run needs more than the memory limit of {} at simulated time {now} ({} packets kept for \
+                 the capture, {} events waiting): raise --max-memory, or run without --pcap, or lower \
+                 time_limit or workload.connections",
+                human_bytes(budget.max_memory),
+                self.capture.records.len(),
+                self.q.len()
+            )));
+        }
+        Ok(())
     }
 
     fn dispatch(&mut self, ev: Event) {
@@ -391,6 +465,19 @@ impl World {
             })
             .collect();
         let done: Vec<f64> = connections.iter().filter_map(|c| c.complete_s).collect();
+        // Events still waiting at the end lie beyond the time limit (the loop ran dry
+        // otherwise); with connections incomplete the run was cut short.
+        let incomplete = connections.len() - done.len();
+        let time_limit_reached = !self.q.is_empty() && incomplete > 0;
+        let mut warnings = Vec::new();
+        if time_limit_reached {
+            warnings.push(format!(
+                "the run reached its time_limit ({}) with {incomplete} of {} connections incomplete: \
+                 raise time_limit if they should finish",
+                self.sc.time_limit,
+                connections.len()
+            ));
+        }
         let summary = Summary {
             connections: connections.len(),
             completed: done.len(),
@@ -399,6 +486,7 @@ impl World {
             events: self.q.processed,
             events_scheduled_in_past: self.q.scheduled_in_past,
             packets_dropped: self.dropped,
+            time_limit_reached,
         };
         let point = match self.sc.capture_point {
             CapturePoint::Client => "client",
@@ -412,7 +500,16 @@ impl World {
             capture_point: point.to_string(),
             connections,
             summary,
+            warnings,
         };
         (report, self.capture)
+    }
+}
+
+fn human_bytes(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b => format!("{b} B"),
     }
 }

@@ -46,6 +46,8 @@ pub struct FileStats {
     pub peak_open_connections: usize,
     pub gzip: bool,
     pub error: Option<ReadError>,
+    /// Damaged blocks skipped on the way (the file was read on), located like errors.
+    pub warnings: Vec<String>,
 }
 
 pub struct Analysis {
@@ -137,6 +139,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         }
     }
     stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
+    stats.warnings = reader.take_warnings();
     progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.

@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from shortflow.analyze import analyze
 from shortflow.cli.analyze import print_table1
+from shortflow.cli.common import check_output_dir, say
 from shortflow.cli.reproduce import print_rows
 from shortflow.plot.gaps import duplicate_gap_histogram
 from shortflow.reproduce import reproduce
-
-out = Console()
 
 #: Made by `shortflow generate` (see python/shortflow/data/README.md for the command).
 DEMO_TRACE = "demo-server-2008.pcap.gz"
@@ -28,12 +26,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Analyze the trace shipped with shortflow (Table 1 and the plot's path), then run
         the shipped scenarios and print every paper figure beside the simulator's."""
+        check_output_dir(out_dir, "--out")
         trace = resources.files("shortflow") / "data" / DEMO_TRACE
         with resources.as_file(trace) as path:
-            out.rule(f"shortflow analyze {DEMO_TRACE}")
+            say(f"== shortflow analyze {DEMO_TRACE}")
             result = analyze(path)
             print_table1(result)
             plot = duplicate_gap_histogram(result.table, out_dir / "duplicate-syn-gaps.png")
-            out.print(f"plot of duplicate-SYN gaps: {plot}")
-            out.rule("shortflow reproduce all")
+            say(f"plot of duplicate-SYN gaps: {plot}")
+            say("== shortflow reproduce all")
             print_rows(reproduce())

@@ -6,21 +6,19 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from shortflow.analyze import generate
+from shortflow.cli.common import USAGE, check_output_file, clip, fail, is_stdout, progress, write_json
 from shortflow.units import parse_duration
-
-err = Console(stderr=True)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("generate")
     def generate_cmd(
         output: Annotated[Path, typer.Argument(help="capture file to write")],
-        connections: Annotated[int, typer.Option(min=1, help="connections to generate")] = 1000,
-        seed: Annotated[int, typer.Option(help="random seed (same seed, same file)")] = 1,
-        arrivals: Annotated[float, typer.Option("--arrivals-per-s", min=0.001, help="new connections per second")] = 2000.0,
+        connections: Annotated[int, typer.Option(min=1, max=100_000_000, help="connections to generate")] = 1000,
+        seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="random seed (same seed, same file)")] = 1,
+        arrivals: Annotated[float, typer.Option("--arrivals-per-s", min=0.001, max=1e9, help="new connections per second")] = 2000.0,
         rtt_min: Annotated[str, typer.Option(help="smallest path RTT")] = "10ms",
         rtt_max: Annotated[str, typer.Option(help="largest path RTT")] = "200ms",
         syn_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN")] = 0.01,
@@ -35,21 +33,30 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[str, typer.Option("--format", help="pcap or pcapng")] = "pcap",
         micro: Annotated[bool, typer.Option("--micro", help="microsecond pcap timestamps (default ns)")] = False,
         big_endian: Annotated[bool, typer.Option("--big-endian", help="big-endian pcap headers")] = False,
-        snaplen: Annotated[int, typer.Option(min=20, help="bytes captured per packet")] = 65535,
+        snaplen: Annotated[int, typer.Option(min=20, max=262_144, help="bytes captured per packet")] = 65535,
         gzip: Annotated[bool, typer.Option("--gzip", help="gzip the file")] = False,
     ) -> None:
-        """Write a trace whose handshake losses are known, and print that ground truth."""
+        """Write a trace whose handshake losses are known, and print that ground truth (JSON)."""
+        if is_stdout(output):
+            fail("OUTPUT -: the trace is not written to standard output; give a file name", USAGE)
+        check_output_file(output, "OUTPUT")
         try:
-            truth = generate(
-                output, connections=connections, seed=seed, arrivals_per_s=arrivals,
-                rtt_min_s=parse_duration(rtt_min, what="--rtt-min"), rtt_max_s=parse_duration(rtt_max, what="--rtt-max"),
-                syn_loss=syn_loss, synack_loss=synack_loss, ack_loss=ack_loss,
-                client_rto_s=parse_duration(client_rto, what="--client-rto"),
-                server_rto_s=parse_duration(server_rto, what="--server-rto"),
-                vantage=vantage, ipv6=ipv6, link=link, vlan=vlan, format=fmt, nanosecond=not micro,
-                big_endian=big_endian, snaplen=snaplen, gzip=gzip,
-            )
+            durations = {k: parse_duration(v, what=f"--{k.replace('_s', '').replace('_', '-')}")
+                         for k, v in (("rtt_min_s", rtt_min), ("rtt_max_s", rtt_max),
+                                      ("client_rto_s", client_rto), ("server_rto_s", server_rto))}
         except ValueError as e:
-            err.print(f"[red]error:[/red] {e}")
-            raise typer.Exit(2) from None
-        Console().print_json(data={"file": str(output), **truth})
+            fail(clip(e), USAGE)
+        for k, v in durations.items():
+            if not 0 < v <= 3600:
+                fail(f"--{k.replace('_s', '').replace('_', '-')}: {v:g}s is outside 1ns to 1h", USAGE)
+        try:
+            with progress(f"generating {connections:,} connections"):
+                truth = generate(
+                    output, connections=connections, seed=seed, arrivals_per_s=arrivals, **durations,
+                    syn_loss=syn_loss, synack_loss=synack_loss, ack_loss=ack_loss,
+                    vantage=vantage, ipv6=ipv6, link=link, vlan=vlan, format=fmt, nanosecond=not micro,
+                    big_endian=big_endian, snaplen=snaplen, gzip=gzip,
+                )
+        except (ValueError, OverflowError) as e:
+            fail(clip(e), USAGE)
+        write_json("-", {"file": str(output), **truth})

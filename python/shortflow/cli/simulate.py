@@ -6,55 +6,49 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from shortflow.exceptions import ScenarioError
+from shortflow.cli.common import (
+    INCOMPLETE,
+    USAGE,
+    check_output_file,
+    emit_table,
+    fail,
+    is_stdout,
+    say,
+    warn,
+    write_json,
+)
+from shortflow.exceptions import ScenarioError, SimulationLimitError
 from shortflow.scenario import Scenario
-from shortflow.simulate import SimulationResult, simulate
-
-err = Console(stderr=True)
-out = Console()
+from shortflow.simulate import DEFAULT_MAX_EVENTS, SimulationResult, simulate
 
 #: Rows shown before the table is cut (the JSON has them all).
 MAX_ROWS = 30
 
+#: Column heading → the report's key (see crates/sim/src/report.rs).
+COLUMNS = {"conn": "id", "GET s": "request_sent_s", "done s": "complete_s", "SYN": "syn_transmissions",
+           "SYN/ACK": "synack_transmissions", "rtx": "retransmissions", "RTO": "timeouts",
+           "FR": "fast_retransmits", "dACK": "delayed_acks", "lost": "packets_dropped"}
+
 
 def _s(x: Any) -> str:
-    return "–" if x is None else f"{x:.3f}"
+    if x is None:
+        return "–"
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
-def print_connections(result: SimulationResult, console: Console = out) -> None:
+def print_connections(result: SimulationResult) -> None:
     conns = result.connections
-    t = Table(title=f"{result.scenario.name} ({result.scenario.source})", title_justify="left")
-    for name in ("conn", "GET s", "done s", "SYN", "SYN/ACK", "rtx", "RTO", "FR", "dACK", "lost"):
-        t.add_column(name, justify="right")
-    for c in conns[:MAX_ROWS]:
-        t.add_row(
-            str(c["id"]),
-            _s(c["request_sent_s"]),
-            _s(c["complete_s"]),
-            str(c["syn_transmissions"]),
-            str(c["synack_transmissions"]),
-            str(c["retransmissions"]),
-            str(c["timeouts"]),
-            str(c["fast_retransmits"]),
-            str(c["delayed_acks"]),
-            str(c["packets_dropped"]),
-        )
-    console.print(t)
-    console.print(
-        "GET s: request sent, done s: response complete (from the first SYN) · SYN, SYN/ACK: "
-        "transmissions · rtx: retransmitted segments · RTO: timer expiries · FR: fast "
-        "retransmits · dACK: delayed ACKs · lost: packets lost on the path",
-        style="dim",
-    )
+    emit_table(f"{result.scenario.name} ({result.scenario.source})", list(COLUMNS),
+               [[c[k] for k in COLUMNS.values()] for c in conns[:MAX_ROWS]],
+               right=[True] * len(COLUMNS), fmt=_s,
+               caption="GET s: request sent, done s: response complete (from the first SYN) · SYN, SYN/ACK: "
+                       "transmissions · rtx: retransmitted segments · RTO: timer expiries · FR: fast "
+                       "retransmits · dACK: delayed ACKs · lost: packets lost on the path")
     s = result.summary
     more = f" (first {MAX_ROWS} shown)" if len(conns) > MAX_ROWS else ""
-    console.print(
-        f"{s['connections']:,} connections{more} · {s['completed']:,} complete · mean complete "
-        f"{_s(s['mean_complete_s'])} s · {s['events']:,} events over {s['simulated_s']:.3f} simulated s"
-    )
+    say(f"{s['connections']:,} connections{more} · {s['completed']:,} complete · mean complete "
+        f"{_s(s['mean_complete_s'])} s · {s['events']:,} events over {s['simulated_s']:.3f} simulated s")
 
 
 def register(app: typer.Typer) -> None:
@@ -63,22 +57,37 @@ def register(app: typer.Typer) -> None:
         scenario: Annotated[Path, typer.Argument(help="scenario file (TOML)")],
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="override a key: --set path.rtt=100ms")] = None,
         pcap: Annotated[Optional[Path], typer.Option("--pcap", help="write what the capture point saw")] = None,
-        json_out: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
+        json_out: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON (- for standard output)")] = None,
         quiet: Annotated[bool, typer.Option("-q", "--quiet", help="no table")] = False,
+        max_memory: Annotated[Optional[str], typer.Option("--max-memory", help="stop cleanly beyond this much memory for the run, e.g. 2GB (default: a quarter of this machine's)")] = None,
+        max_events: Annotated[int, typer.Option("--max-events", min=1, help="stop cleanly after this many events")] = DEFAULT_MAX_EVENTS,
     ) -> None:
-        """Simulate the connections a scenario file describes and print one row per connection."""
+        """Simulate the connections a scenario file describes and print one row per connection.
+
+        Exit status 3 when the run reached the scenario's time_limit with connections not
+        complete (the warning is on stderr and in the JSON)."""
+        if pcap is not None:
+            if is_stdout(pcap):
+                fail("--pcap -: the capture is not written to standard output; give a file name", USAGE)
+            check_output_file(pcap, "--pcap")
+        if json_out is not None:
+            check_output_file(json_out, "--json")
         try:
             sc = Scenario.load(scenario, sets or [])
-            result = simulate(sc, pcap=pcap)
-        except ScenarioError as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False)
-            raise typer.Exit(2) from None
+            result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events)
+        except (ScenarioError, ValueError) as e:
+            fail(e, USAGE)
+        except SimulationLimitError as e:
+            fail(e)
         except OSError as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False)
-            raise typer.Exit(2) from None
+            fail(f"{e.filename or scenario}: {e.strerror or e}")
+        for w in result.warnings:
+            warn(w)
         if json_out is not None:
-            json_out.write_text(result.to_json())
-        if not quiet:
+            write_json(json_out, result.raw)
+        if not quiet and not is_stdout(json_out):
             print_connections(result)
             if pcap is not None:
-                out.print(f"capture ({result.raw['capture_point']} side): {pcap}")
+                say(f"capture ({result.raw['capture_point']} side): {pcap}")
+        if result.incomplete:
+            raise typer.Exit(INCOMPLETE)

@@ -7,15 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
-import json
-
 import typer
-from rich.console import Console
 
+from shortflow.cli.common import FAILURE, USAGE, fail, say, write_json
 from shortflow.exceptions import PrivilegeError, SynoptError
-
-err = Console(stderr=True)
-out = Console()
 
 
 def _status(as_json: bool) -> None:
@@ -23,22 +18,21 @@ def _status(as_json: bool) -> None:
 
     daemons = synopt.status()
     if as_json:
-        out.print_json(json.dumps(daemons))
+        write_json("-", daemons)
         return
     if not daemons:
-        out.print("no shortflow-synopt daemon runs in this network namespace", highlight=False)
+        say("no shortflow-synopt daemon runs in this network namespace")
     for d in daemons:
         if not d["answering"]:
-            out.print(f"run {d['run_id']}: [red]no answer within 1 s[/] (stopped or hung?): traffic flows, "
-                      "unprotected (its rules only copy packets)", highlight=False)
+            say(f"run {d['run_id']}: no answer within 1 s (stopped or hung?): traffic flows, "
+                "unprotected (its rules only copy packets)")
             continue
         lat = d.get("resend_lateness") or {}
         late = f", resend lateness p50 ≤ {lat['p50_us_at_most']:g} µs, p99 ≤ {lat['p99_us_at_most']:g} µs" \
             if lat.get("count") else ""
-        out.print(f"run {d['run_id']} (pid {d['pid']}, {d['mode']} mode, ports {','.join(map(str, d['ports']))}): "
-                  f"held {d['held']}, taken {d['copies_taken']}, answered {d['answered']}, resent {d['resends']}, "
-                  f"shed {d['shed']} ({d['shed_prefix']} by prefix budget), bypassed {d['bypassed']}{late}",
-                  highlight=False)
+        say(f"run {d['run_id']} (pid {d['pid']}, {d['mode']} mode, ports {','.join(map(str, d['ports']))}): "
+            f"held {d['held']}, taken {d['copies_taken']}, answered {d['answered']}, resent {d['resends']}, "
+            f"shed {d['shed']} ({d['shed_prefix']} by prefix budget), bypassed {d['bypassed']}{late}")
 
 
 def register(app: typer.Typer) -> None:
@@ -53,7 +47,7 @@ def register(app: typer.Typer) -> None:
         server: Annotated[bool, typer.Option("-s", "--server", help="server side: keep outgoing SYN/ACKs")] = False,
         router: Annotated[bool, typer.Option("--router", help="router: keep the SYNs and SYN/ACKs it forwards")] = False,
         json_stats: Annotated[Optional[Path], typer.Option("--json-stats", metavar="FILE", help="write the counters as JSON here (exit, SIGUSR1)")] = None,
-        max_held: Annotated[int, typer.Option("--max-held", help="copies held at most; beyond, new ones are shed")] = 65_536,
+        max_held: Annotated[int, typer.Option("--max-held", min=1, max=1 << 24, help="copies held at most; beyond, new ones are shed")] = 65_536,
         prefix_budget: Annotated[int, typer.Option("--prefix-budget", help="copies held at most per initiator /24 (IPv6: /48); beyond, that prefix's newest are shed (0: no budget)")] = 1024,
         group: Annotated[int, typer.Option("--group", "--queue-num", help="NFLOG group of the daemon's rules")] = 7100,
         no_ipv6: Annotated[bool, typer.Option("--no-ipv6", help="IPv4 only")] = False,
@@ -87,5 +81,4 @@ def register(app: typer.Typer) -> None:
                                group=group, ipv6=not no_ipv6, rt_priority=rt_priority, prefix_budget=prefix_budget)
             synopt.exec_daemon(o)
         except (SynoptError, PrivilegeError) as e:
-            err.print(f"[red]error:[/] {e}", highlight=False)
-            raise typer.Exit(1 if isinstance(e, synopt.DaemonMissing) else 2) from None
+            fail(e, FAILURE if isinstance(e, synopt.DaemonMissing) else USAGE)

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from shortflow.cli.common import FAILURE, USAGE, check_output_dir, check_output_file, emit_table, fail, is_stdout, say, write_json
 from shortflow.exceptions import PrivilegeError, ScenarioError, ShortflowError
 
 testbed_app = typer.Typer(help="Run a scenario on the real Linux kernel (needs root).", no_args_is_help=True)
-err = Console(stderr=True)
-out = Console()
 
 #: Result key → column heading.
 COLUMNS = {"syn_transmissions": "SYNs", "synack_transmissions": "SYN/ACKs", "request_sent_s": "request (s)",
            "complete_s": "complete (s)", "retransmissions": "retrans.", "timeouts": "RTOs"}
-
-
-def _fail(e: BaseException, code: int) -> typer.Exit:
-    err.print(f"[red]error:[/] {e}", highlight=False)
-    return typer.Exit(code)
 
 
 def _run(scenario: Path, pcap_dir: Path | None) -> dict[str, Any]:
@@ -33,33 +24,29 @@ def _run(scenario: Path, pcap_dir: Path | None) -> dict[str, Any]:
         s = testbed.load(scenario)
         return testbed.run(s, str(pcap_dir) if pcap_dir else None)
     except (ScenarioError, PrivilegeError) as e:
-        raise _fail(e, 2) from None
+        fail(e, USAGE)
     except ShortflowError as e:
-        raise _fail(e, 1) from None
+        fail(e, FAILURE)
     except KeyboardInterrupt as e:
-        err.print(f"interrupted ({str(e) or 'Ctrl-C'}); everything the run created was removed")
-        raise typer.Exit(130) from None
+        fail(f"interrupted ({str(e) or 'Ctrl-C'}); everything the run created was removed", 130)
 
 
 def _table(title: str, rows: list[tuple[str, list[dict[str, Any]]]],
-           verdicts: list[dict[str, bool | None]] | None = None) -> Table:
-    """One row per connection and world; with `verdicts`, a ✓/✗ under each figure of the
-    real row (— where the real world could not measure it)."""
-    t = Table(title=title)
-    t.add_column("conn")
-    t.add_column("world")
-    for heading in COLUMNS.values():
-        t.add_column(heading, justify="right")
+           verdicts: list[dict[str, bool | None]] | None = None) -> None:
+    """One row per connection and world, numbered from 0 as the simulator numbers them
+    (its JSON's ``id``); with `verdicts`, a ✓/✗ after each figure of the real row (— where
+    the real world could not measure it)."""
     n = max(len(conns) for _, conns in rows)
-    mark = {True: "[green]✓[/]", False: "[red]✗[/]", None: "—"}
+    mark = {True: "✓", False: "✗", None: "—"}
+    table = []
     for i in range(n):
         for world, conns in rows:
             c = conns[i] if i < len(conns) else {}
             cells = [_fmt(c.get(k)) for k in COLUMNS]
             if verdicts and world == "real" and i < len(verdicts):
                 cells = [f"{cell} {mark[verdicts[i].get(k)]}" for cell, k in zip(cells, COLUMNS)]
-            t.add_row(str(i + 1), world, *cells)
-    return t
+            table.append([str(c.get("id", i)), world, *cells])
+    emit_table(title, ["conn", "world", *COLUMNS.values()], table, right=[False, False] + [True] * len(COLUMNS))
 
 
 def _fmt(v: Any) -> str:
@@ -68,17 +55,27 @@ def _fmt(v: Any) -> str:
     return f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
+def _check_outputs(json_out: Path | None, pcap_dir: Path | None) -> None:
+    # Before minutes of real runs, not after.
+    if json_out is not None:
+        check_output_file(json_out, "--json")
+    if pcap_dir is not None:
+        check_output_dir(pcap_dir, "--pcap-dir")
+
+
 @testbed_app.command("run")
 def run_cmd(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (TOML).")],
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON here (- for standard output).")] = None,
     pcap_dir: Annotated[Path | None, typer.Option("--pcap-dir", help="Keep the two router captures here.")] = None,
 ) -> None:
     """Run SCENARIO on the real kernel: namespaces, nginx, emulated link, captures."""
+    _check_outputs(json_out, pcap_dir)
     result = _run(scenario, pcap_dir)
     if json_out:
-        json_out.write_text(json.dumps(result, indent=2) + "\n")
-    out.print(_table(f"{result['scenario']} — real kernel (run {result['run_id']})", [("real", result["connections"])]))
+        write_json(json_out, result)
+    if not is_stdout(json_out):
+        _table(f"{result['scenario']} — real kernel (run {result['run_id']})", [("real", result["connections"])])
 
 
 @testbed_app.command("clean")
@@ -93,18 +90,18 @@ def clean_cmd(
     try:
         done = clean(force=force, only=run_id)
     except PrivilegeError as e:
-        raise _fail(e, 2) from None
+        fail(e, USAGE)
     for line in done:
-        out.print(line if line.startswith("nothing of") else f"removed {line}", highlight=False)
+        say(line if line.startswith("nothing of") else f"removed {line}")
     if not done:
-        out.print("nothing to clean")
+        say("nothing to clean")
 
 
 @testbed_app.command("compare")
 def compare_cmd(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (TOML).")],
     overrides: Annotated[list[str] | None, typer.Option("--set", help="key=value, as for `shortflow simulate`.")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write both results and the verdicts as JSON here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write both results and the verdicts as JSON here (- for standard output).")] = None,
     pcap_dir: Annotated[Path | None, typer.Option("--pcap-dir", help="Keep the real run's captures here.")] = None,
 ) -> None:
     """Run SCENARIO in the simulator and on the real kernel; print them side by side.
@@ -113,26 +110,29 @@ def compare_cmd(
     (or the real kernel cannot run the scenario: the reason is printed), 1 when not."""
     from shortflow.testbed.compare import compare
 
+    _check_outputs(json_out, pcap_dir)
     try:
         c = compare(scenario, overrides or [], pcap_dir)
     except (ScenarioError, PrivilegeError) as e:
-        raise _fail(e, 2) from None
+        fail(e, USAGE)
     except ShortflowError as e:
-        raise _fail(e, 1) from None
+        fail(e, FAILURE)
     except KeyboardInterrupt:
-        err.print("interrupted (Ctrl-C); everything the run created was removed")
-        raise typer.Exit(130) from None
+        fail("interrupted (Ctrl-C); everything the run created was removed", 130)
     if json_out:
-        json_out.write_text(json.dumps(c.as_json(), indent=2) + "\n")
-    worlds = [("sim", c.sim)] + ([("real", c.real)] if c.real is not None else [])
-    out.print(_table(f"{c.scenario} — simulator vs real kernel", worlds, c.verdicts))
-    if c.real is None:
-        out.print(f"no real-kernel run: {c.unavailable}", highlight=False)
+        write_json(json_out, c.as_json())
+    if is_stdout(json_out):
+        if c.real is not None and not c.agree:
+            raise typer.Exit(FAILURE)
         return
-    out.print("agree (times within 5 % or 10 ms, counts exact)" if c.agree else
-              "[red]disagree[/]: see the ✗ columns", highlight=False)
+    worlds = [("sim", c.sim)] + ([("real", c.real)] if c.real is not None else [])
+    _table(f"{c.scenario} — simulator vs real kernel", worlds, c.verdicts)
+    if c.real is None:
+        say(f"no real-kernel run: {c.unavailable}")
+        return
+    say("agree (times within 5 % or 10 ms, counts exact)" if c.agree else "disagree: see the ✗ columns")
     if not c.agree:
-        raise typer.Exit(1)
+        raise typer.Exit(FAILURE)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from shortflow.cli.common import emit_table, fail, say, warn, write_json
 from shortflow.exceptions import PrivilegeError, ShortflowError, TuneError
 from shortflow.units import parse_duration, parse_size
 
 tune_app = typer.Typer(help="Tune TCP start-up on this host: SYN RTO, initial window, minimum RTO, "
                             "delayed ACKs (BPF sock_ops, route and sysctl fallbacks); revert restores exactly.",
                        no_args_is_help=True)
-err = Console(stderr=True)
-out = Console()
+if TYPE_CHECKING:
+    from shortflow.tune import TuneSettings
 
 STATE_OPTION = typer.Option("--state", help="State file recording what was changed (for status and revert).")
-
-
-def _fail(e: BaseException, code: int) -> typer.Exit:
-    err.print(f"[red]error:[/] {e}", highlight=False)
-    return typer.Exit(code)
 
 
 def _duration(flag: str, text: str | None) -> float | None:
@@ -33,41 +26,41 @@ def _duration(flag: str, text: str | None) -> float | None:
     try:
         return parse_duration(text, what=flag)
     except ValueError as e:
-        raise _fail(e, 2) from None
+        fail(e, 2)
 
 
 def _settings(syn_rto: str | None, iw: int | None, iw_map: Path | None, rto_min: str | None, delack_max: str | None,
-              quickack: bool, ssai: str | None, sfr_factor: float | None, sfr_cutout: str, scope: list[str]):  # noqa: ANN202
+              quickack: bool, ssai: str | None, sfr_factor: float | None, sfr_cutout: str, scope: list[str]) -> TuneSettings:
     from shortflow.tune import TuneSettings, load_prefixes
 
     s = TuneSettings(syn_rto_s=_duration("--syn-rto", syn_rto), iw=iw, rto_min_s=_duration("--rto-min", rto_min),
                      delack_max_s=_duration("--delack-max", delack_max), quickack=quickack, sfr_factor=sfr_factor)
     if iw is not None and iw < 1:
-        raise _fail(TuneError(f"--iw {iw}: expected a number of segments >= 1"), 2)
+        fail(TuneError(f"--iw {iw}: expected a number of segments >= 1"), 2)
     if ssai is not None:
         if ssai not in ("on", "off"):
-            raise _fail(TuneError(f"--slow-start-after-idle {ssai!r}: expected on or off"), 2)
+            fail(TuneError(f"--slow-start-after-idle {ssai!r}: expected on or off"), 2)
         s.slow_start_after_idle = ssai == "on"
     try:
         s.sfr_cutout_bytes = parse_size(sfr_cutout, what="--sfr-cutout")
     except ValueError as e:
-        raise _fail(e, 2) from None
+        fail(e, 2)
     for item in scope:
         kind, _, value = item.partition("=")
         if kind == "cgroup" and value:
             s.cgroup = Path(value)
-        elif kind == "port" and value.isdigit():
+        elif kind == "port" and value.isascii() and value.isdigit():
             s.port = int(value)
         else:
-            raise _fail(TuneError(f"--scope {item!r}: expected cgroup=PATH or port=N"), 2)
+            fail(TuneError(f"--scope {item!r}: expected cgroup=PATH or port=N"), 2)
     if iw_map is not None:
         try:
             s.prefixes = load_prefixes(iw_map)
         except TuneError as e:
-            raise _fail(e, 2) from None
+            fail(e, 2)
     if s.empty():
-        raise _fail(TuneError("nothing to apply: give at least one of --syn-rto, --iw, --iw-map, --rto-min, "
-                              "--delack-max, --quickack, --slow-start-after-idle, --sfr-factor"), 2)
+        fail(TuneError("nothing to apply: give at least one of --syn-rto, --iw, --iw-map, --rto-min, "
+                       "--delack-max, --quickack, --slow-start-after-idle, --sfr-factor"), 2)
     return s
 
 
@@ -93,35 +86,35 @@ def apply_cmd(
     from shortflow import tune
 
     if fallback not in (None, "routes"):
-        raise _fail(TuneError(f"--fallback {fallback!r}: the only fallback is `routes`"), 2)
+        fail(TuneError(f"--fallback {fallback!r}: the only fallback is `routes`"), 2)
     s = _settings(syn_rto, iw, iw_map, rto_min, delack_max, quickack, ssai, sfr_factor, sfr_cutout, scope or [])
     try:
         if dry_run:
             p = tune.plan(s, fallback_routes=fallback == "routes", force=force)
             for line in p.lines():
-                out.print(f"would {line}", highlight=False)
+                say(f"would {line}")
             for w in p.warnings:
-                out.print(f"[yellow]forced:[/] {w}", highlight=False)
+                say(f"forced: {w}")
             for n in p.notices:
-                err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
+                warn(n)
             return
         result = tune.apply(s, state_path=state, fallback_routes=fallback == "routes", force=force, replace=replace)
     except (KeyboardInterrupt, tune.Interrupted) as e:
-        raise _fail(TuneError(f"{e or 'interrupted'}: every change made so far was undone"), 130) from None
+        fail(TuneError(f"{e or 'interrupted'}: every change made so far was undone"), 130)
     except (TuneError, PrivilegeError) as e:
-        raise _fail(e, 2) from None
+        fail(e, 2)
     except ShortflowError as e:
-        raise _fail(e, 1) from None
+        fail(e, 1)
     for note in result.get("notes", []):
-        out.print(note, highlight=False)
+        say(note)
     bpf = result.get("bpf")
     if bpf:
-        out.print(f"attached BPF program {bpf['prog_id']} to {bpf['cgroup']} (pins {bpf['pin_dir']})", highlight=False)
+        say(f"attached BPF program {bpf['prog_id']} to {bpf['cgroup']} (pins {bpf['pin_dir']})")
     for c in result["changes"]:
-        out.print(f"{c['kind']}: {c['before']!r} -> {c['after']!r}", highlight=False)
+        say(f"{c['kind']}: {c['before']!r} -> {c['after']!r}")
     for n in result.get("notices", []):
-        err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
-    out.print(f"state: {state} (`shortflow tune revert` restores it all)", highlight=False)
+        warn(n)
+    say(f"state: {state} (`shortflow tune revert` restores it all)")
 
 
 @tune_app.command("reload")
@@ -136,8 +129,8 @@ def reload_cmd(
     try:
         n = tune.reload_prefixes(tune.load_prefixes(iw_map), state_path=state, force=force)
     except (TuneError, PrivilegeError) as e:
-        raise _fail(e, 2) from None
-    out.print(f"{n} prefixes loaded from {iw_map}", highlight=False)
+        fail(e, 2)
+    say(f"{n} prefixes loaded from {iw_map}")
 
 
 @tune_app.command("status")
@@ -148,36 +141,40 @@ def status_cmd(
     """What is applied, whether the program is still attached, and its counters."""
     from shortflow import tune
 
+    if not state.exists():
+        # Nothing applied is an answer, not an error: as a JSON document too.
+        if as_json:
+            write_json("-", {"applied": None, "state_file": str(state), "settings": None, "bpf": None, "changes": []})
+        else:
+            say(f"nothing applied ({state} does not exist)")
+        return
     try:
         st = tune.status(state_path=state)
     except TuneError as e:
-        raise _fail(e, 1) from None
+        fail(e, 1)
     if as_json:
-        out.print_json(json.dumps(st))
+        write_json("-", {**st, "state_file": str(state)})
         return
     for note in st.get("notes", []):
-        out.print(note, highlight=False)
+        say(note)
     s = st["settings"]
-    out.print(f"applied {st['applied']} (id {st['id']})", highlight=False)
-    t = Table("setting", "value")
-    for k in ("syn_rto_s", "iw", "rto_min_s", "delack_max_s", "quickack", "slow_start_after_idle", "sfr_factor", "port", "cgroup"):
-        if s.get(k) not in (None, False):
-            t.add_row(k, str(s[k]))
-    for p in s.get("prefixes", []):
-        t.add_row(f"prefix {p['network']}", f"iw={p['iw']} syn_rto_s={p['syn_rto_s']}")
-    out.print(t)
+    say(f"applied {st['applied']} (id {st['id']})")
+    rows = [[k, str(s[k])] for k in ("syn_rto_s", "iw", "rto_min_s", "delack_max_s", "quickack", "slow_start_after_idle",
+                                     "sfr_factor", "port", "cgroup") if s.get(k) not in (None, False)]
+    rows += [[f"prefix {p['network']}", f"iw={p['iw']} syn_rto_s={p['syn_rto_s']}"] for p in s.get("prefixes", [])]
+    emit_table("", ["setting", "value"], rows)
     bpf = st.get("bpf")
     if bpf:
-        attached = "attached" if bpf["still_attached"] else "[red]NOT attached any more[/]"
-        out.print(f"BPF program {bpf['prog_id']} on {bpf['cgroup']}: {attached}", highlight=False)
+        attached = "attached" if bpf["still_attached"] else "NOT attached any more"
+        say(f"BPF program {bpf['prog_id']} on {bpf['cgroup']}: {attached}")
         for k, v in (bpf.get("counters") or {}).items():
-            out.print(f"  {k}: {v}", highlight=False)
+            say(f"  {k}: {v}")
         for line in bpf.get("refusals", []):
-            err.print(f"[red]refused:[/] {line}", highlight=False, soft_wrap=True)
+            warn(f"refused: {line}")
     for c in st["changes"]:
-        out.print(f"{c['kind']}: {c['before']!r} -> {c['after']!r}", highlight=False)
+        say(f"{c['kind']}: {c['before']!r} -> {c['after']!r}")
     for n in st.get("notices", []):
-        err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
+        warn(n)
 
 
 @tune_app.command("revert")
@@ -194,15 +191,15 @@ def revert_cmd(
     if scope is not None:
         kind, _, value = scope.partition("=")
         if kind != "cgroup" or not value or not orphans:
-            raise _fail(TuneError(f"--scope {scope!r}: revert takes only --orphans --scope cgroup=PATH"), 2)
+            fail(TuneError(f"--scope {scope!r}: revert takes only --orphans --scope cgroup=PATH"), 2)
         cgroup = Path(value)
     try:
         done = tune.revert(state_path=state, force=force, orphans_too=orphans, cgroup=cgroup)
     except (TuneError, PrivilegeError) as e:
-        raise _fail(e, 2) from None
+        fail(e, 2)
     for line in done:
-        out.print(line, highlight=False)
-    out.print("reverted", highlight=False)
+        say(line)
+    say("reverted")
 
 
 def register(app: typer.Typer) -> None:

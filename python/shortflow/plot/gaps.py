@@ -21,7 +21,7 @@ def duplicate_gap_histogram(table: pa.Table, path: Path, *, kind: str = "syn", m
     label = "SYN" if kind == "syn" else "SYN/ACK"
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     bins = np.arange(0.0, max_s + 0.1, 0.1)
-    ax.hist(np.clip(gaps, 0, max_s), bins=bins, color="#3b6ea8")
+    ax.hist(np.clip(gaps, 0, max_s), bins=bins.tolist(), color="#3b6ea8")
     for step in (1, 2, 4, 8, 16):
         ax.axvline(step, color="#2a9d8f", lw=0.8, ls="--")
     for step in (3, 6, 12, 24):

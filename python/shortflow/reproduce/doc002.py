@@ -34,11 +34,11 @@ def rows() -> list[Row]:
         for k, (p, o) in enumerate(zip(paper, got), start=1):
             out.append(row("002", "bytes-per-round-trip", f"IW {iw}, by round trip {k}", p, o, "B", scenario, ov,
                            "rounds counted from the first data arrival"))
-    for iw, paper in PAPER_PAGE_S.items():
+    for iw, paper_s in PAPER_PAGE_S.items():
         result, scenario, ov = run_case(SCENARIO, [f"server.initial_window={iw}"])
         c = result.connections[0]
         ours = c["complete_s"] - c["request_sent_s"]
-        out.append(row("002", "35kB-page-310ms", f"IW {iw}, request to last byte", paper, ours, "s", scenario, ov,
+        out.append(row("002", "35kB-page-310ms", f"IW {iw}, request to last byte", paper_s, ours, "s", scenario, ov,
                        f"the paper rounds {4 if iw == 2 else 2} round trips of 310 ms ({(4 if iw == 2 else 2) * RTT_S:.2f} s)"))
     for iw in (2, 10):
         for ssai in (True, False):

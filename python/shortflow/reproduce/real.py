@@ -62,8 +62,8 @@ def _with_tune(name: str, r: Row) -> float | None:
     processes of the table's side (client: its SYNs; server: its SYN/ACKs). The side's own
     SYN RTO is set to Linux's 1 s so that the testbed does not set one with its own BPF."""
     from shortflow import testbed, tune
-    from shortflow.testbed.names import RunNames
     from shortflow.host import cgroup2_root
+    from shortflow.testbed.names import RunNames
 
     side = "server" if "-server" in r.figure else "client"
     s = testbed.load(Scenario.builtin(name, [*r.overrides, f"{side}.syn_rto=1s"]))

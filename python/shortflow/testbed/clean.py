@@ -11,10 +11,10 @@ import errno
 import os
 import re
 import shlex
-import socket
-import sys
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 

@@ -34,7 +34,7 @@ def agrees(key: str, sim: Any, real: Any) -> bool | None:
     if sim is None or real is None:
         return sim is None and real is None
     if key in TIMES:
-        return abs(sim - real) <= max(REL_TOLERANCE * abs(sim), ABS_TOLERANCE_S)
+        return bool(abs(sim - real) <= max(REL_TOLERANCE * abs(sim), ABS_TOLERANCE_S))
     return bool(sim == real)
 
 

@@ -32,16 +32,28 @@ def one(host: str, port: int, path: str, req: bytes) -> dict[str, object]:
         r["connected"] = time.time()
         s.sendall(req)
         r["request_sent"] = time.time()
-        data = bytearray()
+        # Streamed: only the header is kept, the body is counted (a 2 GB response must
+        # not be held in memory).
+        head = bytearray()
+        body_bytes = -1
         while chunk := s.recv(65536):
             if "first_byte" not in r:
                 r["first_byte"] = time.time()
-            data += chunk
+            if body_bytes >= 0:
+                body_bytes += len(chunk)
+                continue
+            head += chunk
+            end = head.find(b"\r\n\r\n")
+            if end >= 0:
+                body_bytes = len(head) - end - 4
+                del head[end:]
+            elif len(head) > 1 << 16:
+                raise OSError("no end of the HTTP header in the first 64 KiB")
         r["complete"] = time.time()
-        head, _, body = bytes(data).partition(b"\r\n\r\n")
-        r["status"] = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else None
-        r["header_bytes"] = len(head) + 4
-        r["body_bytes"] = len(body)
+        head_bytes = bytes(head)
+        r["status"] = int(head_bytes.split(b" ", 2)[1]) if head_bytes.startswith(b"HTTP/") else None
+        r["header_bytes"] = len(head_bytes) + 4
+        r["body_bytes"] = max(body_bytes, 0)
         r["local_port"] = s.getsockname()[1]
     except OSError as e:
         r["error"] = f"{type(e).__name__}: {e}"

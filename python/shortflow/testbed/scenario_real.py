@@ -20,7 +20,6 @@ from shortflow.scenario import Scenario
 from shortflow.units import parse_duration, parse_rate, parse_size
 
 
-
 @dataclass(frozen=True)
 class StackProfile:
     """What a named stack profile means on the real kernel.

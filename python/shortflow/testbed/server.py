@@ -65,7 +65,10 @@ class Nginx:
             p.chmod(0o755)
         for size in self.sizes:
             f = www / body_path(size).lstrip("/")
-            f.write_bytes(b"x" * size)
+            # A sparse file of the exact size: nothing built in memory nor written to disk,
+            # whatever the response size (nginx sends its zeros like any other bytes).
+            with f.open("wb") as body:
+                body.truncate(size)
             f.chmod(0o644)
         conf = self.dir / "nginx.conf"
         conf.write_text(CONFIG.format(dir=self.dir, ip=N.SERVER_IP, port=self.port))

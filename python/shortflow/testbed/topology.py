@@ -139,7 +139,7 @@ class Topology:
             if cgroup is not None:
                 (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
-        p = subprocess.Popen(["ip", "netns", "exec", self.names.ns(role), *args], text=True,  # type: ignore[call-overload]
+        p: subprocess.Popen[str] = subprocess.Popen(["ip", "netns", "exec", self.names.ns(role), *args], text=True,  # type: ignore[call-overload]
                              stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=enter_cgroup, **kw)
         self.children.append((label, p))
         return p

@@ -24,8 +24,8 @@ from shortflow.exceptions import PrivilegeError, TuneError
 from shortflow.host import cgroup2_root, kernel_hz, run
 from shortflow.host.runid import fresh_run_id
 from shortflow.tune import journal, orphans, program, routes
-from shortflow.tune.undo import rollback
 from shortflow.tune.settings import PrefixRule, TuneSettings, hard_limits, load_prefixes, unsafe
+from shortflow.tune.undo import rollback
 
 __all__ = ["DEFAULT_STATE", "Plan", "PrefixRule", "TuneSettings", "apply", "load_prefixes", "plan",
            "reload_prefixes", "revert", "status"]
@@ -216,8 +216,8 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
     except BaseException:
         # A second SIGTERM must not cut the rollback short (Ctrl-C still can: the next
         # command then finishes it from the journal).
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
+        for stop in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(stop, signal.SIG_IGN)
         out = rollback(w.journal)
         if not out.left:
             state_path.unlink(missing_ok=True)

@@ -21,6 +21,8 @@ BPF_TIMER_MAX_S = 0.2
 #: TCP_RTO_MAX (include/net/tcp.h, 120 s): the kernel caps every retransmission timer there
 #: (`inet_csk_reset_xmit_timer` clamps `when`), so a longer SYN RTO would be cut silently.
 SYN_RTO_MAX_S = 120.0
+#: The BPF program's configuration holds counts in 32-bit fields (bpf/tune.bpf.c).
+U32_MAX = 2**32 - 1
 #: More than this initial window is refused without --force: RFC 6928 stops at 10 segments
 #: and a first flight of hundreds of segments overflows ordinary queues.
 IW_SAFE_MAX = 100
@@ -105,6 +107,10 @@ def hard_limits(s: TuneSettings, hz: int) -> None:
         if rto is not None and rto > SYN_RTO_MAX_S:
             raise TuneError(f"{label} {rto:g}s: the kernel caps retransmission timers at TCP_RTO_MAX "
                             f"({SYN_RTO_MAX_S:g} s) and would silently use that")
+    if s.iw is not None and not 1 <= s.iw <= U32_MAX:
+        raise TuneError(f"--iw {s.iw}: the kernel's congestion window is a 32-bit count of segments (1 to {U32_MAX})")
+    if s.sfr_factor is not None and not 0 <= s.sfr_cutout_bytes <= U32_MAX:
+        raise TuneError(f"--sfr-cutout {s.sfr_cutout_bytes}B: at most {U32_MAX}B (a 32-bit field)")
     for flag, v in (("--rto-min", s.rto_min_s), ("--delack-max", s.delack_max_s)):
         if v is not None and not BPF_TIMER_MIN_JIFFIES * jiffy <= v <= BPF_TIMER_MAX_S:
             raise TuneError(f"{flag} {v * 1000:g}ms: the kernel takes {BPF_TIMER_MIN_JIFFIES * jiffy * 1000:g} ms "
@@ -112,6 +118,8 @@ def hard_limits(s: TuneSettings, hz: int) -> None:
     for p in s.prefixes:
         if p.syn_rto_s is not None and p.syn_rto_s < jiffy:
             raise TuneError(f"{p.network}: syn_rto {p.syn_rto_s * 1000:g}ms is below one jiffy")
+        if p.iw is not None and p.iw > U32_MAX:
+            raise TuneError(f"{p.network}: iw {p.iw} is above {U32_MAX} (a 32-bit count)")
     if s.port is not None and not 1 <= s.port <= 65535:
         raise TuneError(f"--scope port={s.port}: not a TCP port")
     if s.sfr_factor is not None and not 1.0 <= s.sfr_factor <= 100:

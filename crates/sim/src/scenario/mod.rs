@@ -3,6 +3,7 @@
 //! typed `Scenario` the simulator runs; every error names the file and the dotted key.
 
 mod overrides;
+pub mod ranges;
 pub mod raw;
 
 use raw::*;
@@ -142,14 +143,29 @@ pub struct Scenario {
 /// The file's TOML table with `overrides` applied, before any check: what the testbed
 /// reads, so that both worlds see the same document.
 pub fn document(text: &str, source: &str, overrides: &[String]) -> Result<Table, ScenarioError> {
-    let mut doc: Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ScenarioError::new(source, "", format!("not valid TOML: {}", e.message())))?;
+    if text.len() > MAX_FILE_BYTES {
+        return Err(ScenarioError::new(source, "", format!("{} bytes: a scenario file has at most {MAX_FILE_BYTES}", text.len())));
+    }
+    let mut doc: Table = text.parse().map_err(|e: toml::de::Error| {
+        let at = e.span().map(|s| line_column(text, s.start)).unwrap_or_default();
+        ScenarioError::new(source, "", format!("{at}not valid TOML: {}", e.message()))
+    })?;
     for o in overrides {
         overrides::apply(&mut doc, o)
             .map_err(|(key, why)| ScenarioError::new(source, key, format!("{why} (in --set {o})")))?;
     }
     Ok(doc)
+}
+
+/// Largest scenario file read (a scenario is a page of TOML; this refuses a wrong file).
+pub const MAX_FILE_BYTES: usize = 4 << 20;
+
+/// `line L, column C: ` of byte `at` in `text` (both from 1, columns in characters).
+fn line_column(text: &str, at: usize) -> String {
+    let before = &text[..text.floor_char_boundary(at.min(text.len()))];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}: ")
 }
 
 pub fn load(text: &str, source: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
@@ -199,7 +215,7 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         "raw" => CaptureLink::RawIpv4,
         other => return Err(err(src, "capture.link", format!("{other:?}: expected \"ethernet\" or \"raw\""))),
     };
-    Ok(Scenario {
+    let sc = Scenario {
         name: raw.name.clone().unwrap_or_else(|| src.to_string()),
         source: src.to_string(),
         seed,
@@ -213,7 +229,9 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         syn_optimizer,
         capture_point,
         capture_link,
-    })
+    };
+    ranges::check_scenario(&sc, src)?;
+    Ok(sc)
 }
 
 fn path(p: &RawPath, src: &str) -> Result<PathConfig, ScenarioError> {

@@ -93,11 +93,35 @@ pub struct RawQueue {
 }
 
 /// Initial window: a number of segments or "rfc3390".
-#[derive(Debug, Deserialize, Clone)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum RawWindow {
     Segments(u32),
     Named(String),
+}
+
+impl<'de> Deserialize<'de> for RawWindow {
+    // By hand rather than `untagged`, whose error ("did not match any variant") says
+    // nothing about what is expected.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = RawWindow;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of segments (at least 1) or \"rfc3390\"")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawWindow, E> {
+                Ok(RawWindow::Named(s.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<RawWindow, E> {
+                u32::try_from(n)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .map(RawWindow::Segments)
+                    .ok_or_else(|| E::custom(format!("{n}: expected a number of segments (at least 1) or \"rfc3390\"")))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Deserialize, Default)]

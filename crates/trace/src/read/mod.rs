@@ -131,6 +131,17 @@ impl CaptureReader {
         Ok(Some(current.packet(&self.src)))
     }
 
+    /// Damaged blocks that were skipped since the last call, each as
+    /// `FILE: byte N: skipped a damaged … block …` (pcapng only; at most 100 per file).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        let Format::PcapNg(p) = &mut self.format else { return Vec::new() };
+        let gz = if self.src.gzip { " (of the decompressed stream)" } else { "" };
+        std::mem::take(&mut p.skipped)
+            .into_iter()
+            .map(|(offset, what)| format!("{}: byte {offset}{gz}: {what}", self.path.display()))
+            .collect()
+    }
+
     /// Bytes of the file consumed (compressed bytes for gzip), for progress reporting.
     pub fn file_position(&self) -> u64 {
         self.src.file_position()

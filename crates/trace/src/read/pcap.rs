@@ -36,7 +36,7 @@ impl PcapState {
             return Err(ReadErrorKind::Truncated { what: "pcap file header", needed: FILE_HEADER_LEN, available: avail });
         }
         let (_, h) = parse_pcap_header(src.window())
-            .map_err(|e| ReadErrorKind::Corrupt { what: "pcap file header", detail: format!("{e:?}") })?;
+            .map_err(|_| ReadErrorKind::Corrupt { what: "pcap file header", detail: "its fields cannot be read".into() })?;
         src.consume(FILE_HEADER_LEN);
         Ok(Self {
             big_endian: h.is_bigendian(),
@@ -76,7 +76,7 @@ impl PcapState {
         if caplen > MAX_RECORD {
             return Err(ReadErrorKind::Corrupt {
                 what: "packet record header",
-                detail: format!("captured length {caplen} is larger than any packet"),
+                detail: format!("captured length {} bytes is larger than any packet (16 MiB at most)", crate::error::thousands(caplen as u64)),
             });
         }
         let needed = RECORD_HEADER_LEN + caplen;

@@ -1,12 +1,16 @@
 //! pcapng: a sequence of blocks; each section (SHB) sets the byte order and starts a new
 //! list of interfaces (IDB), each with its own link type and timestamp resolution.
 
+use pcap_parser::nom;
 use pcap_parser::pcapng::Block;
-use pcap_parser::{parse_block_be, parse_block_le};
+use pcap_parser::{parse_block_be, parse_block_le, PcapError};
 
 use super::source::Source;
 use super::{io_kind, Current, Step, MAX_RECORD};
 use crate::error::ReadErrorKind;
+
+/// Skipped blocks reported per file at most (the count of the rest is not kept).
+const MAX_WARNINGS: usize = 100;
 
 const SHB_TYPE: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 const BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
@@ -31,10 +35,61 @@ pub struct PcapNgState {
     pending: usize,
     last_ts_ns: u64,
     pub(super) current: Current,
+    /// Damaged blocks skipped: (stream offset, what was wrong).
+    pub(super) skipped: Vec<(u64, String)>,
 }
 
 fn corrupt(what: &'static str, detail: String) -> ReadErrorKind {
     ReadErrorKind::Corrupt { what, detail }
+}
+
+/// The block types a reader cannot do without: sections, interfaces and packets. Any
+/// other block (name resolution, statistics, custom, secrets…) can be skipped when damaged.
+const SECTION_HEADER: u32 = 0x0a0d_0d0a;
+const INTERFACE_DESCRIPTION: u32 = 1;
+const OBSOLETE_PACKET: u32 = 2;
+const SIMPLE_PACKET: u32 = 3;
+const ENHANCED_PACKET: u32 = 6;
+
+/// The name of a block type (pcapng draft, section 10.1), for messages.
+fn block_name(block_type: u32) -> &'static str {
+    match block_type {
+        SECTION_HEADER => "section header block",
+        INTERFACE_DESCRIPTION => "interface description block",
+        OBSOLETE_PACKET => "packet block (obsolete)",
+        SIMPLE_PACKET => "simple packet block",
+        4 => "name resolution block",
+        5 => "interface statistics block",
+        ENHANCED_PACKET => "enhanced packet block",
+        7 => "IRIG timestamp block",
+        8 => "AFDX encapsulation block",
+        9 => "systemd journal export block",
+        10 => "decryption secrets block",
+        0x0000_0bad | 0x4000_0bad => "custom block",
+        _ => "block of an unknown type",
+    }
+}
+
+fn essential(block_type: u32) -> bool {
+    matches!(block_type, SECTION_HEADER | INTERFACE_DESCRIPTION | OBSOLETE_PACKET | SIMPLE_PACKET | ENHANCED_PACKET)
+}
+
+/// What the block parser found wrong, in words (never the parser's internals).
+fn parse_failure(e: &nom::Err<PcapError<&[u8]>>) -> &'static str {
+    use nom::error::ErrorKind;
+    match e {
+        nom::Err::Incomplete(_) => "its fields run past the block's end",
+        nom::Err::Error(e) | nom::Err::Failure(e) => match e {
+            PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => "its fields run past the block's end",
+            PcapError::NomError(_, ErrorKind::Verify) | PcapError::OwnedNomError(_, ErrorKind::Verify) => {
+                "its length fields disagree (the trailing block length, a captured length or an option length)"
+            }
+            PcapError::NomError(_, ErrorKind::Eof) | PcapError::OwnedNomError(_, ErrorKind::Eof) => {
+                "its fields run past the block's end"
+            }
+            _ => "its fields cannot be read",
+        },
+    }
 }
 
 impl PcapNgState {
@@ -63,21 +118,41 @@ impl PcapNgState {
             self.big_endian = match bom {
                 BYTE_ORDER_MAGIC => false,
                 x if x.swap_bytes() == BYTE_ORDER_MAGIC => true,
-                x => return Err(corrupt("pcapng section header", format!("byte-order magic {x:#010x}"))),
+                x => {
+                    return Err(corrupt(
+                        "section header block",
+                        format!("byte-order magic {x:#010x} is neither 0x1a2b3c4d nor its byte swap"),
+                    ))
+                }
             };
         }
+        let block_type = self.u32_at(w, 0);
         let len = self.u32_at(w, 4) as usize;
         if len < 12 || !len.is_multiple_of(4) || len > MAX_RECORD {
-            return Err(corrupt("pcapng block header", format!("block length {len} is not a multiple of 4 between 12 and 16 MiB")));
+            return Err(ReadErrorKind::BlockLength { block: block_name(block_type), block_type, claims: len as u64 });
         }
         let avail = src.ensure(len).map_err(|e| io_kind(e, src.gzip))?;
         if avail < len {
-            return Err(ReadErrorKind::Truncated { what: "pcapng block", needed: len, available: avail });
+            return Err(ReadErrorKind::BlockTruncated { block: block_name(block_type), block_type, claims: len as u64, left: avail as u64 });
         }
         self.pending = len;
         let w = &src.window()[..len];
         let parsed = if self.big_endian { parse_block_be(w) } else { parse_block_le(w) };
-        let block = parsed.map_err(|e| corrupt("pcapng block", format!("{e:?}")))?.1;
+        let block = match parsed {
+            Ok((_, block)) => block,
+            Err(e) if !essential(block_type) => {
+                // Its length is sound, so the next block is found: skip this one, say so.
+                let why = parse_failure(&e);
+                if self.skipped.len() < MAX_WARNINGS {
+                    self.skipped.push((src.offset(), format!("skipped a damaged {} (type {block_type}, {len} bytes): {why}", block_name(block_type))));
+                }
+                return Ok(Step::Skip);
+            }
+            Err(e) => {
+                let why = parse_failure(&e);
+                return Err(ReadErrorKind::Corrupt { what: block_name(block_type), detail: format!("type {block_type}, {len} bytes: {why}") });
+            }
+        };
         match block {
             Block::SectionHeader(_) => {
                 self.interfaces.clear();
@@ -87,13 +162,13 @@ impl PcapNgState {
                 let units_per_sec = idb
                     .ts_resolution()
                     .filter(|&u| u > 0)
-                    .ok_or_else(|| corrupt("pcapng interface description", format!("timestamp resolution code {}", idb.if_tsresol)))?;
+                    .ok_or_else(|| corrupt("interface description block", format!("timestamp resolution code {} is not a power of 2 or 10 up to 10^19", idb.if_tsresol)))?;
                 self.interfaces.push(Interface { link_code: idb.linktype.0 as u32, units_per_sec, offset_secs: idb.if_tsoffset });
                 Ok(Step::Skip)
             }
             Block::EnhancedPacket(epb) => {
                 let iface = *self.interfaces.get(epb.if_id as usize).ok_or_else(|| {
-                    corrupt("pcapng packet block", format!("interface {} was never described in this section", epb.if_id))
+                    corrupt("enhanced packet block", format!("interface {} was never described in this section", epb.if_id))
                 })?;
                 let ts = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
                 let ts_ns = to_ns(ts, iface);
@@ -111,7 +186,7 @@ impl PcapNgState {
             // the time of the packet before it.
             Block::SimplePacket(spb) => {
                 let iface = *self.interfaces.first().ok_or_else(|| {
-                    corrupt("pcapng simple packet block", "no interface described in this section".into())
+                    corrupt("simple packet block", "no interface described in this section".into())
                 })?;
                 self.current = Current {
                     ts_ns: self.last_ts_ns,

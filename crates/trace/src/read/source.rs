@@ -41,10 +41,18 @@ pub struct Source {
 }
 
 impl Source {
-    /// Opens a file, decompressing it on the fly when it starts with the gzip magic.
+    /// Opens a file (`-`: standard input), decompressing it on the fly when it starts with
+    /// the gzip magic.
     pub fn open(path: &std::path::Path) -> io::Result<Self> {
-        let mut file = File::open(path)?;
+        if path.as_os_str() == "-" {
+            return Self::open_reader(Box::new(io::stdin()), 0);
+        }
+        let file = File::open(path)?;
         let file_len = file.metadata()?.len();
+        Self::open_reader(Box::new(file), file_len)
+    }
+
+    fn open_reader(mut file: Box<dyn Read>, file_len: u64) -> io::Result<Self> {
         let mut magic = [0u8; 2];
         let got = read_full(&mut file, &mut magic)?;
         let gzip = got == 2 && magic == GZIP_MAGIC;

@@ -1,0 +1,235 @@
+"""What every `shortflow` command shares: the one way errors and warnings leave, the
+output mode (rich on a terminal, tab-separated text in a pipe, JSON on request), `-` for
+standard output, and progress on standard error.
+
+Every piece prints user text as plain text, never as rich markup, so a file named
+``d[/red].pcap`` or a scenario value ``"[bold]"`` is shown as it is written.
+
+A new command needs three things from here::
+
+    from shortflow.cli.common import USAGE, fail, emit_table, progress
+    fail("--format 'x': choose one of parquet, csv, jsonl", USAGE)  # stderr, exit 2
+    emit_table("title", ["conn", "SYNs"], [[1, 2]])                  # terminal or TSV
+    with progress("simulating", total=n) as step: step(done)         # stderr
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+#: Exit statuses: a failure (the input was read but something went wrong), a usage error
+#: (an option or file the command cannot take), a run that ended at its time limit with
+#: connections incomplete.
+FAILURE = 1
+USAGE = 2
+INCOMPLETE = 3
+
+#: User text longer than this is cut with "…" (a 1 MB key is not echoed whole).
+MAX_TEXT = 200
+
+log = logging.getLogger("shortflow")
+
+
+def clip(text: object, limit: int = MAX_TEXT) -> str:
+    """`text` as a string, cut to about `limit` characters with "…" in the middle (the
+    start names the thing, the end usually says what was wrong)."""
+    s = str(text)
+    if len(s) <= limit:
+        return s
+    tail = limit // 3
+    return f"{s[: limit - tail]}…{s[-tail:]}"
+
+
+def _plain(prefix: str, message: object) -> None:
+    # One write of plain text: no markup, no highlighting, no wrapping.
+    lines = [clip(line, 2 * MAX_TEXT) for line in str(message).splitlines() or [""]]
+    sys.stderr.write(f"{prefix}{chr(10).join(lines)}\n")
+    sys.stderr.flush()
+
+
+def fail(message: object, code: int = FAILURE) -> NoReturn:
+    """Prints ``error: MESSAGE`` on standard error and ends the command with `code`
+    (`FAILURE` or `USAGE`)."""
+    _plain("error: ", message)
+    raise typer.Exit(code)
+
+
+def error(message: object) -> None:
+    """Prints ``error: MESSAGE`` without ending the command (one damaged file of several)."""
+    _plain("error: ", message)
+
+
+def warn(message: object) -> None:
+    """Prints ``warning: MESSAGE`` on standard error; the command goes on."""
+    _plain("warning: ", message)
+
+
+def note(message: object) -> None:
+    """An informational line on standard error (hidden by ``-q``)."""
+    if log.isEnabledFor(logging.INFO):
+        _plain("", message)
+
+
+# -- output files -----------------------------------------------------------------------
+
+def is_stdout(path: Path | str | None) -> bool:
+    return path is not None and str(path) == "-"
+
+
+def check_output_file(path: Path, flag: str) -> None:
+    """Refuses, as a usage error, an output file that cannot be written: a directory, or
+    a file in a directory that does not exist (never created silently)."""
+    if is_stdout(path):
+        return
+    if path.is_dir():
+        fail(f"{flag} {clip(path)}: is a directory; give a file name", USAGE)
+    parent = path.parent
+    if not parent.is_dir():
+        fail(f"{flag} {clip(path)}: directory {clip(parent)} does not exist", USAGE)
+
+
+def check_output_dir(path: Path, flag: str) -> None:
+    """An output directory: created when missing (said on standard error), refused when it
+    names something that is not a directory."""
+    if path.exists() and not path.is_dir():
+        fail(f"{flag} {clip(path)}: exists and is not a directory", USAGE)
+    if not path.exists():
+        try:
+            path.mkdir(parents=True)
+        except OSError as e:
+            fail(f"{flag} {clip(path)}: cannot create the directory: {e.strerror}", FAILURE)
+        note(f"created directory {path}")
+
+
+def write_text(path: Path | str, text: str, flag: str) -> None:
+    """Writes `text` to `path`, or to standard output when `path` is ``-``."""
+    if is_stdout(path):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(path).write_text(text)
+    except OSError as e:
+        fail(f"{flag} {clip(path)}: cannot write: {e.strerror}", FAILURE)
+
+
+def write_json(path: Path | str, doc: Any, flag: str = "--json") -> None:
+    """`doc` as a JSON document (always one, even when empty) to `path` or ``-``."""
+    write_text(path, json.dumps(doc, indent=1) + "\n", flag)
+
+
+# -- tables -----------------------------------------------------------------------------
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def emit_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]], *,
+               caption: str = "", right: Sequence[bool] | None = None,
+               fmt: Callable[[object], str] = str) -> None:
+    """A table on standard output. On a terminal rich draws it, each cell through `fmt`
+    (thousands separators, rounding). In a pipe: a ``# title`` line, the headers, then one
+    tab-separated line per row with the raw values (None empty), for `cut`, `awk`, pandas."""
+    if not stdout_is_terminal():
+        out = sys.stdout
+        if title:
+            out.write(f"# {_tsv_cell(title)}\n")
+        out.write("\t".join(_tsv_cell(h) for h in headers) + "\n")
+        for row in rows:
+            out.write("\t".join(_tsv_cell(c) for c in row) + "\n")
+        if caption:
+            out.write(f"# {_tsv_cell(caption)}\n")
+        out.flush()
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=Text(title) if title else None, title_justify="left",
+              caption=Text(caption) if caption else None, caption_justify="left")
+    for i, h in enumerate(headers):
+        t.add_column(Text(h), justify="right" if right and right[i] else "left")
+    for row in rows:
+        t.add_row(*(Text(fmt(c)) for c in row))
+    Console().print(t)
+
+
+def _tsv_cell(c: object) -> str:
+    if c is None:
+        return ""
+    if isinstance(c, float):
+        return f"{c:.9g}"
+    return str(c).replace("\t", " ").replace("\n", " ")
+
+
+def say(text: object) -> None:
+    """One line of plain text on standard output."""
+    sys.stdout.write(f"{text}\n")
+
+
+# -- progress ---------------------------------------------------------------------------
+
+#: In a pipe or a log, a progress line every this many seconds.
+PLAIN_PROGRESS_EVERY_S = 5.0
+
+Step = Callable[..., None]
+
+
+@contextlib.contextmanager
+def progress(what: str, total: int | None = None) -> Iterator[Step]:
+    """Progress of a long command on standard error: a rich bar on a terminal, a plain
+    line every few seconds otherwise, nothing with ``-q``. Yields ``step(done, total=None,
+    text="")``."""
+    if not log.isEnabledFor(logging.INFO):
+        yield lambda done, total=None, text="": None
+        return
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import Progress, TextColumn
+
+        with Progress(*Progress.get_default_columns(), TextColumn("{task.fields[text]}", markup=False),
+                      console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(what, total=total, text="")
+
+            def rich_step(done: int, total: int | None = None, text: str = "") -> None:
+                if total:
+                    bar.update(task, completed=done, total=total, text=clip(text, 60))
+                else:
+                    bar.update(task, completed=done, text=clip(text, 60))
+
+            yield rich_step
+        return
+    # In a pipe or a log: a line every few seconds from a small thread, so a command whose
+    # work gives no steps (a long generate) still shows it is alive.
+    start = time.monotonic()
+    state: dict[str, Any] = {"done": None, "total": total, "text": ""}
+    stop = threading.Event()
+
+    def plain_step(done: int, total: int | None = None, text: str = "") -> None:
+        state["done"] = done
+        state["total"] = total or state["total"]
+        state["text"] = text
+
+    def beat() -> None:
+        while not stop.wait(PLAIN_PROGRESS_EVERY_S):
+            done, tot = state["done"], state["total"]
+            count = "" if done is None else f" {done:,}" + (f"/{tot:,}" if tot else "")
+            _plain("", f"{what}:{count} ({time.monotonic() - start:.0f} s) {clip(state['text'], 80)}".rstrip())
+
+    t = threading.Thread(target=beat, name="shortflow-progress", daemon=True)
+    t.start()
+    try:
+        yield plain_step
+    finally:
+        stop.set()
+        t.join()
