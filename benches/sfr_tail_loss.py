@@ -15,8 +15,8 @@ import textwrap
 from pathlib import Path
 
 from shortflow import testbed
-from shortflow.testbed.names import PREFIX
 from shortflow.host import cgroup2_root
+from shortflow.testbed.names import PREFIX
 from shortflow.tune import TuneSettings, apply, revert
 
 SCENARIO = """

@@ -18,9 +18,9 @@ import json
 import subprocess
 from pathlib import Path
 
+from shortflow.host import cgroup2_root
 from shortflow.testbed.clean import leftovers
 from shortflow.testbed.names import PREFIX
-from shortflow.host import cgroup2_root
 
 #: The BPF programs the project loads (function names in bpf/*.bpf.c).
 PROGRAMS = {"tune", "syn_rto"}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from leftover_snapshot import leaked, snapshot
-from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.host import cgroup2_root
+from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.tune import TuneSettings, apply, orphans, revert
 
 

@@ -10,18 +10,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import textwrap
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from netns import Pair, namespace_pair
-from shortflow.cli import app
-from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.host import cgroup2_root
+from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.testbed.wire import read_pcap
 from shortflow.tune import TuneSettings, apply, revert, status
 

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from shortflow.exceptions import TuneError
-from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.host import cgroup2_root
+from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.tune import journal
 
 SSAI = "/proc/sys/net/ipv4/tcp_slow_start_after_idle"

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from shortflow import testbed
 from shortflow.cli import app
 from shortflow.exceptions import TuneError
-from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.host import cgroup2_root
+from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.tune import TuneSettings, apply, load_prefixes, plan, reload_prefixes, revert, status
 from shortflow.tune.settings import PrefixRule
 
