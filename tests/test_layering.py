@@ -22,7 +22,7 @@ ALLOWED = {
     "shortflow-sim": {"shortflow-scenario", "shortflow-trace"},
     "shortflow-netem": {"shortflow-scenario", "shortflow-sim", "shortflow-trace"},
     "shortflow-synopt": {"shortflow-scenario", "shortflow-trace"},
-    "shortflow-py": {"shortflow-scenario", "shortflow-trace", "shortflow-sim"},
+    "shortflow-py": {"shortflow-scenario", "shortflow-trace", "shortflow-sim", "shortflow-netem", "shortflow-synopt"},
 }
 
 

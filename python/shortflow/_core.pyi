@@ -99,3 +99,10 @@ def rate_bps(text: str, what: str | None = None) -> int:
 def segments(path: str | PathLike[str]) -> dict[str, Any]:
     """Every TCP segment of a capture in file order, as numpy columns `ts_ns`, `src_port`,
     `dst_port`, `flags`, `seq`, `ack`, `payload_len` (read by the analyzer's readers)."""
+
+def run_netem(argv: Sequence[str]) -> int:
+    """Runs the link emulator's command line in this process until it stops (`argv[0]` is
+    the program name); returns its exit status."""
+
+def bpf_object(name: str) -> bytes | None:
+    """The BPF object `name` (`tune`) compiled when the extension was built; None if it was not."""

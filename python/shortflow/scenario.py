@@ -53,8 +53,13 @@ class Scenario:
 
     @classmethod
     def load(cls, path: str | Path, overrides: Iterable[str] | str = ()) -> Scenario:
-        """Reads and checks `path`; raises ScenarioError naming the file and key."""
+        """Reads and checks `path`; raises ScenarioError naming the file and key. A bare name
+        that is no file here is a scenario shipped with shortflow (``002-initial-window``), so
+        the shipped ones run from any directory."""
         path = Path(path)
+        if not path.exists() and path.parent == Path(".") and path.suffix in ("", ".toml"):
+            if path.stem in builtin_names():
+                return cls.builtin(path.stem, overrides)
         try:
             if path.is_dir():
                 raise ScenarioError(f"{path}: is a directory, not a scenario file")
@@ -64,7 +69,8 @@ class Scenario:
                 raise ScenarioError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB: not a scenario file")
             text = data.decode()
         except OSError as e:
-            raise ScenarioError(f"{path}: cannot read: {e.strerror}") from None
+            known = f" (nor a shipped scenario: {', '.join(builtin_names())})" if path.parent == Path(".") else ""
+            raise ScenarioError(f"{path}: cannot read: {e.strerror}{known}") from None
         except UnicodeDecodeError as e:
             raise ScenarioError(f"{path}: byte {e.start}: not UTF-8 text, not a scenario file") from None
         return cls.from_text(text, source=str(path), overrides=overrides)

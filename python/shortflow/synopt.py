@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import PrivilegeError, SynoptError
+from shortflow.host import HostError, daemons
 from shortflow.units import parse_duration
 
 BINARY = "shortflow-synopt"
@@ -36,22 +36,16 @@ class DaemonMissing(SynoptError):
 
 
 def binary() -> str:
-    """`$SHORTFLOW_SYNOPT`, then `shortflow-synopt` on PATH, then the repository's build."""
-    env = os.environ.get("SHORTFLOW_SYNOPT")
-    if env:
-        if not os.access(env, os.X_OK):
-            raise DaemonMissing(f"SHORTFLOW_SYNOPT={env}: not an executable file")
-        return env
-    found = shutil.which(BINARY)
-    if found:
-        return found
-    repo = Path(__file__).resolve().parents[2]
-    for profile in ("release", "debug"):
-        candidate = repo / "target" / profile / BINARY
-        if candidate.is_file():
-            return str(candidate)
-    raise DaemonMissing(f"{BINARY} not found: build it with `make build` (or `cargo build --release -p shortflow-synopt`), "
-                      "or set SHORTFLOW_SYNOPT to its path")
+    """The daemon's program file: `$SHORTFLOW_SYNOPT`, then `shortflow-synopt` on PATH, then
+    the repository's build (`shortflow.host.daemons`)."""
+    try:
+        found = daemons.find_binary("synopt")
+    except HostError as e:
+        raise DaemonMissing(str(e)) from None
+    if found is None:
+        raise DaemonMissing(f"{BINARY} not found: build it with `make build` (or `cargo build --release -p shortflow-synopt`), "
+                            "or set SHORTFLOW_SYNOPT to its path")
+    return found
 
 
 def parse_ports(text: str) -> list[int]:

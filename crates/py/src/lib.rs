@@ -3,6 +3,8 @@
 
 use pyo3::prelude::*;
 
+mod bpf;
+mod daemons;
 mod error;
 mod segments;
 mod sim;
@@ -12,6 +14,8 @@ mod units;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
+    daemons::register(m)?;
+    bpf::register(m)?;
     trace::register(m)?;
     segments::register(m)?;
     sim::register(m)?;

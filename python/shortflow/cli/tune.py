@@ -141,8 +141,9 @@ def status_cmd(
     """What is applied, whether the program is still attached, and its counters."""
     from shortflow import tune
 
-    if not state.exists():
-        # Nothing applied is an answer, not an error: as a JSON document too.
+    if not state.exists() and not _orphans_here():
+        # Nothing applied is an answer, not an error: as a JSON document too. (Tuner objects
+        # of shortflow's without a state file are not: tune.status names them, exit 1.)
         if as_json:
             write_json("-", {"applied": None, "state_file": str(state), "settings": None, "bpf": None, "changes": []})
         else:
@@ -175,6 +176,20 @@ def status_cmd(
         say(f"{c['kind']}: {c['before']!r} -> {c['after']!r}")
     for n in st.get("notices", []):
         warn(n)
+
+
+def _orphans_here() -> bool:
+    """Whether shortflow's tuner objects are on this host (bpftool needs root to look)."""
+    import os
+
+    if os.geteuid() != 0:
+        return False
+    from shortflow.tune import orphans
+
+    try:
+        return any(orphans.listing().values())
+    except ShortflowError:
+        return False
 
 
 @tune_app.command("revert")

@@ -5,36 +5,17 @@ for the bottleneck rate and its drop-tail queue."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
-from pathlib import Path
 from typing import Any
 
+from shortflow.host import daemons
 from shortflow.testbed.names import RunNames
 from shortflow.testbed.scenario_real import RealScenario
 from shortflow.testbed.system import TestbedError, in_ns
 from shortflow.testbed.topology import Topology, stop
 
 MTU_FRAME = 1514
-
-
-def netem_binary() -> str:
-    """`$SHORTFLOW_NETEM`, then `shortflow-netem` on PATH, then the repository's build."""
-    env = os.environ.get("SHORTFLOW_NETEM")
-    if env:
-        return env
-    found = shutil.which("shortflow-netem")
-    if found:
-        return found
-    repo = Path(__file__).resolve().parents[3]
-    for profile in ("release", "debug"):
-        candidate = repo / "target" / profile / "shortflow-netem"
-        if candidate.is_file():
-            return str(candidate)
-    raise TestbedError("shortflow-netem not found: build it with `cargo build --release -p shortflow-netem` "
-                       "(or set SHORTFLOW_NETEM to its path)")
 
 
 def netem_args(s: RealScenario) -> list[str]:
@@ -59,7 +40,7 @@ class Link:
     def start(self) -> None:
         n: RunNames = self.topo.names
         router = n.ns("router")
-        args = [netem_binary(), "--queue", "0", "--stats", str(self.stats_path), *netem_args(self.s)]
+        args = [*daemons.command("netem"), "--queue", "0", "--stats", str(self.stats_path), *netem_args(self.s)]
         self.proc = self.topo.spawn("shortflow-netem", "router", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()

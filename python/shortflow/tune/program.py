@@ -57,7 +57,16 @@ def ensure_bpffs() -> bool:
 
 
 def compile_program(build_dir: Path | None = None) -> Path:
-    """Compiles the program into `build_dir` (default: a new temporary directory)."""
+    """The program's object in `build_dir` (default: a new temporary directory): the one
+    compiled with the extension module when there is one (a pip-installed package needs
+    no clang), otherwise compiled from `bpf/tune.bpf.c` now."""
+    from shortflow import _core
+
+    built = _core.bpf_object("tune")
+    if built is not None:
+        obj = (build_dir or Path(tempfile.mkdtemp(prefix="shortflow-tune-"))) / "tune.bpf.o"
+        obj.write_bytes(built)
+        return obj
     clang = shutil.which("clang")
     if clang is None or shutil.which("bpftool") is None:
         raise TuneError("the BPF tuner needs clang and bpftool (`make deps` installs them); "

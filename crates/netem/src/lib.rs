@@ -1,0 +1,165 @@
+//! `shortflow-netem`: the testbed's link, run in the router namespace. iptables sends the
+//! forwarded packets of each direction to an NFQUEUE (forward = client → server on queue N,
+//! reverse on N+1); this program holds each one for its direction's one-way delay and then
+//! accepts it, or drops it when a scripted drop or the seeded loss says so. The kernel still
+//! routes; only the verdict's timing is ours. Rate limits are `tbf` on the veths, not here.
+//!
+//! Prints `ready` on stdout once bound; on SIGTERM/SIGINT writes its statistics (JSON) to
+//! `--stats` and exits 0.
+
+mod clock;
+mod emulator;
+mod stats;
+
+use clap::Parser;
+use std::ffi::OsString;
+
+use shortflow_sim::loss::LossModel;
+use shortflow_sim::scenario::{DropConfig, LossConfig, RandomLossConfig};
+
+#[derive(Parser, Debug)]
+#[command(name = "shortflow-netem", version, about = "NFQUEUE link emulator: one-way delay, seeded loss, scripted drops")]
+struct Args {
+    /// Queue number of the forward (client → server) direction; reverse uses this + 1.
+    #[arg(long, default_value_t = 0)]
+    queue: u16,
+    /// One-way delay client → server (e.g. 50ms).
+    #[arg(long, default_value = "0ms")]
+    delay_forward: String,
+    /// One-way delay server → client.
+    #[arg(long, default_value = "0ms")]
+    delay_reverse: String,
+    /// Probability that a forward packet is lost (Bernoulli, seeded).
+    #[arg(long, default_value_t = 0.0)]
+    loss_forward: f64,
+    /// Probability that a reverse packet is lost.
+    #[arg(long, default_value_t = 0.0)]
+    loss_reverse: f64,
+    /// Seed of the loss generator: same seed and packets, same losses.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Scripted drop KIND:N, as a scenario's `[drop]` table names it: KIND syn (client
+    /// SYNs), synack, ack (client pure ACKs), data (server data), client_data; N the 1-based
+    /// occurrence of that kind, retransmissions counted. Repeatable.
+    #[arg(long = "drop", value_name = "KIND:N")]
+    drops: Vec<String>,
+    /// Busy-wait this long before each release instead of sleeping (precision).
+    #[arg(long, default_value = "300us")]
+    spin: String,
+    /// SCHED_FIFO priority (0: stay at normal priority).
+    #[arg(long, default_value_t = 50)]
+    rt_priority: i32,
+    /// Where to write the statistics JSON when stopped.
+    #[arg(long)]
+    stats: Option<std::path::PathBuf>,
+}
+
+/// Adds `KIND:N` to the scripted drops.
+fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), String> {
+    let Some((kind, nth)) = spec.split_once(':') else {
+        return Err(format!("--drop {spec:?}: expected KIND:N, e.g. syn:1"));
+    };
+    let list = match kind {
+        "syn" => &mut script.syn,
+        "synack" => &mut script.synack,
+        "ack" => &mut script.ack,
+        "data" => &mut script.data,
+        "client_data" => &mut script.client_data,
+        _ => return Err(format!("--drop {spec:?}: kind must be syn, synack, ack, data or client_data")),
+    };
+    let nth: u32 = nth.parse().ok().filter(|&n| n >= 1).ok_or_else(|| format!("--drop {spec:?}: N must be a whole number ≥ 1"))?;
+    list.push(nth);
+    Ok(())
+}
+
+fn config(args: &Args) -> Result<emulator::Config, String> {
+    let mut script = DropConfig::default();
+    for spec in &args.drops {
+        add_drop(&mut script, spec)?;
+    }
+    for (name, p) in [("--loss-forward", args.loss_forward), ("--loss-reverse", args.loss_reverse)] {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(format!("{name} {p}: a probability is between 0 and 1"));
+        }
+    }
+    let delay = |name: &str, s: &str| {
+        shortflow_scenario::units::duration_ns(s).map_err(|e| e.for_subject(name).to_string())
+    };
+    let random = RandomLossConfig {
+        forward: LossConfig::Bernoulli(args.loss_forward),
+        reverse: LossConfig::Bernoulli(args.loss_reverse),
+        seed: args.seed,
+    };
+    Ok(emulator::Config {
+        queue: args.queue,
+        delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
+        spin_ns: delay("--spin", &args.spin)?,
+        loss: LossModel::new(script, random),
+    })
+}
+
+/// The emulator's command line: parses `argv` (program name first) and runs until
+/// SIGTERM/SIGINT; returns the exit status. The `shortflow-netem` binary and the Python
+/// package (which runs it from its extension module, so a wheel needs no binary) both
+/// come here.
+pub fn run_cli(argv: impl IntoIterator<Item = OsString>) -> u8 {
+    let args = match Args::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            // --help and --version are "errors" too: clap prints them and says how to exit.
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
+    let cfg = match config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("shortflow-netem: {e}");
+            return 2;
+        }
+    };
+    clock::die_with_parent();
+    if args.rt_priority > 0 {
+        if let Err(e) = clock::go_realtime(args.rt_priority) {
+            eprintln!("shortflow-netem: warning: no real-time priority ({e}); releases may drift under load");
+        }
+    }
+    match emulator::run(cfg) {
+        Ok(stats) => {
+            let text = stats.to_json().to_string();
+            match &args.stats {
+                Some(path) => {
+                    if let Err(e) = std::fs::write(path, text) {
+                        eprintln!("shortflow-netem: cannot write {}: {e}", path.display());
+                        return 1;
+                    }
+                }
+                None => println!("{text}"),
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("shortflow-netem: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drop_specs_use_the_scenario_names() {
+        let mut d = DropConfig::default();
+        add_drop(&mut d, "syn:1").unwrap();
+        add_drop(&mut d, "data:3").unwrap();
+        add_drop(&mut d, "client_data:2").unwrap();
+        assert_eq!((d.syn, d.data, d.client_data), (vec![1], vec![3], vec![2]));
+        let mut d = DropConfig::default();
+        assert!(add_drop(&mut d, "syn:0").is_err());
+        assert!(add_drop(&mut d, "fin:1").is_err());
+        assert!(add_drop(&mut d, "syn").is_err());
+        assert!(add_drop(&mut d, "forward:syn:1").is_err());
+    }
+}
