@@ -8,11 +8,13 @@
 //! ```
 
 pub mod app;
+pub mod calibrate;
 pub mod capture;
 pub mod engine;
 pub mod error;
 pub mod link;
 pub mod loss;
+pub mod mechanisms;
 pub mod packet;
 pub mod profile;
 pub mod queue;
@@ -21,19 +23,17 @@ pub mod scenario;
 pub mod synopt;
 pub mod tcp;
 pub mod time;
+pub mod topology;
 pub mod units;
+pub mod workload;
 pub mod world;
 
 pub use capture::Capture;
 pub use error::{ScenarioError, SimError};
 pub use report::{ConnReport, RunReport};
+pub use calibrate::run;
 pub use scenario::Scenario;
 pub use world::{RunOptions, World};
-
-/// Runs an already checked scenario.
-pub fn run(scenario: Scenario, opts: RunOptions) -> (RunReport, Capture) {
-    World::new(scenario, opts).run()
-}
 
 /// Reads scenario `text` (named `source` in errors), applies `overrides` (`key=value`) and
 /// runs it.

@@ -14,6 +14,7 @@
 pub mod cc;
 pub mod delack;
 mod handshake;
+pub mod hooks;
 mod recovery;
 mod recv;
 pub mod rtte;
@@ -109,6 +110,8 @@ pub struct Tcb {
     pub established_at: Option<Instant>,
     /// When the last SYN (client) or SYN/ACK (server) before establishment was sent.
     pub last_handshake_sent: Option<Instant>,
+    /// A mechanism consulted when the retransmission timer is armed (see `hooks`).
+    pub rto_hook: Option<Box<dyn hooks::RtoHook>>,
 }
 
 impl Tcb {
@@ -151,6 +154,7 @@ impl Tcb {
             stats: TcbStats::default(),
             established_at: None,
             last_handshake_sent: None,
+            rto_hook: None,
         }
     }
 
