@@ -74,6 +74,7 @@ def simulate(
     *,
     pcap: str | PathLike[str] | None = None,
     timeline: bool = False,
+    rate: float | None = None,
 ) -> str:
     """Run a scenario with the GIL released; returns the report as JSON text.
 

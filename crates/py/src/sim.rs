@@ -38,9 +38,10 @@ fn scenario_document(py: Python<'_>, scenario_text: &str, source_name: &str, ove
 }
 
 /// Runs a scenario; returns the report as JSON text. With `pcap`, writes what the
-/// scenario's capture point saw. Runs with the GIL released.
+/// scenario's capture point saw; with `rate`, a rate-driven workload runs at that many
+/// connections/s instead of its own rate or load. Runs with the GIL released.
 #[pyfunction]
-#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false))]
+#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false, rate=None))]
 fn simulate(
     py: Python<'_>,
     scenario_text: &str,
@@ -48,12 +49,19 @@ fn simulate(
     overrides: Vec<String>,
     pcap: Option<PathBuf>,
     timeline: bool,
+    rate: Option<f64>,
 ) -> PyResult<String> {
     let sc = scenario::load(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
+    if rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err(pyo3::exceptions::PyValueError::new_err("rate: connections per second must be above 0"));
+    }
     let opts = RunOptions { capture: pcap.is_some(), timeline };
     py.detach(|| -> std::io::Result<String> {
         let (link, port) = (sc.capture_link, sc.workload.port);
-        let (report, capture) = shortflow_sim::run(sc, opts);
+        let (report, capture) = match rate {
+            Some(r) => shortflow_sim::run_at_rate(sc, opts, r),
+            None => shortflow_sim::run(sc, opts),
+        };
         if let Some(path) = &pcap {
             let file = File::create(path)
                 .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;

@@ -30,6 +30,12 @@ pub fn run(sc: Scenario, opts: RunOptions) -> (RunReport, Capture) {
     }
 }
 
+/// Runs at exactly `rate` connections/s, no calibration: the same arrivals and sizes as a
+/// calibrated run that found this rate (to compare mechanisms on identical traffic).
+pub fn run_at_rate(sc: Scenario, opts: RunOptions, rate: f64) -> (RunReport, Capture) {
+    World::with_rate(sc, opts, Some(rate)).run()
+}
+
 fn capacity_bps(sc: &Scenario) -> f64 {
     sc.dumbbell.as_ref().map_or(sc.path.bandwidth_bps, |d| d.bandwidth_bps) as f64
 }

@@ -31,7 +31,7 @@ pub mod world;
 pub use capture::Capture;
 pub use error::{ScenarioError, SimError};
 pub use report::{ConnReport, RunReport};
-pub use calibrate::run;
+pub use calibrate::{run, run_at_rate};
 pub use scenario::Scenario;
 pub use world::{RunOptions, World};
 

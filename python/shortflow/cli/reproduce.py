@@ -1,4 +1,5 @@
-"""`shortflow reproduce 000|002|003|all [--json FILE]`: the documents' figures beside ours."""
+"""`shortflow reproduce 000|001|002|003|004|all [--quick] [--json FILE]`: the documents'
+figures beside ours."""
 
 from __future__ import annotations
 
@@ -65,7 +66,9 @@ def print_rows(rows: list[Row], console: Console = out) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("reproduce")
     def reproduce_cmd(
-        document: Annotated[str, typer.Argument(help="000, 002, 003 or all")] = "all",
+        document: Annotated[str, typer.Argument(help="000, 001, 002, 003, 004 or all")] = "all",
+        quick: Annotated[bool, typer.Option("--quick", help="documents 001 and 004 shortened (less traffic, "
+                                                             "2 seeds): seconds instead of minutes")] = False,
         json_out: Annotated[Optional[Path], typer.Option("--json", help="write one row per figure as JSON")] = None,
         commands: Annotated[bool, typer.Option("--commands", help="print the simulate command of every row")] = False,
         real: Annotated[bool, typer.Option("--real", help="also run document 000's cases on this machine's kernel "
@@ -91,9 +94,9 @@ def register(app: typer.Typer) -> None:
                     def step(done: int, total: int, r: Row) -> None:
                         bar.update(task, completed=done, total=total, case=f"{r.figure}: {r.case}")
 
-                    rows = reproduce(docs, real=True, progress=step)
+                    rows = reproduce(docs, real=True, quick=quick, progress=step)
             else:
-                rows = reproduce(docs)
+                rows = reproduce(docs, quick=quick)
         except ShortflowError as e:
             err.print(f"[red]error:[/red] {e}", highlight=False)
             raise typer.Exit(1) from None

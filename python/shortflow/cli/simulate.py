@@ -55,6 +55,13 @@ def print_connections(result: SimulationResult, console: Console = out) -> None:
         f"{s['connections']:,} connections{more} · {s['completed']:,} complete · mean complete "
         f"{_s(s['mean_complete_s'])} s · {s['events']:,} events over {s['simulated_s']:.3f} simulated s"
     )
+    for link in s.get("bottleneck", []):
+        console.print(f"bottleneck {link['direction'].replace('_', ' ')}: {100 * link['utilisation']:.1f} % busy, "
+                      f"{link['drops']:,} drops")
+    cal = s.get("calibration")
+    if cal:
+        console.print(f"load: target {100 * cal['target']:.1f} %, measured {100 * cal['measured']:.1f} % at "
+                      f"{cal['connections_per_second']:.2f} connections/s ({cal['runs']} runs)")
 
 
 def register(app: typer.Typer) -> None:
@@ -64,6 +71,8 @@ def register(app: typer.Typer) -> None:
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="override a key: --set path.rtt=100ms")] = None,
         pcap: Annotated[Optional[Path], typer.Option("--pcap", help="write what the capture point saw")] = None,
         json_out: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON")] = None,
+        flows: Annotated[Optional[Path], typer.Option("--flows", help="write one row per connection as Parquet "
+                                                                         "(the analyzer's column names)")] = None,
         quiet: Annotated[bool, typer.Option("-q", "--quiet", help="no table")] = False,
     ) -> None:
         """Simulate the connections a scenario file describes and print one row per connection."""
@@ -76,8 +85,14 @@ def register(app: typer.Typer) -> None:
         except OSError as e:
             err.print(f"[red]error:[/red] {e}", highlight=False)
             raise typer.Exit(2) from None
-        if json_out is not None:
-            json_out.write_text(result.to_json())
+        try:
+            if json_out is not None:
+                json_out.write_text(result.to_json())
+            if flows is not None:
+                result.write_flows(flows)
+        except OSError as e:
+            err.print(f"[red]error:[/red] {e}", highlight=False)
+            raise typer.Exit(2) from None
         if not quiet:
             print_connections(result)
             if pcap is not None:
