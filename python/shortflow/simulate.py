@@ -51,6 +51,7 @@ FLOW_COLUMNS: tuple[tuple[str, str, pa.DataType], ...] = (
     ("pair", "pair", pa.uint32()),
     ("request_bytes", "request_bytes", pa.uint64()),
     ("response_bytes", "response_bytes", pa.uint64()),
+    ("think_s", "think_s", pa.float64()),
     ("request_sent_s", "request_sent_s", pa.float64()),
     ("complete_s", "complete_s", pa.float64()),
     ("retransmissions", "retransmissions", pa.uint32()),

@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -177,7 +178,7 @@ def sweep(
     `SUMMARY_COLUMNS`; with `flows`, one row per connection (the run's keys and seed, then
     `SimulationResult.flows`' columns). `progress(done, total)` is called as runs finish.
     """
-    sc = scenario if isinstance(scenario, Scenario) else Scenario.load(scenario)
+    sc = scenario if isinstance(scenario, Scenario) else Scenario.load(Path(scenario))
     extra = tuple(overrides)
     if extra:
         sc = sc.with_overrides(*extra)

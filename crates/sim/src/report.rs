@@ -19,6 +19,8 @@ pub struct ConnReport {
     /// Request and response bytes the workload gave it (all exchanges).
     pub request_bytes: u64,
     pub response_bytes: u64,
+    /// Server think time of all exchanges (PackMime's server delay), s.
+    pub think_s: f64,
     /// Simulated time of the client's first SYN.
     pub start_s: f64,
     /// When the client sent the first request byte, from its first SYN.

@@ -1,11 +1,11 @@
 //! The simulated world: a topology of hosts and links, the connections a workload starts
 //! on it as they arrive, and the event loop that drives it all.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashMap;
 
 use crate::app::{ClientApp, Later, ServerApp};
 use crate::capture::Capture;
@@ -96,7 +96,7 @@ pub struct World {
     queue_rng: ChaCha8Rng,
     isn_rng: ChaCha8Rng,
     /// Open connections by id; a connection leaves when both ends are closed.
-    conns: HashMap<u32, Conn>,
+    conns: FxHashMap<u32, Conn>,
     next_id: u32,
     /// Each connection's pair by id (4 bytes a connection), so packets still in flight
     /// after their connection left reach the capture point.
@@ -137,7 +137,7 @@ impl World {
             loss,
             queue_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x5155_4555),
             isn_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x0153_4e53),
-            conns: HashMap::new(),
+            conns: FxHashMap::default(),
             next_id: 0,
             pair_of: Vec::new(),
             reports: Vec::new(),
@@ -205,6 +205,7 @@ impl World {
         c.report.pair = c.spec.pair;
         c.report.request_bytes = c.spec.exchanges.iter().map(|x| x.request).sum();
         c.report.response_bytes = c.spec.exchanges.iter().map(|x| x.response()).sum();
+        c.report.think_s = c.spec.exchanges.iter().map(|x| x.think.as_secs_f64()).sum();
         let mut tcb = Tcb::connect(self.client_cfg.clone(), id, iss, now);
         if let Some(m) = self.sc.min_rto_004.filter(|m| m.sides.includes(true)) {
             tcb.rto_hook = Some(Box::new(MinRto004::new(m.extended)));

@@ -49,15 +49,19 @@ def _point(extra: list[str], seeds: int, span: float) -> dict[str, tuple[float, 
     return out
 
 
-def _rows_for(figure: str, axis: str, values: list[tuple[str, list[str]]], seeds: int, span: float) -> list[Row]:
+def _rows_for(figure: str, axis: str, values: list[tuple[str, list[str], float]], seeds: int,
+              span: float) -> list[Row]:
+    """`values`: (label, overrides, fair share in bit/s) per point of the figure."""
     rows = []
     best_gain = 0.0
-    for label, extra in values:
+    for label, extra, fair in values:
         pt = _point(extra, seeds, span)
         base = pt["RFC 2988 (1 s)"][0]
         for name, (m, ci, to) in pt.items():
             gain = 100 * (m - base) / base if base else 0.0
-            if name == "delayed-ACK-aware":
+            # A gain over a baseline that starves (under 5 % of the fair share) is a ratio
+            # of near-zeros, not an improvement: the best-gain row leaves those points out.
+            if name == "delayed-ACK-aware" and base >= 0.05 * fair:
                 best_gain = max(best_gain, gain)
             rows.append(Row("004", figure, f"{axis} {label}: {name}", None, m / 1e6, "Mbit/s", f"scenarios/{FTP}.toml",
                             [*extra, *VARIANTS[name]],
@@ -65,9 +69,11 @@ def _rows_for(figure: str, axis: str, values: list[tuple[str, list[str]]], seeds
                             f"{to:.1f} RTOs a flow, {gain:+.0f} % against RFC 2988's 1 s"))
     rows.append(Row("004", figure, f"best gain of the delayed-ACK-aware minimum over 1 s ({axis})", 50.0, best_gain,
                     "%", f"scenarios/{FTP}.toml", [],
-                    "the paper's 'up to 50 %' is its best case over all three figures; ours is this figure's best: "
-                    "the gain is the RTO waits a 1 s floor adds, so it grows with the error rate and shrinks as "
-                    "queueing delay lengthens RTO_current"))
+                    "the paper's 'up to 50 %' is its best case over all three figures; ours is this figure's best "
+                    "(points where the 1 s baseline gets under 5 % of the fair share left out): the gain is the "
+                    "RTO waits a 1 s floor adds, so it grows with the error rate and shrinks as queueing delay "
+                    "lengthens RTO_current; without SACK (not modelled) more losses end in timeouts than in the "
+                    "paper, which makes the floor cost more"))
     return rows
 
 
@@ -88,14 +94,14 @@ def rows(quick: bool = False) -> list[Row]:
                        if paper is None else ""))
     pers = ["1%", "3%"] if quick else ["0.5%", "1%", "3%", "5%"]
     out += _rows_for("7(a): goodput by packet error rate, 3 flows, 6 Mbit/s", "PER",
-                     [(p, [f"random_loss.reverse={float(p[:-1]) / 100}"]) for p in pers], seeds, span)
+                     [(p, [f"random_loss.reverse={float(p[:-1]) / 100}"], 6e6 / 3) for p in pers], seeds, span)
     flows = [5, 20] if quick else [10, 50, 100]
     out += _rows_for("7(b): goodput by number of flows, PER 3 %, 100 Mbit/s", "flows",
                      [(str(n), ["random_loss.reverse=0.03", 'dumbbell.bandwidth="100Mbit"', f"workload.flows={n}",
-                                f"dumbbell.pairs={n}"]) for n in flows], seeds, span)
+                                f"dumbbell.pairs={n}"], 100e6 / n) for n in flows], seeds, span)
     bws = ["10Mbit", "50Mbit"] if quick else ["10Mbit", "50Mbit", "100Mbit"]
     n = 50 if quick else 500
     out += _rows_for(f"7(c): goodput by bottleneck bandwidth, PER 3 %, {n} flows", "bandwidth",
                      [(b, ["random_loss.reverse=0.03", f'dumbbell.bandwidth="{b}"', f"workload.flows={n}",
-                           f"dumbbell.pairs={n}"]) for b in bws], seeds, span)
+                           f"dumbbell.pairs={n}"], float(b[:-4]) * 1e6 / n) for b in bws], seeds, span)
     return out

@@ -837,4 +837,30 @@ mod tests {
         let e = load(MINIMAL, "s.toml", &["workload.response_writes=[\"1kB\"]".into()]).unwrap_err();
         assert_eq!(e.key, "workload.response_writes");
     }
+
+    #[test]
+    fn web_keys_are_checked_and_errors_name_them() {
+        let db = "[dumbbell]\npairs = 4\nbandwidth = \"10Mbit\"\ndelay = \"10ms\"\n";
+        let s = load(db, "d.toml", &["workload.kind=packmime".into(), "workload.load=\"50%\"".into(), "workload.duration=\"10s\"".into()]).unwrap();
+        assert_eq!(s.workload.kind.rate(), Some(ArrivalRate::Load(0.5)));
+        assert_eq!(s.dumbbell.as_ref().unwrap().pairs, 4);
+        let bad = |ov: &[&str]| {
+            let ov: Vec<String> = ov.iter().map(|s| s.to_string()).collect();
+            load(db, "d.toml", &ov).unwrap_err().key
+        };
+        assert_eq!(bad(&["workload.kind=packmime", "workload.duration=\"1s\""]), "workload.load");
+        assert_eq!(bad(&["workload.kind=packmime", "workload.load=\"150%\"", "workload.duration=\"1s\""]), "workload.load");
+        assert_eq!(bad(&["workload.kind=poisson", "workload.connections_per_second=5"]), "workload.duration");
+        assert_eq!(bad(&["workload.flows=3"]), "workload.flows");
+        assert_eq!(bad(&["dumbbell.client_delay=[\"1ms\", \"2ms\"]"]), "dumbbell.client_delay");
+        assert_eq!(bad(&["dumbbell.queue={kind=\"red\", packets=\"bdq\"}"]), "dumbbell.queue.packets");
+        assert_eq!(bad(&["dumbbell.queue={kind=\"red\", packets=100, max_p=0.1, linterm=10}"]), "dumbbell.queue.linterm");
+        assert_eq!(bad(&["mechanisms.sfr={side=\"middle\"}"]), "mechanisms.sfr.side");
+        assert_eq!(bad(&["path.rtt=\"10ms\""]), "path");
+        assert_eq!(bad(&["workload.kind=poisson", "workload.connections_per_second=5", "workload.duration=\"1s\"",
+            "workload.response_dist={kind=\"empirical\", file=\"no-such.csv\"}"]), "workload.response_dist.file");
+        // BDP sizing: 10 Mbit/s × 2·(1 + 10 + 1) ms = 30 kB = 30 packets of 1000 B; RED thresholds 5 and 15.
+        let s = load(db, "d.toml", &["dumbbell.queue={kind=\"red\", packets=\"bdp\", q_weight=0.01, linterm=20, gentle=true}".into()]).unwrap();
+        assert_eq!(s.dumbbell.unwrap().queue, QueueConfig::Red { min_th: 5.0, max_th: 15.0, max_p: 0.05, weight: 0.01, limit: 30, gentle: true });
+    }
 }
