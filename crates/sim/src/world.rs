@@ -114,12 +114,13 @@ pub struct World {
 }
 
 impl World {
-    /// The world of scenario `sc`; `rate` (connections/s) overrides a rate-driven
-    /// workload's own (the calibration's guess for a target load).
+    /// The world of scenario `sc`.
     pub fn new(sc: Scenario, opts: RunOptions) -> Self {
         Self::with_rate(sc, opts, None)
     }
 
+    /// The same, with `rate` (connections/s) instead of a rate-driven workload's own (the
+    /// calibration's guess for a target load, or a calibrated run's rate replayed).
     pub fn with_rate(sc: Scenario, opts: RunOptions, rate: Option<f64>) -> Self {
         let topo = match &sc.dumbbell {
             Some(d) => Topology::dumbbell(d),
