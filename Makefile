@@ -12,7 +12,7 @@ DEB_PACKAGES := tshark tcptrace tcpdump iproute2 iptables nftables clang llvm li
 # Only for `make bench`: ns-3, the simulator's peer (and what its pkg-config links need).
 BENCH_DEB_PACKAGES := libns3-dev libgsl-dev libsqlite3-dev pkg-config g++
 
-.PHONY: all demo test deps bench-deps venv build test-rust test-python lint lint-rust lint-python bench bench-sim fuzz clean
+.PHONY: all demo test deps bench-deps venv build test-rust test-python lint lint-rust lint-python bench bench-sim bench-web fuzz clean
 FUZZ_SECONDS ?= 120
 
 all: build
@@ -67,7 +67,7 @@ lint-python: build
 	$(VENV)/bin/mypy
 	$(VENV)/bin/ruff check python tests benches
 
-bench: build bench-sim
+bench: build bench-sim bench-web
 	$(PY) benches/run.py
 
 bench-deps:
@@ -80,6 +80,10 @@ bench-deps:
 # The simulator beside ns-3 (100,000 sequential short transfers).
 bench-sim: build bench-deps
 	$(PY) benches/sim_vs_ns3.py
+
+# Issue 9: PackMime-HTTP over a 50-pair dumbbell, shortflow's flow list replayed in ns-3.
+bench-web: build bench-deps
+	$(PY) benches/sim_vs_ns3.py --web
 
 # Each parser's fuzz target (pcap, pcapng, scenario files) for FUZZ_SECONDS, starting from the committed seeds.
 fuzz:

@@ -11,6 +11,7 @@ from shortflow.analyze import Analysis, analyze, generate
 from shortflow.exceptions import ScenarioError, ShortflowError, TraceReadError
 from shortflow.scenario import Scenario
 from shortflow.simulate import SimulationResult, simulate
+from shortflow.sweep import sweep  # the function; the module stays importable as shortflow.sweep
 
 __all__ = [
     "Analysis",
@@ -22,5 +23,6 @@ __all__ = [
     "analyze",
     "generate",
     "simulate",
+    "sweep",
 ]
 __version__ = "0.1.0"

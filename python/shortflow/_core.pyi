@@ -79,6 +79,7 @@ def simulate(
     timeline: bool = False,
     max_memory: int = 0,
     max_events: int = 0,
+    rate: float | None = None,
 ) -> str:
     """Run a scenario with the GIL released; returns the report as JSON text.
 

@@ -39,6 +39,34 @@ CONNECTION_KEYS = (
     "packets_dropped",
 )
 
+#: `--flows` columns: the analyzer's name where it measures the same quantity (see
+#: crates/trace's connection table), the simulator's own otherwise.
+FLOW_COLUMNS: tuple[tuple[str, str, pa.DataType], ...] = (
+    ("conn_id", "id", pa.uint32()),
+    ("first_ts_s", "start_s", pa.float64()),
+    ("syn_count", "syn_transmissions", pa.uint32()),
+    ("synack_count", "synack_transmissions", pa.uint32()),
+    ("established", "established", pa.bool_()),
+    ("handshake_rtt_s", "handshake_rtt_s", pa.float64()),
+    ("bytes_c2s", "request_bytes", pa.uint64()),
+    ("bytes_s2c", "bytes_received", pa.uint64()),
+    ("pair", "pair", pa.uint32()),
+    ("request_bytes", "request_bytes", pa.uint64()),
+    ("response_bytes", "response_bytes", pa.uint64()),
+    ("think_s", "think_s", pa.float64()),
+    ("request_sent_s", "request_sent_s", pa.float64()),
+    ("complete_s", "complete_s", pa.float64()),
+    ("retransmissions", "retransmissions", pa.uint32()),
+    ("timeouts", "timeouts", pa.uint32()),
+    ("fast_retransmits", "fast_retransmits", pa.uint32()),
+    ("delayed_acks", "delayed_acks", pa.uint32()),
+    ("packets_dropped", "packets_dropped", pa.uint32()),
+    ("spurious_retransmits", "spurious_retransmits", pa.uint32()),
+    ("sfr_retransmits", "sfr_retransmits", pa.uint32()),
+    ("sfr_timeout_s", "sfr_timeout_s", pa.float64()),
+    ("optimizer_resends", "optimizer_resends", pa.uint32()),
+)
+
 
 #: Events a run may take by default (~3 minutes of this simulator at its usual speed).
 DEFAULT_MAX_EVENTS = 2_000_000_000
@@ -85,6 +113,24 @@ class SimulationResult:
     def table(self) -> pa.Table:
         return pa.table({k: [c[k] for c in self.connections] for k in CONNECTION_KEYS})
 
+    @property
+    def flows(self) -> pa.Table:
+        """One row per connection with the analyzer's column names where they mean the
+        same (``conn_id``, ``first_ts_s``, ``syn_count``, ``handshake_rtt_s``,
+        ``bytes_s2c`` ...), plus the simulator's (pair, sizes, completion, timeouts,
+        mechanism counters, and ``rto_costs``: document 004's C(f) per timeout)."""
+        cols: dict[str, pa.Array] = {
+            name: pa.array([c.get(key) for c in self.connections], type=t) for name, key, t in FLOW_COLUMNS
+        }
+        cols["rto_costs"] = pa.array([c.get("rto_costs", []) for c in self.connections], type=pa.list_(pa.float64()))
+        return pa.table(cols)
+
+    def write_flows(self, path: str | PathLike[str]) -> None:
+        """Writes `flows` as Parquet."""
+        import pyarrow.parquet as pq
+
+        pq.write_table(self.flows, str(path))
+
     def to_json(self) -> str:
         return json.dumps(self.raw, indent=1)
 
@@ -95,12 +141,15 @@ def simulate(
     *,
     pcap: str | PathLike[str] | None = None,
     timeline: bool = False,
+    rate: float | None = None,
     max_memory: int | str | None = None,
     max_events: int = DEFAULT_MAX_EVENTS,
 ) -> SimulationResult:
     """Runs `scenario` (a `Scenario`, or the path of a scenario file) with ``key=value``
     overrides. With `pcap`, writes what the capture point saw; with `timeline`, each
-    connection gets ``timeline``: (seconds from first SYN, response bytes so far).
+    connection gets ``timeline``: (seconds from first SYN, response bytes so far). With
+    `rate`, a Poisson or PackMime workload runs at that many connections/s instead of its
+    own rate or calibrated load (the same traffic as the calibrated run that found it).
 
     The run stays within `max_memory` (bytes, or a size such as ``"2GB"``; default a
     quarter of this machine's memory) and `max_events`; beyond, it raises
@@ -115,7 +164,7 @@ def simulate(
     extra = (overrides,) if isinstance(overrides, str) else tuple(overrides)
     if extra:
         sc = sc.with_overrides(*extra)
-    text = _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline,
+    text = _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline, rate=rate,
                           max_memory=memory_budget(max_memory), max_events=max_events)
     raw = json.loads(text)
     return SimulationResult(sc, raw["connections"], raw["summary"], raw)

@@ -45,10 +45,11 @@ fn scenario_document(py: Python<'_>, scenario_text: &str, source_name: &str, ove
 }
 
 /// Runs a scenario; returns the report as JSON text. With `pcap`, writes what the
-/// scenario's capture point saw. Runs with the GIL released, within `max_memory` bytes and
-/// `max_events` events (0: no limit), raising SimulationLimitError beyond.
+/// scenario's capture point saw; with `rate`, a rate-driven workload runs at that many
+/// connections/s instead of its own rate or load. Runs with the GIL released, within
+/// `max_memory` bytes and `max_events` events (0: no limit), raising SimulationLimitError beyond.
 #[pyfunction]
-#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false, max_memory=0, max_events=0))]
+#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false, rate=None, max_memory=0, max_events=0))]
 #[allow(clippy::too_many_arguments)]
 fn simulate(
     py: Python<'_>,
@@ -57,15 +58,19 @@ fn simulate(
     overrides: Vec<String>,
     pcap: Option<PathBuf>,
     timeline: bool,
+    rate: Option<f64>,
     max_memory: u64,
     max_events: u64,
 ) -> PyResult<String> {
     let sc = scenario::load(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
+    if rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err(pyo3::exceptions::PyValueError::new_err("rate: connections per second must be above 0"));
+    }
     let opts = RunOptions { capture: pcap.is_some(), timeline };
     let budget = Budget { max_memory, max_events };
     py.detach(|| -> Result<String, RunFailure> {
         let (link, port) = (sc.capture_link, sc.workload.port);
-        let (report, capture) = shortflow_sim::try_run(sc, opts, &budget).map_err(RunFailure::Limit)?;
+        let (report, capture) = shortflow_sim::try_run(sc, opts, rate, &budget).map_err(RunFailure::Limit)?;
         if let Some(path) = &pcap {
             let write = || -> std::io::Result<()> {
                 let file = File::create(path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;

@@ -1,10 +1,11 @@
 //! The applications at both ends of a connection: an HTTP-like client that sends its
 //! requests (several on a persistent connection, with idle gaps) and a server that answers
-//! each after a think time, in the writes the scenario gives.
+//! each after a think time, in the writes the connection's workload gave.
 
-use crate::scenario::{Closer, WorkloadConfig};
+use crate::scenario::Closer;
 use crate::tcp::{State, Tcb};
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
+use crate::workload::ConnSpec;
 
 /// Something the application wants to happen later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +32,12 @@ pub struct ClientApp {
 
 impl ClientApp {
     /// Called after every event on the client's TCP.
-    pub fn step(&mut self, tcb: &mut Tcb, w: &WorkloadConfig, now: Instant, later: &mut Vec<Later>) {
+    pub fn step(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant, later: &mut Vec<Later>) {
         if self.finished {
+            // The server's FIN may come after the last byte: close our side then.
+            if tcb.fin_received && w.close == Closer::Server && self.awaiting == 0 {
+                tcb.close(now);
+            }
             return;
         }
         if tcb.state == State::Failed {
@@ -50,8 +55,8 @@ impl ClientApp {
             if self.awaiting == 0 && self.sent_at.len() > self.complete_at.len() {
                 self.complete_at.push(now);
                 self.current += 1;
-                if self.current < w.requests {
-                    later.push(Later::NextRequest(now + w.idle));
+                if let Some(next) = w.exchanges.get(self.current as usize) {
+                    later.push(Later::NextRequest(now + next.gap));
                 } else {
                     self.finished = true;
                     if w.close == Closer::Client {
@@ -65,10 +70,11 @@ impl ClientApp {
         }
     }
 
-    pub fn send_request(&mut self, tcb: &mut Tcb, w: &WorkloadConfig, now: Instant) {
+    pub fn send_request(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant) {
+        let x = &w.exchanges[self.current as usize];
         self.sent_at.push(now);
-        self.awaiting = w.response;
-        tcb.write(&[w.request], now);
+        self.awaiting = x.response();
+        tcb.write(&[x.request], now);
     }
 }
 
@@ -81,28 +87,26 @@ pub struct ServerApp {
 }
 
 impl ServerApp {
-    pub fn step(&mut self, tcb: &mut Tcb, w: &WorkloadConfig, now: Instant, later: &mut Vec<Later>) {
+    pub fn step(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant, later: &mut Vec<Later>) {
         self.pending += tcb.take_delivered();
-        while self.pending >= w.request && self.requests_seen < w.requests {
-            self.pending -= w.request;
+        while let Some(x) = w.exchanges.get(self.requests_seen as usize) {
+            if self.pending < x.request {
+                break;
+            }
+            self.pending -= x.request;
             self.requests_seen += 1;
-            later.push(Later::Respond(now + w.think_time));
+            later.push(Later::Respond(now + x.think));
         }
         if tcb.fin_received && w.close == Closer::Client {
             tcb.close(now);
         }
     }
 
-    pub fn respond(&mut self, tcb: &mut Tcb, w: &WorkloadConfig, now: Instant) {
-        tcb.write(&w.response_writes, now);
+    pub fn respond(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant) {
+        tcb.write(&w.exchanges[self.responded as usize].response_writes, now);
         self.responded += 1;
-        if self.responded == w.requests && w.close == Closer::Server {
+        if self.responded as usize == w.exchanges.len() && w.close == Closer::Server {
             tcb.close(now);
         }
     }
-}
-
-/// Start time of connection `i` when connections run in parallel.
-pub fn parallel_start(i: u32, w: &WorkloadConfig) -> Instant {
-    Instant::ZERO + Duration(w.interval.0.saturating_mul(u64::from(i)))
 }

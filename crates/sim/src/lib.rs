@@ -8,11 +8,13 @@
 //! ```
 
 pub mod app;
+pub mod calibrate;
 pub mod capture;
 pub mod engine;
 pub mod error;
 pub mod link;
 pub mod loss;
+pub mod mechanisms;
 pub mod packet;
 pub mod profile;
 pub mod queue;
@@ -21,24 +23,24 @@ pub mod scenario;
 pub mod synopt;
 pub mod tcp;
 pub mod time;
+pub mod topology;
 pub mod units;
+pub mod workload;
 pub mod world;
 
 pub use capture::Capture;
 pub use error::{ScenarioError, SimError};
 pub use report::{ConnReport, RunReport};
+pub use calibrate::{run, run_at_rate};
 pub use scenario::Scenario;
 pub use world::{Budget, LimitError, RunOptions, World};
 
-/// Runs an already checked scenario.
-pub fn run(scenario: Scenario, opts: RunOptions) -> (RunReport, Capture) {
-    World::new(scenario, opts).run()
-}
-
-/// Runs an already checked scenario within `budget` (memory, events).
-pub fn try_run(scenario: Scenario, opts: RunOptions, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
+/// Runs an already checked scenario within `budget` (memory, events): refused at once when
+/// its connections alone would need more memory. With `rate`, a rate-driven workload runs
+/// at that many connections/s instead of its own rate or load.
+pub fn try_run(scenario: Scenario, opts: RunOptions, rate: Option<f64>, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
     World::check_connections(u64::from(scenario.workload.connections), opts, budget)?;
-    World::new(scenario, opts).try_run(budget)
+    calibrate::try_run(scenario, opts, rate, budget)
 }
 
 /// Reads scenario `text` (named `source` in errors), applies `overrides` (`key=value`) and

@@ -8,15 +8,18 @@ use crate::scenario::QueueConfig;
 use crate::time::{Duration, Instant};
 
 pub struct Port {
-    rate_bps: u64,
+    pub rate_bps: u64,
     delay: Duration,
     busy_until: Instant,
     pub queue: Queue,
+    /// Bytes and serialization time of every packet this port accepted: its utilisation.
+    pub tx_bytes: u64,
+    pub busy: Duration,
 }
 
 impl Port {
     pub fn new(rate_bps: u64, delay: Duration, queue: QueueConfig) -> Self {
-        Self { rate_bps, delay, busy_until: Instant::ZERO, queue: Queue::new(queue) }
+        Self { rate_bps, delay, busy_until: Instant::ZERO, queue: Queue::new(queue), tx_bytes: 0, busy: Duration::ZERO }
     }
 
     /// Serialization time of `bytes` at this port's rate.
@@ -32,7 +35,10 @@ impl Port {
         }
         let start = self.busy_until.max(now);
         self.queue.enqueue(now, start, bytes);
-        self.busy_until = start + self.tx_time(bytes);
+        let tx = self.tx_time(bytes);
+        self.busy_until = start + tx;
+        self.tx_bytes += u64::from(bytes);
+        self.busy = self.busy + tx;
         Some(self.busy_until + self.delay)
     }
 }

@@ -50,8 +50,10 @@ impl Queue {
         let ok = match self.config {
             QueueConfig::DropTailPackets(n) => q < n as usize,
             QueueConfig::DropTailBytes(b) => self.bytes + u64::from(size) <= b,
-            QueueConfig::Red { min_th, max_th, max_p, weight, limit } => {
-                self.red(q, min_th, max_th, max_p, weight) && q < limit as usize && !self.red_drop(rng, min_th, max_th, max_p)
+            QueueConfig::Red { min_th, max_th, max_p, weight, limit, gentle } => {
+                self.red(q, min_th, max_th, max_p, weight, gentle)
+                    && q < limit as usize
+                    && !self.red_drop(rng, min_th, max_th, max_p, gentle)
             }
         };
         if !ok {
@@ -69,24 +71,29 @@ impl Queue {
     }
 
     /// Updates RED's average (Floyd & Jacobson 1993, section 4: avg ← (1−w)·avg + w·q);
-    /// false when the average is above max_th (forced drop).
-    fn red(&mut self, q: usize, _min_th: f64, max_th: f64, _max_p: f64, weight: f64) -> bool {
+    /// false when the average is above max_th (2·max_th when gentle): a forced drop.
+    fn red(&mut self, q: usize, _min_th: f64, max_th: f64, _max_p: f64, weight: f64, gentle: bool) -> bool {
         self.red_avg = (1.0 - weight) * self.red_avg + weight * q as f64;
-        if self.red_avg >= max_th {
+        if self.red_avg >= if gentle { 2.0 * max_th } else { max_th } {
             self.red_count = 0;
             return false;
         }
         true
     }
 
-    /// RED's early drop: p_b = max_p·(avg − min_th)/(max_th − min_th), p_a = p_b/(1 − count·p_b).
-    fn red_drop(&mut self, rng: &mut impl Rng, min_th: f64, max_th: f64, max_p: f64) -> bool {
+    /// RED's early drop: p_b = max_p·(avg − min_th)/(max_th − min_th), p_a = p_b/(1 − count·p_b);
+    /// gentle above max_th: p_b = max_p + (1 − max_p)·(avg − max_th)/max_th.
+    fn red_drop(&mut self, rng: &mut impl Rng, min_th: f64, max_th: f64, max_p: f64, gentle: bool) -> bool {
         if self.red_avg < min_th {
             self.red_count = -1;
             return false;
         }
         self.red_count += 1;
-        let pb = max_p * (self.red_avg - min_th) / (max_th - min_th);
+        let pb = if gentle && self.red_avg >= max_th {
+            max_p + (1.0 - max_p) * (self.red_avg - max_th) / max_th
+        } else {
+            max_p * (self.red_avg - min_th) / (max_th - min_th)
+        };
         let denom = 1.0 - self.red_count as f64 * pb;
         let pa = if denom <= 0.0 { 1.0 } else { (pb / denom).min(1.0) };
         if rng.random_bool(pa) {
@@ -133,7 +140,7 @@ mod tests {
     #[test]
     fn red_drops_more_as_the_average_grows() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let cfg = QueueConfig::Red { min_th: 5.0, max_th: 15.0, max_p: 0.1, weight: 0.2, limit: 100 };
+        let cfg = QueueConfig::Red { min_th: 5.0, max_th: 15.0, max_p: 0.1, weight: 0.2, limit: 100, gentle: false };
         let mut q = Queue::new(cfg);
         let now = Instant(0);
         let mut admitted = 0;

@@ -14,6 +14,13 @@ pub struct RequestReport {
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct ConnReport {
     pub id: u32,
+    /// The topology's client–server pair that carried it.
+    pub pair: u32,
+    /// Request and response bytes the workload gave it (all exchanges).
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    /// Server think time of all exchanges (PackMime's server delay), s.
+    pub think_s: f64,
     /// Simulated time of the client's first SYN.
     pub start_s: f64,
     /// When the client sent the first request byte, from its first SYN.
@@ -40,11 +47,39 @@ pub struct ConnReport {
     pub bytes_received: u64,
     /// Packets of this connection lost in the network (scripted, random or queue).
     pub packets_dropped: u32,
+    /// Data segments that arrived carrying only bytes the receiver had: unneeded
+    /// retransmissions (a spurious timeout's, a spurious SFR's).
+    pub spurious_retransmits: u32,
+    /// Segments Super Fast Retransmit resent (document 001), and its timeout.
+    pub sfr_retransmits: u32,
+    pub sfr_timeout_s: Option<f64>,
+    /// Document 004's C(f) = RTO_min / RTO_current of each timer that expired (only with
+    /// the delayed-ACK-aware minimum RTO).
+    pub rto_costs: Vec<f64>,
     pub requests: Vec<RequestReport>,
     /// (time from first SYN, response bytes received so far) at each in-order arrival;
     /// only when the run was asked for a timeline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Vec<(f64, u64)>>,
+}
+
+/// One direction of the shared (bottleneck) link.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LinkReport {
+    pub direction: String,
+    pub bytes: u64,
+    /// Busy time over the workload's duration (or the run's length).
+    pub utilisation: f64,
+    pub drops: u64,
+}
+
+/// How a target load was reached: the rate found and the utilisation measured.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Calibration {
+    pub target: f64,
+    pub measured: f64,
+    pub connections_per_second: f64,
+    pub runs: u32,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -59,6 +94,10 @@ pub struct Summary {
     pub packets_dropped: u64,
     /// The run stopped at the scenario's time_limit with connections incomplete.
     pub time_limit_reached: bool,
+    pub peak_open_connections: usize,
+    pub bottleneck: Vec<LinkReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]

@@ -1,29 +1,27 @@
-//! The simulated world: client — link — router — link — server, the connections between
-//! them, and the event loop that drives it all.
+//! The simulated world: a topology of hosts and links, the connections a workload starts
+//! on it as they arrive, and the event loop that drives it all.
 
 use std::rc::Rc;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashMap;
 
-use crate::app::{parallel_start, ClientApp, Later, ServerApp};
+use crate::app::{ClientApp, Later, ServerApp};
 use crate::capture::Capture;
 use crate::engine::EventQueue;
-use crate::link::Port;
 use crate::loss::{Fate, LossModel};
+use crate::mechanisms::min_rto_004::MinRto004;
+use crate::mechanisms::sfr::Sfr;
 use crate::packet::Segment;
 use crate::profile::StackConfig;
-use crate::report::{ConnReport, RequestReport, RunReport, Summary};
-use crate::scenario::{CapturePoint, QueueConfig, Scenario, Side};
+use crate::report::{ConnReport, LinkReport, RequestReport, RunReport, Summary};
+use crate::scenario::{CapturePoint, Scenario, Side};
 use crate::synopt::SynOptimizer;
-use crate::tcp::{Tcb, TimerKind, TIMER_KINDS};
-use crate::time::{Duration, Instant};
-
-/// Link directions: the four transmitters of the path.
-const CLIENT_TO_ROUTER: usize = 0;
-const ROUTER_TO_SERVER: usize = 1;
-const SERVER_TO_ROUTER: usize = 2;
-const ROUTER_TO_CLIENT: usize = 3;
+use crate::tcp::{State, Tcb, TimerKind, TIMER_KINDS};
+use crate::time::Instant;
+use crate::topology::Topology;
+use crate::workload::{self, ConnSpec, Workload};
 
 /// What a run should keep besides the per-connection report.
 #[derive(Debug, Clone, Copy, Default)]
@@ -51,16 +49,20 @@ pub struct LimitError(pub String);
 const BUDGET_EVERY: u64 = 1 << 14;
 
 enum Event {
-    Arrive { port: usize, seg: Segment },
+    /// `seg` crossed hop `hop` of its route.
+    Arrive { hop: u8, seg: Segment },
     Timer { conn: u32, client: bool, kind: TimerKind },
     Optimizer { conn: u32 },
-    Start { conn: u32 },
+    /// The workload's next connection arrives.
+    Start,
     NextRequest { conn: u32 },
     Respond { conn: u32 },
+    /// Super Fast Retransmit's timer on one side.
+    Sfr { conn: u32, client: bool },
 }
 
-#[derive(Default)]
 struct Conn {
+    spec: ConnSpec,
     client: Option<Box<Tcb>>,
     server: Option<Box<Tcb>>,
     /// Timer deadlines already in the event queue: [client, server][kind].
@@ -73,6 +75,30 @@ struct Conn {
     last_syn_before_synack: Option<Instant>,
     report: ConnReport,
     done: bool,
+    /// Super Fast Retransmit per side ([client, server]) where it runs.
+    sfr: [Option<Sfr>; 2],
+    sfr_scheduled: [Option<Instant>; 2],
+}
+
+impl Conn {
+    fn new(spec: ConnSpec) -> Self {
+        Conn {
+            spec,
+            client: None,
+            server: None,
+            scheduled: [[None; 2]; 2],
+            client_app: ClientApp::default(),
+            server_app: ServerApp::default(),
+            optimizer: SynOptimizer::default(),
+            start: Instant::ZERO,
+            first_synack_at_client: None,
+            last_syn_before_synack: None,
+            report: ConnReport::default(),
+            done: false,
+            sfr: [None, None],
+            sfr_scheduled: [None; 2],
+        }
+    }
 }
 
 pub struct World {
@@ -80,11 +106,21 @@ pub struct World {
     client_cfg: Rc<StackConfig>,
     server_cfg: Rc<StackConfig>,
     q: EventQueue<Event>,
-    ports: [Port; 4],
+    topo: Topology,
+    workload: Box<dyn Workload>,
     loss: LossModel,
     queue_rng: ChaCha8Rng,
     isn_rng: ChaCha8Rng,
-    conns: Vec<Conn>,
+    /// Open connections by id; a connection leaves when both ends are closed.
+    conns: FxHashMap<u32, Conn>,
+    next_id: u32,
+    /// Each connection's pair by id (4 bytes a connection), so packets still in flight
+    /// after their connection left reach the capture point.
+    pair_of: Vec<u32>,
+    /// Reports of the connections that left.
+    reports: Vec<ConnReport>,
+    /// Connections open at once, at most.
+    peak_open: usize,
     opts: RunOptions,
     pub capture: Capture,
     dropped: u64,
@@ -94,29 +130,35 @@ pub struct World {
 }
 
 impl World {
+    /// The world of scenario `sc`.
     pub fn new(sc: Scenario, opts: RunOptions) -> Self {
-        // RFC-free modelling choice: the two-way delay splits evenly over the four link
-        // crossings (client–router and router–server, each way).
-        let quarter = Duration(sc.path.rtt.0 / 4);
-        let host_queue = QueueConfig::DropTailPackets(u32::MAX);
-        let (access, bottleneck) = (sc.path.access_bandwidth_bps, sc.path.bandwidth_bps);
-        let ports = [
-            Port::new(access, quarter, host_queue.clone()),
-            Port::new(bottleneck, quarter, sc.path.queue.clone()),
-            Port::new(access, Duration(sc.path.rtt.0 / 2 - quarter.0), host_queue),
-            Port::new(bottleneck, Duration(sc.path.rtt.0 / 2 - quarter.0), sc.path.queue.clone()),
-        ];
+        Self::with_rate(sc, opts, None)
+    }
+
+    /// The same, with `rate` (connections/s) instead of a rate-driven workload's own (the
+    /// calibration's guess for a target load, or a calibrated run's rate replayed).
+    pub fn with_rate(sc: Scenario, opts: RunOptions, rate: Option<f64>) -> Self {
+        let topo = match &sc.dumbbell {
+            Some(d) => Topology::dumbbell(d),
+            None => Topology::single(&sc.path),
+        };
         let loss = LossModel::new(sc.drop.clone(), sc.random_loss.clone());
-        let n = sc.workload.connections as usize;
+        let mut workload = workload::build(&sc, topo.pairs(), rate);
+        let first = workload.first();
         let mut w = World {
             client_cfg: Rc::new(sc.client.clone()),
             server_cfg: Rc::new(sc.server.clone()),
             q: EventQueue::default(),
-            ports,
+            topo,
+            workload,
             loss,
             queue_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x5155_4555),
             isn_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x0153_4e53),
-            conns: (0..n).map(|_| Conn::default()).collect(),
+            conns: FxHashMap::default(),
+            next_id: 0,
+            pair_of: Vec::new(),
+            reports: Vec::new(),
+            peak_open: 0,
             opts,
             capture: Capture::default(),
             dropped: 0,
@@ -124,12 +166,8 @@ impl World {
             last_active: Instant::ZERO,
             sc: Rc::new(sc),
         };
-        if w.sc.workload.parallel {
-            for i in 0..n as u32 {
-                w.q.schedule(parallel_start(i, &w.sc.workload), Event::Start { conn: i });
-            }
-        } else {
-            w.q.schedule(Instant::ZERO, Event::Start { conn: 0 });
+        if let Some(t) = first {
+            w.q.schedule(t, Event::Start);
         }
         w
     }
@@ -204,69 +242,100 @@ impl World {
     fn dispatch(&mut self, ev: Event) {
         let now = self.q.now();
         match ev {
-            Event::Arrive { port, seg } => self.arrive(port, seg, now),
+            Event::Arrive { hop, seg } => self.arrive(hop, seg, now),
             Event::Timer { conn, client, kind } => self.timer(conn, client, kind, now),
             Event::Optimizer { conn } => self.optimizer_fire(conn, now),
-            Event::Start { conn } => self.start(conn, now),
+            Event::Start => self.start(now),
             Event::NextRequest { conn } => {
-                let w = self.sc.workload.clone();
-                let c = &mut self.conns[conn as usize];
+                let Some(c) = self.conns.get_mut(&conn) else { return };
                 if let Some(tcb) = c.client.as_deref_mut() {
-                    c.client_app.send_request(tcb, &w, now);
+                    c.client_app.send_request(tcb, &c.spec, now);
                 }
                 self.pump(conn, true, now);
             }
             Event::Respond { conn } => {
-                let c = &mut self.conns[conn as usize];
+                let Some(c) = self.conns.get_mut(&conn) else { return };
                 if let Some(tcb) = c.server.as_deref_mut() {
-                    c.server_app.respond(tcb, &self.sc.workload, now);
+                    c.server_app.respond(tcb, &c.spec, now);
                 }
                 self.pump(conn, false, now);
             }
+            Event::Sfr { conn, client } => self.sfr_fire(conn, client, now),
         }
     }
 
-    fn start(&mut self, conn: u32, now: Instant) {
+    /// The workload's next connection arrives: create it, send its SYN.
+    fn start(&mut self, now: Instant) {
+        let (spec, next) = self.workload.arrive(now);
+        if let Some(t) = next {
+            self.q.schedule(t, Event::Start);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
         let iss: u32 = self.isn_rng.random();
-        let c = &mut self.conns[conn as usize];
+        let mut c = Conn::new(spec);
         c.start = now;
-        c.report.id = conn;
+        c.report.id = id;
         c.report.start_s = now.as_secs_f64();
-        c.client = Some(Box::new(Tcb::connect(self.client_cfg.clone(), conn, iss, now)));
-        self.pump(conn, true, now);
+        c.report.pair = c.spec.pair;
+        c.report.request_bytes = c.spec.exchanges.iter().map(|x| x.request).sum();
+        c.report.response_bytes = c.spec.exchanges.iter().map(|x| x.response()).sum();
+        c.report.think_s = c.spec.exchanges.iter().map(|x| x.think.as_secs_f64()).sum();
+        let mut tcb = Tcb::connect(self.client_cfg.clone(), id, iss, now);
+        if let Some(m) = self.sc.min_rto_004.filter(|m| m.sides.includes(true)) {
+            tcb.rto_hook = Some(Box::new(MinRto004::new(m.extended)));
+        }
+        c.client = Some(Box::new(tcb));
+        if let Some(cfg) = self.sc.sfr {
+            for (side, client) in [(0, true), (1, false)] {
+                if cfg.sides.includes(client) {
+                    c.sfr[side] = Some(Sfr::new(cfg));
+                }
+            }
+        }
+        self.pair_of.push(c.spec.pair);
+        self.conns.insert(id, c);
+        self.peak_open = self.peak_open.max(self.conns.len());
+        self.pump(id, true, now);
     }
 
-    /// A packet reached the far end of `port`.
-    fn arrive(&mut self, port: usize, seg: Segment, now: Instant) {
-        match port {
-            CLIENT_TO_ROUTER | SERVER_TO_ROUTER => self.router(seg, now),
-            ROUTER_TO_SERVER => self.endpoint_receive(seg, false, now),
-            _ => self.endpoint_receive(seg, true, now),
-        }
-    }
-
-    fn router(&mut self, seg: Segment, now: Instant) {
-        if self.sc.capture_point == CapturePoint::Router && self.opts.capture {
-            self.capture.records.push((now, seg));
-        }
-        if self.loss.decide(&seg) != Fate::Pass {
-            self.count_drop(seg.conn);
+    /// A packet crossed hop `hop` of its route: on to the next, or it has arrived.
+    fn arrive(&mut self, hop: u8, seg: Segment, now: Instant) {
+        let pair = self.pair_of[seg.conn as usize];
+        let route = self.topo.route(pair, seg.from_client);
+        let next = hop + 1;
+        if route.hop(next).is_none() {
+            self.endpoint_receive(seg, !seg.from_client, now);
             return;
         }
-        let out = if seg.from_client { ROUTER_TO_SERVER } else { ROUTER_TO_CLIENT };
-        self.transmit(out, seg, now);
+        if hop == 0 {
+            // The router: scripted and random losses, and the router's capture point.
+            if self.sc.capture_point == CapturePoint::Router && self.opts.capture {
+                self.capture.records.push((now, seg));
+            }
+            if self.loss.decide(&seg) != Fate::Pass {
+                self.count_drop(seg.conn);
+                return;
+            }
+        }
+        self.transmit(next, seg, now);
     }
 
-    fn transmit(&mut self, port: usize, seg: Segment, now: Instant) {
-        match self.ports[port].send(now, seg.wire_bytes(), &mut self.queue_rng) {
-            Some(at) => self.q.schedule(at, Event::Arrive { port, seg }),
+    /// Offers `seg` to hop `hop` of its route.
+    fn transmit(&mut self, hop: u8, seg: Segment, now: Instant) {
+        let pair = self.pair_of[seg.conn as usize];
+        let Some(port) = self.topo.route(pair, seg.from_client).hop(hop) else { return };
+        match self.topo.ports[port].send(now, seg.wire_bytes(), &mut self.queue_rng) {
+            Some(at) => self.q.schedule(at, Event::Arrive { hop, seg }),
             None => self.count_drop(seg.conn),
         }
     }
 
     fn count_drop(&mut self, conn: u32) {
         self.dropped += 1;
-        self.conns[conn as usize].report.packets_dropped += 1;
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.report.packets_dropped += 1;
+        }
     }
 
     fn captured_at(&self, client: bool) -> bool {
@@ -280,34 +349,67 @@ impl World {
         }
         let conn = seg.conn;
         let optimizer = self.sc.syn_optimizer;
-        let c = &mut self.conns[conn as usize];
+        let Some(c) = self.conns.get_mut(&conn) else { return };
         if let Some(cfg) = optimizer.filter(|o| (o.side == Side::Client) == client) {
             c.optimizer.incoming(&cfg, &seg);
         }
-        if client {
-            if seg.is_synack() && c.first_synack_at_client.is_none() {
-                c.first_synack_at_client = Some(now);
-                c.last_syn_before_synack = c.client.as_ref().and_then(|t| t.last_handshake_sent);
-            }
-            match c.client.as_deref_mut() {
-                Some(tcb) => tcb.on_segment(&seg, now),
-                None => return,
-            }
-        } else {
-            match c.server.as_deref_mut() {
-                Some(tcb) => tcb.on_segment(&seg, now),
-                None if seg.is_syn() && !c.done => {
-                    let iss: u32 = self.isn_rng.random();
-                    c.server = Some(Box::new(Tcb::accept(self.server_cfg.clone(), &seg, iss, now)));
+        if client && seg.is_synack() && c.first_synack_at_client.is_none() {
+            c.first_synack_at_client = Some(now);
+            c.last_syn_before_synack = c.client.as_ref().and_then(|t| t.last_handshake_sent);
+        }
+        let side = usize::from(!client);
+        let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
+        match tcb {
+            Some(tcb) => {
+                if tcb.is_duplicate(&seg) {
+                    c.report.spurious_retransmits += 1;
                 }
-                None => return,
+                let (acked, was_established) = (tcb.bytes_acked(), tcb.state == State::Established);
+                tcb.on_segment(&seg, now);
+                if let Some(sfr) = c.sfr[side].as_mut() {
+                    if !was_established && tcb.state == State::Established {
+                        if let Some(rtt) = tcb.handshake_rtt() {
+                            sfr.established(rtt, tcb.highest_sent());
+                        }
+                    } else if tcb.bytes_acked() > acked {
+                        sfr.on_ack(tcb.bytes_acked(), tcb.outstanding() > 0, now);
+                    }
+                }
             }
+            None if !client && seg.is_syn() && !c.done => {
+                let iss: u32 = self.isn_rng.random();
+                let mut tcb = Tcb::accept(self.server_cfg.clone(), &seg, iss, now);
+                if let Some(m) = self.sc.min_rto_004.filter(|m| m.sides.includes(false)) {
+                    tcb.rto_hook = Some(Box::new(MinRto004::new(m.extended)));
+                }
+                c.server = Some(Box::new(tcb));
+            }
+            None => return,
+        }
+        self.pump(conn, client, now);
+    }
+
+    /// Super Fast Retransmit's timer fired on one side.
+    fn sfr_fire(&mut self, conn: u32, client: bool, now: Instant) {
+        let side = usize::from(!client);
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        if c.sfr_scheduled[side] != Some(now) {
+            return; // moved or cancelled
+        }
+        c.sfr_scheduled[side] = None;
+        let Some(sfr) = c.sfr[side].as_mut() else { return };
+        if !sfr.on_expiry(now) {
+            return;
+        }
+        let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
+        if let Some(tcb) = tcb {
+            tcb.retransmit_first_unacked(now);
         }
         self.pump(conn, client, now);
     }
 
     fn timer(&mut self, conn: u32, client: bool, kind: TimerKind, now: Instant) {
-        let c = &mut self.conns[conn as usize];
+        let Some(c) = self.conns.get_mut(&conn) else { return };
         let side = usize::from(!client);
         let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
         let Some(tcb) = tcb else { return };
@@ -315,13 +417,19 @@ impl World {
             return; // cancelled or moved
         }
         c.scheduled[side][kind as usize] = None;
+        if kind == TimerKind::Retransmit && tcb.state == State::Established && tcb.outstanding() > 0 {
+            // Document 004's cost function for the timer that just expired.
+            if let Some(cost) = tcb.rto_cost() {
+                c.report.rto_costs.push(cost);
+            }
+        }
         tcb.on_timer(kind, now);
         self.pump(conn, client, now);
     }
 
     fn optimizer_fire(&mut self, conn: u32, now: Instant) {
         let Some(cfg) = self.sc.syn_optimizer else { return };
-        let c = &mut self.conns[conn as usize];
+        let Some(c) = self.conns.get_mut(&conn) else { return };
         if let Some(copy) = c.optimizer.fire(&cfg, now) {
             c.report.optimizer_resends += 1;
             if let Some(next) = c.optimizer.deadline {
@@ -336,13 +444,15 @@ impl World {
         if self.captured_at(client) {
             self.capture.records.push((now, seg));
         }
-        let r = &mut self.conns[seg.conn as usize].report;
-        if client && seg.is_syn() {
-            r.syn_transmissions += 1;
-        } else if !client && seg.is_synack() {
-            r.synack_transmissions += 1;
+        if let Some(c) = self.conns.get_mut(&seg.conn) {
+            let r = &mut c.report;
+            if client && seg.is_syn() {
+                r.syn_transmissions += 1;
+            } else if !client && seg.is_synack() {
+                r.synack_transmissions += 1;
+            }
         }
-        self.transmit(if client { CLIENT_TO_ROUTER } else { SERVER_TO_ROUTER }, seg, now);
+        self.transmit(0, seg, now);
     }
 
     /// After anything happened to one side of `conn`: run its application, send what TCP
@@ -350,15 +460,14 @@ impl World {
     fn pump(&mut self, conn: u32, client: bool, now: Instant) {
         self.last_active = now;
         let sc = self.sc.clone();
-        let w = &sc.workload;
         let side = usize::from(!client);
-        let c = &mut self.conns[conn as usize];
+        let Some(c) = self.conns.get_mut(&conn) else { return };
         let Some(tcb) = (if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() }) else { return };
         let before = c.client_app.received;
         if client {
-            c.client_app.step(tcb, w, now, &mut self.later);
+            c.client_app.step(tcb, &c.spec, now, &mut self.later);
         } else {
-            c.server_app.step(tcb, w, now, &mut self.later);
+            c.server_app.step(tcb, &c.spec, now, &mut self.later);
         }
         if self.opts.timeline && client && c.client_app.received > before {
             let t = now.since(c.start).as_secs_f64();
@@ -372,12 +481,25 @@ impl World {
             c.scheduled[side][k as usize] = want;
         }
         let out = std::mem::take(&mut tcb.out);
+        if let Some(sfr) = c.sfr[side].as_mut() {
+            if out.iter().any(|s| s.seq_len() > 0 && !s.has(crate::packet::SYN)) {
+                sfr.on_send(tcb.highest_sent(), now);
+            }
+            if sfr.deadline != c.sfr_scheduled[side] {
+                if let Some(at) = sfr.deadline {
+                    self.q.schedule(at, Event::Sfr { conn, client });
+                }
+                c.sfr_scheduled[side] = sfr.deadline;
+            }
+        }
+        let port = c.spec.port;
         let optimizer = sc.syn_optimizer.filter(|o| (o.side == Side::Client) == client);
         for seg in out {
             if let Some(cfg) = optimizer {
-                let c = &mut self.conns[conn as usize];
-                if let Some(at) = c.optimizer.outgoing(&cfg, &seg, w.port, now) {
-                    self.q.schedule(at, Event::Optimizer { conn });
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    if let Some(at) = c.optimizer.outgoing(&cfg, &seg, port, now) {
+                        self.q.schedule(at, Event::Optimizer { conn });
+                    }
                 }
             }
             self.send_from(seg, client, now);
@@ -392,22 +514,30 @@ impl World {
     }
 
     fn check_done(&mut self, conn: u32, now: Instant) {
-        let i = conn as usize;
-        let n = self.conns.len();
-        let c = &mut self.conns[i];
+        let Some(c) = self.conns.get_mut(&conn) else { return };
         if !c.done && c.client_app.finished {
             c.done = true;
-            if !self.sc.workload.parallel && i + 1 < n {
-                self.q.schedule(now + self.sc.workload.interval, Event::Start { conn: conn + 1 });
+            if let Some(t) = self.workload.finished(now) {
+                self.q.schedule(t, Event::Start);
             }
         }
-        // Free the endpoints once both are closed (long sequential runs stay small).
+        // The connection leaves once both ends are closed: memory follows the open ones.
         let closed = |t: &Option<Box<Tcb>>| t.as_ref().is_none_or(|t| t.is_closed());
-        if c.done && closed(&c.client) && closed(&c.server) && c.client.is_some() {
-            Self::collect(c);
-            c.client = None;
-            c.server = None;
+        if c.done && closed(&c.client) && closed(&c.server) {
+            if let Some(mut c) = self.conns.remove(&conn) {
+                Self::collect(&mut c);
+                self.reports.push(self.finish_report(c));
+            }
         }
+    }
+
+    fn finish_report(&self, c: Conn) -> ConnReport {
+        let mut r = c.report;
+        // Asked for, a timeline is always there, empty when nothing arrived.
+        if self.opts.timeline {
+            r.timeline.get_or_insert_with(Vec::new);
+        }
+        r
     }
 
     /// Copies the endpoints' counters into the connection's report.
@@ -441,29 +571,39 @@ impl World {
         }
         r.established = c.client.as_ref().is_some_and(|t| t.established_at.is_some());
         r.retransmissions = retr;
+        r.sfr_retransmits = c.sfr.iter().flatten().map(|s| s.retransmits).sum();
+        r.sfr_timeout_s = c.sfr.iter().flatten().find_map(|s| s.timeout()).map(|d| d.as_secs_f64());
         r.timeouts = to;
         r.fast_retransmits = fr;
         r.delayed_acks = da;
     }
 
-    fn finish(mut self) -> (RunReport, Capture) {
-        for c in &mut self.conns {
-            if c.client.is_some() {
-                Self::collect(c);
-            }
-        }
-        let timeline = self.opts.timeline;
-        let connections: Vec<ConnReport> = self
-            .conns
-            .into_iter()
-            .map(|mut c| {
-                // Asked for, a timeline is always there, empty when nothing arrived.
-                if timeline {
-                    c.report.timeline.get_or_insert_with(Vec::new);
-                }
-                c.report
+    /// Each direction of the shared link: bytes carried and utilisation over the run
+    /// (or over the workload's duration when it has one).
+    fn link_reports(&self) -> Vec<LinkReport> {
+        let span = if self.sc.workload.duration.0 > 0 { self.sc.workload.duration } else { self.last_active.since(Instant::ZERO) };
+        ["client_to_server", "server_to_client"]
+            .iter()
+            .zip(self.topo.bottleneck)
+            .map(|(name, p)| {
+                let port = &self.topo.ports[p];
+                let util = if span.0 == 0 { 0.0 } else { port.busy.as_secs_f64() / span.as_secs_f64() };
+                LinkReport { direction: name.to_string(), bytes: port.tx_bytes, utilisation: util, drops: port.queue.drops }
             })
-            .collect();
+            .collect()
+    }
+
+    fn finish(mut self) -> (RunReport, Capture) {
+        let open: Vec<Conn> = std::mem::take(&mut self.conns).into_values().collect();
+        for mut c in open {
+            if c.client.is_some() {
+                Self::collect(&mut c);
+            }
+            let r = self.finish_report(c);
+            self.reports.push(r);
+        }
+        let mut connections = std::mem::take(&mut self.reports);
+        connections.sort_unstable_by_key(|r| r.id);
         let done: Vec<f64> = connections.iter().filter_map(|c| c.complete_s).collect();
         // Events still waiting at the end lie beyond the time limit (the loop ran dry
         // otherwise); with connections incomplete the run was cut short.
@@ -487,6 +627,9 @@ impl World {
             events_scheduled_in_past: self.q.scheduled_in_past,
             packets_dropped: self.dropped,
             time_limit_reached,
+            peak_open_connections: self.peak_open,
+            bottleneck: self.link_reports(),
+            calibration: None,
         };
         let point = match self.sc.capture_point {
             CapturePoint::Client => "client",

@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "shortflow.cli.demo",
     "shortflow.cli.simulate",
     "shortflow.cli.reproduce",
+    "shortflow.cli.sweep",
     "shortflow.cli.testbed",
     "shortflow.cli.tune",
     "shortflow.cli.synopt",

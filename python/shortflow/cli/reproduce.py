@@ -1,4 +1,5 @@
-"""`shortflow reproduce 000|002|003|all [--json FILE]`: the documents' figures beside ours."""
+"""`shortflow reproduce 000|001|002|003|004|all [--quick] [--json FILE]`: the documents'
+figures beside ours."""
 
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ def print_rows(rows: list[Row]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("reproduce")
     def reproduce_cmd(
-        document: Annotated[str, typer.Argument(help="000, 002, 003 or all")] = "all",
+        document: Annotated[str, typer.Argument(help="000, 001, 002, 003, 004 or all")] = "all",
+        quick: Annotated[bool, typer.Option("--quick", help="documents 001 and 004 shortened (less traffic, "
+                                                             "2 seeds): seconds instead of minutes")] = False,
         json_out: Annotated[Optional[Path], typer.Option("--json", help="write one row per figure as JSON (- for standard output)")] = None,
         commands: Annotated[bool, typer.Option("--commands", help="print the simulate command of every row")] = False,
         real: Annotated[bool, typer.Option("--real", help="also run document 000's cases on this machine's kernel "
@@ -66,7 +69,7 @@ def register(app: typer.Typer) -> None:
             check_output_file(json_out, "--json")
         try:
             with progress("reproducing on the real kernel" if real else "reproducing") as step:
-                rows = reproduce(docs, real=real,
+                rows = reproduce(docs, real=real, quick=quick,
                                  progress=lambda done, total, r: step(done, total, f"{r.figure}: {r.case}"))
         except ShortflowError as e:
             fail(e)

@@ -49,6 +49,13 @@ def print_connections(result: SimulationResult) -> None:
     more = f" (first {MAX_ROWS} shown)" if len(conns) > MAX_ROWS else ""
     say(f"{s['connections']:,} connections{more} · {s['completed']:,} complete · mean complete "
         f"{_s(s['mean_complete_s'])} s · {s['events']:,} events over {s['simulated_s']:.3f} simulated s")
+    for link in s.get("bottleneck", []):
+        say(f"bottleneck {link['direction'].replace('_', ' ')}: {100 * link['utilisation']:.1f} % busy, "
+            f"{link['drops']:,} drops")
+    cal = s.get("calibration")
+    if cal:
+        say(f"load: target {100 * cal['target']:.1f} %, measured {100 * cal['measured']:.1f} % at "
+            f"{cal['connections_per_second']:.2f} connections/s ({cal['runs']} runs)")
 
 
 def register(app: typer.Typer) -> None:
@@ -58,6 +65,8 @@ def register(app: typer.Typer) -> None:
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="override a key: --set path.rtt=100ms")] = None,
         pcap: Annotated[Optional[Path], typer.Option("--pcap", help="write what the capture point saw")] = None,
         json_out: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON (- for standard output)")] = None,
+        flows: Annotated[Optional[Path], typer.Option("--flows", help="write one row per connection as Parquet "
+                                                                         "(the analyzer's column names)")] = None,
         quiet: Annotated[bool, typer.Option("-q", "--quiet", help="no table")] = False,
         max_memory: Annotated[Optional[str], typer.Option("--max-memory", help="stop cleanly beyond this much memory for the run, e.g. 2GB (default: a quarter of this machine's)")] = None,
         max_events: Annotated[int, typer.Option("--max-events", min=1, help="stop cleanly after this many events")] = DEFAULT_MAX_EVENTS,
@@ -72,6 +81,8 @@ def register(app: typer.Typer) -> None:
             check_output_file(pcap, "--pcap")
         if json_out is not None:
             check_output_file(json_out, "--json")
+        if flows is not None:
+            check_output_file(flows, "--flows")
         try:
             sc = Scenario.load(scenario, sets or [])
             result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events)
@@ -85,6 +96,11 @@ def register(app: typer.Typer) -> None:
             warn(w)
         if json_out is not None:
             write_json(json_out, result.raw)
+        if flows is not None:
+            try:
+                result.write_flows(flows)
+            except OSError as e:
+                fail(f"--flows {flows}: cannot write: {e.strerror or e}")
         if not quiet and not is_stdout(json_out):
             print_connections(result)
             if pcap is not None:

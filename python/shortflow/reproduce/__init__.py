@@ -70,24 +70,29 @@ def row(document: str, figure: str, case: str, paper: float | None, ours: float 
     return Row(document, figure, case, paper, ours, unit, scenario, overrides, note)
 
 
-def _registry() -> dict[str, Callable[[], list[Row]]]:
-    from shortflow.reproduce import doc000, doc002, doc003
+def _registry(quick: bool) -> dict[str, Callable[[], list[Row]]]:
+    from shortflow.reproduce import doc000, doc001, doc002, doc003, doc004
 
-    return {"000": doc000.rows, "002": doc002.rows, "003": doc003.rows}
+    return {"000": doc000.rows, "001": lambda: doc001.rows(quick), "002": doc002.rows, "003": doc003.rows,
+            "004": lambda: doc004.rows(quick)}
 
 
-DOCUMENTS = ("000", "002", "003")
+DOCUMENTS = ("000", "001", "002", "003", "004")
+#: Documents whose full run takes minutes (aggregate traffic over several seeds).
+SLOW_DOCUMENTS = ("001", "004")
 #: Documents whose figures also run on the real kernel with `--real`.
 REAL_DOCUMENTS = ("000",)
 
 
-def reproduce(documents: Iterable[str] = DOCUMENTS, *, real: bool = False,
+def reproduce(documents: Iterable[str] = DOCUMENTS, *, real: bool = False, quick: bool = False,
               progress: Callable[[int, int, Row], None] | None = None) -> list[Row]:
-    """All rows for `documents` ("000", "002", "003"). With `real`, the rows of
+    """All rows for `documents` ("000" to "004"). With `quick`, documents 001 and 004 run
+    shortened (60 s / 10 s of traffic, 2 seeds, fewer points) instead of their full sets
+    (300 s / 60 s, 5 seeds), which take minutes. With `real`, the rows of
     `REAL_DOCUMENTS` also run on this machine's kernel in the testbed (root; slow: each
     case is a real run with real timeouts); `progress(done, total, row)` is called before
     each real run."""
-    reg = _registry()
+    reg = _registry(quick)
     rows: list[Row] = []
     for d in documents:
         rows.extend(reg[d]())

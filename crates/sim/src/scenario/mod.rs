@@ -12,14 +12,115 @@ use toml::Table;
 use crate::error::ScenarioError;
 use crate::profile::{self, AckCount, DelayedAck, InitialWindow, StackConfig};
 use crate::time::Duration;
+use crate::workload::sizes::{self, SizeDist};
 
 /// The router's egress queue discipline.
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueueConfig {
     DropTailPackets(u32),
     DropTailBytes(u64),
-    /// RED (Floyd & Jacobson 1993), thresholds in packets, hard limit in packets.
-    Red { min_th: f64, max_th: f64, max_p: f64, weight: f64, limit: u32 },
+    /// RED (Floyd & Jacobson 1993), thresholds in packets, hard limit in packets;
+    /// `gentle`: between max_th and 2·max_th the drop probability rises from max_p to 1
+    /// (Floyd 2000, ns-2's `gentle_`) instead of forcing every drop.
+    Red { min_th: f64, max_th: f64, max_p: f64, weight: f64, limit: u32, gentle: bool },
+}
+
+/// N client and N server hosts on their own access links across one shared link.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DumbbellConfig {
+    pub pairs: u32,
+    pub bandwidth_bps: u64,
+    pub delay: Duration,
+    pub queue: QueueConfig,
+    pub access_bandwidth_bps: u64,
+    /// One-way delay of client i's (server i's) link: entry i modulo the list's length.
+    pub client_delay: Vec<Duration>,
+    pub server_delay: Vec<Duration>,
+}
+
+/// A connection rate, or a target utilisation the rate is calibrated to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArrivalRate {
+    PerSecond(f64),
+    /// Fraction of the bottleneck's server-to-client capacity (0.5 for "50%").
+    Load(f64),
+}
+
+impl ArrivalRate {
+    pub fn per_second(&self) -> Option<f64> {
+        match self {
+            ArrivalRate::PerSecond(r) => Some(*r),
+            ArrivalRate::Load(_) => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoissonConfig {
+    pub rate: ArrivalRate,
+    pub request: SizeDist,
+    pub response: SizeDist,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackMimeConfig {
+    pub rate: ArrivalRate,
+    pub http_1_1: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BulkConfig {
+    pub flows: u32,
+    pub size: u64,
+    pub spacing: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum WorkloadKind {
+    #[default]
+    Http,
+    Poisson(PoissonConfig),
+    PackMime(PackMimeConfig),
+    Bulk(BulkConfig),
+}
+
+impl WorkloadKind {
+    pub fn rate(&self) -> Option<ArrivalRate> {
+        match self {
+            WorkloadKind::Poisson(p) => Some(p.rate),
+            WorkloadKind::PackMime(p) => Some(p.rate),
+            _ => None,
+        }
+    }
+}
+
+/// Which data senders a mechanism runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sides {
+    Client,
+    Server,
+    Both,
+}
+
+impl Sides {
+    pub fn includes(self, client: bool) -> bool {
+        matches!((self, client), (Sides::Both, _) | (Sides::Client, true) | (Sides::Server, false))
+    }
+}
+
+/// Super Fast Retransmit (document 001).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SfrConfig {
+    pub factor: f64,
+    pub cutout: u64,
+    pub sides: Sides,
+}
+
+/// The delayed-ACK-aware minimum RTO (document 004).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MinRto004Config {
+    pub extended: Duration,
+    pub sides: Sides,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -68,14 +169,18 @@ pub struct RandomLossConfig {
     pub seed: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Closer {
+    #[default]
     Server,
     Client,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct WorkloadConfig {
+    pub kind: WorkloadKind,
+    /// Open-loop workloads: arrivals stop after this time.
+    pub duration: Duration,
     pub request: u64,
     pub response: u64,
     /// How the server's application hands the response to TCP (sizes sum to `response`).
@@ -128,12 +233,16 @@ pub struct Scenario {
     pub seed: u64,
     pub time_limit: Duration,
     pub path: PathConfig,
+    /// The dumbbell, when the file has one (then `path` is unused).
+    pub dumbbell: Option<DumbbellConfig>,
     pub client: StackConfig,
     pub server: StackConfig,
     pub drop: DropConfig,
     pub random_loss: RandomLossConfig,
     pub workload: WorkloadConfig,
     pub syn_optimizer: Option<SynOptimizerConfig>,
+    pub sfr: Option<SfrConfig>,
+    pub min_rto_004: Option<MinRto004Config>,
     pub capture_point: CapturePoint,
     pub capture_link: CaptureLink,
 }
@@ -193,6 +302,48 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
     let client = host(&raw.client, src, "client", "linux")?;
     let server = host(&raw.server, src, "server", "linux")?;
     let workload = workload(&raw.workload, src)?;
+    let sides = |key: &str, v: &Option<String>| -> Result<Sides, ScenarioError> {
+        match v.as_deref().unwrap_or("server") {
+            "server" => Ok(Sides::Server),
+            "client" => Ok(Sides::Client),
+            "both" => Ok(Sides::Both),
+            other => Err(err(src, key, format!("{other:?}: expected \"server\", \"client\" or \"both\""))),
+        }
+    };
+    let sfr = match &raw.mechanisms.sfr {
+        None => None,
+        Some(r) => {
+            let factor = r.factor.unwrap_or(3.0);
+            if !(factor > 0.0 && factor.is_finite()) {
+                return Err(err(src, "mechanisms.sfr.factor", "must be a positive number"));
+            }
+            Some(SfrConfig { factor, cutout: r.cutout.map_or(80_000, |c| c.0), sides: sides("mechanisms.sfr.side", &r.side)? })
+        }
+    };
+    let min_rto_004 = match &raw.mechanisms.min_rto_004 {
+        None => None,
+        Some(r) => Some(MinRto004Config {
+            extended: r.extended.map_or(Duration::from_millis(200), |d| d.0),
+            sides: sides("mechanisms.min_rto_004.side", &r.side)?,
+        }),
+    };
+    let dumbbell = match &raw.dumbbell {
+        None => None,
+        Some(d) => Some(dumbbell(d, src)?),
+    };
+    if dumbbell.is_some() && (raw.path.rtt.is_some() || raw.path.bandwidth.is_some() || raw.path.queue.is_some()) {
+        return Err(err(src, "path", "a scenario has either [path] (one client, one server) or [dumbbell], not both"));
+    }
+    let path = match &dumbbell {
+        // The dumbbell's pair 0 stands for `path` where a single path is asked about.
+        Some(d) => PathConfig {
+            rtt: Duration(2 * (d.client_delay[0].0 + d.delay.0 + d.server_delay[0].0)),
+            bandwidth_bps: d.bandwidth_bps,
+            access_bandwidth_bps: d.access_bandwidth_bps,
+            queue: d.queue.clone(),
+        },
+        None => path(&raw.path, src)?,
+    };
     let syn_optimizer = match &raw.mechanisms.syn_optimizer {
         None => None,
         Some(o) => {
@@ -220,13 +371,16 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         source: src.to_string(),
         seed,
         time_limit: raw.time_limit.map_or(Duration::from_secs(3600), |d| d.0),
-        path: path(&raw.path, src)?,
+        path,
+        dumbbell,
         client,
         server,
         drop: drops(&raw.drop, src)?,
         random_loss: random_loss(&raw.random_loss, src, seed)?,
         workload,
         syn_optimizer,
+        sfr,
+        min_rto_004,
         capture_point,
         capture_link,
     };
@@ -239,39 +393,117 @@ fn path(p: &RawPath, src: &str) -> Result<PathConfig, ScenarioError> {
     let bandwidth_bps = p.bandwidth.map_or(1_000_000_000, |r| r.0);
     let queue = match &p.queue {
         None => QueueConfig::DropTailPackets(1000),
-        Some(q) => queue(q, src)?,
+        Some(q) => queue(q, src, "path.queue", bandwidth_bps, rtt)?,
     };
     Ok(PathConfig { rtt, bandwidth_bps, access_bandwidth_bps: p.access_bandwidth.map_or(bandwidth_bps, |r| r.0), queue })
 }
 
-fn queue(q: &RawQueue, src: &str) -> Result<QueueConfig, ScenarioError> {
-    let red_keys = q.min_threshold.is_some() || q.max_threshold.is_some() || q.max_p.is_some() || q.weight.is_some();
+fn delays(d: &Option<RawDelays>, src: &str, key: &str, pairs: u32) -> Result<Vec<Duration>, ScenarioError> {
+    match d {
+        None => Ok(vec![Duration::from_millis(1)]),
+        Some(RawDelays::One(x)) => Ok(vec![x.0]),
+        Some(RawDelays::Each(v)) if v.len() == pairs as usize => Ok(v.iter().map(|x| x.0).collect()),
+        Some(RawDelays::Each(v)) => Err(err(src, key, format!("{} delays for {pairs} pairs: give one delay or one per pair", v.len()))),
+    }
+}
+
+fn dumbbell(d: &RawDumbbell, src: &str) -> Result<DumbbellConfig, ScenarioError> {
+    if d.pairs == 0 {
+        return Err(err(src, "dumbbell.pairs", "must be at least 1"));
+    }
+    let client_delay = delays(&d.client_delay, src, "dumbbell.client_delay", d.pairs)?;
+    let server_delay = delays(&d.server_delay, src, "dumbbell.server_delay", d.pairs)?;
+    // The BDP that "bdp" sizes a queue to: the shared rate times the mean pair's RTT.
+    let n = d.pairs as usize;
+    let mean_rtt = (0..n).map(|i| 2 * (client_delay[i % client_delay.len()].0 + d.delay.0 .0 + server_delay[i % server_delay.len()].0)).sum::<u64>() / n as u64;
+    let queue = match &d.queue {
+        None => QueueConfig::DropTailPackets(100),
+        Some(q) => queue(q, src, "dumbbell.queue", d.bandwidth.0, Duration(mean_rtt))?,
+    };
+    Ok(DumbbellConfig {
+        pairs: d.pairs,
+        bandwidth_bps: d.bandwidth.0,
+        delay: d.delay.0,
+        queue,
+        access_bandwidth_bps: d.access_bandwidth.map_or(100_000_000, |r| r.0),
+        client_delay,
+        server_delay,
+    })
+}
+
+/// A packet limit: N, or "bdp" = rate × RTT in packets of `pkt` bytes (at least 1).
+fn limit(l: &RawLimit, src: &str, key: &str, rate_bps: u64, rtt: Duration, pkt: u32) -> Result<u32, ScenarioError> {
+    match l {
+        RawLimit::Packets(n) => Ok(*n),
+        RawLimit::Named(s) if s == "bdp" => {
+            let bytes = rate_bps as f64 / 8.0 * rtt.as_secs_f64();
+            Ok(((bytes / f64::from(pkt)).ceil() as u32).max(1))
+        }
+        RawLimit::Named(s) => Err(err(src, key, format!("{s:?}: expected a number of packets or \"bdp\""))),
+    }
+}
+
+fn queue(q: &RawQueue, src: &str, at: &str, rate_bps: u64, rtt: Duration) -> Result<QueueConfig, ScenarioError> {
+    let red_keys = q.min_threshold.is_some()
+        || q.max_threshold.is_some()
+        || q.max_p.is_some()
+        || q.weight.is_some()
+        || q.thresh.is_some()
+        || q.maxthresh.is_some()
+        || q.q_weight.is_some()
+        || q.linterm.is_some()
+        || q.gentle.is_some();
+    let pkt = q.mean_pktsize.unwrap_or(1000);
+    let key = |k: &str| format!("{at}.{k}");
+    let packets = match (&q.packets, &q.limit) {
+        (Some(_), Some(_)) => return Err(err(src, &key("limit"), "is ns-2's name for packets: set one of them")),
+        (Some(l), None) => Some(limit(l, src, &key("packets"), rate_bps, rtt, pkt)?),
+        (None, Some(l)) => Some(limit(l, src, &key("limit"), rate_bps, rtt, pkt)?),
+        (None, None) => None,
+    };
+    let either = |a: Option<f64>, b: Option<f64>, ours: &str, ns2: &str| -> Result<Option<f64>, ScenarioError> {
+        match (a, b) {
+            (Some(_), Some(_)) => Err(err(src, &key(ns2), format!("is ns-2's name for {ours}: set one of them"))),
+            (a, b) => Ok(a.or(b)),
+        }
+    };
     match q.kind.as_str() {
         "droptail" => {
             if red_keys {
-                return Err(err(src, "path.queue", "min_threshold/max_threshold/max_p/weight are RED's keys (kind = \"red\")"));
+                return Err(err(src, at, "min_threshold/max_threshold/max_p/weight (thresh/maxthresh/q_weight/linterm/gentle) are RED's keys (kind = \"red\")"));
             }
-            match (q.packets, q.bytes) {
+            match (packets, q.bytes) {
                 (Some(n), None) if n > 0 => Ok(QueueConfig::DropTailPackets(n)),
                 (None, Some(b)) if b.0 > 0 => Ok(QueueConfig::DropTailBytes(b.0)),
-                _ => Err(err(src, "path.queue", "a drop-tail queue has either packets = N or bytes = \"64kB\" (not both, not zero)")),
+                _ => Err(err(src, at, "a drop-tail queue has either packets = N (or \"bdp\") or bytes = \"64kB\" (not both, not zero)")),
             }
         }
         "red" => {
-            let limit = q.packets.ok_or_else(|| err(src, "path.queue.packets", "RED needs its hard limit in packets"))?;
-            let min_th = q.min_threshold.unwrap_or(5.0);
-            let max_th = q.max_threshold.unwrap_or(3.0 * min_th);
-            let max_p = q.max_p.unwrap_or(0.1);
-            let weight = q.weight.unwrap_or(0.002);
+            let limit = packets.ok_or_else(|| err(src, &key("packets"), "RED needs its hard limit in packets (or \"bdp\")"))?;
+            let bdp_sized = matches!(q.packets.as_ref().or(q.limit.as_ref()), Some(RawLimit::Named(_)));
+            let min_th = either(q.min_threshold, q.thresh, "min_threshold", "thresh")?;
+            let max_th = either(q.max_threshold, q.maxthresh, "max_threshold", "maxthresh")?;
+            // A BDP-sized RED without thresholds: min_th = limit/6, max_th = 3·min_th (Floyd's
+            // rule of thumb, max_th = 3 min_th; both under the limit).
+            let min_th = min_th.unwrap_or(if bdp_sized { (f64::from(limit) / 6.0).max(1.0) } else { 5.0 });
+            let max_th = max_th.unwrap_or(3.0 * min_th);
+            let max_p = match (q.max_p, q.linterm) {
+                (Some(_), Some(_)) => return Err(err(src, &key("linterm"), "is 1/max_p in ns-2: set max_p or linterm")),
+                (Some(p), None) => p,
+                (None, Some(l)) if l >= 1.0 => 1.0 / l,
+                (None, Some(_)) => return Err(err(src, &key("linterm"), "must be at least 1 (it is 1/max_p)")),
+                (None, None) => 0.1,
+            };
+            let weight = either(q.weight, q.q_weight, "weight", "q_weight")?.unwrap_or(0.002);
             if !(0.0 < min_th && min_th < max_th && max_th <= f64::from(limit)) {
-                return Err(err(src, "path.queue", "RED needs 0 < min_threshold < max_threshold <= packets"));
+                return Err(err(src, at, "RED needs 0 < min_threshold < max_threshold <= packets"));
             }
             if !((0.0..=1.0).contains(&max_p) && weight > 0.0 && weight <= 1.0) {
-                return Err(err(src, "path.queue", "RED's max_p is in [0, 1] and weight in (0, 1]"));
+                return Err(err(src, at, "RED's max_p is in [0, 1] and weight in (0, 1]"));
             }
-            Ok(QueueConfig::Red { min_th, max_th, max_p, weight, limit })
+            Ok(QueueConfig::Red { min_th, max_th, max_p, weight, limit, gentle: q.gentle.unwrap_or(false) })
         }
-        other => Err(err(src, "path.queue.kind", format!("{other:?}: expected \"droptail\" or \"red\""))),
+        other => Err(err(src, &key("kind"), format!("{other:?}: expected \"droptail\" or \"red\""))),
     }
 }
 
@@ -452,11 +684,85 @@ fn random_loss(r: &RawRandomLoss, src: &str, seed: u64) -> Result<RandomLossConf
     })
 }
 
-fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError> {
-    if let Some(kind) = &w.kind {
-        if kind != "http" {
-            return Err(err(src, "workload.kind", format!("{kind:?}: the simulator runs \"http\" (request/response)")));
+/// "50%" → 0.5.
+fn percent(text: &str, src: &str, key: &str) -> Result<f64, ScenarioError> {
+    let v = text
+        .strip_suffix('%')
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .ok_or_else(|| err(src, key, format!("{text:?}: write a percentage, e.g. \"50%\"")))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(err(src, key, format!("{text:?}: a load is between 0% and 100%")));
+    }
+    Ok(v / 100.0)
+}
+
+fn dist(d: &Option<RawDist>, fixed: u64, src: &str, key: &str) -> Result<SizeDist, ScenarioError> {
+    let Some(d) = d else { return Ok(SizeDist::Fixed(fixed)) };
+    let k = |s: &str| format!("{key}.{s}");
+    match d.kind.as_str() {
+        "fixed" => Ok(SizeDist::Fixed(d.size.ok_or_else(|| err(src, &k("size"), "a fixed size needs size = \"1kB\""))?.0)),
+        "pareto" => {
+            let mean = d.mean.ok_or_else(|| err(src, &k("mean"), "a Pareto size needs its mean (e.g. mean = \"10kB\")"))?.0;
+            let shape = d.shape.ok_or_else(|| err(src, &k("shape"), "a Pareto size needs its shape (e.g. 1.2)"))?;
+            if !(shape > 1.0 && shape.is_finite()) || mean == 0 {
+                return Err(err(src, &k("shape"), "a Pareto shape above 1 (finite mean) and a mean above 0B"));
+            }
+            Ok(SizeDist::Pareto { mean: mean as f64, shape })
         }
+        "empirical" => {
+            let file = d.file.as_ref().ok_or_else(|| err(src, &k("file"), "an empirical size needs file = \"sizes.csv\""))?;
+            let base = std::path::Path::new(src).parent().unwrap_or(std::path::Path::new("."));
+            let path = base.join(file);
+            let text = std::fs::read_to_string(&path).map_err(|e| err(src, &k("file"), format!("{}: {e}", path.display())))?;
+            let v = sizes::parse_csv(&text).map_err(|e| err(src, &k("file"), format!("{}: {e}", path.display())))?;
+            Ok(SizeDist::Empirical(v))
+        }
+        other => Err(err(src, &k("kind"), format!("{other:?}: expected \"fixed\", \"pareto\" or \"empirical\""))),
+    }
+}
+
+fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError> {
+    let kind_name = w.kind.as_deref().unwrap_or("http");
+    let rate = || -> Result<ArrivalRate, ScenarioError> {
+        match (w.connections_per_second, &w.load) {
+            (Some(_), Some(_)) => Err(err(src, "workload.load", "set either connections_per_second or load")),
+            (Some(r), None) if r > 0.0 && r.is_finite() => Ok(ArrivalRate::PerSecond(r)),
+            (Some(_), None) => Err(err(src, "workload.connections_per_second", "must be above 0")),
+            (None, Some(l)) => Ok(ArrivalRate::Load(percent(l, src, "workload.load")?)),
+            (None, None) => Err(err(src, "workload.load", format!("a {kind_name} workload needs load = \"50%\" or connections_per_second"))),
+        }
+    };
+    let only = |present: bool, key: &str, kinds: &str| -> Result<(), ScenarioError> {
+        if present {
+            Err(err(src, &format!("workload.{key}"), format!("applies only to kind = {kinds}")))
+        } else {
+            Ok(())
+        }
+    };
+    only(w.http_1_1.is_some() && kind_name != "packmime", "http_1_1", "\"packmime\"")?;
+    only((w.flows.is_some() || w.size.is_some() || w.spacing.is_some()) && kind_name != "bulk", "flows", "\"bulk\"")?;
+    only((w.request_dist.is_some() || w.response_dist.is_some()) && kind_name != "poisson", "response_dist", "\"poisson\"")?;
+    let open_loop = matches!(kind_name, "poisson" | "packmime");
+    only((w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop, "load", "\"poisson\" or \"packmime\"")?;
+    let kind = match kind_name {
+        "http" => WorkloadKind::Http,
+        "poisson" => WorkloadKind::Poisson(PoissonConfig {
+            rate: rate()?,
+            request: dist(&w.request_dist, w.request.map_or(300, |s| s.0), src, "workload.request_dist")?,
+            response: dist(&w.response_dist, w.response.map_or(13_549, |s| s.0), src, "workload.response_dist")?,
+        }),
+        "packmime" => WorkloadKind::PackMime(PackMimeConfig { rate: rate()?, http_1_1: w.http_1_1.unwrap_or(false) }),
+        "bulk" => WorkloadKind::Bulk(BulkConfig {
+            flows: w.flows.unwrap_or(1),
+            size: w.size.map_or(1 << 40, |s| s.0),
+            spacing: w.spacing.map_or(Duration::ZERO, |d| d.0),
+        }),
+        other => {
+            return Err(err(src, "workload.kind", format!("{other:?}: expected \"http\", \"poisson\", \"packmime\" or \"bulk\"")))
+        }
+    };
+    if open_loop && w.duration.is_none() {
+        return Err(err(src, "workload.duration", format!("a {kind_name} workload needs duration = \"300s\" (arrivals stop then)")));
     }
     let response = w.response.map_or(13_549, |s| s.0);
     let response_writes = match &w.response_writes {
@@ -485,6 +791,8 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
         return Err(err(src, if requests == 0 { "workload.requests" } else { "workload.connections" }, "must be at least 1"));
     }
     Ok(WorkloadConfig {
+        kind,
+        duration: w.duration.map_or(Duration::ZERO, |d| d.0),
         request,
         response,
         response_writes,
@@ -550,5 +858,31 @@ mod tests {
         assert_eq!(e.key, "client.stack");
         let e = load(MINIMAL, "s.toml", &["workload.response_writes=[\"1kB\"]".into()]).unwrap_err();
         assert_eq!(e.key, "workload.response_writes");
+    }
+
+    #[test]
+    fn web_keys_are_checked_and_errors_name_them() {
+        let db = "[dumbbell]\npairs = 4\nbandwidth = \"10Mbit\"\ndelay = \"10ms\"\n";
+        let s = load(db, "d.toml", &["workload.kind=packmime".into(), "workload.load=\"50%\"".into(), "workload.duration=\"10s\"".into()]).unwrap();
+        assert_eq!(s.workload.kind.rate(), Some(ArrivalRate::Load(0.5)));
+        assert_eq!(s.dumbbell.as_ref().unwrap().pairs, 4);
+        let bad = |ov: &[&str]| {
+            let ov: Vec<String> = ov.iter().map(|s| s.to_string()).collect();
+            load(db, "d.toml", &ov).unwrap_err().key
+        };
+        assert_eq!(bad(&["workload.kind=packmime", "workload.duration=\"1s\""]), "workload.load");
+        assert_eq!(bad(&["workload.kind=packmime", "workload.load=\"150%\"", "workload.duration=\"1s\""]), "workload.load");
+        assert_eq!(bad(&["workload.kind=poisson", "workload.connections_per_second=5"]), "workload.duration");
+        assert_eq!(bad(&["workload.flows=3"]), "workload.flows");
+        assert_eq!(bad(&["dumbbell.client_delay=[\"1ms\", \"2ms\"]"]), "dumbbell.client_delay");
+        assert_eq!(bad(&["dumbbell.queue={kind=\"red\", packets=\"bdq\"}"]), "dumbbell.queue.packets");
+        assert_eq!(bad(&["dumbbell.queue={kind=\"red\", packets=100, max_p=0.1, linterm=10}"]), "dumbbell.queue.linterm");
+        assert_eq!(bad(&["mechanisms.sfr={side=\"middle\"}"]), "mechanisms.sfr.side");
+        assert_eq!(bad(&["path.rtt=\"10ms\""]), "path");
+        assert_eq!(bad(&["workload.kind=poisson", "workload.connections_per_second=5", "workload.duration=\"1s\"",
+            "workload.response_dist={kind=\"empirical\", file=\"no-such.csv\"}"]), "workload.response_dist.file");
+        // BDP sizing: 10 Mbit/s × 2·(1 + 10 + 1) ms = 30 kB = 30 packets of 1000 B; RED thresholds 5 and 15.
+        let s = load(db, "d.toml", &["dumbbell.queue={kind=\"red\", packets=\"bdp\", q_weight=0.01, linterm=20, gentle=true}".into()]).unwrap();
+        assert_eq!(s.dumbbell.unwrap().queue, QueueConfig::Red { min_th: 5.0, max_th: 15.0, max_p: 0.05, weight: 0.01, limit: 30, gentle: true });
     }
 }

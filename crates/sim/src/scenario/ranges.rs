@@ -62,7 +62,7 @@ pub const RANGES: &[Range] = &[
 /// Ranges of each host's keys (`client.` and `server.`).
 pub const HOST_RANGES: &[Range] = &[
     r("syn_rto", Unit::Nanos, MS, RTO_MAX, "a zero RTO would resend at once; TCP_RTO_MAX (120 s) is the kernel's ceiling"),
-    r("rto_min", Unit::Nanos, MS, RTO_MAX, "a zero minimum would let the RTO reach 0 and resend at once"),
+    r("rto_min", Unit::Nanos, 0, RTO_MAX, "0 is document 004's noMINRTO: the RTO is then SRTT + max(G, 4·RTTVAR) alone"),
     r("rto_max", Unit::Nanos, MS, 3600 * S, "RFC 6298 (2.5) asks only for at least 60 s; an hour at most"),
     r("rto_after_syn_loss", Unit::Nanos, MS, RTO_MAX, "as syn_rto"),
     r("clock_granularity", Unit::Nanos, 0, S, "a timer tick of a second at most"),

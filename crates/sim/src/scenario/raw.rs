@@ -50,6 +50,8 @@ pub struct RawScenario {
     pub time_limit: Option<Dur>,
     #[serde(default)]
     pub path: RawPath,
+    /// N client and N server hosts across one shared bottleneck (instead of `path`).
+    pub dumbbell: Option<RawDumbbell>,
     #[serde(default)]
     pub client: RawHost,
     #[serde(default)]
@@ -79,11 +81,53 @@ pub struct RawPath {
     pub queue: Option<RawQueue>,
 }
 
+/// One delay for every host, or one per host (pair i takes entry i).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum RawDelays {
+    One(Dur),
+    Each(Vec<Dur>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDumbbell {
+    pub pairs: u32,
+    /// Rate of the shared link (each direction).
+    pub bandwidth: Rate,
+    /// One-way propagation delay of the shared link.
+    pub delay: Dur,
+    pub queue: Option<RawQueue>,
+    /// Rate of every host's own link (default 100 Mbit/s).
+    pub access_bandwidth: Option<Rate>,
+    /// One-way delay of each client's and each server's own link (default 1 ms).
+    pub client_delay: Option<RawDelays>,
+    pub server_delay: Option<RawDelays>,
+}
+
+/// A queue limit: a number of packets, or "bdp" (the bandwidth-delay product of the
+/// path in packets of `mean_pktsize`).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum RawLimit {
+    Packets(u32),
+    Named(String),
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawQueue {
     pub kind: String,
-    pub packets: Option<u32>,
+    pub packets: Option<RawLimit>,
+    /// ns-2's names for RED (`Queue/RED`): thresh_, maxthresh_, q_weight_, linterm_ (1/max_p),
+    /// gentle_, limit_ and mean_pktsize_ (bytes, for "bdp").
+    pub thresh: Option<f64>,
+    pub maxthresh: Option<f64>,
+    pub q_weight: Option<f64>,
+    pub linterm: Option<f64>,
+    pub gentle: Option<bool>,
+    pub limit: Option<RawLimit>,
+    pub mean_pktsize: Option<u32>,
     pub bytes: Option<Size>,
     /// RED thresholds and limits in packets (Floyd & Jacobson 1993).
     pub min_threshold: Option<f64>,
@@ -196,10 +240,38 @@ pub struct RawGilbert {
     pub loss_bad: Option<f64>,
 }
 
+/// A size distribution: kind "fixed" (size), "pareto" (mean, shape) or "empirical" (file,
+/// a CSV of sizes, relative to the scenario file).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawDist {
+    pub kind: String,
+    pub size: Option<Size>,
+    pub mean: Option<Size>,
+    pub shape: Option<f64>,
+    pub file: Option<String>,
+}
+
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
+    /// "http" (default), "poisson", "packmime" or "bulk".
     pub kind: Option<String>,
+    /// New connections per second (poisson, packmime).
+    pub connections_per_second: Option<f64>,
+    /// Target utilisation of the bottleneck's server-to-client direction, "50%": the
+    /// connection rate is calibrated to reach it (poisson, packmime).
+    pub load: Option<String>,
+    /// Connections arrive during this time (poisson, packmime).
+    pub duration: Option<Dur>,
+    pub request_dist: Option<RawDist>,
+    pub response_dist: Option<RawDist>,
+    /// PackMime: HTTP/1.1 persistent connections (pages and objects); off as in ns-2.
+    pub http_1_1: Option<bool>,
+    /// bulk: number of long-lived flows, the bytes each asks for, spacing of their starts.
+    pub flows: Option<u32>,
+    pub size: Option<Size>,
+    pub spacing: Option<Dur>,
     pub request: Option<Size>,
     pub response: Option<Size>,
     pub response_writes: Option<Vec<Size>>,
@@ -217,6 +289,30 @@ pub struct RawWorkload {
 #[serde(deny_unknown_fields)]
 pub struct RawMechanisms {
     pub syn_optimizer: Option<RawSynOptimizer>,
+    /// Super Fast Retransmit (document 001).
+    pub sfr: Option<RawSfr>,
+    /// The delayed-ACK-aware minimum RTO (document 004).
+    pub min_rto_004: Option<RawMinRto004>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSfr {
+    /// Timeout = factor × handshake RTT (the paper's "multiplication factor", 3).
+    pub factor: Option<f64>,
+    /// Off once this much data is acknowledged (the paper's "cut-out limit", 80 kB).
+    pub cutout: Option<Size>,
+    /// The data sender it runs on: "server" (default), "client" or "both".
+    pub side: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMinRto004 {
+    /// R: the extended minimum for the last packet of an odd train (default 200 ms, the
+    /// peer's delayed-ACK timer).
+    pub extended: Option<Dur>,
+    pub side: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

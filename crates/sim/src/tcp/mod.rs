@@ -15,6 +15,7 @@ mod ack;
 pub mod cc;
 pub mod delack;
 mod handshake;
+pub mod hooks;
 pub mod recovery;
 mod recv;
 pub mod rtte;
@@ -114,6 +115,8 @@ pub struct Tcb {
     pub established_at: Option<Instant>,
     /// When the last SYN (client) or SYN/ACK (server) before establishment was sent.
     pub last_handshake_sent: Option<Instant>,
+    /// A mechanism consulted when the retransmission timer is armed (see `hooks`).
+    pub rto_hook: Option<Box<dyn hooks::RtoHook>>,
 }
 
 impl Tcb {
@@ -161,6 +164,7 @@ impl Tcb {
             stats: TcbStats::default(),
             established_at: None,
             last_handshake_sent: None,
+            rto_hook: None,
         }
     }
 

@@ -28,6 +28,10 @@ impl RttEstimator {
         self.srtt
     }
 
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
     /// The RTO without back-off.
     pub fn base_rto(&self) -> Duration {
         self.rto

@@ -78,7 +78,7 @@ impl Tcb {
 
     /// RFC 6298 (5.1)/(5.3): (re)start the retransmission timer.
     pub(super) fn arm_rto(&mut self, now: Instant) {
-        self.timers[TimerKind::Retransmit as usize] = Some(now + self.rtte.timer());
+        self.timers[TimerKind::Retransmit as usize] = Some(now + self.rto_timer());
     }
 
     /// Sends what the windows allow.
@@ -87,6 +87,8 @@ impl Tcb {
             return;
         }
         self.restart_after_idle(now);
+        let armed_before = self.timers[TimerKind::Retransmit as usize].is_some();
+        let mut train = 0;
         while let Some((len, fin)) = self.segment_at(self.snd_nxt) {
             let in_flight = self.snd_nxt - self.snd_una;
             let window = self.w.cwnd.min(self.snd_wnd);
@@ -96,7 +98,9 @@ impl Tcb {
                 break;
             }
             self.send_at(self.snd_nxt, len, fin, now);
+            train += 1;
         }
+        self.train_sent(train, armed_before, now);
         // Keep only the write boundaries still ahead of snd_una.
         while self.write_ends.front().is_some_and(|&e| e <= self.snd_una) {
             self.write_ends.pop_front();

@@ -1,0 +1,139 @@
+//! Super Fast Retransmit (document 001, section 5): a short timer beside the standard RTO
+//! that resends the first unacknowledged segment when a short flow's tail is lost and too
+//! few segments follow it for three duplicate ACKs.
+//!
+//! The paper's four steps, as implemented here:
+//! 1. the timeout is `factor` × the three-way-handshake RTT (factor 3; 2 and 4 compared);
+//! 2. sending a segment starts the timer (when it is not running);
+//! 3. each new acknowledgement cancels it when nothing is outstanding, else restarts it;
+//! 4. on expiry the first unacknowledged segment is resent, and the timer is not started
+//!    again until a new segment (beyond everything sent) is transmitted.
+//!
+//! Once `cutout` bytes are acknowledged (80 kB in the paper) the mechanism is off for the
+//! rest of the connection. The standard RTO stays in force throughout; SFR's resend does
+//! not touch the congestion window (the paper changes nothing else in Reno).
+
+use crate::scenario::SfrConfig;
+use crate::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct Sfr {
+    cfg: SfrConfig,
+    timeout: Option<Duration>,
+    pub deadline: Option<Instant>,
+    /// Step 4: expired, waiting for a new segment before the timer may run again.
+    waiting_for_new: bool,
+    highest_sent: u64,
+    off: bool,
+    /// Segments SFR resent.
+    pub retransmits: u32,
+}
+
+impl Sfr {
+    pub fn new(cfg: SfrConfig) -> Self {
+        Sfr { cfg, timeout: None, deadline: None, waiting_for_new: false, highest_sent: 0, off: false, retransmits: 0 }
+    }
+
+    /// Step 1: the handshake is over; its RTT sets the timeout.
+    pub fn established(&mut self, handshake_rtt: Duration, highest_sent: u64) {
+        let t = (handshake_rtt.as_secs_f64() * self.cfg.factor * 1e9).round() as u64;
+        self.timeout = Some(Duration(t.max(1)));
+        self.highest_sent = highest_sent;
+    }
+
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    fn active(&self) -> Option<Duration> {
+        if self.off {
+            None
+        } else {
+            self.timeout
+        }
+    }
+
+    /// Step 2: the sender transmitted data; `highest_sent` is the top of what it has sent.
+    pub fn on_send(&mut self, highest_sent: u64, now: Instant) {
+        let Some(t) = self.active() else { return };
+        if highest_sent > self.highest_sent {
+            self.highest_sent = highest_sent;
+            self.waiting_for_new = false;
+        }
+        if self.deadline.is_none() && !self.waiting_for_new {
+            self.deadline = Some(now + t);
+        }
+    }
+
+    /// Step 3: a new acknowledgement; `acked` bytes acknowledged in all, `outstanding`
+    /// whether unacknowledged data remains. The cut-out acts here.
+    pub fn on_ack(&mut self, acked: u64, outstanding: bool, now: Instant) {
+        let Some(t) = self.active() else { return };
+        if acked >= self.cfg.cutout {
+            self.off = true;
+            self.deadline = None;
+        } else if !outstanding {
+            self.deadline = None;
+        } else if !self.waiting_for_new {
+            self.deadline = Some(now + t);
+        }
+    }
+
+    /// Step 4: the timer fired at `now`: true when the first unacknowledged segment must
+    /// be resent.
+    pub fn on_expiry(&mut self, now: Instant) -> bool {
+        if self.deadline != Some(now) || self.off {
+            return false;
+        }
+        self.deadline = None;
+        self.waiting_for_new = true;
+        self.retransmits += 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Sides;
+
+    fn sfr() -> Sfr {
+        let mut s = Sfr::new(SfrConfig { factor: 3.0, cutout: 80_000, sides: Sides::Server });
+        s.established(Duration::from_millis(20), 1);
+        s
+    }
+
+    #[test]
+    fn the_four_steps() {
+        let mut s = sfr();
+        assert_eq!(s.timeout(), Some(Duration::from_millis(60))); // step 1: 3 × 20 ms
+        s.on_send(1461, Instant(0)); // step 2
+        assert_eq!(s.deadline, Some(Instant(60_000_000)));
+        s.on_send(2921, Instant(1_000_000)); // running: not restarted by a send
+        assert_eq!(s.deadline, Some(Instant(60_000_000)));
+        s.on_ack(1460, true, Instant(20_000_000)); // step 3: restart
+        assert_eq!(s.deadline, Some(Instant(80_000_000)));
+        assert!(!s.on_expiry(Instant(60_000_000))); // a stale deadline does nothing
+        assert!(s.on_expiry(Instant(80_000_000))); // step 4: resend
+        assert_eq!(s.deadline, None);
+        s.on_ack(1460, true, Instant(90_000_000)); // no restart until a new segment
+        assert_eq!(s.deadline, None);
+        s.on_send(2921, Instant(95_000_000)); // a retransmission is not new
+        assert_eq!(s.deadline, None);
+        s.on_send(4381, Instant(100_000_000)); // a new segment starts it again
+        assert_eq!(s.deadline, Some(Instant(160_000_000)));
+        s.on_ack(4380, false, Instant(110_000_000)); // nothing outstanding: cancelled
+        assert_eq!(s.deadline, None);
+        assert_eq!(s.retransmits, 1);
+    }
+
+    #[test]
+    fn cut_out_after_80kb() {
+        let mut s = sfr();
+        s.on_send(100_000, Instant(0));
+        s.on_ack(80_000, true, Instant(1));
+        assert_eq!(s.deadline, None);
+        s.on_send(120_000, Instant(2));
+        assert_eq!(s.deadline, None, "off for good after the cut-out");
+    }
+}

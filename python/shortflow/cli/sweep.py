@@ -1,0 +1,80 @@
+"""`shortflow sweep S.toml --grid key=v1,v2 [--grid ...] [--seeds K] [-o out.parquet]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from shortflow.exceptions import ScenarioError
+from shortflow.scenario import Scenario
+
+err = Console(stderr=True)
+out = Console()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sweep")
+    def sweep_cmd(
+        scenario: Annotated[Path, typer.Argument(help="scenario file (TOML)")],
+        grid: Annotated[list[str], typer.Option("--grid", help="key=v1,v2,...: one axis of the grid (repeatable)")],
+        seeds: Annotated[int, typer.Option("--seeds", help="runs per grid point, seeds 1..K")] = 1,
+        sets: Annotated[Optional[list[str]], typer.Option("--set", help="override a key in every run")] = None,
+        output: Annotated[Path, typer.Option("-o", "--output", help="the results as one Parquet table")] = Path(
+            "sweep.parquet"),
+        flows: Annotated[bool, typer.Option("--flows", help="one row per connection instead of one per run")] = False,
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="address of a running Dask "
+                                                                             "scheduler (default: a local cluster)")] = None,
+        workers: Annotated[Optional[int], typer.Option("--workers", help="processes of the local cluster "
+                                                                         "(default: one per core)")] = None,
+        plot: Annotated[Optional[Path], typer.Option("--plot", help="write a figure of --metric against --x")] = None,
+        metric: Annotated[str, typer.Option("--metric", help="the column --plot shows")] = "mean_complete_s",
+        x: Annotated[Optional[str], typer.Option("--x", help="the grid key on --plot's x axis "
+                                                              "(default: the first --grid)")] = None,
+    ) -> None:
+        """Run a scenario over the product of parameter grids on Dask; one Parquet table."""
+        from shortflow.sweep import SUMMARY_COLUMNS, parse_grid, plot as draw, spread, sweep
+
+        try:
+            g = parse_grid(grid)
+            if plot is not None and flows:
+                raise ValueError("--plot draws per-run summaries: leave out --flows")
+            xkey = x or next(iter(g))
+            if xkey not in g:
+                raise ValueError(f"--x {xkey}: not a --grid key ({', '.join(g)})")
+            if plot is not None and metric not in SUMMARY_COLUMNS:
+                raise ValueError(f"--metric {metric}: expected one of {', '.join(SUMMARY_COLUMNS)}")
+            sc = Scenario.load(scenario, sets or [])
+        except (ValueError, ScenarioError) as e:
+            err.print(f"[red]error:[/red] {e}", highlight=False)
+            raise typer.Exit(2) from None
+        with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=True) as bar:
+            task = bar.add_task("runs", total=None)
+            try:
+                table = sweep(sc, g, seeds, scheduler=scheduler, workers=workers, flows=flows,
+                              progress=lambda d, t: bar.update(task, completed=d, total=t))
+            except (ValueError, ScenarioError, OSError) as e:
+                err.print(f"[red]error:[/red] {e}", highlight=False)
+                raise typer.Exit(2) from None
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, str(output))
+        out.print(f"{table.num_rows:,} rows → {output}")
+        if not flows:
+            t = Table(title=f"{metric} over {seeds} seed(s)", title_justify="left")
+            for k in g:
+                t.add_column(k)
+            for c in ("mean", "95% CI ±", "min", "max"):
+                t.add_column(c, justify="right")
+            for s in spread(table, metric, list(g)):
+                t.add_row(*(str(s[k]) for k in g), f"{s['mean']:.4g}", f"{s['ci95']:.2g}", f"{s['min']:.4g}",
+                          f"{s['max']:.4g}")
+            out.print(t)
+        if plot is not None:
+            draw(table, metric, xkey, plot)
+            out.print(f"figure → {plot}")

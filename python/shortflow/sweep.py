@@ -1,0 +1,284 @@
+"""`shortflow.sweep()`: the product of parameter grids, several seeds each, one simulation
+per task on a Dask cluster (a local one by default), gathered into one Arrow table.
+
+Each task runs `shortflow._core.simulate` in a worker (the Rust core releases the GIL);
+this module only builds the runs, submits them and tabulates the reports.
+
+>>> from shortflow.sweep import split_values
+>>> split_values("1,2,[1, 2],{a=1, b=2}")
+['1', '2', '[1, 2]', '{a=1, b=2}']
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from shortflow.scenario import Scenario
+
+ProgressFn = Callable[[int, int], None]
+
+#: Per-run summary columns (see crates/sim/src/report.rs).
+SUMMARY_COLUMNS = (
+    "connections", "completed", "mean_complete_s", "median_complete_s", "p95_complete_s", "simulated_s",
+    "events", "packets_dropped", "peak_open_connections", "utilisation_c2s", "utilisation_s2c",
+    "load_target", "load_measured", "connections_per_second", "timeouts", "retransmissions",
+    "sfr_retransmits", "spurious_retransmits", "goodput_bps", "wall_s",
+)
+
+
+def split_values(text: str) -> list[str]:
+    """Splits ``v1,v2,...`` at the commas outside brackets, braces and quotes."""
+    out, depth, quote, cur = [], 0, "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    out.append(cur.strip())
+    return [v for v in out if v]
+
+
+def parse_grid(items: Iterable[str]) -> dict[str, list[str]]:
+    """``["key=v1,v2", ...]`` → ``{"key": ["v1", "v2"]}`` (ValueError names the item)."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--grid {item!r}: write key=v1,v2,... (e.g. workload.load=25%,50%)")
+        vals = split_values(values)
+        if not vals:
+            raise ValueError(f"--grid {item!r}: no values after '='")
+        if key in grid:
+            raise ValueError(f"--grid {key}: given twice")
+        grid[key] = vals
+    return grid
+
+
+@dataclass(frozen=True)
+class Run:
+    """One task: the grid point, the seed and the overrides that make it."""
+
+    point: tuple[tuple[str, str], ...]
+    seed: int
+    overrides: tuple[str, ...]
+
+
+def plan(scenario: Scenario, grid: Mapping[str, Sequence[str]], seeds: int) -> list[Run]:
+    """Every grid point × seed, each checked now (a bad value fails before any run)."""
+    if seeds < 1:
+        raise ValueError("--seeds must be at least 1")
+    keys = list(grid)
+    runs = []
+    for values in itertools.product(*(grid[k] for k in keys)):
+        point = tuple(zip(keys, values))
+        for seed in range(1, seeds + 1):
+            ov = tuple(f"{k}={v}" for k, v in point) + (f"seed={seed}",)
+            scenario.with_overrides(*ov)  # raises ScenarioError naming the key
+            runs.append(Run(point, seed, ov))
+    return runs
+
+
+def _quantile(xs: list[float], q: float) -> float | None:
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
+
+
+def run_one(text: str, source: str, overrides: Sequence[str], flows: bool) -> dict[str, Any]:
+    """Runs one simulation (in a worker) and returns its summary row, and its connections
+    when `flows`. Top-level so that Dask can ship it to other processes."""
+    from shortflow import _core
+
+    t = time.perf_counter()
+    raw = json.loads(_core.simulate(text, source, list(overrides)))
+    wall = time.perf_counter() - t
+    s = raw["summary"]
+    conns = raw["connections"]
+    done = [c["complete_s"] for c in conns if c["complete_s"] is not None]
+    links = {link["direction"]: link for link in s.get("bottleneck", [])}
+    cal = s.get("calibration") or {}
+    span = s["simulated_s"] or 1.0
+    row = {
+        "connections": s["connections"],
+        "completed": s["completed"],
+        "mean_complete_s": s["mean_complete_s"],
+        "median_complete_s": _quantile(done, 0.5),
+        "p95_complete_s": _quantile(done, 0.95),
+        "simulated_s": s["simulated_s"],
+        "events": s["events"],
+        "packets_dropped": s["packets_dropped"],
+        "peak_open_connections": s.get("peak_open_connections"),
+        "utilisation_c2s": links.get("client_to_server", {}).get("utilisation"),
+        "utilisation_s2c": links.get("server_to_client", {}).get("utilisation"),
+        "load_target": cal.get("target"),
+        "load_measured": cal.get("measured"),
+        "connections_per_second": cal.get("connections_per_second"),
+        "timeouts": sum(c["timeouts"] for c in conns),
+        "retransmissions": sum(c["retransmissions"] for c in conns),
+        "sfr_retransmits": sum(c.get("sfr_retransmits", 0) for c in conns),
+        "spurious_retransmits": sum(c.get("spurious_retransmits", 0) for c in conns),
+        "goodput_bps": 8 * sum(c["bytes_received"] for c in conns) / span,
+        "wall_s": wall,
+    }
+    out: dict[str, Any] = {"row": row}
+    if flows:
+        from shortflow.simulate import SimulationResult
+
+        res = SimulationResult(Scenario(text, source, tuple(overrides)), conns, s, raw)
+        out["flows"] = res.flows
+    return out
+
+
+def _client(scheduler: str | None, workers: int | None) -> Any:
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        return Client(scheduler), None
+    n = workers or os.cpu_count() or 1
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+    return Client(cluster), cluster
+
+
+def sweep(
+    scenario: Scenario | str | os.PathLike[str],
+    grid: Mapping[str, Sequence[str]] | Iterable[str],
+    seeds: int = 1,
+    *,
+    overrides: Iterable[str] = (),
+    scheduler: str | None = None,
+    workers: int | None = None,
+    flows: bool = False,
+    progress: ProgressFn | None = None,
+    pandas: bool = False,
+) -> Any:
+    """Runs `scenario` at every point of `grid` (``{"key": [values]}`` or
+    ``["key=v1,v2", ...]``) with seeds 1..`seeds`, one task per run on the Dask cluster at
+    `scheduler` (or a local cluster of `workers` processes). Returns a `pyarrow.Table` (a
+    pandas frame with `pandas`): one row per run, the grid keys as columns, ``seed`` and
+    `SUMMARY_COLUMNS`; with `flows`, one row per connection (the run's keys and seed, then
+    `SimulationResult.flows`' columns). `progress(done, total)` is called as runs finish.
+    """
+    sc = scenario if isinstance(scenario, Scenario) else Scenario.load(Path(scenario))
+    extra = tuple(overrides)
+    if extra:
+        sc = sc.with_overrides(*extra)
+    g = dict(grid) if isinstance(grid, Mapping) else parse_grid(grid)
+    g = {k: [str(v) for v in vs] for k, vs in g.items()}
+    runs = plan(sc, g, seeds)
+    client, cluster = _client(scheduler, workers)
+    results: list[dict[str, Any] | None] = [None] * len(runs)
+    try:
+        from distributed import as_completed
+
+        futures = {
+            client.submit(run_one, sc.text, sc.source, list(sc.overrides + r.overrides), flows, pure=False): i
+            for i, r in enumerate(runs)
+        }
+        done = 0
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            done += 1
+            if progress:
+                progress(done, len(runs))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    table = _tabulate(runs, [r for r in results if r is not None], list(g), flows)
+    return table.to_pandas() if pandas else table
+
+
+def _tabulate(runs: list[Run], results: list[dict[str, Any]], keys: list[str], flows: bool) -> pa.Table:
+    if not flows:
+        cols: dict[str, list[Any]] = {k: [dict(r.point)[k] for r in runs] for k in keys}
+        cols["seed"] = [r.seed for r in runs]
+        for c in SUMMARY_COLUMNS:
+            cols[c] = [res["row"][c] for res in results]
+        return pa.table(cols)
+    parts = []
+    for run, res in zip(runs, results):
+        t: pa.Table = res["flows"]
+        n = t.num_rows
+        front = {k: pa.array([dict(run.point)[k]] * n, pa.string()) for k in keys}
+        front["seed"] = pa.array([run.seed] * n, pa.int64())
+        parts.append(pa.table({**front, **{name: t.column(name) for name in t.column_names}}))
+    return pa.concat_tables(parts)
+
+
+def spread(table: pa.Table, metric: str, by: Sequence[str]) -> list[dict[str, Any]]:
+    """Mean, standard deviation, 95 % confidence half-width (normal approximation) and
+    count of `metric` over the seeds, per combination of the `by` columns."""
+    import math
+
+    rows = table.select([*by, metric]).to_pylist()
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for r in rows:
+        if r[metric] is not None:
+            groups.setdefault(tuple(r[k] for k in by), []).append(float(r[metric]))
+    out = []
+    for key, xs in groups.items():
+        n = len(xs)
+        mean = sum(xs) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+        out.append({**dict(zip(by, key)), "mean": mean, "sd": sd, "ci95": 1.96 * sd / math.sqrt(n) if n > 1 else 0.0,
+                    "n": n, "min": min(xs), "max": max(xs)})
+    return out
+
+
+def plot(table: pa.Table, metric: str, x: str, path: str | os.PathLike[str]) -> None:
+    """`metric` against grid key `x`: the seeds' mean with their min–max spread, one line
+    per value of the other grid keys."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if x not in table.column_names or metric not in table.column_names:
+        raise ValueError(f"--plot: the table has no column {x if x not in table.column_names else metric!r}")
+    others = [c for c in table.column_names if c not in SUMMARY_COLUMNS and c not in (x, "seed", metric)]
+    stats = spread(table, metric, [x, *others])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    lines: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for s in stats:
+        lines.setdefault(tuple(s[o] for o in others), []).append(s)
+
+    def key(v: str) -> Any:
+        try:
+            return float(v.rstrip("%sBbitkMG"))
+        except ValueError:
+            return v
+
+    for label, pts in lines.items():
+        pts.sort(key=lambda p: key(p[x]))
+        xs = [p[x] for p in pts]
+        ys = [p["mean"] for p in pts]
+        lo = [p["mean"] - p["min"] for p in pts]
+        hi = [p["max"] - p["mean"] for p in pts]
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3,
+                    label=", ".join(f"{o}={v}" for o, v in zip(others, label)) or metric)
+    ax.set_xlabel(x)
+    ax.set_ylabel(metric)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
