@@ -86,7 +86,6 @@ impl Daemon {
         Ok(n)
     }
 
-
     fn resend_due(&mut self) {
         let Daemon {
             table,
