@@ -16,7 +16,7 @@ from shortflow import synopt
 from shortflow.exceptions import SynoptError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
-from synopt_flood_fair import run  # noqa: E402
+from synopt_flood_fair import run
 
 pytestmark = pytest.mark.netns
 
