@@ -70,8 +70,8 @@ impl Daemon {
         let Daemon {
             mode, table, stats, ..
         } = self;
-        let n = obs.take(BATCH, |pkt| {
-            let now = now_ns();
+        let n = obs.take(BATCH, |pkt, kernel_rt| {
+            let now = sys::seen_at(now_ns(), sys::realtime_ns(), kernel_rt);
             stats.packets += 1;
             let Some(seg) = packet::parse(pkt) else {
                 return;
