@@ -213,6 +213,13 @@ impl Table {
                 c.resent += 1;
                 self.counters.resends += 1;
                 let next = c.first_ns + u64::from(c.resent + 1) * self.cfg.delay_ns;
+                // A daemon that was stalled (stopped, starved) for more than a delay resumes
+                // with one resend, then the usual spacing: not a burst of identical SYNs.
+                let next = if next <= now {
+                    now + self.cfg.delay_ns
+                } else {
+                    next
+                };
                 self.timers.push(Reverse((next, c.id, flow)));
             } else {
                 self.remove(&flow);
@@ -327,6 +334,23 @@ mod tests {
             (0, 1, 3)
         );
         assert_adds_up(&t);
+    }
+
+    #[test]
+    fn a_stalled_daemon_resumes_with_one_resend_not_a_burst() {
+        let mut t = table(3, 10);
+        let p = syn_v4(1000, SYN, 0);
+        t.hold(0, &parse(&p).unwrap(), &p);
+        let mut sent = vec![];
+        t.fire_due(450 * MS, |_, deadline| sent.push(deadline));
+        assert_eq!(
+            sent,
+            vec![200 * MS],
+            "one resend for the two missed deadlines"
+        );
+        t.fire_due(649 * MS, |_, deadline| sent.push(deadline));
+        t.fire_due(650 * MS, |_, deadline| sent.push(deadline));
+        assert_eq!(sent, vec![200 * MS, 650 * MS]);
     }
 
     #[test]
