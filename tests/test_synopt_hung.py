@@ -12,11 +12,11 @@ import subprocess
 import sys
 
 import pytest
-from synopt_bed import bed
 
-from shortflow.testbed.synopt import SynoptDaemon
 from shortflow.testbed import system
+from shortflow.testbed.synopt import SynoptDaemon
 from shortflow.testbed.system import in_ns
+from synopt_bed import bed
 
 pytestmark = pytest.mark.netns
 
