@@ -80,8 +80,9 @@ def run(rate: int, seconds: float, daemon: str, extra: list[str]) -> dict:
         g = topo.spawn("synflood", "client", [str(gen), "--src", FLOOD_SRC, "--sources", "200", "--dst", N.SERVER_IP,
                                               "--port", str(SILENT_PORT), "--rate", str(rate), "--seconds", str(seconds)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(0.5)  # the flood reaches its pace
-        connects, rss = [], []
+        time.sleep(0.2)  # the flood reaches its pace
+        connects, rss, mid = [], [], None
+
         while g.poll() is None:
             r = in_ns(topo.names.ns("client"), "curl", "-s", "-o", "/dev/null", "--max-time", "5", "-w",
                       "%{http_code} %{time_connect}", f"http://{N.SERVER_IP}{body_path(1000)}", check=False)
@@ -89,6 +90,10 @@ def run(rate: int, seconds: float, daemon: str, extra: list[str]) -> dict:
             if g.poll() is None and code == "200":
                 connects.append(float(t))
             rss.append(rss_kb(pid))
+            if mid is None and daemon != "none" and g.poll() is None:
+                # The live counters, asked once mid-flood.
+                mid = json.loads(in_ns(topo.names.ns("router"), sys.executable, "-m", "shortflow", "synopt", "status",
+                                       "--json").stdout)
             time.sleep(0.1)
         cpu = proc_cpu_s(pid) - cpu0
         out, err = g.communicate()
@@ -105,7 +110,7 @@ def run(rate: int, seconds: float, daemon: str, extra: list[str]) -> dict:
             "survived": alive, "daemon_cpu_s": round(cpu, 2), "daemon_cpu_share": round(cpu / gen_out["seconds"], 3),
             "rss_kB_max": max(rss), "legit_connects": len(connects),
             "legit_connect_s": {"median": statistics.median(connects), "p90": q(0.9), "max": connects[-1]},
-            "legit_over_0_5s": sum(c > 0.5 for c in connects), "counters": s}
+            "legit_over_0_5s": sum(c > 0.5 for c in connects), "counters": s, "status_mid_flood": mid}
 
 
 def main() -> None:

@@ -40,14 +40,17 @@ impl Daemon {
     pub fn run(&mut self, obs: &mut Observer, lock: &RunLock) -> io::Result<()> {
         let fds = [obs.as_raw_fd(), lock.fd()];
         while !STOP.load(Ordering::Relaxed) {
-            while self.take_arrivals(obs)? == BATCH {
-                self.resend_due();
-            }
+            let taken = self.take_arrivals(obs)?;
             self.resend_due();
             if REPORT.swap(false, Ordering::Relaxed) {
                 (self.report)(self);
             }
+            // Signals and status requests are served between batches, also under a flood
+            // that never lets the socket run dry.
             lock.serve(|| (self.status)(self));
+            if taken == BATCH {
+                continue; // more copies waiting: no sleep
+            }
             let now = now_ns();
             match self.table.next_deadline() {
                 // Bounded, so a signal landing between the STOP check and the wait costs
@@ -67,8 +70,8 @@ impl Daemon {
         let Daemon {
             mode, table, stats, ..
         } = self;
-        let n = obs.take(BATCH, |pkt| {
-            let now = now_ns();
+        let n = obs.take(BATCH, |pkt, kernel_rt| {
+            let now = sys::seen_at(now_ns(), sys::realtime_ns(), kernel_rt);
             stats.packets += 1;
             let Some(seg) = packet::parse(pkt) else {
                 return;
@@ -85,7 +88,6 @@ impl Daemon {
         self.stats.overflows = obs.overflows;
         Ok(n)
     }
-
 
     fn resend_due(&mut self) {
         let Daemon {

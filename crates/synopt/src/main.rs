@@ -100,8 +100,14 @@ fn parse_prefix_lens(s: &str) -> Result<(u8, u8), String> {
     let (a, b) = s
         .split_once(',')
         .ok_or_else(|| format!("{s:?}: expected V4,V6 prefix lengths, e.g. 24,48"))?;
-    let v4: u8 = a.trim().parse().map_err(|_| format!("{a:?}: not a prefix length"))?;
-    let v6: u8 = b.trim().parse().map_err(|_| format!("{b:?}: not a prefix length"))?;
+    let v4: u8 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("{a:?}: not a prefix length"))?;
+    let v6: u8 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("{b:?}: not a prefix length"))?;
     if v4 > 32 || v6 > 128 {
         return Err(format!("{s}: IPv4 prefixes are 0-32 bits, IPv6 0-128"));
     }
@@ -219,10 +225,10 @@ fn run(args: &Args) -> Result<(), String> {
     }
     sys::install_signal_handlers();
     let mode = mode(args);
-    let mut _port_locks = vec![];
+    let mut port_locks = vec![];
     for &port in &args.ports {
         match PortLock::take(mode.name(), port) {
-            Ok(l) => _port_locks.push(l),
+            Ok(l) => port_locks.push(l),
             Err(None) => {
                 return Err(format!(
                     "port {port} is already protected by a running shortflow-synopt in {} mode in this \
@@ -237,7 +243,7 @@ fn run(args: &Args) -> Result<(), String> {
     let families = families(args);
     remove_stale_rules(&families)?;
     let run_id = sys::fresh_run_id();
-    let _lock = RunLock::take(&run_id).map_err(|e| format!("run lock: {e}"))?;
+    let lock = RunLock::take(&run_id).map_err(|e| format!("run lock: {e}"))?;
     let sender = Sender::open(args.mark, families.contains(&Family::V6))
         .map_err(|e| format!("raw socket: {e}"))?;
     // The group is bound before the rules exist: every copy has a reader.
@@ -286,7 +292,7 @@ fn run(args: &Args) -> Result<(), String> {
         installed.count(),
         args.group
     );
-    let result = d.run(&mut obs, &_lock);
+    let result = d.run(&mut obs, &lock);
     drop(installed);
     (d.report)(&d);
     result.map_err(|e| format!("NFLOG: {e}"))

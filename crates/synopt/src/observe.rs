@@ -12,11 +12,16 @@
 //! The group is bound with sequence numbers (NFULNL_CFG_F_SEQ): a gap between two copies
 //! counts the copies the kernel dropped, live, so `bypassed` is exact and not only known at
 //! exit.
+//!
+//! Copies taken on PREROUTING, INPUT and FORWARD carry the time the packet passed the rule
+//! (NFULA_TIMESTAMP: `skb_tstamp_cond(skb, true)` in `__build_packet_message`, the
+//! real-time clock): a copy read late by a busy daemon is still anchored to its packet,
+//! since with NFLOG the packet itself did not wait. Copies from OUTPUT carry none.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
-use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
+use netlink_packet_core::{NetlinkMessage, NetlinkPayload, Nla};
 use netlink_packet_netfilter::nflog::{
     config_request, ConfigCmd, ConfigFlags, ConfigMode, ConfigNla, PacketNla, ULogMessage,
 };
@@ -106,9 +111,15 @@ impl Observer {
         self.group
     }
 
-    /// Calls `each(packet)` for every copy waiting, oldest first, at most `limit` of them;
-    /// returns how many it took (fewer than `limit`: none left).
-    pub fn take(&mut self, limit: usize, mut each: impl FnMut(&[u8])) -> io::Result<usize> {
+    /// Calls `each(packet, kernel time)` for every copy waiting, oldest first, at most
+    /// `limit` of them; the kernel time (CLOCK_REALTIME, ns) is when the packet passed the
+    /// rule, where the kernel gives it. Returns how many it took (fewer than `limit`: none
+    /// left).
+    pub fn take(
+        &mut self,
+        limit: usize,
+        mut each: impl FnMut(&[u8], Option<u64>),
+    ) -> io::Result<usize> {
         let mut n = 0;
         while n < limit {
             self.buf.clear();
@@ -139,7 +150,7 @@ impl Observer {
                         PacketNla::Payload(p) => Some(p),
                         _ => None,
                     }) {
-                        each(p);
+                        each(p, kernel_time(nlas));
                         n += 1;
                     }
                 }
@@ -165,6 +176,21 @@ impl Observer {
         }
         self.next_seq = Some(seq.wrapping_add(1));
     }
+}
+
+/// NFULA_TIMESTAMP in ns (seconds and microseconds, big-endian on the wire).
+fn kernel_time(nlas: &[PacketNla]) -> Option<u64> {
+    let ts = nlas.iter().find_map(|a| match a {
+        PacketNla::Timestamp(t) => Some(t),
+        _ => None,
+    })?;
+    // The crate keeps the fields private: read them back from the attribute's own bytes.
+    let mut raw = [0u8; 16];
+    (ts.value_len() == raw.len()).then_some(())?;
+    ts.emit_value(&mut raw);
+    let sec = u64::from_be_bytes(raw[..8].try_into().ok()?);
+    let usec = u64::from_be_bytes(raw[8..].try_into().ok()?);
+    (sec > 0).then(|| sec * 1_000_000_000 + usec * 1000)
 }
 
 impl AsRawFd for Observer {

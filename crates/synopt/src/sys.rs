@@ -16,6 +16,27 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Nanoseconds on CLOCK_REALTIME: only to age a kernel timestamp (NFULA_TIMESTAMP).
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into a timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// When a packet the kernel stamped at `kernel_rt` (CLOCK_REALTIME) passed, on
+/// CLOCK_MONOTONIC: `now` minus its age. An age outside 0-1 s (no stamp, a clock step) is
+/// not trusted: `now`.
+pub fn seen_at(now: u64, now_rt: u64, kernel_rt: Option<u64>) -> u64 {
+    match kernel_rt.map(|t| now_rt.checked_sub(t)) {
+        Some(Some(age)) if age <= 1_000_000_000 => now.saturating_sub(age),
+        _ => now,
+    }
+}
+
 /// Waits until one of `fds` is readable, a signal arrives, or `timeout_ns` passed (None: no
 /// limit).
 pub fn wait_readable(fds: &[RawFd], timeout_ns: Option<u64>) {
@@ -279,6 +300,23 @@ mod tests {
         assert!(RunLock::is_alive(&id));
         drop(lock);
         assert!(!RunLock::is_alive(&id));
+    }
+
+    #[test]
+    fn kernel_stamps_anchor_copies_read_late() {
+        let (now, rt) = (5_000_000_000, 1_700_000_000_000_000_000);
+        assert_eq!(seen_at(now, rt, Some(rt - 3_000_000)), now - 3_000_000);
+        assert_eq!(seen_at(now, rt, None), now);
+        assert_eq!(
+            seen_at(now, rt, Some(rt + 1)),
+            now,
+            "from the future: a clock step"
+        );
+        assert_eq!(
+            seen_at(now, rt, Some(rt - 2_000_000_000)),
+            now,
+            "too old to trust"
+        );
     }
 
     #[test]

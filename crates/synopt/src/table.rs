@@ -103,7 +103,11 @@ impl Table {
     /// The initiator's address masked to the budget's prefix length: the SYN's source, or
     /// the SYN/ACK's destination.
     fn prefix_of(&self, seg: &Segment) -> IpAddr {
-        let who = if seg.is_synack() { seg.flow.dst } else { seg.flow.src };
+        let who = if seg.is_synack() {
+            seg.flow.dst
+        } else {
+            seg.flow.src
+        };
         mask(who, self.cfg.prefix_len_v4, self.cfg.prefix_len_v6)
     }
 
@@ -209,6 +213,13 @@ impl Table {
                 c.resent += 1;
                 self.counters.resends += 1;
                 let next = c.first_ns + u64::from(c.resent + 1) * self.cfg.delay_ns;
+                // A daemon that was stalled (stopped, starved) for more than a delay resumes
+                // with one resend, then the usual spacing: not a burst of identical SYNs.
+                let next = if next <= now {
+                    now + self.cfg.delay_ns
+                } else {
+                    next
+                };
                 self.timers.push(Reverse((next, c.id, flow)));
             } else {
                 self.remove(&flow);
@@ -234,12 +245,20 @@ pub fn mask(addr: IpAddr, v4: u8, v6: u8) -> IpAddr {
     match addr {
         IpAddr::V4(a) => {
             let bits = u32::from(v4.min(32));
-            let m = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+            let m = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
             IpAddr::V4((u32::from(a) & m).into())
         }
         IpAddr::V6(a) => {
             let bits = u32::from(v6.min(128));
-            let m = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+            let m = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
             IpAddr::V6((u128::from(a) & m).into())
         }
     }
@@ -318,6 +337,23 @@ mod tests {
     }
 
     #[test]
+    fn a_stalled_daemon_resumes_with_one_resend_not_a_burst() {
+        let mut t = table(3, 10);
+        let p = syn_v4(1000, SYN, 0);
+        t.hold(0, &parse(&p).unwrap(), &p);
+        let mut sent = vec![];
+        t.fire_due(450 * MS, |_, deadline| sent.push(deadline));
+        assert_eq!(
+            sent,
+            vec![200 * MS],
+            "one resend for the two missed deadlines"
+        );
+        t.fire_due(649 * MS, |_, deadline| sent.push(deadline));
+        t.fire_due(650 * MS, |_, deadline| sent.push(deadline));
+        assert_eq!(sent, vec![200 * MS, 650 * MS]);
+    }
+
+    #[test]
     fn answered_copy_is_not_resent() {
         let mut t = table(3, 10);
         let p = syn_v4(u32::MAX, SYN, 0); // ISN + 1 wraps to 0
@@ -373,12 +409,19 @@ mod tests {
     fn full_table_sheds_the_newest_and_keeps_the_held_schedules() {
         let mut t = table(3, 100);
         for i in 0..10_000u32 {
-            let p = syn_from([10, 231, (i / 250) as u8, (i % 250) as u8], 1000 + (i % 60_000) as u16, i);
+            let p = syn_from(
+                [10, 231, (i / 250) as u8, (i % 250) as u8],
+                1000 + (i % 60_000) as u16,
+                i,
+            );
             let taken = t.hold(u64::from(i), &parse(&p).unwrap(), &p);
             assert_eq!(taken, i < 100, "copy {i}");
             assert!(t.held() <= 100 && t.timers.len() <= 2 * 100 + 1024 + 1);
         }
-        assert_eq!((t.counters.shed, t.counters.shed_prefix, t.counters.held_max), (9_900, 0, 100));
+        assert_eq!(
+            (t.counters.shed, t.counters.shed_prefix, t.counters.held_max),
+            (9_900, 0, 100)
+        );
         assert_adds_up(&t);
         // The first 100 keep their whole schedule: resent at 200, 400, 600 ms after them.
         let sent = resends_until(&mut t, 1000 * MS);
@@ -389,7 +432,10 @@ mod tests {
 
     #[test]
     fn a_flooding_prefix_meets_its_budget_and_others_keep_theirs() {
-        let mut t = Table::new(Config { prefix_budget: 10, ..table(3, 1000).cfg });
+        let mut t = Table::new(Config {
+            prefix_budget: 10,
+            ..table(3, 1000).cfg
+        });
         for i in 0..500u32 {
             // 500 SYNs from 500 addresses of 192.0.2.0/24 ...
             let p = syn_from([192, 0, 2, (i % 250) as u8], 2000 + i as u16, i);
@@ -401,12 +447,21 @@ mod tests {
         assert!(t.hold(MS, &parse(&legit).unwrap(), &legit));
         // Answered copies free their prefix's budget.
         let first = parse(&syn_from([192, 0, 2, 0], 2000, 0)).unwrap();
-        assert!(t.answer(&Segment { flow: first.flow.reversed(), flags: SYN | ACK, seq: 1, ack: 1, payload_len: 0 }));
+        assert!(t.answer(&Segment {
+            flow: first.flow.reversed(),
+            flags: SYN | ACK,
+            seq: 1,
+            ack: 1,
+            payload_len: 0
+        }));
         let again = syn_from([192, 0, 2, 9], 9000, 9);
         assert!(t.hold(2 * MS, &parse(&again).unwrap(), &again));
         assert_adds_up(&t);
         let sent = resends_until(&mut t, 201 * MS);
-        assert!(sent.contains(&(201 * MS)), "the legitimate copy is resent after 200 ms: {sent:?}");
+        assert!(
+            sent.contains(&(201 * MS)),
+            "the legitimate copy is resent after 200 ms: {sent:?}"
+        );
     }
 
     #[test]
@@ -415,6 +470,9 @@ mod tests {
         assert_eq!(a, "192.0.2.0".parse::<IpAddr>().unwrap());
         let b = mask("2001:db8:1:2:3::1".parse().unwrap(), 24, 48);
         assert_eq!(b, "2001:db8:1::".parse::<IpAddr>().unwrap());
-        assert_eq!(mask("10.1.2.3".parse().unwrap(), 0, 0), "0.0.0.0".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            mask("10.1.2.3".parse().unwrap(), 0, 0),
+            "0.0.0.0".parse::<IpAddr>().unwrap()
+        );
     }
 }

@@ -116,7 +116,7 @@ def _route(step: Step, out: Outcome, force: bool) -> None:
     if before in current:
         return  # as before (never changed, or undone already)
     dev = _dev_of(before)
-    if dev and not Path(f"/sys/class/net/{dev}").exists() and not _dev_in_netns(dev):
+    if dev and not _dev_in_netns(dev):
         out.warnings.append(f"route {before!r}: device {dev} is gone: not restored")
         return
     after = sorted(shlex.split(step.args["after"]))
@@ -136,7 +136,8 @@ def _dev_of(line: str) -> str | None:
 
 
 def _dev_in_netns(dev: str) -> bool:
-    # /sys/class/net shows the namespace sysfs was mounted in; ask the kernel for ours.
+    # Not /sys/class/net: it shows the namespace sysfs was mounted in, which `nsenter --net`
+    # does not change. The kernel answers for ours.
     return run(["ip", "link", "show", "dev", dev], check=False).returncode == 0
 
 
