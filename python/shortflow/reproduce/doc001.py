@@ -46,7 +46,7 @@ class Outcome:
 
 
 def _mean_duration(r: Any) -> float:
-    done = [c["complete_s"] for c in r.connections if c["complete_s"] is not None]
+    done = [float(c["complete_s"]) for c in r.connections if c["complete_s"] is not None]
     return sum(done) / len(done)
 
 

@@ -32,7 +32,7 @@ VARIANTS: dict[str, list[str]] = {
 
 def _goodput(r: Any, span: float) -> float:
     """Mean per-flow goodput (bit/s): data delivered in order over the connection time."""
-    return sum(8 * c["bytes_received"] / span for c in r.connections) / len(r.connections)
+    return float(sum(8 * c["bytes_received"] / span for c in r.connections) / len(r.connections))
 
 
 def _point(extra: list[str], seeds: int, span: float) -> dict[str, tuple[float, float, float]]:
