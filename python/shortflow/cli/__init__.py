@@ -14,7 +14,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -108,13 +108,20 @@ def _usage_error(e: typer.TyperException) -> int:
     return int(getattr(e, "exit_code", USAGE))
 
 
+_command: Any = None
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Runs the command line `argv` (default: sys.argv) and returns its exit status."""
     from shortflow.exceptions import ShortflowError
 
+    global _command
     setup_logging(logging.INFO)
     try:
-        rv = app(args=list(argv) if argv is not None else None, prog_name="shortflow", standalone_mode=False)
+        # Typer builds the click command on every call; built once, a process (or a test)
+        # that runs many command lines does not pay for it each time.
+        _command = _command or typer.main.get_command(app)
+        rv = _command.main(args=list(argv) if argv is not None else None, prog_name="shortflow", standalone_mode=False)
     except typer.TyperException as e:
         return _usage_error(e)
     except (typer.Abort, KeyboardInterrupt):
