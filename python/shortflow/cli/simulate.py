@@ -14,6 +14,7 @@ from shortflow.cli.common import (
     emit_table,
     fail,
     is_stdout,
+    progress,
     say,
     warn,
     write_json,
@@ -74,7 +75,8 @@ def register(app: typer.Typer) -> None:
             check_output_file(json_out, "--json")
         try:
             sc = Scenario.load(scenario, sets or [])
-            result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events)
+            with progress(f"simulating {sc.name}"):
+                result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events)
         except (ScenarioError, ValueError) as e:
             fail(e, USAGE)
         except SimulationLimitError as e:
