@@ -65,12 +65,11 @@ def _root(
     if log_level is not None and log_level.lower() not in LOG_LEVELS:
         raise typer.BadParameter(f"{clip(log_level)!r}: choose one of {', '.join(LOG_LEVELS)}", param_hint="--log-level")
     if log_level is not None:
-        level = getattr(logging, log_level.upper())
-    elif quiet:
-        level = logging.WARNING
+        notes = records = getattr(logging, log_level.upper())
     else:
-        level = (logging.INFO, logging.INFO, logging.DEBUG)[min(verbose, 2)]
-    setup_logging(level)
+        notes = logging.WARNING if quiet else logging.INFO
+        records = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
+    setup_logging(notes, records)
 
 
 class _StderrHandler(logging.Handler):
@@ -80,16 +79,18 @@ class _StderrHandler(logging.Handler):
         sys.stderr.write(self.format(record) + "\n")
 
 
-def setup_logging(level: int) -> None:
-    """Logging of every shortflow module to standard error, as plain lines. INFO (the
-    default) also lets the commands' notes and progress through; ``-q`` stops them."""
+def setup_logging(notes: int = logging.INFO, records: int = logging.WARNING) -> None:
+    """Logging of every shortflow module to standard error, as plain lines: log records
+    from `records` up (warnings by default, ``-v`` info, ``-vv`` debug); the commands'
+    notes and progress while `notes` is INFO or lower (by default; ``-q`` stops them)."""
     root = logging.getLogger("shortflow")
-    root.setLevel(level)
+    root.setLevel(min(notes, records))
     if not root.handlers:
         h = _StderrHandler()
         h.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         root.addHandler(h)
         root.propagate = False
+    root.handlers[0].setLevel(records)
 
 
 for _name in COMMAND_MODULES:
@@ -116,7 +117,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     from shortflow.exceptions import ShortflowError
 
     global _command
-    setup_logging(logging.INFO)
+    setup_logging()
     try:
         # Typer builds the click command on every call; built once, a process (or a test)
         # that runs many command lines does not pay for it each time.

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from shortflow.cli import common
 from shortflow.cli.common import (
     INCOMPLETE,
     USAGE,
@@ -67,6 +68,8 @@ def register(app: typer.Typer) -> None:
 
         Exit status 3 when the run reached the scenario's time_limit with connections not
         complete (the warning is on stderr and in the JSON)."""
+        if quiet:
+            common.quiet()
         if pcap is not None:
             if is_stdout(pcap):
                 fail("--pcap -: the capture is not written to standard output; give a file name", USAGE)
