@@ -37,7 +37,7 @@ pub fn run(scenario: Scenario, opts: RunOptions) -> (RunReport, Capture) {
 
 /// Runs an already checked scenario within `budget` (memory, events).
 pub fn try_run(scenario: Scenario, opts: RunOptions, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
-    World::check_connections(u64::from(scenario.workload.connections), opts, budget)?;
+    World::check_connections(&scenario, opts, budget)?;
     World::new(scenario, opts).try_run(budget)
 }
 
