@@ -39,7 +39,7 @@ pub use world::{Budget, LimitError, RunOptions, World};
 /// its connections alone would need more memory. With `rate`, a rate-driven workload runs
 /// at that many connections/s instead of its own rate or load.
 pub fn try_run(scenario: Scenario, opts: RunOptions, rate: Option<f64>, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
-    World::check_connections(u64::from(scenario.workload.connections), opts, budget)?;
+    World::check_connections(&scenario, opts, budget)?;
     calibrate::try_run(scenario, opts, rate, budget)
 }
 

@@ -181,7 +181,7 @@ impl World {
     /// connections alone need more memory, stopped when packets kept for the capture and
     /// waiting events pass it or the events pass `max_events`.
     pub fn try_run(mut self, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
-        let conns_bytes = Self::check_connections(self.conns.len() as u64, self.opts, budget)?;
+        let conns_bytes = Self::check_connections(&self.sc, self.opts, budget)?;
         let limit = Instant::ZERO + self.sc.time_limit;
         while let Some(ev) = self.q.pop(limit) {
             self.dispatch(ev);
@@ -193,25 +193,26 @@ impl World {
     }
 
     /// The memory the connections of a scenario need, refused beyond `budget` (before a
-    /// `World` allocates them).
-    pub fn check_connections(n: u64, opts: RunOptions, budget: &Budget) -> Result<u64, LimitError> {
-        let per_conn = Self::bytes_per_connection(opts);
-        let conns_bytes = per_conn * n;
+    /// `World` allocates them): every connection keeps its record and report to the end;
+    /// the two control blocks exist only while it is open (freed at close, see
+    /// `check_done`), so they count once for a sequential workload, n times in parallel.
+    pub fn check_connections(sc: &Scenario, opts: RunOptions, budget: &Budget) -> Result<u64, LimitError> {
+        let n = u64::from(sc.workload.connections);
+        let open_at_once = if sc.workload.parallel { n } else { 1 };
+        let timeline = if opts.timeline { 64 * std::mem::size_of::<(f64, u64)>() } else { 0 };
+        let per_conn = (std::mem::size_of::<Conn>() + timeline) as u64;
+        let tcbs = 2 * std::mem::size_of::<Tcb>() as u64 * open_at_once;
+        let conns_bytes = per_conn * n + tcbs;
         if budget.max_memory > 0 && conns_bytes > budget.max_memory {
             return Err(LimitError(format!(
-                "{n} connections need about {} of memory ({per_conn} bytes each), more than the limit of {}: \
-                 lower workload.connections or raise --max-memory",
+                "{n} connections need about {} of memory ({per_conn} bytes each, and {} for the {open_at_once} open \
+                 at once), more than the limit of {}: lower workload.connections or raise --max-memory",
                 human_bytes(conns_bytes),
+                human_bytes(tcbs),
                 human_bytes(budget.max_memory)
             )));
         }
         Ok(conns_bytes)
-    }
-
-    /// What one connection costs: its record, both ends' control blocks, its report.
-    fn bytes_per_connection(opts: RunOptions) -> u64 {
-        let timeline = if opts.timeline { 64 * std::mem::size_of::<(f64, u64)>() } else { 0 };
-        (std::mem::size_of::<Conn>() + 2 * std::mem::size_of::<Tcb>() + timeline) as u64
     }
 
     fn check_budget(&self, budget: &Budget, conns_bytes: u64) -> Result<(), LimitError> {

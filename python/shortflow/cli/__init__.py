@@ -14,7 +14,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -66,12 +66,11 @@ def _root(
     if log_level is not None and log_level.lower() not in LOG_LEVELS:
         raise typer.BadParameter(f"{clip(log_level)!r}: choose one of {', '.join(LOG_LEVELS)}", param_hint="--log-level")
     if log_level is not None:
-        level = getattr(logging, log_level.upper())
-    elif quiet:
-        level = logging.WARNING
+        notes = records = getattr(logging, log_level.upper())
     else:
-        level = (logging.INFO, logging.INFO, logging.DEBUG)[min(verbose, 2)]
-    setup_logging(level)
+        notes = logging.WARNING if quiet else logging.INFO
+        records = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
+    setup_logging(notes, records)
 
 
 class _StderrHandler(logging.Handler):
@@ -81,16 +80,18 @@ class _StderrHandler(logging.Handler):
         sys.stderr.write(self.format(record) + "\n")
 
 
-def setup_logging(level: int) -> None:
-    """Logging of every shortflow module to standard error, as plain lines. INFO (the
-    default) also lets the commands' notes and progress through; ``-q`` stops them."""
+def setup_logging(notes: int = logging.INFO, records: int = logging.WARNING) -> None:
+    """Logging of every shortflow module to standard error, as plain lines: log records
+    from `records` up (warnings by default, ``-v`` info, ``-vv`` debug); the commands'
+    notes and progress while `notes` is INFO or lower (by default; ``-q`` stops them)."""
     root = logging.getLogger("shortflow")
-    root.setLevel(level)
+    root.setLevel(min(notes, records))
     if not root.handlers:
         h = _StderrHandler()
         h.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         root.addHandler(h)
         root.propagate = False
+    root.handlers[0].setLevel(records)
 
 
 for _name in COMMAND_MODULES:
@@ -109,13 +110,20 @@ def _usage_error(e: typer.TyperException) -> int:
     return int(getattr(e, "exit_code", USAGE))
 
 
+_command: Any = None
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Runs the command line `argv` (default: sys.argv) and returns its exit status."""
     from shortflow.exceptions import ShortflowError
 
-    setup_logging(logging.INFO)
+    global _command
+    setup_logging()
     try:
-        rv = app(args=list(argv) if argv is not None else None, prog_name="shortflow", standalone_mode=False)
+        # Typer builds the click command on every call; built once, a process (or a test)
+        # that runs many command lines does not pay for it each time.
+        _command = _command or typer.main.get_command(app)
+        rv = _command.main(args=list(argv) if argv is not None else None, prog_name="shortflow", standalone_mode=False)
     except typer.TyperException as e:
         return _usage_error(e)
     except (typer.Abort, KeyboardInterrupt):

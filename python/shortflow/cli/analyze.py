@@ -9,6 +9,7 @@ import typer
 
 from shortflow import _core
 from shortflow.analyze import Analysis, analyze
+from shortflow.cli import common
 from shortflow.cli.common import (
     FAILURE,
     USAGE,
@@ -103,6 +104,8 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors and warnings")] = False,
     ) -> None:
         """Find each connection's handshake losses and print document 000's Table 1."""
+        if quiet:
+            common.quiet()
         if fmt not in FORMATS:
             fail(f"--format {clip(fmt)!r}: choose one of {', '.join(FORMATS)}", USAGE)
         _check_traces(traces)

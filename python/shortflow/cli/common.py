@@ -80,6 +80,11 @@ def note(message: object) -> None:
         _plain("", message)
 
 
+def quiet() -> None:
+    """A command's own ``-q``: as the global one, no progress and no notes."""
+    log.setLevel(max(log.getEffectiveLevel(), logging.WARNING))
+
+
 # -- output files -----------------------------------------------------------------------
 
 def is_stdout(path: Path | str | None) -> bool:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from shortflow.cli import common
 from shortflow.cli.common import (
     INCOMPLETE,
     USAGE,
@@ -14,6 +15,7 @@ from shortflow.cli.common import (
     emit_table,
     fail,
     is_stdout,
+    progress,
     say,
     warn,
     write_json,
@@ -75,6 +77,8 @@ def register(app: typer.Typer) -> None:
 
         Exit status 3 when the run reached the scenario's time_limit with connections not
         complete (the warning is on stderr and in the JSON)."""
+        if quiet:
+            common.quiet()
         if pcap is not None:
             if is_stdout(pcap):
                 fail("--pcap -: the capture is not written to standard output; give a file name", USAGE)
@@ -85,7 +89,8 @@ def register(app: typer.Typer) -> None:
             check_output_file(flows, "--flows")
         try:
             sc = Scenario.load(scenario, sets or [])
-            result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events)
+            with progress(f"simulating {sc.name}"):
+                result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events)
         except (ScenarioError, ValueError) as e:
             fail(e, USAGE)
         except SimulationLimitError as e:

@@ -7,7 +7,18 @@ from typing import Annotated, Any
 
 import typer
 
-from shortflow.cli.common import FAILURE, USAGE, check_output_dir, check_output_file, emit_table, fail, is_stdout, say, write_json
+from shortflow.cli.common import (
+    FAILURE,
+    USAGE,
+    check_output_dir,
+    check_output_file,
+    emit_table,
+    fail,
+    is_stdout,
+    progress,
+    say,
+    write_json,
+)
 from shortflow.exceptions import PrivilegeError, ScenarioError, ShortflowError
 
 testbed_app = typer.Typer(help="Run a scenario on the real Linux kernel (needs root).", no_args_is_help=True)
@@ -22,7 +33,8 @@ def _run(scenario: Path, pcap_dir: Path | None) -> dict[str, Any]:
 
     try:
         s = testbed.load(scenario)
-        return testbed.run(s, str(pcap_dir) if pcap_dir else None)
+        with progress("running on the real kernel"):
+            return testbed.run(s, str(pcap_dir) if pcap_dir else None)
     except (ScenarioError, PrivilegeError) as e:
         fail(e, USAGE)
     except ShortflowError as e:
@@ -112,7 +124,8 @@ def compare_cmd(
 
     _check_outputs(json_out, pcap_dir)
     try:
-        c = compare(scenario, overrides or [], pcap_dir)
+        with progress("simulating, then running on the real kernel"):
+            c = compare(scenario, overrides or [], pcap_dir)
     except (ScenarioError, PrivilegeError) as e:
         fail(e, USAGE)
     except ShortflowError as e:

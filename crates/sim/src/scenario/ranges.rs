@@ -38,7 +38,7 @@ const fn r(key: &'static str, unit: Unit, min: u64, max: u64, why: &'static str)
 
 /// Ranges of the scenario's own keys.
 pub const RANGES: &[Range] = &[
-    r("time_limit", Unit::Nanos, MS, 7 * 24 * 3600 * S, "a simulated week at most"),
+    r("time_limit", Unit::Nanos, MS, 365 * 24 * 3600 * S, "a simulated year at most"),
     r("path.rtt", Unit::Nanos, 0, 60 * S, "a minute covers a geostationary path many times over"),
     r("path.bandwidth", Unit::BitsPerSecond, 1_000, 1_000_000_000_000, "1 kbit/s to 1 Tbit/s"),
     r("path.access_bandwidth", Unit::BitsPerSecond, 1_000, 1_000_000_000_000, "1 kbit/s to 1 Tbit/s"),
