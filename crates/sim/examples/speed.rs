@@ -22,7 +22,7 @@ fn main() {
     let mut last = None;
     for _ in 0..3 {
         let t = Instant::now();
-        let (report, _) = try_run(sc.clone(), RunOptions::default(), &budget).expect("within budget");
+        let (report, _) = try_run(sc.clone(), RunOptions::default(), None, &budget).expect("within budget");
         best = best.min(t.elapsed().as_secs_f64());
         last = Some(report);
     }
