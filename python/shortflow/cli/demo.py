@@ -13,7 +13,7 @@ from shortflow.analyze import analyze
 from shortflow.cli.analyze import print_table1
 from shortflow.cli.reproduce import print_rows
 from shortflow.plot.gaps import duplicate_gap_histogram
-from shortflow.reproduce import reproduce
+from shortflow.reproduce import DOCUMENTS, SLOW_DOCUMENTS, reproduce
 
 out = Console()
 
@@ -35,5 +35,8 @@ def register(app: typer.Typer) -> None:
             print_table1(result)
             plot = duplicate_gap_histogram(result.table, out_dir / "duplicate-syn-gaps.png")
             out.print(f"plot of duplicate-SYN gaps: {plot}")
-            out.rule("shortflow reproduce all")
-            print_rows(reproduce())
+            fast = [d for d in DOCUMENTS if d not in SLOW_DOCUMENTS]
+            out.rule(f"shortflow reproduce {' '.join(fast)}")
+            print_rows(reproduce(fast))
+            out.print(f"documents {' and '.join(SLOW_DOCUMENTS)} (aggregate web traffic): "
+                      f"`shortflow reproduce {SLOW_DOCUMENTS[0]}` (minutes) or `--quick`")
