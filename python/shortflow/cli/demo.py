@@ -13,7 +13,7 @@ from shortflow.cli.analyze import print_table1
 from shortflow.cli.common import check_output_dir, say
 from shortflow.cli.reproduce import print_rows
 from shortflow.plot.gaps import duplicate_gap_histogram
-from shortflow.reproduce import reproduce
+from shortflow.reproduce import DOCUMENTS, SLOW_DOCUMENTS, reproduce
 
 #: Made by `shortflow generate` (see python/shortflow/data/README.md for the command).
 DEMO_TRACE = "demo-server-2008.pcap.gz"
@@ -34,5 +34,8 @@ def register(app: typer.Typer) -> None:
             print_table1(result)
             plot = duplicate_gap_histogram(result.table, out_dir / "duplicate-syn-gaps.png")
             say(f"plot of duplicate-SYN gaps: {plot}")
-            say("== shortflow reproduce all")
-            print_rows(reproduce())
+            fast = [d for d in DOCUMENTS if d not in SLOW_DOCUMENTS]
+            say(f"== shortflow reproduce {' '.join(fast)}")
+            print_rows(reproduce(fast))
+            say(f"documents {' and '.join(SLOW_DOCUMENTS)} (aggregate web traffic): "
+                f"`shortflow reproduce {SLOW_DOCUMENTS[0]}` (minutes) or `--quick`")
