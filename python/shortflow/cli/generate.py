@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from shortflow.analyze import generate
+from shortflow.exceptions import ShortflowError
 from shortflow.units import parse_duration
 
 err = Console(stderr=True)
@@ -49,7 +50,7 @@ def register(app: typer.Typer) -> None:
                 vantage=vantage, ipv6=ipv6, link=link, vlan=vlan, format=fmt, nanosecond=not micro,
                 big_endian=big_endian, snaplen=snaplen, gzip=gzip,
             )
-        except ValueError as e:
-            err.print(f"[red]error:[/red] {e}")
+        except (ValueError, ShortflowError) as e:  # a bad option, or a file that cannot be written
+            err.print(f"[red]error:[/red] {e}", highlight=False)
             raise typer.Exit(2) from None
         Console().print_json(data={"file": str(output), **truth})
