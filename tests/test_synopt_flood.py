@@ -1,5 +1,7 @@
 """A SYN flood to a silent port through a router-mode synopt: the daemon stays up, holds at
 most --max-held copies (oldest evicted), its memory stays bounded, and its counters add up.
+What it resends is counted where an outsider sees it: the server's packet counter of the
+rule that silently drops the port's SYNs (originals + resends that crossed the link).
 Short (2 s) here; `benches/synopt_flood.py` runs the issue's 50,000 SYNs/s for 10 s."""
 
 from __future__ import annotations
@@ -31,8 +33,16 @@ def rss_kb(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def flood(rate: int, seconds: float, max_held: int, delay_ms: int = 50) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
-    """Runs the flood; returns (generator result, daemon counters, RSS samples in kB)."""
+def dropped_syns(topo: Topology) -> int:
+    """Packets the server's silent-port rule dropped: every SYN that reached the server."""
+    out = in_ns(topo.names.ns("server"), "iptables", "-w", "-L", "INPUT", "-v", "-x", "-n").stdout
+    (line,) = [x for x in out.splitlines() if f"{topo.names.prefix}silent" in x]
+    return int(line.split()[0])
+
+
+def flood(rate: int, seconds: float, max_held: int, delay_ms: int = 50) -> tuple[dict[str, Any], dict[str, Any], list[int], int]:
+    """Runs the flood; returns (generator result, daemon counters, RSS samples in kB, SYNs
+    that reached the server). RSS samples start with the daemon's before the flood."""
     try:
         exe = Path(synopt.binary())
     except SynoptError as e:
@@ -50,7 +60,7 @@ def flood(rate: int, seconds: float, max_held: int, delay_ms: int = 50) -> tuple
         g = topo.spawn("synflood", "client", [str(gen), "--src", N.CLIENT_IP, "--sources", "200", "--dst", N.SERVER_IP,
                                               "--port", str(SILENT_PORT), "--rate", str(rate), "--seconds", str(seconds)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        samples = []
+        samples = [rss_kb(d.pid)]
         while g.poll() is None:
             samples.append(rss_kb(d.pid))
             time.sleep(0.1)
@@ -60,12 +70,13 @@ def flood(rate: int, seconds: float, max_held: int, delay_ms: int = 50) -> tuple
         assert d.poll() is None, "the daemon survived the flood"
         samples.append(rss_kb(d.pid))
         stats, _ = b.stop_synopt(d)
-    return json.loads(out), stats, samples
+        seen = dropped_syns(topo)
+    return json.loads(out), stats, samples, seen
 
 
 def test_flood_through_router_mode_is_bounded_and_counted():
     rate, seconds, cap = 50_000, 2.0, 4_000  # a copy lives 80 ms: resent once at 50 ms, then evicted
-    sent, s, rss = flood(rate, seconds, cap)
+    sent, s, rss, seen = flood(rate, seconds, cap)
     assert sent["sent"] >= 0.99 * rate * seconds and sent["errors"] == 0, sent
     # Every queued packet was one of the flood's SYNs: each a new copy (no duplicates).
     assert s["packets"] == s["copies_taken"] + s["duplicates"], s
@@ -75,7 +86,24 @@ def test_flood_through_router_mode_is_bounded_and_counted():
     assert s["copies_taken"] == s["expired"] + s["evicted"] + s["replaced"], s
     assert s["held_max"] <= cap and s["evicted"] > 0, s
     assert s["resends"] > 0 and s["send_errors"] == 0, s
+    # The resends the daemon counts are on the wire: the server got them beside the originals.
+    assert seen - sent["sent"] == pytest.approx(s["resends"], rel=0.01, abs=20), (seen, sent, s)
     # What the rules matched but the daemon never saw (fail-open under overload): reported.
     assert s["bypassed"] is not None and s["bypassed"] + s["packets"] >= sent["sent"], s
     # Memory: bounded by the cap, not by the SYNs seen (100,000 copies would be > 20 MB).
     assert max(rss) < 24_000, rss
+
+
+def test_the_hold_cap_bounds_what_is_held_and_resent():
+    """Copies that would live 2 s (resent at 0.5, 1.0, 1.5 s) under 50,000 SYNs/s: 100,000
+    would be held without the cap. With --max-held 2000 each copy is evicted 40 ms after it
+    was taken, long before its first resend, so only the last 2000 held when the flood stops
+    are ever resent: at most 3 x 2000 resends reach the server, and the daemon's memory grows
+    by far less than 100,000 copies would take."""
+    rate, seconds, cap, delay_ms = 50_000, 2.0, 2_000, 500
+    sent, s, rss, seen = flood(rate, seconds, cap, delay_ms)
+    resent_on_wire = seen - sent["sent"]
+    assert 0 < resent_on_wire <= 3 * cap, (resent_on_wire, s)
+    assert s["held_max"] <= cap and s["evicted"] >= s["copies_taken"] - 2 * cap, s
+    # 100,000 copies of a 60-byte SYN and their bookkeeping would be > 10 MB.
+    assert max(rss) - rss[0] < 4_000, rss
