@@ -116,6 +116,8 @@ def apply_cmd(
         out.print(f"{c['kind']}: {c['before']!r} -> {c['after']!r}", highlight=False)
     for n in result.get("notices", []):
         err.print(f"[yellow]warning:[/] {n}", highlight=False, soft_wrap=True)
+    for line in (bpf or {}).get("selfcheck_refusals", []):
+        err.print(f"[red]forced, but the kernel refused:[/] {line}", highlight=False, soft_wrap=True)
     out.print(f"state: {state} (`shortflow tune revert` restores it all)", highlight=False)
 
 

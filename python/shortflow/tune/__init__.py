@@ -20,7 +20,7 @@ from shortflow.exceptions import PrivilegeError, TuneError
 from shortflow.testbed.names import RunNames
 from shortflow.testbed.synrto import cgroup2_root, kernel_hz
 from shortflow.testbed.system import run
-from shortflow.tune import program, routes
+from shortflow.tune import program, routes, selfcheck
 from shortflow.tune.settings import PrefixRule, TuneSettings, hard_limits, load_prefixes, unsafe
 
 __all__ = ["DEFAULT_STATE", "Plan", "PrefixRule", "TuneSettings", "apply", "load_prefixes", "plan",
@@ -161,7 +161,7 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
                              "settings": s.as_json(), "changes": [], "bpf": None, "notices": p.notices}
     try:
         if p.cgroup is not None:
-            state["bpf"] = _apply_bpf(s, p.cgroup, state["id"])
+            state["bpf"] = _apply_bpf(s, p.cgroup, state["id"], force)
         for change in p.changes:
             routes.apply(change)
             state["changes"].append(change)
@@ -173,7 +173,7 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
     return state
 
 
-def _apply_bpf(s: TuneSettings, cgroup: Path, run_id: str) -> dict[str, Any]:
+def _apply_bpf(s: TuneSettings, cgroup: Path, run_id: str, force: bool = False) -> dict[str, Any]:
     hz = kernel_hz()
     obj = program.compile_program()
     mounted = program.ensure_bpffs()
@@ -184,6 +184,12 @@ def _apply_bpf(s: TuneSettings, cgroup: Path, run_id: str) -> dict[str, Any]:
         bpf["prog_id"] = program.load(obj, pin_dir)
         program.write_config(pin_dir, s, hz)
         program.write_prefixes(pin_dir, s.prefixes, hz)
+        # Before the scope sees it: does the kernel take every knob for one connection?
+        refused = selfcheck.check(pin_dir, run_id, s.port)
+        if refused and not force:
+            raise TuneError("the kernel refused settings for a test connection (use --force to apply anyway): "
+                            + "; ".join(refused))
+        bpf["selfcheck_refusals"] = refused
         program.attach(cgroup, pin_dir)
         bpf["attached"] = True
     except BaseException:
