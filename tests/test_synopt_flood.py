@@ -95,13 +95,14 @@ def test_flood_through_router_mode_is_bounded_and_counted():
 
 
 def test_the_hold_cap_bounds_what_is_held_and_resent():
-    """Copies that would live 2 s (resent at 0.5, 1.0, 1.5 s) under 50,000 SYNs/s: 100,000
-    would be held without the cap. With --max-held 2000 at most 2000 copies are ever held at
-    once, and none lives past the flood's end plus 2 s, so (whether the daemon evicts the
-    oldest or sheds the newest) at most 3 x 2000 resends reach the server, and the daemon's
-    memory grows by far less than 100,000 copies would take. Measured without a working cap:
-    300,000 resends and +29.5 MB."""
-    rate, seconds, cap, delay_ms = 50_000, 2.0, 2_000, 500
+    """Copies that would live 2.4 s (resent at 0.6, 1.2, 1.8 s) under 50,000 SYNs/s for 2 s:
+    all 100,000 would be held at once without the cap. With --max-held 2000 at most 2000 are
+    held at any time, and a copy outlives the flood, so one generation of 2000 copies is all
+    that is ever resent (whether the daemon evicts the oldest or sheds the newest): at most
+    3 x 2000 resends reach the server, and the daemon's memory grows by far less than 100,000
+    copies would take. Measured with a cap of 1,000,000 instead (delay 500 ms): 300,000
+    resends on the wire and +29.5 MB."""
+    rate, seconds, cap, delay_ms = 50_000, 2.0, 2_000, 600
     sent, s, rss, seen = flood(rate, seconds, cap, delay_ms)
     resent_on_wire = seen - sent["sent"]
     assert 0 < resent_on_wire <= 3 * cap, (resent_on_wire, s)
