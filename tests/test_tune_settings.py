@@ -24,7 +24,7 @@ def net(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
 
 @pytest.mark.parametrize("settings, words", [
     (TuneSettings(syn_rto_s=0.003), ["--syn-rto 3ms", "below one jiffy", "4 ms at HZ 250"]),
-    (TuneSettings(rto_min_s=0.007), ["--rto-min 7ms", "8 ms to 200 ms"]),
+    (TuneSettings(rto_min_s=0.007), ["--rto-min 7ms", "the kernel takes 8 ms to 200 ms"]),
     (TuneSettings(rto_min_s=0.201), ["--rto-min 201ms"]),
     (TuneSettings(delack_max_s=0.007), ["--delack-max 7ms"]),
     (TuneSettings(delack_max_s=0.25), ["--delack-max 250ms"]),
@@ -55,15 +55,17 @@ def test_unsafe_names_the_destination_and_the_rtt():
     why = unsafe(TuneSettings(syn_rto_s=0.1, rto_min_s=0.1, iw=101), rtts)
     assert len(why) == 3, why
     assert "--syn-rto 100ms" in why[0] and "192.0.2.7" in why[0] and "150.0 ms" in why[0]
-    assert "--rto-min 100ms" in why[1] and "192.0.2.7" in why[1]
+    assert "--rto-min 100ms" in why[1] and "192.0.2.7" in why[1] and "(150.0 ms)" in why[1]
     assert "--iw 101" in why[2] and "100 segments" in why[2]
-    # At or above the worst RTT, and IW 100: nothing to say.
+    # At or above the worst RTT, and IW up to 100: nothing to say.
     assert unsafe(TuneSettings(syn_rto_s=0.15, rto_min_s=0.15, iw=100), rtts) == []
+    assert unsafe(TuneSettings(syn_rto_s=0.2, rto_min_s=0.2, iw=4), rtts) == []
     assert unsafe(TuneSettings(syn_rto_s=0.001), {}) == []
 
 
 def test_unsafe_per_prefix_looks_only_inside_the_prefix():
-    rtts = {"10.1.2.3": 0.300, "192.0.2.1": 0.050}
+    # Inside 10/8 the farthest is 10.1.2.3 (300 ms), not the highest address (10.9.9.9).
+    rtts = {"10.1.2.3": 0.300, "10.9.9.9": 0.020, "192.0.2.1": 0.050}
     rules = [PrefixRule(net("192.0.2.0/24"), syn_rto_s=0.1), PrefixRule(net("10.0.0.0/8"), syn_rto_s=0.1, iw=200)]
     why = unsafe(TuneSettings(prefixes=rules), rtts)
     assert len(why) == 2, why
@@ -128,3 +130,44 @@ def test_route_lines_round_trip():
     s = TuneSettings(iw=20, rto_min_s=0.05, quickack=True)
     assert routes.route_options(s, with_iw_and_rto=True) == ["initcwnd", "20", "rto_min", "50ms", "quickack", "1"]
     assert routes.route_options(s, with_iw_and_rto=False) == ["quickack", "1"]
+
+
+def test_what_needs_the_bpf_program_and_what_is_nothing():
+    assert TuneSettings().empty() and not TuneSettings().needs_bpf
+    bpf = [TuneSettings(syn_rto_s=0.2), TuneSettings(delack_max_s=0.04), TuneSettings(sfr_factor=2.0),
+           TuneSettings(prefixes=[PrefixRule(net("10.0.0.0/8"), iw=4)]), TuneSettings(port=80),
+           TuneSettings(cgroup=Path("/cg"))]
+    routes_only = [TuneSettings(iw=4), TuneSettings(rto_min_s=0.05), TuneSettings(quickack=True),
+                   TuneSettings(slow_start_after_idle=False), TuneSettings(slow_start_after_idle=True)]
+    for s in bpf:
+        assert s.needs_bpf and not s.empty(), s
+    for s in routes_only:
+        assert not s.needs_bpf and not s.empty(), s
+
+
+@pytest.mark.parametrize("text, words", [
+    ('"10.0.0.0/8" = {}', ["10.0.0.0/8", "expected"]),
+    ('"10.0.0.0/8" = 4', ["10.0.0.0/8", "expected"]),
+    ('"10.0.0.0/8" = { iw = true }', ["10.0.0.0/8.iw", "True"]),
+    ('"10.0.0.0/8" = { iw = "4" }', ["10.0.0.0/8.iw"]),
+    ('"10.0.0.0/8" = { syn_rto = "fast" }', ["10.0.0.0/8.syn_rto"]),
+    ('"10.0.0.0/8" = { iw = ', ["not valid TOML"]),
+])
+def test_prefix_file_refusals(tmp_path, text, words):
+    from shortflow.tune.settings import load_prefixes
+
+    p = tmp_path / "p.toml"
+    p.write_text(text + "\n")
+    with pytest.raises(TuneError) as e:
+        load_prefixes(p)
+    assert str(p) in str(e.value) and all(w in str(e.value) for w in words), e.value
+
+
+def test_prefix_file_edges(tmp_path):
+    from shortflow.tune.settings import load_prefixes
+
+    p = tmp_path / "p.toml"
+    p.write_text('"10.0.0.0/8" = { iw = 1 }\n')
+    assert load_prefixes(p) == [PrefixRule(net("10.0.0.0/8"), 1, None)]
+    with pytest.raises(TuneError, match="cannot read"):
+        load_prefixes(tmp_path / "missing.toml")
