@@ -42,13 +42,14 @@ def _optimizer(side: str) -> str:
     return f'mechanisms.syn_optimizer={{side="{side}", delay="200ms", retries=3}}'
 
 
-def _table(side: str, cases: list, stack: str | None) -> list[Row]:
+def _table(side: str, cases: list[tuple[str, list[str], float, float]], stack: str | None) -> list[Row]:
     rows = []
     figure = f"table4-{side}" + (f"-{stack}" if stack else "")
     stack_sets = [f"client.stack={stack}", f"server.stack={stack}"] if stack else []
     today = f"no paper figure: today's {stack} stack (1 s initial RTO)"
     for case, drops, paper_without, paper_with in cases:
-        for with_opt, paper in ((False, paper_without), (True, paper_with)):
+        pairs: tuple[tuple[bool, float | None], ...] = ((False, paper_without), (True, paper_with))
+        for with_opt, paper in pairs:
             sets = stack_sets + drops + ([_optimizer(side)] if with_opt else [])
             result, scenario, ov = run_case(SCENARIO, sets)
             ours = result.connections[0]["request_sent_s"]

@@ -20,7 +20,7 @@ def rows() -> list[Row]:
     delays = Why("the paper's figure is read as whole delayed-ACK intervals (200 ms each); "
                  "ours adds the transfer itself (~6 ms, as in figure 3.5)", -0.010, -0.002)
     lucky_why = Why("the paper's 1998 hosts took ~1.5 ms longer to process the segments; ours take none", 0.0005, 0.0025)
-    solaris = (
+    solaris: tuple[tuple[int, str, float, int, list[str], Why], ...] = (
         (1, "3.1/3.2", 0.40, 2, [], delays),
         (2, "3.3/3.4", 0.20, 1, [], delays),
         (2, "3.5", 0.0075, 0, ["client.ack_every=4"], lucky_why),
