@@ -11,16 +11,14 @@ import json
 import os
 import statistics
 import subprocess
-import textwrap
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from netns import Pair, namespace_pair
-from shortflow.cli import app
 from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.testbed.synrto import cgroup2_root
 from shortflow.testbed.wire import read_pcap
