@@ -23,7 +23,7 @@ def net(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
 
 
 @pytest.mark.parametrize("settings, words", [
-    (TuneSettings(syn_rto_s=0.003), ["--syn-rto 3ms", "below one jiffy", "4 ms at HZ 250"]),
+    (TuneSettings(syn_rto_s=0.003), ["--syn-rto 3ms", "below one jiffy", "(4 ms at HZ 250)"]),
     (TuneSettings(rto_min_s=0.007), ["--rto-min 7ms", "the kernel takes 8 ms to 200 ms"]),
     (TuneSettings(rto_min_s=0.201), ["--rto-min 201ms"]),
     (TuneSettings(delack_max_s=0.007), ["--delack-max 7ms"]),
@@ -45,6 +45,7 @@ def test_hard_limits_refuse_what_the_kernel_cannot_take(settings, words):
     TuneSettings(delack_max_s=0.008), TuneSettings(delack_max_s=0.2), TuneSettings(port=1), TuneSettings(port=65535),
     TuneSettings(sfr_factor=1.0), TuneSettings(sfr_factor=100),
     TuneSettings(prefixes=[PrefixRule(net("10.0.0.0/8"), syn_rto_s=0.004)]),
+    TuneSettings(syn_rto_s=0.2), TuneSettings(prefixes=[PrefixRule(net("10.0.0.0/8"), syn_rto_s=0.2)]),
 ])
 def test_hard_limits_take_the_edges(settings):
     hard_limits(settings, HZ)
