@@ -12,7 +12,7 @@ DEB_PACKAGES := tshark tcptrace tcpdump iproute2 iptables nftables clang llvm li
 # Only for `make bench`: ns-3, the simulator's peer (and what its pkg-config links need).
 BENCH_DEB_PACKAGES := libns3-dev libgsl-dev libsqlite3-dev pkg-config g++
 
-.PHONY: all demo test deps bench-deps venv build test-rust test-python lint lint-rust lint-python bench bench-sim bench-web fuzz clean
+.PHONY: all demo test deps bench-deps venv build test-rust test-python lint lint-rust lint-python bench bench-sim bench-web fuzz mutants clean
 FUZZ_SECONDS ?= 120
 
 all: build
@@ -84,6 +84,16 @@ bench-sim: build bench-deps
 # Issue 9: PackMime-HTTP over a 50-pair dumbbell, shortflow's flow list replayed in ns-3.
 bench-web: build bench-deps
 	$(PY) benches/sim_vs_ns3.py --web
+
+# Mutation check, bounded to a few files (minutes each on 2 cores; figures in BENCHMARKS.md):
+# cargo-mutants over the analyzer's RTO ladder and the simulator's RTO estimator, cosmic-ray
+# over tune's settings rules. Outcomes in target/mutants/ and /tmp.
+mutants: build
+	cargo install -q --locked cargo-mutants
+	$(VENV)/bin/pip install -q 'cosmic-ray>=8.4'  # pyproject.toml's `mutation` extra
+	cargo mutants -p shortflow-trace -f crates/trace/src/diag/ladder.rs -j 1 --timeout 180 -o target/mutants/ladder
+	cargo mutants -p shortflow-sim -f crates/sim/src/tcp/rtte.rs -j 1 --timeout 180 -o target/mutants/rtte
+	benches/mutation/run.sh tune-settings.toml
 
 # Each parser's fuzz target (pcap, pcapng, scenario files) for FUZZ_SECONDS, starting from the committed seeds.
 fuzz:

@@ -15,3 +15,4 @@ def test_demo_analyzes_the_shipped_trace_and_reproduces_the_documents(tmp_path):
     for heading in ("demo-server-2008.pcap.gz", "document 000 · table4-client", "document 002 · 35kB-page-310ms",
                     "document 003 · figure-2.1"):
         assert heading in r.stdout, heading
+    assert "UNEXPLAINED" not in r.stdout

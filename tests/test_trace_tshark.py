@@ -44,3 +44,21 @@ def test_retransmission_counts_equal_tshark(tmp_path, options):
     assert syn > 0 and synack > 0, "the trace must contain both kinds of duplicate"
     assert a.summary["syn_retransmissions"] == syn
     assert a.summary["synack_retransmissions"] == synack
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (`make deps` installs it)")
+@pytest.mark.parametrize("link", ["ethernet", "raw", "null", "loop", "sll", "sll2", "ipv4", "ipv6"])
+@pytest.mark.parametrize("ipv6", [False, True], ids=["v4", "v6"])
+def test_tshark_decodes_tcp_in_every_generated_packet(tmp_path, link, ipv6):
+    """The generator's link types as tshark reads them: every packet a TCP segment of the IP
+    version asked for (`--link ipv6` alone writes IPv6; `--link ipv4 --ipv6` is refused)."""
+    path = tmp_path / "t.pcap"
+    if link == "ipv4" and ipv6:
+        with pytest.raises(shortflow.ShortflowError, match="carries only IPv4"):
+            shortflow.generate(path, connections=30, seed=3, link=link, ipv6=ipv6)
+        return
+    truth = shortflow.generate(path, connections=30, seed=3, link=link, ipv6=ipv6)
+    version = "ipv6" if ipv6 or link == "ipv6" else "ip"
+    assert tshark_count(path, "tcp") == truth["packets"] > 0
+    assert tshark_count(path, f"{version} && tcp") == truth["packets"]
+    assert shortflow.analyze(path).summary["connections"] == truth["connections"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -104,9 +105,11 @@ def test_super_fast_retransmit_moves_the_rto_of_the_sender(tmp_path, cgroup, pai
     state = tmp_path / "state.json"
     apply(TuneSettings(sfr_factor=2.0, sfr_cutout_bytes=10_000_000, port=8080, cgroup=cgroup), state_path=state)
     try:
+        c0 = status(state_path=state)["bpf"]["counters"]  # apply's own test connection counted
         tuned_s, tuned_c = exchange(pair, cgroup, 8080)
         plain_s, _ = exchange(pair, cgroup, 8081)
-        c = status(state_path=state)["bpf"]["counters"]
+        c1 = status(state_path=state)["bpf"]["counters"]
+        c = {k: c1[k] - c0[k] for k in c1}
     finally:
         revert(state_path=state)
     assert 2 * JIFFY_MS <= ms(tuned_s["sent"]["rto_us"]) <= 4 * JIFFY_MS, tuned_s
@@ -147,7 +150,9 @@ def test_delack_max_shortens_the_ack_delay_on_the_wire(tmp_path, cgroup, pair):
     tuned, plain = delays[8080][16:], delays[8081][16:]  # past quick-ACK mode (16 segments, TCP_MAX_QUICKACKS)
     assert tuned and plain
     assert max(tuned) <= 8 + 2 * JIFFY_MS, delays
-    assert min(plain) >= 30, delays
+    # Linux's ato is 40 ms; under CPU contention a late segment now and then is ACKed with
+    # the next one, so the median says it.
+    assert statistics.median(plain) >= 30, delays
 
 
 def ack_delays(pcap: Path) -> dict[int, list[float]]:
@@ -232,7 +237,7 @@ def test_quickack_acts_on_the_default_routes_peers_only_and_refuses_a_scope(tmp_
         assert r.returncode == 0, r.stderr
     delays = ack_delays(pcap)
     assert max(delays[8080]) <= 2, delays  # every ACK at once, past the 16 quick ACKs too
-    assert min(delays[8081][16:]) >= 30, delays
+    assert statistics.median(delays[8081][16:]) >= 30, delays
     assert "quickack" not in pair.exec(pair.server, "ip", "route").stdout
 
 
@@ -266,3 +271,29 @@ def test_slow_start_after_idle_collapses_cubics_window_only(tmp_path, pair, cc):
         assert after_on == max(before_on >> 2, 10), on_s
     else:
         assert kept(before_on, after_on), on_s
+
+
+def test_apply_fails_when_the_kernel_refuses_a_knob(tmp_path, cgroup, monkeypatch):
+    """A value past our own limits (500 ms of delayed-ACK maximum, above TCP_DELACK_MAX):
+    the kernel refuses it for apply's test connection, so apply fails, says which knob and
+    why, and leaves nothing attached; with --force it applies and status explains the
+    refusals."""
+    import shortflow.tune as tune
+
+    monkeypatch.setattr(tune, "hard_limits", lambda s, hz: None)
+    state = tmp_path / "state.json"
+    pins_before = sorted(os.listdir("/sys/fs/bpf"))
+    with pytest.raises(tune.TuneError) as e:
+        apply(TuneSettings(delack_max_s=0.5, cgroup=cgroup), state_path=state)
+    assert "TCP_BPF_DELACK_MAX" in str(e.value) and "EINVAL" in str(e.value), e.value
+    assert not state.exists() and sorted(os.listdir("/sys/fs/bpf")) == pins_before
+    assert "sock_ops" not in subprocess.run(["bpftool", "cgroup", "show", str(cgroup)], capture_output=True,
+                                            text=True).stdout
+    result = apply(TuneSettings(delack_max_s=0.5, cgroup=cgroup), state_path=state, force=True)
+    try:
+        assert any("TCP_BPF_DELACK_MAX" in r for r in result["bpf"]["selfcheck_refusals"]), result
+        st = status(state_path=state)
+        assert st["bpf"]["counters"]["delack_max_refused"] >= 2, st  # both ends of the probe
+        assert any("TCP_BPF_DELACK_MAX" in r and "times" in r for r in st["bpf"]["refusals"]), st
+    finally:
+        revert(state_path=state)

@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
 use crate::diag::Vantage;
-use crate::wire::{Endpoint, Segment, TcpFlags};
+use crate::wire::{Endpoint, LinkType, Segment, TcpFlags};
 use crate::write::{PcapWriter, SegmentOptions};
 
 #[derive(Debug, Clone)]
@@ -312,6 +312,13 @@ fn endpoints(i: u64, ipv6: bool) -> (Endpoint, Endpoint) {
 
 /// Writes `cfg.connections` interleaved connections to `writer` in time order.
 pub fn generate<W: Write>(cfg: &GenConfig, writer: &mut PcapWriter<W>, opts: &SegmentOptions) -> io::Result<GenTruth> {
+    // The IP-only link types fix the version: LINKTYPE_IPV6 means IPv6 packets whatever
+    // `cfg.ipv6` says; LINKTYPE_IPV4 with IPv6 asked for is a contradiction.
+    if opts.link == LinkType::Ipv4 && cfg.ipv6 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "link type ipv4 (228) carries only IPv4 packets, but IPv6 was asked for"));
+    }
+    let v6_link = GenConfig { ipv6: true, ..cfg.clone() };
+    let cfg = if opts.link == LinkType::Ipv6 { &v6_link } else { cfg };
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let arrivals = Exp::new(cfg.arrivals_per_s).map_err(|e| io::Error::other(e.to_string()))?;
     let mut truth = GenTruth::default();

@@ -204,6 +204,15 @@ const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
 /// Appends the frame of `seg` for `link` to `out`.
 pub fn encode_segment(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &SegmentOptions) -> io::Result<()> {
     let v4 = seg.src.ip().is_ipv4() && seg.dst.ip().is_ipv4();
+    // LINKTYPE_IPV4 (228) and LINKTYPE_IPV6 (229) name the packets' version: a reader
+    // decodes what follows as that version without looking (tshark would find no TCP).
+    if (link == LinkType::Ipv4 && !v4) || (link == LinkType::Ipv6 && v4) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("link type {} carries only IPv{} packets, not this IPv{} segment",
+                    if v4 { "ipv6 (229)" } else { "ipv4 (228)" }, if v4 { 6 } else { 4 }, if v4 { 4 } else { 6 }),
+        ));
+    }
     let ethertype: u16 = if v4 { 0x0800 } else { 0x86dd };
     match link {
         LinkType::Ethernet => {}

@@ -204,3 +204,21 @@ fn memory_follows_open_connections_not_file_size() {
     // 500 connections/s lingering 20 s after their FINs: ~10,000 + sweep slack, of 20,000.
     assert!(stats.peak_open_connections < 15_000, "peak {}", stats.peak_open_connections);
 }
+
+/// LINKTYPE_IPV4 / LINKTYPE_IPV6 fix the packets' version: the generator writes IPv6 under
+/// the IPv6 link type even when not asked for IPv6, refuses IPv6 under the IPv4 one, and the
+/// encoder refuses a segment of the other version (a reader would decode it as the wrong one).
+#[test]
+fn ip_only_link_types_carry_their_own_version() {
+    let ipv6_link = SegmentOptions { link: LinkType::Ipv6, ..Default::default() };
+    let (bytes, _) = generated(&cfg(Vantage::Client, false), pcap(LinkType::Ipv6, TsResolution::Nano, ByteOrder::Little), &ipv6_link);
+    let first = record_offsets(&bytes)[0] + 16;
+    assert_eq!(bytes[first] >> 4, 6, "the first packet under LINKTYPE_IPV6 must be IPv6");
+    let ipv4_link = SegmentOptions { link: LinkType::Ipv4, ..Default::default() };
+    let mut w = pcap(LinkType::Ipv4, TsResolution::Nano, ByteOrder::Little);
+    let e = shortflow_trace::gen::generate(&cfg(Vantage::Client, true), &mut w, &ipv4_link).unwrap_err();
+    assert!(e.to_string().contains("ipv4 (228) carries only IPv4"), "{e}");
+    let mut w = pcap(LinkType::Ipv6, TsResolution::Nano, ByteOrder::Little);
+    let e = w.write_segment(0, &seg(true, 1, 0, S, 0), &ipv6_link).unwrap_err();
+    assert!(e.to_string().contains("ipv6 (229) carries only IPv6"), "{e}");
+}

@@ -9,6 +9,7 @@ import typer
 
 from shortflow.analyze import generate
 from shortflow.cli.common import USAGE, check_output_file, clip, fail, is_stdout, progress, write_json
+from shortflow.exceptions import ShortflowError
 from shortflow.units import parse_duration
 
 
@@ -57,6 +58,6 @@ def register(app: typer.Typer) -> None:
                     vantage=vantage, ipv6=ipv6, link=link, vlan=vlan, format=fmt, nanosecond=not micro,
                     big_endian=big_endian, snaplen=snaplen, gzip=gzip,
                 )
-        except (ValueError, OverflowError) as e:
+        except (ValueError, OverflowError, ShortflowError) as e:  # a bad option, or a file that cannot be written
             fail(clip(e), USAGE)
         write_json("-", {"file": str(output), **truth})

@@ -114,6 +114,8 @@ def apply_cmd(
         say(f"{c['kind']}: {c['before']!r} -> {c['after']!r}")
     for n in result.get("notices", []):
         warn(n)
+    for line in (bpf or {}).get("selfcheck_refusals", []):
+        warn(f"forced, but the kernel refused: {line}")
     say(f"state: {state} (`shortflow tune revert` restores it all)")
 
 

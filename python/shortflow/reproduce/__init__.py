@@ -33,14 +33,46 @@ class Row:
     real_note: str = ""
     #: The same case on the real kernel with `shortflow tune --syn-rto` on the row's side.
     real_tune: float | None = None
+    #: The mechanism offered for a difference, and the difference it accounts for.
+    why: Why | None = field(default=None, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("why")
+        return d
 
     @property
     def command(self) -> str:
         sets = " ".join(f"--set '{o}'" for o in self.overrides)
         return f"shortflow simulate {self.scenario} {sets}".strip()
+
+
+@dataclass(frozen=True)
+class Why:
+    """A mechanism that explains a difference, with the difference (paper − ours, in the
+    row's unit) it can account for. A difference outside [low, high] is not explained by it:
+    the note then says so, with the figures, instead of repeating a canned sentence."""
+
+    text: str
+    low: float
+    high: float
+    #: Where the mechanism puts our own figure, when it says (e.g. 200 ms per resend).
+    ours_range: tuple[float, float] | None = None
+
+    def note(self, paper: float, ours: float, unit: str) -> str:
+        d = paper - ours
+        if self.ours_range and not self.ours_range[0] <= ours <= self.ours_range[1]:
+            lo, hi = self.ours_range
+            return (f"UNEXPLAINED: ours {ours:.4g} {unit} is not the {lo:.4g} to {hi:.4g} {unit} this mechanism gives: "
+                    f"{self.text}")
+        if self.low <= d <= self.high:
+            return f"{self.text} (paper − ours = {d:+.4g} {unit})"
+        return (f"UNEXPLAINED: paper − ours = {d:+.4g} {unit}, outside the {self.low:+.4g} to {self.high:+.4g} {unit} "
+                f"that this accounts for: {self.text}")
+
+
+#: A difference no mechanism is offered for: any difference is reported unexplained.
+NONE = Why("no mechanism known to make these differ", 0.0, 0.0)
 
 
 def agrees(paper: float | None, ours: float | None, rel: float = 0.01, abs_: float = 0.001) -> bool:
@@ -59,15 +91,16 @@ def run_case(name: str, overrides: Iterable[str], *, timeline: bool = False) -> 
 
 
 def row(document: str, figure: str, case: str, paper: float | None, ours: float | None, unit: str,
-        scenario: str, overrides: list[str], why: str, *, today: str = "") -> Row:
-    """A row whose note is `why` when the figures differ (or `today` when the paper has none)."""
+        scenario: str, overrides: list[str], why: Why, *, today: str = "") -> Row:
+    """A row whose note, when the figures differ, is `why` checked against the actual
+    difference (or `today` when the paper has none)."""
     if paper is None:
         note = today
     elif ours is None:
         note = "no result: the simulated connection did not complete"
     else:
-        note = "" if agrees(paper, ours) else why
-    return Row(document, figure, case, paper, ours, unit, scenario, overrides, note)
+        note = "" if agrees(paper, ours) else why.note(paper, ours, unit)
+    return Row(document, figure, case, paper, ours, unit, scenario, overrides, note, why=why)
 
 
 def _registry(quick: bool) -> dict[str, Callable[[], list[Row]]]:

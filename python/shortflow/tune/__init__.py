@@ -23,7 +23,7 @@ from typing import Any
 from shortflow.exceptions import PrivilegeError, TuneError
 from shortflow.host import cgroup2_root, kernel_hz, run
 from shortflow.host.runid import fresh_run_id
-from shortflow.tune import journal, orphans, program, routes
+from shortflow.tune import journal, orphans, program, routes, selfcheck
 from shortflow.tune.settings import PrefixRule, TuneSettings, hard_limits, load_prefixes, unsafe
 from shortflow.tune.undo import rollback
 
@@ -203,9 +203,10 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
               "settings": s.as_json(), "hz": kernel_hz(), "notices": p.notices}
     w = journal.Writer(state_path, header)
     old = _interruptible()
+    refused: list[str] = []
     try:
         if p.cgroup is not None:
-            _apply_bpf(w, s, p.cgroup)
+            refused = _apply_bpf(w, s, p.cgroup, force)
         for change in p.changes:
             args = {k: str(v) for k, v in change.items() if k != "kind"}
             step = w.intend(str(change["kind"]), **args)
@@ -227,6 +228,8 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
             signal.signal(sig, handler)  # type: ignore[arg-type]
     st = _state(w.journal)
     st["notes"] = notes
+    if st["bpf"] is not None:
+        st["bpf"]["selfcheck_refusals"] = refused
     return st
 
 
@@ -242,7 +245,9 @@ def _shown(change: dict[str, Any]) -> str | None:
     return lines[0] if len(lines) == 1 else None
 
 
-def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path) -> None:
+def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path, force: bool) -> list[str]:
+    """Builds, loads, configures and attaches the program, each step journalled; returns the
+    knobs the kernel refused for the self-check connection (applied anyway with --force)."""
     hz = kernel_hz()
     build = Path(tempfile.gettempdir()) / f"{journal.BUILD_PREFIX}{secrets.token_hex(4)}"
     step = w.intend("build_dir", path=str(build))
@@ -260,6 +265,11 @@ def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path) -> None:
     w.done(step, prog_id=prog_id, tag=str(info.get("tag")), name=str(info.get("name")))
     program.write_config(pin_dir, s, hz)
     program.write_prefixes(pin_dir, s.prefixes, hz)
+    # Before the scope sees it: does the kernel take every knob for one connection?
+    refused = selfcheck.check(pin_dir, w.journal.id, s.port)
+    if refused and not force:
+        raise TuneError("the kernel refused settings for a test connection (use --force to apply anyway): "
+                        + "; ".join(refused))
     step = w.intend("attach", cgroup=str(cgroup), pin_dir=str(pin_dir))
     program.attach(cgroup, pin_dir)
     w.done(step, prog_id=prog_id, tag=str(info.get("tag")), name=str(info.get("name")))
@@ -267,6 +277,7 @@ def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path) -> None:
     obj.unlink()
     build.rmdir()
     w.done(step)
+    return refused
 
 
 def _state(j: journal.Journal) -> dict[str, Any]:

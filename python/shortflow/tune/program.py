@@ -91,6 +91,11 @@ def load(obj: Path, pin_dir: Path) -> int:
     return int(info["id"])
 
 
+def prog_id(pin_dir: Path) -> int:
+    info = json.loads(_bpftool("-j", "prog", "show", "pinned", str(pin_dir / "prog")))
+    return int(info["id"])
+
+
 def _hex(data: bytes) -> list[str]:
     return [f"0x{b:02x}" for b in data]
 

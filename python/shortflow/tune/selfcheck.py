@@ -1,0 +1,68 @@
+"""`tune apply`'s check that the kernel takes every knob: the program just loaded is also
+attached to a cgroup of its own, and one loopback connection (on the scope's port) is made
+from that cgroup in a network namespace of its own; if the kernel refused a knob for it
+(the program's per-knob refusal counters moved), apply fails (or, with --force, warns)
+instead of reporting success for settings that do nothing. Both objects carry the run id
+(`sf-<id>-tcheck`) and are removed on every exit path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from shortflow.exceptions import TuneError
+from shortflow.host import HostError, cgroup2_root, run
+from shortflow.tune import program
+
+#: One connection over loopback: listen, connect, 100 kB from the answering side, close.
+_PROBE = """
+import socket, sys
+port = int(sys.argv[1])
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", port)); ls.listen(1)
+c = socket.create_connection(("127.0.0.1", port), timeout=10)
+a, _ = ls.accept()
+a.sendall(b"x" * 100000); a.close()
+while c.recv(65536):
+    pass
+c.close(); ls.close()
+"""
+
+
+def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
+    """The refusals (as `tune status` words them) the kernel made for one probe connection;
+    empty when it took every knob."""
+    from shortflow.tune import refusals
+
+    ns = f"sf-{run_id}-tcheck"
+    cg = cgroup2_root() / f"sf-{run_id}-tcheck"
+    before = program.counters(pin_dir)
+    attached = False
+    try:
+        run(["ip", "netns", "add", ns])
+        run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+        cg.mkdir()
+        program.attach(cg, pin_dir)
+        attached = True
+
+        def enter() -> None:
+            (cg / "cgroup.procs").write_text(str(os.getpid()))
+
+        p = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", _PROBE, str(port or 8)],
+                           capture_output=True, text=True, timeout=30, preexec_fn=enter)
+        if p.returncode != 0:
+            raise TuneError(f"the self-check connection failed: {p.stderr.strip()[-300:]}")
+        after = program.counters(pin_dir)
+    except HostError as e:
+        raise TuneError(f"self-check: {e}") from None
+    finally:
+        if attached:
+            prog = program.prog_id(pin_dir)
+            program.detach(cg, prog)
+        if cg.exists():
+            cg.rmdir()
+        run(["ip", "netns", "del", ns], check=False)
+    moved = {k: after[k] - before.get(k, 0) for k in program.REFUSED}
+    return refusals(moved, program.last_errors(pin_dir))
