@@ -18,6 +18,10 @@ DEFAULT_IDLE_TIMEOUT_S: float
 DEFAULT_CLOSE_LINGER_S: float
 """After both FINs or a RST, late packets still belong to the connection this long (s)."""
 
+def table_schema() -> list[tuple[str, str, str, str]]:
+    """The connection table's columns, as defined once in Rust: (name, Arrow type, unit,
+    meaning), in order."""
+
 def analyze(
     paths: Sequence[str | PathLike[str]],
     *,

@@ -12,7 +12,7 @@ use crate::diag::{ConnectionTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
 use crate::track::{Tracker, TrackerConfig};
-use crate::wire::segment::{decode, Skip};
+use crate::wire::segment::{decode_ext, Skip};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -46,6 +46,8 @@ pub struct FileStats {
     pub peak_open_connections: usize,
     pub gzip: bool,
     pub error: Option<ReadError>,
+    /// This file's own summary (the analysis' summary adds them all up).
+    pub summary: Summary,
 }
 
 pub struct Analysis {
@@ -108,10 +110,10 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         };
         stats.packets += 1;
         let ts = pkt.ts_ns;
-        match decode(pkt.link, pkt.data) {
-            Ok(seg) => {
+        match decode_ext(pkt.link, pkt.data) {
+            Ok((seg, extra)) => {
                 stats.tcp_packets += 1;
-                tracker.observe(ts, &seg);
+                tracker.observe_ext(ts, &seg, &extra);
             }
             Err(Skip::NotIp) => stats.skipped_not_ip += 1,
             Err(Skip::NotTcp) => stats.skipped_not_tcp += 1,
@@ -143,6 +145,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
     let _ = tracker.finish();
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
+    stats.summary = summary;
     (table, summary, stats)
 }
 

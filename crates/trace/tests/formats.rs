@@ -204,3 +204,4 @@ fn memory_follows_open_connections_not_file_size() {
     // 500 connections/s lingering 20 s after their FINs: ~10,000 + sweep slack, of 20,000.
     assert!(stats.peak_open_connections < 15_000, "peak {}", stats.peak_open_connections);
 }
+

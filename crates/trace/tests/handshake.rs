@@ -30,7 +30,7 @@ fn duplicate_syn_seen_near_the_client() {
     assert_eq!(s.connection_tries(), 1);
     assert_eq!((s.syn.multiple, s.syn.multiple_successful, s.syn.retransmissions), (1, 1, 1));
     assert_eq!(s.syn.per_successful(), 2.0);
-    assert_eq!(t.end[0], shortflow_trace::track::EndReason::Fin as u8);
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Fin as u8);
 }
 
 /// Server-side view: the SYN/ACK was lost, the server repeats it after 1 s (RFC 6298);
@@ -52,7 +52,7 @@ fn duplicate_synack_seen_near_the_server() {
     assert!((t.handshake_rtt_s[0] - 0.080).abs() < 1e-9);
     assert_eq!(s.synack.retransmissions, 1);
     assert_eq!(s.syn.retransmissions, 0);
-    assert_eq!(t.end[0], shortflow_trace::track::EndReason::Open as u8);
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Open as u8);
 }
 
 /// A duplicate that no RTO ladder explains (document 000's 0–0.3 s peak).
@@ -104,7 +104,7 @@ fn retransmitted_syn_with_changed_sequence_number() {
     ];
     let (t, s, _) = analyze_bytes("new-isn.pcap", &pcap_of(&pkts));
     assert_eq!(t.len(), 2);
-    assert_eq!(t.end[0], shortflow_trace::track::EndReason::Reused as u8);
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Reused as u8);
     assert_eq!((s.connection_tries(), s.successful(), s.unsuccessful()), (2, 1, 1));
     assert_eq!(s.syn.multiple, 0);
 }
@@ -115,7 +115,7 @@ fn refused_connection_is_unsuccessful() {
     let pkts = [(SEC, seg(true, 1, 0, S, 0)), (SEC + MS, seg(false, 0, 2, R | A, 0))];
     let (t, s, _) = analyze_bytes("rst.pcap", &pcap_of(&pkts));
     assert_eq!(s.unsuccessful(), 1);
-    assert_eq!(t.end[0], shortflow_trace::track::EndReason::Rst as u8);
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Rst as u8);
 }
 
 /// A connection that never closes leaves the table after the idle timeout, so memory does

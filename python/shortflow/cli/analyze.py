@@ -13,7 +13,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 
 from shortflow import _core
-from shortflow.analyze import Analysis, analyze
+from shortflow.analyze import CAUSES, Analysis, analyze, schema_rows, summary_document
 from shortflow.output import FORMATS, write_table
 from shortflow.units import parse_duration
 
@@ -66,6 +66,64 @@ def print_table1(a: Analysis, console: Console = out) -> None:
     )
 
 
+#: How the breakdown line names each cause.
+CAUSE_WORDS = {
+    "network": "the path itself",
+    "handshake": "handshake losses",
+    "slow_start": "slow-start round trips",
+    "timeout": "loss repair by timeout",
+    "fast_retransmit": "loss repair by fast retransmit",
+    "delayed_ack": "delayed-ACK stalls",
+    "zero_window": "zero-window stalls",
+    "application": "application waits",
+}
+
+
+def print_diagnosis(doc: dict[str, Any], console: Console = out) -> None:
+    """The data phase in a few lines: repairs, stalls, and where the time went."""
+    console.print(
+        f"data retransmissions: {doc['timeout_retransmissions']:,} after a timeout ({doc['rto_events']:,} expiries), "
+        f"{doc['fast_retransmissions']:,} fast, {doc['tlp_probes']:,} tail loss probes, "
+        f"{doc['spurious_retransmissions']:,} spurious · delayed-ACK stalls {doc['delayed_ack_stalls']:,} · "
+        f"zero-window stalls {doc['zero_window_stalls']:,} · capture duplicates {doc['capture_duplicates']:,} · "
+        f"SYN retries after RST {doc['syn_retries_after_rst']:,}",
+        highlight=False,
+    )
+    total = doc["duration_s"]
+    shares = sorted(((v, k) for k, v in doc["time_lost_share"].items() if v), reverse=True)
+    if total > 0 and shares:
+        parts = ", ".join(f"{v:.0%} {CAUSE_WORDS[k]}" for v, k in shares if k in CAUSES)
+        console.print(f"of {total:,.1f} connection-seconds: {parts}", highlight=False)
+    r = doc["rtt_ratio"]
+    if r["connections"]:
+        console.print(
+            f"document 001's predictor: mean data RTT within 10 % of the handshake RTT for "
+            f"{r['within_10pct_share']:.0%} of {r['connections']:,} connections, largest ≤ 3× for {r['max_within_3x_share']:.0%}",
+            highlight=False,
+        )
+
+
+def print_columns(console: Console = out) -> None:
+    t = Table(title="Connection table columns (Arrow types, defined in crates/trace/src/diag/table.rs)", title_justify="left")
+    for h in ("column", "Arrow type", "unit", "meaning"):
+        t.add_column(h)
+    for name, arrow, unit, doc in schema_rows():
+        t.add_row(name, arrow, unit, doc)
+    console.print(t)
+
+
+def _stdin_to_file() -> Path:
+    """A trace given as `-`: standard input spooled to a temporary file (the reader maps
+    files; a pipe cannot be sought)."""
+    import shutil
+    import tempfile
+
+    f = tempfile.NamedTemporaryFile(prefix="sf-stdin-", suffix=".pcap", delete=False)
+    with f:
+        shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+    return Path(f.name)
+
+
 def run_analysis(paths: list[Path], *, workers: int, timeouts: dict[str, float], quiet: bool, table: bool) -> Analysis:
     total = sum(p.stat().st_size for p in paths if p.exists())
     if quiet or total < PROGRESS_MIN_BYTES or not err.is_terminal:
@@ -84,20 +142,32 @@ def run_analysis(paths: list[Path], *, workers: int, timeouts: dict[str, float],
 def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_cmd(
-        traces: Annotated[list[Path], typer.Argument(help="pcap or pcapng files, plain or gzip", exists=True, dir_okay=False)],
+        traces: Annotated[Optional[list[Path]], typer.Argument(help="pcap or pcapng files, plain or gzip; - reads standard input", dir_okay=False)] = None,
         out_dir: Annotated[Optional[Path], typer.Option("--out", help="write the per-connection table into this directory")] = None,
         fmt: Annotated[str, typer.Option("--format", help="table format: parquet, csv or jsonl")] = "parquet",
-        summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 as JSON to this file")] = None,
+        summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 and the diagnosis as JSON to this file (- for standard output)")] = None,
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
         workers: Annotated[int, typer.Option("--workers", min=1, help="files read in parallel, one thread each")] = 1,
         idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = f"{_core.DEFAULT_IDLE_TIMEOUT_S:g}s",
         close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
+        columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors")] = False,
     ) -> None:
-        """Find each connection's handshake losses and print document 000's Table 1."""
+        """Say where each connection lost its time (handshake, slow start, loss repair,
+        delayed ACKs, zero windows, application) and print document 000's Table 1."""
+        if columns:
+            print_columns()
+            return
+        if not traces:
+            err.print("[red]error:[/red] no trace given (or --columns)")
+            raise typer.Exit(2)
         if fmt not in FORMATS:
             err.print(f"[red]error:[/red] --format {fmt!r}: choose one of {', '.join(FORMATS)}")
             raise typer.Exit(2)
+        for p in traces:
+            if str(p) != "-" and not p.is_file():
+                err.print(f"[red]error:[/red] {p}: no such file")
+                raise typer.Exit(2)
         try:
             timeouts = {
                 "idle_timeout_s": parse_duration(idle_timeout, what="--idle-timeout"),
@@ -106,9 +176,18 @@ def register(app: typer.Typer) -> None:
         except ValueError as e:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2) from None
-        # The per-connection table is built only when something uses it.
-        need_table = out_dir is not None or plot is not None
-        result = run_analysis(traces, workers=workers, timeouts=timeouts, quiet=quiet, table=need_table)
+        spooled = [_stdin_to_file() if str(p) == "-" else None for p in traces]
+        paths = [s or p for s, p in zip(spooled, traces)]
+        summary_to_stdout = summary_json is not None and str(summary_json) == "-"
+        # The per-connection table is built only when something uses it (the summary's
+        # percentiles do).
+        need_table = out_dir is not None or plot is not None or summary_json is not None
+        try:
+            result = run_analysis(paths, workers=workers, timeouts=timeouts, quiet=quiet, table=need_table)
+        finally:
+            for s in spooled:
+                if s is not None:
+                    s.unlink(missing_ok=True)
         for f in result.files:
             if f["error"]:
                 err.print(
@@ -116,26 +195,46 @@ def register(app: typer.Typer) -> None:
                     highlight=False,
                     soft_wrap=True,
                 )
-        if not quiet:
-            print_table1(result)
+        # Files first, printing after: `| head` closing stdout never loses them.
+        written: list[str] = []
         if out_dir is not None:
-            path = write_table(result.table, out_dir, fmt)
-            if not quiet:
-                out.print(f"table: {path} ({result.table.num_rows:,} connections)")
+            path = write_table(result.table, out_dir, fmt, metadata=_metadata(result, traces))
+            written.append(f"table: {path} ({result.table.num_rows:,} connections)")
+        doc = summary_document(result)
         if summary_json is not None:
-            summary_json.parent.mkdir(parents=True, exist_ok=True)
-            summary_json.write_text(json.dumps(result.summary, indent=2) + "\n")
-            if not quiet:
-                out.print(f"summary: {summary_json}")
+            text = json.dumps(doc, indent=2, default=str) + "\n"
+            if summary_to_stdout:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            else:
+                summary_json.parent.mkdir(parents=True, exist_ok=True)
+                summary_json.write_text(text)
+                written.append(f"summary: {summary_json}")
         if plot is not None:
             from shortflow.plot.gaps import duplicate_gap_histogram
 
             duplicate_gap_histogram(result.table, plot)
-            if not quiet:
-                out.print(f"plot: {plot}")
+            written.append(f"plot: {plot}")
+        if not quiet and not summary_to_stdout:
+            print_table1(result)
+            print_diagnosis(doc)
+            for line in written:
+                out.print(line, highlight=False)
         if result.interrupted:
             err.print("[yellow]interrupted:[/yellow] results cover what was read before Ctrl-C")
             raise typer.Exit(130)
         if result.errors:
             sys.stderr.flush()
             raise typer.Exit(1)
+
+
+def _metadata(result: Analysis, traces: list[Path]) -> dict[str, str]:
+    """Parquet key-value metadata: who wrote the table, from what, seen from where."""
+    from shortflow import __version__
+
+    return {
+        "shortflow_version": __version__,
+        "command": " ".join(["shortflow", *sys.argv[1:]]),
+        "vantage": result.vantage,
+        "files": json.dumps([str(p) for p in traces]),
+    }

@@ -9,12 +9,14 @@
 //! size of the file.
 
 mod conn;
+pub mod half;
 
 use rustc_hash::FxHashMap;
 
-pub use conn::{Conn, EndReason, Transmissions};
+pub use conn::{Cause, Conn, EndReason, Handshake, RttStats, Transmissions, C2S, S2C};
+pub use half::{Half, RetxClass};
 
-use crate::wire::{Endpoint, Segment};
+use crate::wire::{Endpoint, Segment, SegmentExtra};
 
 /// Unordered pair of endpoints: both directions of a connection map to one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,12 +69,14 @@ pub struct Tracker<F: FnMut(Conn)> {
     config: TrackerConfig,
     next_id: u64,
     next_sweep_ns: u64,
+    /// Latest timestamp seen: where the capture ended, for connections still open then.
+    last_ts: u64,
     sink: F,
 }
 
 impl<F: FnMut(Conn)> Tracker<F> {
     pub fn new(config: TrackerConfig, sink: F) -> Self {
-        Self { open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()), config, next_id: 0, next_sweep_ns: 0, sink }
+        Self { open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()), config, next_id: 0, next_sweep_ns: 0, last_ts: 0, sink }
     }
 
     pub fn open_connections(&self) -> usize {
@@ -82,6 +86,13 @@ impl<F: FnMut(Conn)> Tracker<F> {
     /// Accounts one segment captured at `ts_ns`.
     #[inline]
     pub fn observe(&mut self, ts_ns: u64, seg: &Segment) {
+        self.observe_ext(ts_ns, seg, &SegmentExtra::default());
+    }
+
+    /// Accounts one segment with its IP fields and TCP options.
+    #[inline]
+    pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) {
+        self.last_ts = self.last_ts.max(ts_ns);
         if ts_ns >= self.next_sweep_ns {
             self.sweep(ts_ns);
         }
@@ -89,14 +100,14 @@ impl<F: FnMut(Conn)> Tracker<F> {
         let syn_only = seg.flags.syn() && !seg.flags.ack();
         if let Some(conn) = self.open.get_mut(&key) {
             if !(syn_only && conn.is_new_try(seg)) {
-                conn.observe(ts_ns, seg);
+                conn.observe_ext(ts_ns, seg, extra);
                 return;
             }
             // Port reuse or a new ISN: the old connection ends here.
             let old = self.open.remove(&key).expect("present");
             (self.sink)(old.ended(EndReason::Reused));
         }
-        let conn = Conn::start(self.next_id, ts_ns, seg);
+        let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
         self.next_id += 1;
         self.open.insert(key, conn);
     }
@@ -131,7 +142,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
         rest.sort_unstable_by_key(|c| c.id);
         for c in rest {
             let reason = if c.closed() { c.close_reason() } else { EndReason::Open };
-            (self.sink)(c.ended(reason));
+            (self.sink)(c.ended_at(reason, Some(self.last_ts)));
         }
         self.sink
     }
