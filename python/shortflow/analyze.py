@@ -164,7 +164,15 @@ def _table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
         if unit:
             meta["unit"] = unit
         fields.append(pa.field(name, arr.type, metadata=meta))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    # Connections leave the tracker as they finish; rows go in order of first appearance
+    # (file by file).
+    trace, conn = c["trace"], c["conn_id"]
+    if len(conn) > 1:
+        key_sorted = np.all((trace[1:] > trace[:-1]) | ((trace[1:] == trace[:-1]) & (conn[1:] >= conn[:-1])))
+        if not key_sorted:
+            table = table.take(pa.array(np.lexsort((conn, trace))))
+    return table
 
 
 def _finite_or_none(x: float) -> float | None:

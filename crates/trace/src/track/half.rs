@@ -339,6 +339,11 @@ impl Half {
         }
         let start = self.rel(seg.seq);
         let end = start + seq_len;
+        if seg.payload_len <= 1 && !seg.flags.fin() && start == self.snd_max - 1 && self.acked_any && self.una >= self.snd_max {
+            // A keep-alive (RFC 9293 3.8.4: one byte, or none, below the next sequence
+            // number, with nothing outstanding): not data, not a retransmission.
+            return SendEvent::Nothing;
+        }
         let tsval = extra.opts.timestamps.map(|(v, _)| v);
         let since_last = ts.saturating_sub(self.last_send_ts);
         self.last_send_ts = ts;
