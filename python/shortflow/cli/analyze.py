@@ -104,6 +104,11 @@ def print_diagnosis(doc: dict[str, Any], console: Console = out) -> None:
 
 
 def print_columns(console: Console = out) -> None:
+    if not console.is_terminal:
+        # Piped: one tab-separated line per column, nothing wrapped.
+        for row in schema_rows():
+            sys.stdout.write("\t".join(row) + "\n")
+        return
     t = Table(title="Connection table columns (Arrow types, defined in crates/trace/src/diag/table.rs)", title_justify="left")
     for h in ("column", "Arrow type", "unit", "meaning"):
         t.add_column(h)
