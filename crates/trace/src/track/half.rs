@@ -71,7 +71,7 @@ struct RecentRetx {
 }
 
 /// Delayed ACKs remembered per receiver for the BSD 200 ms tick test.
-const TICK_SAMPLES: usize = 8;
+const TICK_SAMPLES: usize = 4;
 /// BSD's fast timeout (`tcp_fasttimo`, every 200 ms since boot) sends all pending delayed
 /// ACKs at once (document 003 section 2): their send times share one phase on a 200 ms grid.
 pub const BSD_TICK_NS: u64 = 200 * MS;
@@ -90,8 +90,8 @@ pub struct Half {
     sack_dup: bool,
     last_peer_window: Option<u16>,
     flight: Vec<Sent>,
-    head: usize,
-    recent: [RecentRetx; 4],
+    head: u32,
+    recent: [RecentRetx; 2],
     recent_next: usize,
     pub last_send_ts: u64,
     /// The peer sent data after this half's last new data: the next new data answers it.
@@ -129,9 +129,11 @@ pub struct Half {
     pub delack_stalls: u32,
     pub delack_ns: u64,
     pub delayed_acks: u32,
-    tick_phase: [u64; TICK_SAMPLES],
-    tick_delay: [u64; TICK_SAMPLES],
-    tick_len: usize,
+    /// Delayed ACKs' send phases on the 200 ms grid and their delays, in µs (compact: the
+    /// tracker keeps thousands of these in cache).
+    tick_phase: [u32; TICK_SAMPLES],
+    tick_delay: [u32; TICK_SAMPLES],
+    tick_len: u8,
 }
 
 /// What an ACK of this half's data found.
@@ -165,7 +167,7 @@ impl Half {
     }
 
     pub fn in_flight(&self) -> usize {
-        self.flight.len() - self.head
+        self.flight.len() - self.head as usize
     }
 
     /// The receiver's ACK (and window) for this half's data, seen at `ts`. `path_ns` is the
@@ -214,8 +216,8 @@ impl Half {
         let mut newest: Option<Sent> = None;
         let mut any_retx = false;
         let mut ts_sample = None;
-        while self.head < self.flight.len() && self.flight[self.head].end <= ack {
-            let mut s = self.flight[self.head];
+        while (self.head as usize) < self.flight.len() && self.flight[self.head as usize].end <= ack {
+            let mut s = self.flight[self.head as usize];
             self.head += 1;
             any_retx |= s.retx;
             if let Some(e) = tsecr {
@@ -244,8 +246,8 @@ impl Half {
             }
             newest = Some(s);
         }
-        if self.head > 64 && self.head * 2 > self.flight.len() {
-            self.flight.drain(..self.head);
+        if self.head > 64 && self.head as usize * 2 > self.flight.len() {
+            self.flight.drain(..self.head as usize);
             self.head = 0;
         }
         out.raw_rtt_ns = ts_sample.or_else(|| newest.filter(|_| !any_retx).map(|s| ts.saturating_sub(s.ts_first)));
@@ -257,10 +259,11 @@ impl Half {
             // 3.8.6.3, RFC 1122 4.2.3.2: at most 500 ms, 200 ms on BSD and Windows).
             if wait >= (10 * MS).max(path / 10) {
                 self.delayed_acks += 1;
-                if self.tick_len < TICK_SAMPLES {
+                let n = usize::from(self.tick_len);
+                if n < TICK_SAMPLES {
                     // When the receiver sent it: half its round trip before we saw it.
-                    self.tick_phase[self.tick_len] = ts.saturating_sub(path / 2) % BSD_TICK_NS;
-                    self.tick_delay[self.tick_len] = wait;
+                    self.tick_phase[n] = (ts.saturating_sub(path / 2) % BSD_TICK_NS / 1000) as u32;
+                    self.tick_delay[n] = (wait / 1000).min(u64::from(u32::MAX)) as u32;
                     self.tick_len += 1;
                 }
                 if self.last_send_ts <= s.ts_last {
@@ -298,7 +301,7 @@ impl Half {
                 self.recent[i].spurious = true;
                 self.spurious += 1;
                 // The same transmission may still be in flight: mark it there too.
-                for s in &mut self.flight[self.head..] {
+                for s in &mut self.flight[self.head as usize..] {
                     if s.end == x.end {
                         s.spurious = true;
                     }
@@ -359,7 +362,7 @@ impl Half {
             }
             let already_acked = self.acked_any && end <= self.una;
             let mut spurious = false;
-            for s in &mut self.flight[self.head..] {
+            for s in &mut self.flight[self.head as usize..] {
                 if s.end > start && s.end - 1 < end {
                     s.retx = true;
                     s.ts_last = ts;
@@ -498,17 +501,18 @@ impl Half {
     /// Did this half's receiver send its delayed ACKs on a fixed 200 ms grid (BSD tick)?
     /// Needs two delayed ACKs of different delays whose send times share a phase.
     pub fn tick_receiver(&self) -> bool {
-        let n = self.tick_len;
+        let n = usize::from(self.tick_len);
         if n < 2 {
             return false;
         }
+        let (grid, tol) = ((BSD_TICK_NS / 1000) as u32, (TICK_TOLERANCE_NS / 1000) as u32);
         let p0 = self.tick_phase[0];
         let same_phase = self.tick_phase[1..n].iter().all(|&p| {
             let d = p.abs_diff(p0);
-            d.min(BSD_TICK_NS - d) <= TICK_TOLERANCE_NS
+            d.min(grid - d) <= tol
         });
-        let (lo, hi) = self.tick_delay[..n].iter().fold((u64::MAX, 0), |(lo, hi), &d| (lo.min(d), hi.max(d)));
-        same_phase && hi - lo > 10 * MS
+        let (lo, hi) = self.tick_delay[..n].iter().fold((u32::MAX, 0), |(lo, hi), &d| (lo.min(d), hi.max(d)));
+        same_phase && hi - lo > 10_000
     }
 
     /// The half took part in a trace: any data, retransmission or window event.
