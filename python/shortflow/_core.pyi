@@ -22,6 +22,10 @@ def table_schema() -> list[tuple[str, str, str, str]]:
     """The connection table's columns, as defined once in Rust: (name, Arrow type, unit,
     meaning), in order."""
 
+def connection_packets(path: PathLike[str], ids: list[int]) -> dict[str, list[Any]]:
+    """Every packet of the connections ``ids`` (the table's ``conn_id``) of one trace, with
+    the analyzer's event (new data, retransmission class) and the cause of the gap before it."""
+
 def analyze(
     paths: Sequence[str | PathLike[str]],
     *,

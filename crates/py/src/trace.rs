@@ -14,7 +14,7 @@ use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::gen::{generate as gen_generate, GenConfig};
 use shortflow_trace::diag::table::SCHEMA;
-use shortflow_trace::track::{Cause, EndReason, Handshake, TrackerConfig};
+use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
 use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_paths, Analysis, GapClass, LinkType, Options, Progress, Summary, Vantage};
 
@@ -317,6 +317,28 @@ fn generate<'py>(
     Ok(d)
 }
 
+/// Every packet of connections `ids` of one trace: a dict of equal-length lists (ts_ns,
+/// conn_id, from_client, seq, ack, len, flags, window, event, cause, sack).
+#[pyfunction]
+fn connection_packets<'py>(py: Python<'py>, path: PathBuf, ids: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
+    let recs = py
+        .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids))
+        .map_err(|e| ShortflowError::new_err(e.to_string()))?;
+    let d = PyDict::new(py);
+    d.set_item("ts_ns", recs.iter().map(|r| r.ts_ns).collect::<Vec<_>>())?;
+    d.set_item("conn_id", recs.iter().map(|r| r.conn_id).collect::<Vec<_>>())?;
+    d.set_item("from_client", recs.iter().map(|r| r.note.from_client).collect::<Vec<_>>())?;
+    d.set_item("seq", recs.iter().map(|r| r.seq).collect::<Vec<_>>())?;
+    d.set_item("ack", recs.iter().map(|r| r.ack).collect::<Vec<_>>())?;
+    d.set_item("len", recs.iter().map(|r| r.len).collect::<Vec<_>>())?;
+    d.set_item("flags", recs.iter().map(|r| r.flags).collect::<Vec<_>>())?;
+    d.set_item("window", recs.iter().map(|r| r.window).collect::<Vec<_>>())?;
+    d.set_item("event", recs.iter().map(|r| PacketNote::EVENTS[usize::from(r.note.event)]).collect::<Vec<_>>())?;
+    d.set_item("cause", recs.iter().map(|r| Cause::NAMES[usize::from(r.note.cause)]).collect::<Vec<_>>())?;
+    d.set_item("sack", recs.iter().map(|r| r.sack[..usize::from(r.sack_len)].to_vec()).collect::<Vec<_>>())?;
+    Ok(d)
+}
+
 /// The connection table's columns: (name, Arrow type, unit, meaning), in order.
 #[pyfunction]
 fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -325,6 +347,7 @@ fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(connection_packets, m)?)?;
     let d = TrackerConfig::default();
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;

@@ -113,7 +113,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         match decode_ext(pkt.link, pkt.data) {
             Ok((seg, extra)) => {
                 stats.tcp_packets += 1;
-                tracker.observe_ext(ts, &seg, &extra);
+                let _ = tracker.observe_ext(ts, &seg, &extra);
             }
             Err(Skip::NotIp) => stats.skipped_not_ip += 1,
             Err(Skip::NotTcp) => stats.skipped_not_tcp += 1,
@@ -174,4 +174,52 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
         out.files.push(stats);
     }
     out
+}
+
+/// One packet of a connection, for its time-sequence graph.
+#[derive(Debug, Clone, Copy)]
+pub struct PacketRecord {
+    pub conn_id: u64,
+    pub ts_ns: u64,
+    pub from_client: bool,
+    pub seq: u32,
+    pub ack: u32,
+    pub len: u32,
+    pub flags: u8,
+    pub window: u16,
+    pub note: crate::track::PacketNote,
+    pub sack: [(u32, u32); 4],
+    pub sack_len: u8,
+}
+
+/// Every packet of the connections `ids` (ids as in the table's `conn_id`) of one file,
+/// in capture order, with what the tracker made of each.
+pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<Vec<PacketRecord>, ReadError> {
+    let mut reader = CaptureReader::open(path)?;
+    let mut tracker = Tracker::new(TrackerConfig::default(), |_| {});
+    let mut out = Vec::new();
+    let wanted: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
+    while let Some(pkt) = reader.next_packet()? {
+        let ts = pkt.ts_ns;
+        if let Ok((seg, extra)) = decode_ext(pkt.link, pkt.data) {
+            let (id, note) = tracker.observe_ext(ts, &seg, &extra);
+            if wanted.contains(&id) {
+                out.push(PacketRecord {
+                    conn_id: id,
+                    ts_ns: ts,
+                    from_client: note.from_client,
+                    seq: seg.seq,
+                    ack: seg.ack,
+                    len: seg.payload_len,
+                    flags: seg.flags.0,
+                    window: seg.window,
+                    note,
+                    sack: extra.opts.sack,
+                    sack_len: extra.opts.sack_len,
+                });
+            }
+        }
+    }
+    let _ = tracker.finish();
+    Ok(out)
 }

@@ -12,6 +12,7 @@ import typer
 
 COMMAND_MODULES = (
     "shortflow.cli.analyze",
+    "shortflow.cli.graph",
     "shortflow.cli.generate",
     "shortflow.cli.demo",
     "shortflow.cli.simulate",

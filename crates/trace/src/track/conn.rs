@@ -55,6 +55,22 @@ impl Handshake {
     pub const NAMES: [&'static str; 5] = ["answered", "refused_rst", "never_answered", "open", "not_seen"];
 }
 
+/// What the tracker made of one packet, for drawing a connection's time-sequence graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PacketNote {
+    /// 0 nothing new (pure ACK, SYN…), 1 new data, 2 timeout retransmission, 3 fast
+    /// retransmission, 4 tail loss probe, 5 capture duplicate.
+    pub event: u8,
+    /// The cause given the gap before this packet (`Cause`; the larger part when split).
+    pub cause: u8,
+    /// Sent by the connection's client.
+    pub from_client: bool,
+}
+
+impl PacketNote {
+    pub const EVENTS: [&'static str; 6] = ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate"];
+}
+
 /// The header fields that tell a second recording of the same packet from a new one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Fingerprint {
@@ -194,6 +210,8 @@ pub struct Conn {
     /// Network time since each side's last packet, and since its last new data.
     net_since_send: [u64; 2],
     net_since_data: [u64; 2],
+    /// What the last packet was and which cause its gap went to.
+    pub last_note: PacketNote,
     pending_delack: Option<(usize, u64)>,
     last_dir: usize,
 }
@@ -355,6 +373,7 @@ impl Conn {
         let dir = if from_client { C2S } else { S2C };
         if self.is_capture_duplicate(dir, ts, seg, extra) {
             self.capture_duplicates += 1;
+            self.last_note = PacketNote { event: 5, cause: Cause::Network as u8, from_client };
             return;
         }
         // Captures merged from several interfaces may step back in time: the gap is then
@@ -474,16 +493,24 @@ impl Conn {
         }
         // The gap before this packet.
         let mut network = 0;
+        let mut cause = Cause::Network;
         if handshake_wait {
+            cause = Cause::Handshake;
             self.lost_ns[Cause::Handshake as usize] += gap;
         } else if in_timeout || event == SendEvent::Retx(RetxClass::Timeout) {
+            cause = Cause::Timeout;
             self.lost_ns[Cause::Timeout as usize] += gap;
         } else if in_fast || matches!(event, SendEvent::Retx(_)) {
+            cause = Cause::FastRetransmit;
             self.lost_ns[Cause::FastRetransmit as usize] += gap;
         } else if zero_window {
+            cause = Cause::ZeroWindow;
             self.lost_ns[Cause::ZeroWindow as usize] += gap;
         } else if let Some(wait) = ack.delayed_stall_ns {
             let d = wait.min(gap);
+            if d * 2 >= gap {
+                cause = Cause::DelayedAck;
+            }
             self.lost_ns[Cause::DelayedAck as usize] += d;
             if let Some((_, amount)) = self.pending_delack.take() {
                 self.revert_delack(amount);
@@ -507,11 +534,15 @@ impl Conn {
                 };
                 if app > MS.max(full_rtt.unwrap_or(0) / 10) {
                     self.move_time(Cause::Network, Cause::Application, app);
+                    if app * 2 >= gap {
+                        cause = Cause::Application;
+                    }
                 }
             }
             SendEvent::NewData { new_round: true, .. } => {
                 // A round beyond the first: the sender waited a round trip for ACKs.
                 self.move_time(Cause::Network, Cause::SlowStart, self.net_since_send[dir]);
+                cause = Cause::SlowStart;
             }
             _ => {}
         }
@@ -520,6 +551,14 @@ impl Conn {
         }
         self.net_since_send[dir] = 0;
         self.last_dir = dir;
+        let code = match event {
+            SendEvent::Nothing => 0,
+            SendEvent::NewData { .. } => 1,
+            SendEvent::Retx(RetxClass::Timeout) => 2,
+            SendEvent::Retx(RetxClass::Fast) => 3,
+            SendEvent::Retx(RetxClass::Tlp) => 4,
+        };
+        self.last_note = PacketNote { event: code, cause: cause as u8, from_client: dir == C2S };
     }
 
     fn add_network(&mut self, ns: u64) {

@@ -13,7 +13,7 @@ pub mod half;
 
 use rustc_hash::FxHashMap;
 
-pub use conn::{Cause, Conn, EndReason, Handshake, RttStats, Transmissions, C2S, S2C};
+pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, S2C};
 pub use half::{Half, RetxClass};
 
 use crate::wire::{Endpoint, Segment, SegmentExtra};
@@ -108,12 +108,13 @@ impl<F: FnMut(Conn)> Tracker<F> {
     /// Accounts one segment captured at `ts_ns`.
     #[inline]
     pub fn observe(&mut self, ts_ns: u64, seg: &Segment) {
-        self.observe_ext(ts_ns, seg, &SegmentExtra::default());
+        let _ = self.observe_ext(ts_ns, seg, &SegmentExtra::default());
     }
 
-    /// Accounts one segment with its IP fields and TCP options.
+    /// Accounts one segment with its IP fields and TCP options; returns the connection's
+    /// id and what the segment was to it.
     #[inline]
-    pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) {
+    pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) -> (u64, PacketNote) {
         self.last_ts = self.last_ts.max(ts_ns);
         if ts_ns >= self.next_sweep_ns {
             self.sweep(ts_ns);
@@ -124,16 +125,19 @@ impl<F: FnMut(Conn)> Tracker<F> {
             let conn = &mut self.slab[slot as usize].conn;
             if !(syn_only && conn.is_new_try(seg)) {
                 conn.observe_ext(ts_ns, seg, extra);
-                return;
+                return (conn.id, conn.last_note);
             }
             // Port reuse or a new ISN: the old connection ends here.
             let old = std::mem::take(conn);
             (self.sink)(old.ended(EndReason::Reused));
-            self.slab[slot as usize].conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+            let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+            let out = (conn.id, conn.last_note);
+            self.slab[slot as usize].conn = conn;
             self.next_id += 1;
-            return;
+            return out;
         }
         let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+        let out = (conn.id, conn.last_note);
         self.next_id += 1;
         let slot = match self.free.pop() {
             Some(i) => {
@@ -146,6 +150,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
             }
         };
         self.open.insert(key, slot);
+        out
     }
 
     /// Ends connections that have been idle too long or closed long enough.
