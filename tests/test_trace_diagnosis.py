@@ -107,3 +107,36 @@ def test_dash_reads_stdin_and_writes_stdout(doc003):
     r = run("analyze", "-", "--summary-json", "-", stdin=pcap.read_bytes())
     s = json.loads(r.stdout)
     assert s["connection_tries"] == 5
+
+
+def test_report_is_one_self_contained_page(doc003, tmp_path):
+    pcap, _ = doc003
+    run("analyze", str(pcap), "--report", str(tmp_path / "rep"), "-q")
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "Table 1" in html and "connection-seconds" in html and "delayed_ack" in html
+    # Figures embedded: breakdown, Figure 1, CDFs and the three worst connections' graphs.
+    assert html.count("data:image/png;base64,") == 6
+    assert "http://" not in html and "https://" not in html
+    assert list((tmp_path / "rep").iterdir()) == [tmp_path / "rep" / "report.html"]
+
+
+def test_graph_draws_a_connection(doc003, tmp_path):
+    pcap, _ = doc003
+    png = tmp_path / "c.png"
+    r = run("graph", str(pcap), "--conn", "0", "-o", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = tmp_path / "c.svg"
+    run("graph", str(pcap), "--conn", "1", "-o", str(svg))
+    assert b"<svg" in svg.read_bytes()[:400]
+    bad = subprocess.run([*SHORTFLOW, "graph", str(pcap), "--conn", "99"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "no connection with conn_id 99" in bad.stderr
+
+
+def test_connection_packets_carry_the_analyzers_classes():
+    from shortflow.plot.tsg import packets
+
+    path = Path(__file__).parent / "data" / "real" / "one_tcp_stream.pcap"
+    pk = packets(path, [0])[0]
+    assert len(pk["ts_ns"]) == 36
+    # The two client retransmissions the table counts are marked on their packets.
+    assert sum(e.startswith("retx") or e == "tlp" for e in pk["event"]) == 2

@@ -32,12 +32,9 @@ def _fmt(x: Any) -> str:
     return f"{x:,}"
 
 
-def print_table1(a: Analysis, console: Console = out) -> None:
+def table1_rows(a: Analysis) -> list[tuple[str, str, str]]:
+    """Document 000's Table 1 as (row, SYN, SYN/ACK) strings."""
     s, k = a.summary, a.synack
-    t = Table(title="Document 000, Table 1: connection tries and duplicate SYNs", title_justify="left")
-    t.add_column("row")
-    t.add_column("SYN", justify="right")
-    t.add_column("SYN/ACK", justify="right")
     rows = [
         ("connection tries total", s["connection_tries"], k["connections_with_synack"]),
         ("  successful", s["successful"], k["successful"]),
@@ -49,9 +46,19 @@ def print_table1(a: Analysis, console: Console = out) -> None:
         ("packets per successful conn.", s["syns_per_successful"], k["synacks_per_successful"]),
         ("duplicate every X connections", s["duplicate_syn_every"], k["duplicate_synack_every"]),
         ("retransmissions", s["syn_retransmissions"], k["synack_retransmissions"]),
+        ("open at the end of the capture", a.raw_summary.get("open_tries", 0), None),
     ]
-    for name, a_, b in rows:
-        t.add_row(name, _fmt(a_), _fmt(b))
+    return [(name, _fmt(x), _fmt(y)) for name, x, y in rows]
+
+
+def print_table1(a: Analysis, console: Console = out) -> None:
+    s = a.summary
+    t = Table(title="Document 000, Table 1: connection tries and duplicate SYNs", title_justify="left")
+    t.add_column("row")
+    t.add_column("SYN", justify="right")
+    t.add_column("SYN/ACK", justify="right")
+    for row in table1_rows(a):
+        t.add_row(*row)
     console.print(t)
     console.print(f"packets {s['packets']:,} · connections tracked {s['connections']:,}")
     v = a.vantage_counts
@@ -155,6 +162,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option("--workers", min=1, help="files read in parallel, one thread each")] = 1,
         idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = f"{_core.DEFAULT_IDLE_TIMEOUT_S:g}s",
         close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
+        report: Annotated[Optional[Path], typer.Option("--report", help="write a self-contained HTML report (report.html) into this directory")] = None,
         columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors")] = False,
     ) -> None:
@@ -186,7 +194,7 @@ def register(app: typer.Typer) -> None:
         summary_to_stdout = summary_json is not None and str(summary_json) == "-"
         # The per-connection table is built only when something uses it (the summary's
         # percentiles do).
-        need_table = out_dir is not None or plot is not None or summary_json is not None
+        need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
         try:
             result = run_analysis(paths, workers=workers, timeouts=timeouts, quiet=quiet, table=need_table)
         finally:
@@ -220,6 +228,10 @@ def register(app: typer.Typer) -> None:
 
             duplicate_gap_histogram(result.table, plot)
             written.append(f"plot: {plot}")
+        if report is not None:
+            from shortflow.report import write_report
+
+            written.append(f"report: {write_report(result, doc, report, traces=paths if not any(spooled) else [])}")
         if not quiet and not summary_to_stdout:
             print_table1(result)
             print_diagnosis(doc)

@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(1) from None
         if not pk["ts_ns"]:
-            err.print(f"[red]error:[/red] {trace}: no connection with conn_id {conn}")
+            err.print(f"[red]error:[/red] {trace}: no connection with conn_id {conn}", soft_wrap=True, highlight=False)
             raise typer.Exit(1)
         draw(pk, path, title=f"{trace.name}, connection {conn}", server_data=not client_data)
         print(path)
