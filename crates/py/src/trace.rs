@@ -169,6 +169,7 @@ fn counts<'py>(py: Python<'py>, c: &HandshakeCounts) -> PyResult<Bound<'py, PyDi
     d.set_item("gaps_rfc6298", c.gaps_rfc6298)?;
     d.set_item("gaps_rfc2988", c.gaps_rfc2988)?;
     d.set_item("gaps_outside", c.gaps_outside)?;
+    d.set_item("gaps_answer", c.gaps_answer)?;
     Ok(d)
 }
 

@@ -135,3 +135,23 @@ fn idle_connections_are_evicted() {
     assert_eq!(ended.len(), 2);
     assert_eq!(ended[0].end, shortflow_trace::track::EndReason::Idle);
 }
+
+/// Seen at the server: the client repeats its SYN after 1 s and the server answers it at
+/// once (an answer, not its timer); then the server's own timer repeats the SYN/ACK after
+/// 2 s (RFC 6298 back-off), which is the ladder's.
+#[test]
+fn synack_repeats_by_cause() {
+    let t0 = 10 * SEC;
+    let pkts = [
+        (t0, seg(true, 7, 0, S, 0)),
+        (t0, seg(false, 500, 8, S | A, 0)),
+        (t0 + SEC, seg(true, 7, 0, S, 0)),
+        (t0 + SEC, seg(false, 500, 8, S | A, 0)),
+        (t0 + 3 * SEC, seg(false, 500, 8, S | A, 0)),
+        (t0 + 3 * SEC + 80 * MS, seg(true, 8, 501, A, 0)),
+    ];
+    let (t, s, _) = analyze_bytes("synack-causes.pcap", &pcap_of(&pkts));
+    assert_eq!(t.synack_gap_class.values, vec![GapClass::Answer.code(), GapClass::Rfc6298 { step: 1 }.code()]);
+    assert_eq!((s.synack.gaps_answer, s.synack.gaps_rfc6298, s.synack.gaps_outside), (1, 1, 0));
+    assert_eq!(s.synack.multiple_outside_standard, 0);
+}

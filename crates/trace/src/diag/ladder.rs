@@ -24,6 +24,8 @@ pub enum GapClass {
     /// A step of the 3 s ladder; `step` 0 is 3 s, 1 is 6 s, …
     Rfc2988 { step: u8 },
     Outside,
+    /// A SYN/ACK repeated because a repeated SYN arrived, not by the server's timer.
+    Answer,
 }
 
 impl GapClass {
@@ -41,7 +43,7 @@ impl GapClass {
     }
 
     pub fn is_standard(self) -> bool {
-        self != Self::Outside
+        !matches!(self, Self::Outside | Self::Answer)
     }
 
     /// Stable small code for columnar output: 0 outside, 1+step RFC 6298, 17+step RFC 2988.
@@ -50,6 +52,7 @@ impl GapClass {
             Self::Outside => 0,
             Self::Rfc6298 { step } => 1 + step,
             Self::Rfc2988 { step } => 17 + step,
+            Self::Answer => 25,
         }
     }
 
@@ -59,15 +62,17 @@ impl GapClass {
             Self::Outside => "outside".into(),
             Self::Rfc6298 { step } => format!("rfc6298:{}s", 1u32 << step),
             Self::Rfc2988 { step } => format!("rfc2988:{}s", 3u32 << step),
+            Self::Answer => "answer_to_syn".into(),
         }
     }
 
     /// All labels indexed by code (for a dictionary-encoded column).
     pub fn labels_by_code() -> Vec<String> {
-        (0..=(16 + STEPS as u8))
+        (0..=(17 + STEPS as u8))
             .map(|code| match code {
                 0 => Self::Outside.label(),
                 c if (1..=STEPS as u8).contains(&c) => Self::Rfc6298 { step: c - 1 }.label(),
+                25 => Self::Answer.label(),
                 c if c >= 17 => Self::Rfc2988 { step: c - 17 }.label(),
                 _ => String::new(),
             })

@@ -33,17 +33,23 @@ pub struct HandshakeCounts {
     pub gaps_rfc6298: u64,
     pub gaps_rfc2988: u64,
     pub gaps_outside: u64,
+    /// SYN/ACK repeats that answered a repeated SYN (not the server's timer).
+    pub gaps_answer: u64,
 }
 
 impl HandshakeCounts {
-    fn add_conn(&mut self, count: u32, gaps_ns: &[u64], successful: bool) {
+    fn add_conn(&mut self, count: u32, gaps_ns: &[u64], answers: u64, successful: bool) {
         if count == 0 {
             return;
         }
         self.with_packet += 1;
         let multiple = count > 1;
         let mut outside = false;
-        for &g in gaps_ns {
+        for (i, &g) in gaps_ns.iter().enumerate() {
+            if i < 64 && answers & (1 << i) != 0 {
+                self.gaps_answer += 1;
+                continue;
+            }
             match GapClass::classify(secs(g)) {
                 GapClass::Rfc6298 { .. } => self.gaps_rfc6298 += 1,
                 GapClass::Rfc2988 { .. } => self.gaps_rfc2988 += 1,
@@ -51,6 +57,7 @@ impl HandshakeCounts {
                     self.gaps_outside += 1;
                     outside = true;
                 }
+                GapClass::Answer => self.gaps_answer += 1,
             }
         }
         self.retransmissions += u64::from(count - 1);
@@ -83,6 +90,7 @@ impl HandshakeCounts {
         self.gaps_rfc6298 += o.gaps_rfc6298;
         self.gaps_rfc2988 += o.gaps_rfc2988;
         self.gaps_outside += o.gaps_outside;
+        self.gaps_answer += o.gaps_answer;
     }
 
     /// Packets per successful connection (NaN when there is none).
@@ -186,9 +194,9 @@ impl Summary {
             }
         }
         if c.syn_seen {
-            self.syn.add_conn(c.syns.count, &c.syns.gaps_ns, ok);
+            self.syn.add_conn(c.syns.count, &c.syns.gaps_ns, 0, ok);
         }
-        self.synack.add_conn(c.synacks.count, &c.synacks.gaps_ns, ok);
+        self.synack.add_conn(c.synacks.count, &c.synacks.gaps_ns, c.synacks.answer_mask, ok);
         if ok {
             match Vantage::of(c) {
                 Vantage::Client => self.vantage_client += 1,

@@ -311,8 +311,8 @@ impl ConnectionTable {
         };
         self.handshake_rtt_s.push(opt_secs(hs));
         self.vantage.push(Vantage::of(c) as u8);
-        push_gaps(&mut self.syn_gaps_s, &mut self.syn_gap_class, &c.syns.gaps_ns);
-        push_gaps(&mut self.synack_gaps_s, &mut self.synack_gap_class, &c.synacks.gaps_ns);
+        push_gaps(&mut self.syn_gaps_s, &mut self.syn_gap_class, &c.syns.gaps_ns, 0);
+        push_gaps(&mut self.synack_gaps_s, &mut self.synack_gap_class, &c.synacks.gaps_ns, c.synacks.answer_mask);
         self.syn_retries_after_rst.push(c.syn_retries_after_rst);
         self.capture_duplicates.push(c.capture_duplicates);
         self.fast_open.push(c.fast_open);
@@ -379,9 +379,15 @@ impl ConnectionTable {
     }
 }
 
-fn push_gaps(gaps: &mut ListColumn<f64>, classes: &mut ListColumn<u8>, gaps_ns: &[u64]) {
+fn push_gaps(gaps: &mut ListColumn<f64>, classes: &mut ListColumn<u8>, gaps_ns: &[u64], answers: u64) {
     gaps.push(gaps_ns.iter().map(|&g| secs(g)));
-    classes.push(gaps_ns.iter().map(|&g| GapClass::classify(secs(g)).code()));
+    classes.push(gaps_ns.iter().enumerate().map(|(i, &g)| {
+        if i < 64 && answers & (1 << i) != 0 {
+            GapClass::Answer.code()
+        } else {
+            GapClass::classify(secs(g)).code()
+        }
+    }));
 }
 
 fn append_strings(a: &mut StringColumn, b: StringColumn) {

@@ -151,6 +151,9 @@ pub struct Transmissions {
     pub last_ts: u64,
     /// Gap in ns between each repeat and the transmission before it (count − 1 entries).
     pub gaps_ns: Vec<u64>,
+    /// Bit i set: repeat i answered a repeated SYN instead of following the sender's own
+    /// timer (SYN/ACKs only; RFC 9293 3.10.7.3: a SYN in SYN-RECEIVED is answered again).
+    pub answer_mask: u64,
 }
 
 impl Transmissions {
@@ -578,6 +581,12 @@ impl Conn {
 
     fn on_synack(&mut self, ts: u64, seg: &Segment) {
         self.server_isn = Some(seg.seq);
+        // A repeat that follows a SYN seen after the last SYN/ACK answers that SYN; its
+        // gap says nothing about the server's retransmission timer.
+        let answer = self.synacks.count > 0 && self.syns.count > 1 && self.syns.last_ts > self.synacks.last_ts;
+        if answer && self.synacks.count <= 64 {
+            self.synacks.answer_mask |= 1 << (self.synacks.count - 1);
+        }
         self.synacks.record(ts);
         if self.syn_seen && self.synack_after_last_syn_ts.is_none_or(|t| t < self.syns.last_ts) {
             self.synack_after_last_syn_ts = Some(ts);
