@@ -33,11 +33,11 @@ def analyze(
     close_linger_s: float | None = None,
     workers: int = 1,
     table: bool = True,
-    progress: Callable[[int, int], object] | None = None,
+    progress: Callable[[int, int, int], object] | None = None,
 ) -> dict[str, Any]:
     """Analyze captures: ``{"columns", "summary", "dictionaries", "files", "interrupted"}``.
 
-    Runs with the GIL released; ``progress(done_bytes, total_bytes)`` is called every
+    Runs with the GIL released; ``progress(done_bytes, total_bytes, packets)`` is called every
     100 ms; Ctrl-C stops reading and keeps what was read.
     """
 

@@ -78,7 +78,8 @@ CAUSES = ("network", "handshake", "slow_start", "timeout", "fast_retransmit", "d
 #: Columns whose p50/p90/p99 the summary gives.
 PERCENTILE_COLUMNS = ("duration_s", "handshake_rtt_s", "rtt_ratio", "max_idle_s")
 
-ProgressFn = Callable[[int, int], None]
+#: ``progress(bytes_done, bytes_total, packets_done)``, called every 100 ms while reading.
+ProgressFn = Callable[[int, int, int], None]
 
 
 @dataclass

@@ -26,7 +26,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// Analyzes captures; returns `{"columns": …, "summary": …, "files": […]}`.
 ///
 /// The analysis runs on worker threads with the GIL released; this thread wakes every
-/// 100 ms to call `progress(done_bytes, total_bytes)` and to honour Ctrl-C, which stops
+/// 100 ms to call `progress(done_bytes, total_bytes, packets)` and to honour Ctrl-C, which stops
 /// reading but keeps what was read.
 #[pyfunction]
 #[pyo3(signature = (paths, *, idle_timeout_s=None, close_linger_s=None, workers=1, table=true, progress=None))]
@@ -72,7 +72,8 @@ fn analyze<'py>(
                     if let Some(cb) = &progress {
                         let done = state.bytes_done.load(Ordering::Relaxed);
                         let total = state.bytes_total.load(Ordering::Relaxed);
-                        if cb.call1(py, (done, total)).is_err() {
+                        let packets = state.packets_done.load(Ordering::Relaxed);
+                        if cb.call1(py, (done, total, packets)).is_err() {
                             state.cancel.store(true, Ordering::Relaxed);
                         }
                     }

@@ -67,6 +67,8 @@ impl Analysis {
 pub struct Progress {
     pub bytes_done: AtomicU64,
     pub bytes_total: AtomicU64,
+    /// Packets read so far, all files.
+    pub packets_done: AtomicU64,
     /// Set by the caller (Ctrl-C) to stop reading; the results so far are kept.
     pub cancel: AtomicBool,
 }
@@ -126,6 +128,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
             stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
             let pos = reader.file_position();
             progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
+            progress.packets_done.fetch_add(PUBLISH_EVERY, Ordering::Relaxed);
             published = pos;
             if progress.cancel.load(Ordering::Relaxed) {
                 stats.error = Some(ReadError {

@@ -140,15 +140,21 @@ def run_analysis(paths: list[Path], *, workers: int, timeouts: dict[str, float],
     total = sum(p.stat().st_size for p in paths if p.exists())
     if quiet or total < PROGRESS_MIN_BYTES or not err.is_terminal:
         return analyze(paths, workers=workers, table=table, **timeouts)
+    import time
+
+    start = time.monotonic()
     with Progress(
-        TextColumn("reading"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+        TextColumn("reading"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+        TextColumn("{task.fields[pps]}"), TimeRemainingColumn(),
         console=err, transient=True,
     ) as bar:
-        task = bar.add_task("read", total=total)
-        return analyze(
-            paths, workers=workers, table=table, **timeouts,
-            progress=lambda done, tot: bar.update(task, completed=done, total=tot or None),
-        )
+        task = bar.add_task("read", total=total, pps="")
+
+        def update(done: int, tot: int, packets: int) -> None:
+            rate = packets / max(time.monotonic() - start, 1e-9)
+            bar.update(task, completed=done, total=tot or None, pps=f"{rate / 1e6:.2f} M packets/s")
+
+        return analyze(paths, workers=workers, table=table, **timeouts, progress=update)
 
 
 def register(app: typer.Typer) -> None:
