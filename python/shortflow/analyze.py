@@ -165,15 +165,8 @@ def _table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
         if unit:
             meta["unit"] = unit
         fields.append(pa.field(name, arr.type, metadata=meta))
-    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-    # Connections leave the tracker as they finish; rows go in order of first appearance
-    # (file by file).
-    trace, conn = c["trace"], c["conn_id"]
-    if len(conn) > 1:
-        key_sorted = np.all((trace[1:] > trace[:-1]) | ((trace[1:] == trace[:-1]) & (conn[1:] >= conn[:-1])))
-        if not key_sorted:
-            table = table.take(pa.array(np.lexsort((conn, trace))))
-    return table
+    # Rows come in order of first appearance, file by file (the core sorts them).
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -253,10 +246,15 @@ def summary_document(a: Analysis) -> dict[str, Any]:
         section.update(table1(fs))
         section.update(diagnosis(fs))
         section["vantage"] = fs["vantage"]
-        if a.table.num_rows:
+        if len(a.files) == 1:
+            section["percentiles"] = doc["percentiles"]
+        elif a.table.num_rows:
             import pyarrow.compute as pc
 
-            mine = a.table.filter(pc.equal(a.table.column("trace").cast(pa.string()), str(f["path"])))
+            # Only the columns the percentiles need: filtering the whole table would copy it.
+            cols = [c for c in PERCENTILE_COLUMNS if c in a.table.column_names]
+            mine = a.table.select(["trace", *cols])
+            mine = mine.filter(pc.equal(mine.column("trace").cast(pa.string()), str(f["path"])))
             section["percentiles"] = percentiles(mine)
         files.append(section)
     doc["files"] = files

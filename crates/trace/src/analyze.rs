@@ -146,6 +146,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.
     let _ = tracker.finish();
+    table.sort_by_conn_id();
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;

@@ -257,3 +257,20 @@ fn breakdown_adds_up_on_every_timeline_here() {
     assert!((sum - t.duration_s[0]).abs() < 1e-9);
     assert!((t.time_timeout_s[0] - 1.050).abs() < 1e-9, "{}", t.time_timeout_s[0]);
 }
+
+#[test]
+fn rows_come_in_order_of_first_appearance() {
+    // Connection 0 lasts longest, so it finishes last; its row still comes first.
+    let mut v = vec![(0, seg(true, 100, 0, S, 0), x())];
+    let mut other = seg(true, 900, 0, S, 0);
+    other.src.port = 40001;
+    v.push((MS, other, x()));
+    let mut rst = seg(false, 0, 901, R | A, 0);
+    rst.dst.port = 40001;
+    v.push((2 * MS, rst, x()));
+    v.push((10 * SEC, seg(false, 5000, 101, S | A, 0), x()));
+    let (t, _, _) = analyze_bytes("order.pcap", &pcap_ext(&v));
+    assert_eq!(t.conn_id, vec![0, 1]);
+    assert_eq!(t.client_port, vec![40000, 40001]);
+    assert_eq!(t.syn_gaps_s.offsets, vec![0, 0, 0]);
+}

@@ -364,6 +364,27 @@ impl ConnectionTable {
         self.time_application_s.push(t(Cause::Application));
     }
 
+    /// Puts the rows in order of `conn_id` (connections leave the tracker as they finish;
+    /// users read them in order of first appearance). Permutes one column at a time, so
+    /// the extra memory is one column, not a second table.
+    pub fn sort_by_conn_id(&mut self) {
+        if self.conn_id.windows(2).all(|w| w[0] <= w[1]) {
+            return;
+        }
+        let mut perm: Vec<u32> = (0..self.len() as u32).collect();
+        perm.sort_unstable_by_key(|&i| self.conn_id[i as usize]);
+        macro_rules! permute {
+            ($($f:ident),*) => { $( self.$f = perm.iter().map(|&i| self.$f[i as usize]).collect(); )* };
+        }
+        crate::plain_columns!(permute);
+        self.client_ip = permute_strings(&self.client_ip, &perm);
+        self.server_ip = permute_strings(&self.server_ip, &perm);
+        self.syn_gaps_s = permute_list(&self.syn_gaps_s, &perm);
+        self.syn_gap_class = permute_list(&self.syn_gap_class, &perm);
+        self.synack_gaps_s = permute_list(&self.synack_gaps_s, &perm);
+        self.synack_gap_class = permute_list(&self.synack_gap_class, &perm);
+    }
+
     /// Appends another table's rows (several traces into one result).
     pub fn append(&mut self, mut other: ConnectionTable) {
         macro_rules! cat {
@@ -388,6 +409,28 @@ fn push_gaps(gaps: &mut ListColumn<f64>, classes: &mut ListColumn<u8>, gaps_ns: 
             GapClass::classify(secs(g)).code()
         }
     }));
+}
+
+fn permute_strings(c: &StringColumn, perm: &[u32]) -> StringColumn {
+    let mut out = StringColumn { offsets: Vec::with_capacity(c.offsets.len()), data: Vec::with_capacity(c.data.len()) };
+    out.offsets.push(0);
+    for &i in perm {
+        let (a, b) = (c.offsets[i as usize] as usize, c.offsets[i as usize + 1] as usize);
+        out.data.extend_from_slice(&c.data[a..b]);
+        out.offsets.push(out.data.len() as i32);
+    }
+    out
+}
+
+fn permute_list<T: Copy>(c: &ListColumn<T>, perm: &[u32]) -> ListColumn<T> {
+    let mut out = ListColumn { offsets: Vec::with_capacity(c.offsets.len()), values: Vec::with_capacity(c.values.len()) };
+    out.offsets.push(0);
+    for &i in perm {
+        let (a, b) = (c.offsets[i as usize] as usize, c.offsets[i as usize + 1] as usize);
+        out.values.extend_from_slice(&c.values[a..b]);
+        out.offsets.push(out.values.len() as i32);
+    }
+    out
 }
 
 fn append_strings(a: &mut StringColumn, b: StringColumn) {
