@@ -137,7 +137,7 @@ def schema_rows() -> list[tuple[str, str, str, str]]:
 def _column(name: str, arrow_type: str, c: dict[str, Any], d: dict[str, Any], trace_names: pa.Array) -> pa.Array:
     if name == "trace":
         return pa.DictionaryArray.from_arrays(pa.array(c["trace"], pa.int32()), trace_names)
-    if name in ("client_ip", "server_ip"):
+    if name in ("client_ip", "server_ip", "syn_ladder"):
         return _strings(*c[name])
     if name.endswith("_gap_class"):
         return _class_lists(*c[name], d["gap_class"])

@@ -101,6 +101,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
     shortflow_trace::plain_columns!(num);
     cols.set_item("client_ip", strings(py, t.client_ip)?)?;
     cols.set_item("server_ip", strings(py, t.server_ip)?)?;
+    cols.set_item("syn_ladder", strings(py, t.syn_ladder)?)?;
     cols.set_item("syn_gaps_s", list(py, t.syn_gaps_s)?)?;
     cols.set_item("syn_gap_class", list(py, t.syn_gap_class)?)?;
     cols.set_item("synack_gaps_s", list(py, t.synack_gaps_s)?)?;

@@ -25,6 +25,7 @@ fn duplicate_syn_seen_near_the_client() {
     assert!(t.established[0]);
     assert_eq!(t.syn_gaps_s.values, vec![3.0]);
     assert_eq!(t.syn_gap_class.values, vec![GapClass::Rfc2988 { step: 0 }.code()]);
+    assert_eq!(t.syn_ladder.data, b"rfc2988|windows_3s");
     assert!((t.handshake_rtt_s[0] - 0.050).abs() < 1e-9);
     assert_eq!(t.vantage[0], shortflow_trace::Vantage::Client as u8);
     assert_eq!(s.connection_tries(), 1);

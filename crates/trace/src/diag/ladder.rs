@@ -80,6 +80,42 @@ impl GapClass {
     }
 }
 
+/// Whole SYN retry ladders, gap by gap (s), for the stack fingerprint of a connection's
+/// sequence of SYNs. Each names where it comes from.
+pub const LADDERS: [(&str, &[f64]); 5] = [
+    // RFC 6298 (2.1) initial 1 s, doubled on each back-off (5.5); Linux's default, and
+    // Windows since Vista (1 s, 2 s).
+    ("rfc6298", &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]),
+    // RFC 2988 (2.1) initial 3 s, doubled; the 2008 traces, Windows XP (3 s, 6 s).
+    ("rfc2988", &[3.0, 6.0, 12.0, 24.0, 48.0, 96.0]),
+    // Linux `net.ipv4.tcp_syn_linear_timeouts` (default 4): 1 s while linear, then doubling.
+    ("linux_linear", &[1.0, 1.0, 1.0, 1.0, 2.0, 4.0, 8.0, 16.0]),
+    // macOS / FreeBSD (`tcp_syn_backoff`): 1 s five times, then doubling.
+    ("bsd", &[1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0]),
+    // Windows' `TcpMaxConnectRetransmissions` with 3 s initial RTO (3 s, 6 s): same as
+    // RFC 2988's start; kept apart only by name in the fingerprint below.
+    ("windows_3s", &[3.0, 6.0]),
+];
+
+/// The ladders a connection's whole sequence of SYN gaps fits, joined by `|` (several
+/// when the sequence is too short to tell them apart), `outside` when a gap fits none
+/// (a NAT's own timer), or empty without repeats.
+pub fn fingerprint(gaps_s: &[f64]) -> String {
+    if gaps_s.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = LADDERS
+        .iter()
+        .filter(|(_, steps)| gaps_s.len() <= steps.len() && gaps_s.iter().zip(steps.iter()).all(|(&g, &s)| near(g, s)))
+        .map(|(name, _)| *name)
+        .collect();
+    if names.is_empty() {
+        "outside".into()
+    } else {
+        names.join("|")
+    }
+}
+
 fn near(gap_s: f64, step_s: f64) -> bool {
     (gap_s - step_s).abs() <= (step_s * TOLERANCE_FRACTION).max(TOLERANCE_MIN_S)
 }
@@ -107,6 +143,20 @@ mod tests {
         for (gap, want) in cases {
             assert_eq!(GapClass::classify(gap).label(), want, "gap {gap}");
         }
+    }
+
+    #[test]
+    fn whole_ladders_fingerprint_the_stack() {
+        assert_eq!(fingerprint(&[]), "");
+        assert_eq!(fingerprint(&[1.0, 2.0, 4.0]), "rfc6298");
+        assert_eq!(fingerprint(&[1.0]), "rfc6298|linux_linear|bsd");
+        assert_eq!(fingerprint(&[1.0, 1.0, 1.0, 1.0, 2.0]), "linux_linear");
+        assert_eq!(fingerprint(&[1.0, 1.0, 1.0, 1.0, 1.0, 2.0]), "bsd");
+        assert_eq!(fingerprint(&[3.0, 6.0]), "rfc2988|windows_3s");
+        assert_eq!(fingerprint(&[3.0, 6.0, 12.0]), "rfc2988");
+        // A NAT's own 14 s timer fits no ladder, nor does a 1 s gap after a 2 s one.
+        assert_eq!(fingerprint(&[14.0]), "outside");
+        assert_eq!(fingerprint(&[2.0, 1.0]), "outside");
     }
 
     #[test]

@@ -38,6 +38,14 @@ pub struct StringColumn {
 }
 
 impl StringColumn {
+    fn push_str(&mut self, s: &str) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        self.data.extend_from_slice(s.as_bytes());
+        self.offsets.push(self.data.len() as i32);
+    }
+
     fn push_ip(&mut self, ip: std::net::IpAddr) {
         if self.offsets.is_empty() {
             self.offsets.push(0);
@@ -138,6 +146,7 @@ schema! {
     "syn_gap_class": "list<item: dictionary<values=string, indices=int8, ordered=0>>", "", "each SYN gap's RTO ladder step or outside";
     "synack_gaps_s": "list<item: double>", "s", "gap before each repeated SYN/ACK";
     "synack_gap_class": "list<item: dictionary<values=string, indices=int8, ordered=0>>", "", "each SYN/ACK gap's ladder step or outside";
+    "syn_ladder": "string", "", "the whole SYN retry sequence's ladder(s): rfc6298, rfc2988, linux_linear, bsd, windows_3s (| when several fit), outside, or empty";
     "syn_retries_after_rst": "uint32", "", "the same SYN sent again after the server's RST";
     "capture_duplicates": "uint32", "", "packets recorded twice by the capture (not counted anywhere else)";
     "fast_open": "bool", "", "TCP Fast Open: data or the option on the SYN";
@@ -208,6 +217,7 @@ pub struct ConnectionTable {
     pub syn_gap_class: ListColumn<u8>,
     pub synack_gaps_s: ListColumn<f64>,
     pub synack_gap_class: ListColumn<u8>,
+    pub syn_ladder: StringColumn,
     pub syn_retries_after_rst: Vec<u32>,
     pub capture_duplicates: Vec<u32>,
     pub fast_open: Vec<bool>,
@@ -313,6 +323,12 @@ impl ConnectionTable {
         self.vantage.push(Vantage::of(c) as u8);
         push_gaps(&mut self.syn_gaps_s, &mut self.syn_gap_class, &c.syns.gaps_ns, 0);
         push_gaps(&mut self.synack_gaps_s, &mut self.synack_gap_class, &c.synacks.gaps_ns, c.synacks.answer_mask);
+        if c.syns.gaps_ns.is_empty() {
+            self.syn_ladder.push_str("");
+        } else {
+            let gaps: Vec<f64> = c.syns.gaps_ns.iter().map(|&g| secs(g)).collect();
+            self.syn_ladder.push_str(&super::ladder::fingerprint(&gaps));
+        }
         self.syn_retries_after_rst.push(c.syn_retries_after_rst);
         self.capture_duplicates.push(c.capture_duplicates);
         self.fast_open.push(c.fast_open);
@@ -379,6 +395,7 @@ impl ConnectionTable {
         crate::plain_columns!(permute);
         self.client_ip = permute_strings(&self.client_ip, &perm);
         self.server_ip = permute_strings(&self.server_ip, &perm);
+        self.syn_ladder = permute_strings(&self.syn_ladder, &perm);
         self.syn_gaps_s = permute_list(&self.syn_gaps_s, &perm);
         self.syn_gap_class = permute_list(&self.syn_gap_class, &perm);
         self.synack_gaps_s = permute_list(&self.synack_gaps_s, &perm);
@@ -393,6 +410,7 @@ impl ConnectionTable {
         crate::plain_columns!(cat);
         append_strings(&mut self.client_ip, other.client_ip);
         append_strings(&mut self.server_ip, other.server_ip);
+        append_strings(&mut self.syn_ladder, other.syn_ladder);
         append_list(&mut self.syn_gaps_s, other.syn_gaps_s);
         append_list(&mut self.syn_gap_class, other.syn_gap_class);
         append_list(&mut self.synack_gaps_s, other.synack_gaps_s);
