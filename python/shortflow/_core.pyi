@@ -21,6 +21,14 @@ DEFAULT_IDLE_TIMEOUT_S: float
 DEFAULT_CLOSE_LINGER_S: float
 """After both FINs or a RST, late packets still belong to the connection this long (s)."""
 
+def table_schema() -> list[tuple[str, str, str, str]]:
+    """The connection table's columns, as defined once in Rust: (name, Arrow type, unit,
+    meaning), in order."""
+
+def connection_packets(path: PathLike[str], ids: list[int]) -> dict[str, list[Any]]:
+    """Every packet of the connections ``ids`` (the table's ``conn_id``) of one trace, with
+    the analyzer's event (new data, retransmission class) and the cause of the gap before it."""
+
 def analyze(
     paths: Sequence[str | PathLike[str]],
     *,
@@ -28,11 +36,11 @@ def analyze(
     close_linger_s: float | None = None,
     workers: int = 1,
     table: bool = True,
-    progress: Callable[[int, int], object] | None = None,
+    progress: Callable[[int, int, int], object] | None = None,
 ) -> dict[str, Any]:
     """Analyze captures: ``{"columns", "summary", "dictionaries", "files", "interrupted"}``.
 
-    Runs with the GIL released; ``progress(done_bytes, total_bytes)`` is called every
+    Runs with the GIL released; ``progress(done_bytes, total_bytes, packets)`` is called every
     100 ms; Ctrl-C stops reading and keeps what was read.
     """
 

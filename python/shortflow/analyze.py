@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from shortflow import _core
 
-#: The keys of `--summary-json`, in document 000's Table 1 order.
-SUMMARY_KEYS = (
+#: Document 000's Table 1 (SYN rows), in the paper's order: ``Analysis.summary``'s keys.
+TABLE1_KEYS = (
     "connection_tries",
     "successful",
     "unsuccessful",
@@ -36,7 +36,50 @@ SUMMARY_KEYS = (
     "connections",
 )
 
-ProgressFn = Callable[[int, int], None]
+#: Whole-trace counts of the data phase and the handshake's corner cases (issue 10).
+DIAGNOSIS_KEYS = (
+    "open_tries",
+    "refused_rst",
+    "syn_retries_after_rst",
+    "capture_duplicates",
+    "fast_open",
+    "timeout_retransmissions",
+    "fast_retransmissions",
+    "tlp_probes",
+    "spurious_retransmissions",
+    "rto_events",
+    "fast_recoveries",
+    "delayed_acks",
+    "delayed_ack_stalls",
+    "zero_window_stalls",
+    "tick_receivers",
+)
+
+#: The keys of `--summary-json`, in order: Table 1, the diagnosis counts, then the
+#: time-lost breakdown, RTT predictor, percentiles, SYN/ACK table, vantage, version, files.
+SUMMARY_KEYS = (
+    *TABLE1_KEYS,
+    *DIAGNOSIS_KEYS,
+    "duration_s",
+    "time_lost_s",
+    "time_lost_share",
+    "rtt_ratio",
+    "percentiles",
+    "synack",
+    "vantage",
+    "vantage_counts",
+    "version",
+    "files",
+)
+
+#: Time-lost causes, as the table's ``time_<cause>_s`` columns name them.
+CAUSES = ("network", "handshake", "slow_start", "timeout", "fast_retransmit", "delayed_ack", "zero_window", "application")
+
+#: Columns whose p50/p90/p99 the summary gives.
+PERCENTILE_COLUMNS = ("duration_s", "handshake_rtt_s", "rtt_ratio", "max_idle_s")
+
+#: ``progress(bytes_done, bytes_total, packets_done)``, called every 100 ms while reading.
+ProgressFn = Callable[[int, int, int], None]
 
 
 @dataclass
@@ -44,7 +87,7 @@ class Analysis:
     """What `analyze()` found.
 
     ``table`` has one row per connection; ``summary`` is Table 1 with the keys of
-    `SUMMARY_KEYS`; ``synack`` is the same table for SYN/ACKs; ``files`` has one dict per
+    `TABLE1_KEYS`; ``synack`` is the same table for SYN/ACKs; ``files`` has one dict per
     trace (packets, skipped packets, ``error`` with the file and byte offset, or None).
     Unpacks as ``table, summary = shortflow.analyze(paths)``.
     """
@@ -76,48 +119,55 @@ def _lists(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values))
 
 
-def _dictionary(codes: np.ndarray, names: Sequence[str]) -> pa.Array:
-    return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), pa.array(list(names)))
-
-
 def _class_lists(offsets: np.ndarray, codes: np.ndarray, names: Sequence[str]) -> pa.Array:
     values = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), pa.array(list(names)))
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
 
 
-_NUMERIC = (
-    "conn_id", "client_port", "server_port", "syn_seen", "client_isn", "first_ts_s",
-    "duration_s", "syn_count", "synack_count", "established", "handshake_rtt_s",
-    "synack_delay_s", "ack_delay_s", "packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c",
-)
+#: Dictionary columns and the name list (from the core) their codes index.
+_DICTIONARIES = {"vantage": "vantage", "handshake": "handshake", "outcome": "outcome"}
+
+
+def schema_rows() -> list[tuple[str, str, str, str]]:
+    """The connection table's columns as the Rust core defines them: (name, Arrow type,
+    unit, meaning)."""
+    return [tuple(r) for r in _core.table_schema()]  # type: ignore[misc]
+
+
+def _column(name: str, arrow_type: str, c: dict[str, Any], d: dict[str, Any], trace_names: pa.Array) -> pa.Array:
+    if name == "trace":
+        return pa.DictionaryArray.from_arrays(pa.array(c["trace"], pa.int32()), trace_names)
+    if name in ("client_ip", "server_ip", "syn_ladder"):
+        return _strings(*c[name])
+    if name.endswith("_gap_class"):
+        offsets, codes = c[name]
+        return _class_lists(offsets, codes, d["gap_class"])
+    if name.endswith("_gaps_s"):
+        return _lists(*c[name])
+    if name in _DICTIONARIES:
+        return pa.DictionaryArray.from_arrays(pa.array(c[name], pa.int8()), pa.array(list(d[_DICTIONARIES[name]])))
+    arr = c[name]
+    if arrow_type.startswith("timestamp"):
+        return pa.array(arr.astype(np.int64), pa.timestamp("ns"))
+    # Absent values are NaN in the core; in the table they are nulls.
+    return pa.array(arr, from_pandas=True) if arr.dtype.kind == "f" else pa.array(arr)
 
 
 def _table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
     c = raw["columns"]
     d = raw["dictionaries"]
     trace_names = pa.array([str(p) for p in paths])
-    cols: dict[str, pa.Array] = {
-        "trace": pa.DictionaryArray.from_arrays(pa.array(c["trace"], pa.int32()), trace_names),
-        "conn_id": pa.array(c["conn_id"]),
-        "client_ip": _strings(*c["client_ip"]),
-        "client_port": pa.array(c["client_port"]),
-        "server_ip": _strings(*c["server_ip"]),
-    }
-    for name in _NUMERIC[2:]:
-        arr = c[name]
-        # Absent times are NaN in the core; in the table they are nulls.
-        cols[name] = pa.array(arr, from_pandas=True) if arr.dtype.kind == "f" else pa.array(arr)
-    cols["vantage"] = _dictionary(c["vantage"], d["vantage"])
-    cols["syn_gaps_s"] = _lists(*c["syn_gaps_s"])
-    syn_offsets, syn_codes = c["syn_gap_class"]
-    cols["syn_gap_class"] = _class_lists(syn_offsets, syn_codes, d["gap_class"])
-    cols["synack_gaps_s"] = _lists(*c["synack_gaps_s"])
-    synack_offsets, synack_codes = c["synack_gap_class"]
-    cols["synack_gap_class"] = _class_lists(synack_offsets, synack_codes, d["gap_class"])
-    cols["end"] = _dictionary(c["end"], d["end"])
-    order = ["trace", "conn_id", "client_ip", "client_port", "server_ip", "server_port"]
-    order += [k for k in cols if k not in order]
-    return pa.table({k: cols[k] for k in order})
+    arrays = []
+    fields = []
+    for name, arrow_type, unit, doc in schema_rows():
+        arr = _column(name, arrow_type, c, d, trace_names)
+        arrays.append(arr)
+        meta = {"doc": doc}
+        if unit:
+            meta["unit"] = unit
+        fields.append(pa.field(name, arr.type, metadata=meta))
+    # Rows come in order of first appearance, file by file (the core sorts them).
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -125,7 +175,7 @@ def _finite_or_none(x: float) -> float | None:
 
 
 def table1(raw_summary: dict[str, Any]) -> dict[str, Any]:
-    """Document 000's Table 1 (SYN rows) with the keys of `SUMMARY_KEYS`."""
+    """Document 000's Table 1 (SYN rows) with the keys of `TABLE1_KEYS`."""
     syn = raw_summary["syn"]
     return {
         "connection_tries": raw_summary["connection_tries"],
@@ -142,6 +192,74 @@ def table1(raw_summary: dict[str, Any]) -> dict[str, Any]:
         "packets": raw_summary["packets"],
         "connections": raw_summary["connections"],
     }
+
+
+def percentiles(table: pa.Table, columns: Sequence[str] = PERCENTILE_COLUMNS) -> dict[str, dict[str, float | None]]:
+    """p50/p90/p99 (and the count of values) of each column over the connections that have one."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name in columns:
+        if name not in table.column_names:
+            continue
+        v = table.column(name).to_numpy(zero_copy_only=False).astype(float)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            out[name] = {"n": 0, "p50": None, "p90": None, "p99": None}
+        else:
+            p50, p90, p99 = np.percentile(v, [50, 90, 99])
+            out[name] = {"n": int(v.size), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
+    return out
+
+
+def diagnosis(raw_summary: dict[str, Any]) -> dict[str, Any]:
+    """The data-phase counts, the time-lost breakdown (seconds and shares of all
+    connection-seconds) and document 001's RTT predictor, from the core's summary."""
+    s = raw_summary
+    out: dict[str, Any] = {k: s[k] for k in DIAGNOSIS_KEYS}
+    total = s["duration_s"]
+    out["duration_s"] = total
+    out["time_lost_s"] = dict(s["time_s"])
+    out["time_lost_share"] = {k: (v / total if total > 0 else None) for k, v in s["time_s"].items()}
+    n = s["rtt_ratio_connections"]
+    out["rtt_ratio"] = {
+        "connections": n,
+        "within_10pct_share": s["rtt_ratio_within_10pct"] / n if n else None,
+        "max_within_3x_share": s["rtt_max_within_3x"] / n if n else None,
+    }
+    return out
+
+
+def summary_document(a: Analysis) -> dict[str, Any]:
+    """Everything `--summary-json` writes, in `SUMMARY_KEYS` order; ``files`` holds one
+    section per trace with its own Table 1 and diagnosis."""
+    from shortflow import __version__
+
+    doc: dict[str, Any] = dict(a.summary)
+    doc.update(diagnosis(a.raw_summary))
+    doc["percentiles"] = percentiles(a.table) if a.table.num_rows else {}
+    doc["synack"] = a.synack
+    doc["vantage"] = a.vantage
+    doc["vantage_counts"] = a.vantage_counts
+    doc["version"] = __version__
+    files = []
+    for f in a.files:
+        fs = f["summary"]
+        section: dict[str, Any] = {"path": str(f["path"]), "error": f["error"]}
+        section.update(table1(fs))
+        section.update(diagnosis(fs))
+        section["vantage"] = fs["vantage"]
+        if len(a.files) == 1:
+            section["percentiles"] = doc["percentiles"]
+        elif a.table.num_rows:
+            import pyarrow.compute as pc
+
+            # Only the columns the percentiles need: filtering the whole table would copy it.
+            cols = [c for c in PERCENTILE_COLUMNS if c in a.table.column_names]
+            mine = a.table.select(["trace", *cols])
+            mine = mine.filter(pc.equal(mine.column("trace").cast(pa.string()), str(f["path"])))
+            section["percentiles"] = percentiles(mine)
+        files.append(section)
+    doc["files"] = files
+    return {k: doc[k] for k in SUMMARY_KEYS}
 
 
 def synack_table(raw_summary: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,9 @@ def _flatten_lists(table: pa.Table) -> pa.Table:
             table = table.set_column(i, name, joined)
         elif pa.types.is_dictionary(col.type):
             table = table.set_column(i, name, col.cast(pa.string()))
+        elif pa.types.is_timestamp(col.type):
+            # ISO 8601 with nanoseconds: spreadsheets read it, nothing is rounded.
+            table = table.set_column(i, name, col.cast(pa.string()))
     return table
 
 
@@ -27,8 +30,9 @@ def _json_default(x: object) -> object:
     return str(x)
 
 
-def write_table(table: pa.Table, out_dir: Path, fmt: str) -> Path:
-    """Writes `table` to `out_dir/connections.<fmt>` and returns the path."""
+def write_table(table: pa.Table, out_dir: Path, fmt: str, metadata: dict[str, str] | None = None) -> Path:
+    """Writes `table` to `out_dir/connections.<fmt>` and returns the path. `metadata`
+    becomes the Parquet file's key-value metadata (beside each column's unit and meaning)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -36,12 +40,18 @@ def write_table(table: pa.Table, out_dir: Path, fmt: str) -> Path:
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
+        if metadata:
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
         pq.write_table(table, path)
     elif fmt == "csv":
         import pyarrow.csv as pcsv
 
         pcsv.write_csv(_flatten_lists(table), path)
     else:
+        for i, name in enumerate(table.column_names):
+            if pa.types.is_timestamp(table.schema.field(i).type):
+                # ISO 8601 with nanoseconds (Python's datetime stops at microseconds).
+                table = table.set_column(i, name, table.column(i).cast(pa.string()))
         with path.open("w") as f:
             for batch in table.to_batches(max_chunksize=65536):
                 for row in batch.to_pylist():

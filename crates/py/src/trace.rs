@@ -13,7 +13,8 @@ use pyo3::types::{PyDict, PyList};
 use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::gen::{generate as gen_generate, GenConfig};
-use shortflow_trace::track::{EndReason, TrackerConfig};
+use shortflow_trace::diag::table::SCHEMA;
+use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
 use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_paths, Analysis, GapClass, LinkType, Options, Progress, Summary, Vantage};
 
@@ -25,7 +26,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// Analyzes captures; returns `{"columns": …, "summary": …, "files": […]}`.
 ///
 /// The analysis runs on worker threads with the GIL released; this thread wakes every
-/// 100 ms to call `progress(done_bytes, total_bytes)` and to honour Ctrl-C, which stops
+/// 100 ms to call `progress(done_bytes, total_bytes, packets)` and to honour Ctrl-C, which stops
 /// reading but keeps what was read.
 #[pyfunction]
 #[pyo3(signature = (paths, *, idle_timeout_s=None, close_linger_s=None, workers=1, table=true, progress=None))]
@@ -74,8 +75,9 @@ fn analyze<'py>(
                     if let Some(cb) = &progress {
                         let done = state.bytes_done.load(Ordering::Relaxed);
                         let total = state.bytes_total.load(Ordering::Relaxed);
+                        let packets = state.packets_done.load(Ordering::Relaxed);
                         if callback_error.is_none() {
-                            if let Err(e) = cb.call1(py, (done, total)) {
+                            if let Err(e) = cb.call1(py, (done, total, packets)) {
                                 callback_error = Some(e);
                                 state.cancel.store(true, Ordering::Relaxed);
                             }
@@ -105,13 +107,10 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
     macro_rules! num {
         ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
     }
-    num!(trace, conn_id, client_port, server_port, client_isn, first_ts_s, duration_s, syn_count,
-         synack_count, handshake_rtt_s, synack_delay_s, ack_delay_s, vantage, end, packets_c2s,
-         packets_s2c, bytes_c2s, bytes_s2c);
-    cols.set_item("syn_seen", t.syn_seen.into_pyarray(py))?;
-    cols.set_item("established", t.established.into_pyarray(py))?;
+    shortflow_trace::plain_columns!(num);
     cols.set_item("client_ip", strings(py, t.client_ip)?)?;
     cols.set_item("server_ip", strings(py, t.server_ip)?)?;
+    cols.set_item("syn_ladder", strings(py, t.syn_ladder)?)?;
     cols.set_item("syn_gaps_s", list(py, t.syn_gaps_s)?)?;
     cols.set_item("syn_gap_class", list(py, t.syn_gap_class)?)?;
     cols.set_item("synack_gaps_s", list(py, t.synack_gaps_s)?)?;
@@ -120,7 +119,8 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
     out.set_item("summary", summary(py, &a.summary)?)?;
     let dicts = PyDict::new(py);
     dicts.set_item("vantage", Vantage::NAMES.to_vec())?;
-    dicts.set_item("end", EndReason::NAMES.to_vec())?;
+    dicts.set_item("outcome", EndReason::NAMES.to_vec())?;
+    dicts.set_item("handshake", Handshake::NAMES.to_vec())?;
     dicts.set_item("gap_class", GapClass::labels_by_code())?;
     out.set_item("dictionaries", dicts)?;
     let files = PyList::empty(py);
@@ -138,6 +138,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
         d.set_item("peak_open_connections", f.peak_open_connections)?;
         d.set_item("gzip", f.gzip)?;
         d.set_item("warnings", f.warnings)?;
+        d.set_item("summary", summary(py, &f.summary)?)?;
         match f.error {
             Some(e) => {
                 d.set_item("error", e.to_string())?;
@@ -180,6 +181,7 @@ fn counts<'py>(py: Python<'py>, c: &HandshakeCounts) -> PyResult<Bound<'py, PyDi
     d.set_item("gaps_rfc6298", c.gaps_rfc6298)?;
     d.set_item("gaps_rfc2988", c.gaps_rfc2988)?;
     d.set_item("gaps_outside", c.gaps_outside)?;
+    d.set_item("gaps_answer", c.gaps_answer)?;
     Ok(d)
 }
 
@@ -197,6 +199,30 @@ fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("vantage_client", s.vantage_client)?;
     d.set_item("vantage_server", s.vantage_server)?;
     d.set_item("vantage_unknown", s.vantage_unknown)?;
+    d.set_item("open_tries", s.open_tries)?;
+    d.set_item("refused_rst", s.refused_rst)?;
+    d.set_item("syn_retries_after_rst", s.syn_retries_after_rst)?;
+    d.set_item("capture_duplicates", s.capture_duplicates)?;
+    d.set_item("fast_open", s.fast_open)?;
+    d.set_item("timeout_retransmissions", s.timeout_retransmissions)?;
+    d.set_item("fast_retransmissions", s.fast_retransmissions)?;
+    d.set_item("tlp_probes", s.tlp_probes)?;
+    d.set_item("spurious_retransmissions", s.spurious_retransmissions)?;
+    d.set_item("rto_events", s.rto_events)?;
+    d.set_item("fast_recoveries", s.fast_recoveries)?;
+    d.set_item("delayed_acks", s.delayed_acks)?;
+    d.set_item("delayed_ack_stalls", s.delayed_ack_stalls)?;
+    d.set_item("zero_window_stalls", s.zero_window_stalls)?;
+    d.set_item("tick_receivers", s.tick_receivers)?;
+    let lost = PyDict::new(py);
+    for (name, ns) in Cause::NAMES.iter().zip(s.time_ns) {
+        lost.set_item(*name, ns as f64 / 1e9)?;
+    }
+    d.set_item("time_s", lost)?;
+    d.set_item("duration_s", s.duration_ns as f64 / 1e9)?;
+    d.set_item("rtt_ratio_connections", s.rtt_ratio_connections)?;
+    d.set_item("rtt_ratio_within_10pct", s.rtt_ratio_within_10pct)?;
+    d.set_item("rtt_max_within_3x", s.rtt_max_within_3x)?;
     Ok(d)
 }
 
@@ -304,7 +330,37 @@ fn generate<'py>(
     Ok(d)
 }
 
+/// Every packet of connections `ids` of one trace: a dict of equal-length lists (ts_ns,
+/// conn_id, from_client, seq, ack, len, flags, window, event, cause, sack).
+#[pyfunction]
+fn connection_packets<'py>(py: Python<'py>, path: PathBuf, ids: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
+    let recs = py
+        .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids))
+        .map_err(|e| ShortflowError::new_err(e.to_string()))?;
+    let d = PyDict::new(py);
+    d.set_item("ts_ns", recs.iter().map(|r| r.ts_ns).collect::<Vec<_>>())?;
+    d.set_item("conn_id", recs.iter().map(|r| r.conn_id).collect::<Vec<_>>())?;
+    d.set_item("from_client", recs.iter().map(|r| r.note.from_client).collect::<Vec<_>>())?;
+    d.set_item("seq", recs.iter().map(|r| r.seq).collect::<Vec<_>>())?;
+    d.set_item("ack", recs.iter().map(|r| r.ack).collect::<Vec<_>>())?;
+    d.set_item("len", recs.iter().map(|r| r.len).collect::<Vec<_>>())?;
+    d.set_item("flags", recs.iter().map(|r| r.flags).collect::<Vec<_>>())?;
+    d.set_item("window", recs.iter().map(|r| r.window).collect::<Vec<_>>())?;
+    d.set_item("event", recs.iter().map(|r| PacketNote::EVENTS[usize::from(r.note.event)]).collect::<Vec<_>>())?;
+    d.set_item("cause", recs.iter().map(|r| Cause::NAMES[usize::from(r.note.cause)]).collect::<Vec<_>>())?;
+    d.set_item("sack", recs.iter().map(|r| r.sack[..usize::from(r.sack_len)].to_vec()).collect::<Vec<_>>())?;
+    Ok(d)
+}
+
+/// The connection table's columns: (name, Arrow type, unit, meaning), in order.
+#[pyfunction]
+fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc)).collect()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(table_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(connection_packets, m)?)?;
     let d = TrackerConfig::default();
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;

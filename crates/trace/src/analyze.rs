@@ -12,7 +12,7 @@ use crate::diag::{ConnectionTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
 use crate::track::{Tracker, TrackerConfig};
-use crate::wire::segment::{decode, Skip};
+use crate::wire::segment::{decode_ext, Skip};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -48,6 +48,8 @@ pub struct FileStats {
     pub error: Option<ReadError>,
     /// Damaged blocks skipped on the way (the file was read on), located like errors.
     pub warnings: Vec<String>,
+    /// This file's own summary (the analysis' summary adds them all up).
+    pub summary: Summary,
 }
 
 pub struct Analysis {
@@ -67,6 +69,8 @@ impl Analysis {
 pub struct Progress {
     pub bytes_done: AtomicU64,
     pub bytes_total: AtomicU64,
+    /// Packets read so far, all files.
+    pub packets_done: AtomicU64,
     /// Set by the caller (Ctrl-C) to stop reading; the results so far are kept.
     pub cancel: AtomicBool,
 }
@@ -110,10 +114,10 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         };
         stats.packets += 1;
         let ts = pkt.ts_ns;
-        match decode(pkt.link, pkt.data) {
-            Ok(seg) => {
+        match decode_ext(pkt.link, pkt.data) {
+            Ok((seg, extra)) => {
                 stats.tcp_packets += 1;
-                tracker.observe(ts, &seg);
+                let _ = tracker.observe_ext(ts, &seg, &extra);
             }
             Err(Skip::NotIp) => stats.skipped_not_ip += 1,
             Err(Skip::NotTcp) => stats.skipped_not_tcp += 1,
@@ -126,6 +130,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
             stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
             let pos = reader.file_position();
             progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
+            progress.packets_done.fetch_add(PUBLISH_EVERY, Ordering::Relaxed);
             published = pos;
             if progress.cancel.load(Ordering::Relaxed) {
                 stats.error = Some(ReadError {
@@ -144,8 +149,10 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.
     let _ = tracker.finish();
+    table.sort_by_conn_id();
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
+    stats.summary = summary;
     (table, summary, stats)
 }
 
@@ -174,4 +181,52 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
         out.files.push(stats);
     }
     out
+}
+
+/// One packet of a connection, for its time-sequence graph.
+#[derive(Debug, Clone, Copy)]
+pub struct PacketRecord {
+    pub conn_id: u64,
+    pub ts_ns: u64,
+    pub from_client: bool,
+    pub seq: u32,
+    pub ack: u32,
+    pub len: u32,
+    pub flags: u8,
+    pub window: u16,
+    pub note: crate::track::PacketNote,
+    pub sack: [(u32, u32); 4],
+    pub sack_len: u8,
+}
+
+/// Every packet of the connections `ids` (ids as in the table's `conn_id`) of one file,
+/// in capture order, with what the tracker made of each.
+pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<Vec<PacketRecord>, ReadError> {
+    let mut reader = CaptureReader::open(path)?;
+    let mut tracker = Tracker::new(TrackerConfig::default(), |_| {});
+    let mut out = Vec::new();
+    let wanted: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
+    while let Some(pkt) = reader.next_packet()? {
+        let ts = pkt.ts_ns;
+        if let Ok((seg, extra)) = decode_ext(pkt.link, pkt.data) {
+            let (id, note) = tracker.observe_ext(ts, &seg, &extra);
+            if wanted.contains(&id) {
+                out.push(PacketRecord {
+                    conn_id: id,
+                    ts_ns: ts,
+                    from_client: note.from_client,
+                    seq: seg.seq,
+                    ack: seg.ack,
+                    len: seg.payload_len,
+                    flags: seg.flags.0,
+                    window: seg.window,
+                    note,
+                    sack: extra.opts.sack,
+                    sack_len: extra.opts.sack_len,
+                });
+            }
+        }
+    }
+    let _ = tracker.finish();
+    Ok(out)
 }

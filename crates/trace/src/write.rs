@@ -9,7 +9,7 @@ use std::io::{self, Write};
 
 use etherparse::{PacketBuilder, TcpOptionElement};
 
-use crate::wire::{Endpoint, LinkType, Segment};
+use crate::wire::{Endpoint, LinkType, Segment, SegmentExtra};
 
 /// Timestamp resolution of a classic pcap file (its magic number says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,13 +160,19 @@ impl<W: Write> PcapWriter<W> {
 
     /// Encodes a TCP segment for the link type and writes it (payload bytes are zero).
     pub fn write_segment(&mut self, ts_ns: u64, seg: &Segment, opts: &SegmentOptions) -> io::Result<()> {
+        self.write_segment_with(ts_ns, seg, opts, None)
+    }
+
+    /// Like [`Self::write_segment`], with the IP identification, TTL and TCP options
+    /// (timestamps, SACK blocks, …) of `extra`; its options replace `opts.mss`.
+    pub fn write_segment_with(&mut self, ts_ns: u64, seg: &Segment, opts: &SegmentOptions, extra: Option<&SegmentExtra>) -> io::Result<()> {
         let link = match &self.format {
             Format::Pcap { .. } => opts.link,
             Format::PcapNg { interfaces } => interfaces[opts.interface as usize],
         };
         let mut frame = std::mem::take(&mut self.scratch);
         frame.clear();
-        encode_segment(&mut frame, link, seg, opts)?;
+        encode_segment_with(&mut frame, link, seg, opts, extra)?;
         let r = self.write_frame(opts.interface, ts_ns, &frame);
         self.scratch = frame;
         r
@@ -203,6 +209,47 @@ const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
 
 /// Appends the frame of `seg` for `link` to `out`.
 pub fn encode_segment(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &SegmentOptions) -> io::Result<()> {
+    encode_segment_with(out, link, seg, opts, None)
+}
+
+/// Appends the frame of `seg` with the IP identification, TTL and TCP options of `extra`
+/// (without it: ID 0, TTL 64, and `opts.mss` alone on a SYN).
+pub fn encode_segment_with(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &SegmentOptions, extra: Option<&SegmentExtra>) -> io::Result<()> {
+    let start = out.len();
+    encode_frame(out, link, seg, opts, extra)?;
+    if let Some(x) = extra {
+        let link_len = match link {
+            LinkType::Ethernet => 14 + if opts.vlan.is_some() { 4 } else { 0 },
+            LinkType::Null | LinkType::Loop => 4,
+            LinkType::LinuxSll => 16,
+            LinkType::LinuxSll2 => 20,
+            _ => 0,
+        };
+        patch_ip(&mut out[start + link_len..], x.ip_id, x.ttl);
+    }
+    Ok(())
+}
+
+/// Sets the IPv4 identification and TTL (and the header checksum), or the IPv6 hop limit.
+fn patch_ip(ip: &mut [u8], id: u16, ttl: u8) {
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => {
+            let ihl = usize::from(ip[0] & 0x0f) * 4;
+            ip[4..6].copy_from_slice(&id.to_be_bytes());
+            ip[8] = ttl;
+            ip[10..12].copy_from_slice(&[0, 0]);
+            let sum: u32 = ip[..ihl].chunks_exact(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+            let folded = (sum & 0xffff) + (sum >> 16);
+            let folded = (folded & 0xffff) + (folded >> 16);
+            ip[10..12].copy_from_slice(&(!(folded as u16)).to_be_bytes());
+        }
+        Some(6) => ip[7] = ttl,
+        _ => {}
+    }
+}
+
+fn encode_frame(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &SegmentOptions, extra: Option<&SegmentExtra>) -> io::Result<()> {
+    let tcp = extra.map(|x| &x.opts);
     let v4 = seg.src.ip().is_ipv4() && seg.dst.ip().is_ipv4();
     // LINKTYPE_IPV4 (228) and LINKTYPE_IPV6 (229) name the packets' version: a reader
     // decodes what follows as that version without looking (tshark would find no TCP).
@@ -243,7 +290,9 @@ pub fn encode_segment(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &S
             if seg.flags.rst() { t = t.rst(); }
             if seg.flags.0 & crate::wire::TcpFlags::PSH != 0 { t = t.psh(); }
             if seg.flags.ack() { t = t.ack(seg.ack); }
-            if let (true, Some(mss)) = (seg.flags.syn(), opts.mss) {
+            if let Some(o) = tcp {
+                t = t.options_raw(&o.emit(seg.flags.syn())).map_err(io::Error::other)?;
+            } else if let (true, Some(mss)) = (seg.flags.syn(), opts.mss) {
                 t = t.options(&[TcpOptionElement::MaximumSegmentSize(mss)]).map_err(io::Error::other)?;
             }
             t.write(out, &payload).map_err(io::Error::other)

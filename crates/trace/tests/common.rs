@@ -48,3 +48,12 @@ pub fn analyze_bytes(name: &str, bytes: &[u8]) -> (ConnectionTable, Summary, sho
     std::fs::remove_file(&path).unwrap();
     r
 }
+
+/// A classic pcap of (time, segment, IP/TCP extras) records.
+pub fn pcap_ext(packets: &[(u64, Segment, shortflow_trace::wire::SegmentExtra)]) -> Vec<u8> {
+    let mut w = PcapWriter::pcap(Vec::new(), LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little, 65535).unwrap();
+    for (t, s, x) in packets {
+        w.write_segment_with(*t, s, &SegmentOptions::default(), Some(x)).unwrap();
+    }
+    w.into_inner()
+}

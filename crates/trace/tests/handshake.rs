@@ -25,12 +25,13 @@ fn duplicate_syn_seen_near_the_client() {
     assert!(t.established[0]);
     assert_eq!(t.syn_gaps_s.values, vec![3.0]);
     assert_eq!(t.syn_gap_class.values, vec![GapClass::Rfc2988 { step: 0 }.code()]);
+    assert_eq!(t.syn_ladder.data, b"rfc2988|windows_3s");
     assert!((t.handshake_rtt_s[0] - 0.050).abs() < 1e-9);
     assert_eq!(t.vantage[0], shortflow_trace::Vantage::Client as u8);
     assert_eq!(s.connection_tries(), 1);
     assert_eq!((s.syn.multiple, s.syn.multiple_successful, s.syn.retransmissions), (1, 1, 1));
     assert_eq!(s.syn.per_successful(), 2.0);
-    assert_eq!(t.end[0], shortflow_trace::track::EndReason::Fin as u8);
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Fin as u8);
 }
 
 /// Server-side view: the SYN/ACK was lost, the server repeats it after 1 s (RFC 6298);
@@ -52,7 +53,7 @@ fn duplicate_synack_seen_near_the_server() {
     assert!((t.handshake_rtt_s[0] - 0.080).abs() < 1e-9);
     assert_eq!(s.synack.retransmissions, 1);
     assert_eq!(s.syn.retransmissions, 0);
-    assert_eq!(t.end[0], shortflow_trace::track::EndReason::Open as u8);
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Open as u8);
 }
 
 /// A duplicate that no RTO ladder explains (document 000's 0–0.3 s peak).
@@ -104,7 +105,7 @@ fn retransmitted_syn_with_changed_sequence_number() {
     ];
     let (t, s, _) = analyze_bytes("new-isn.pcap", &pcap_of(&pkts));
     assert_eq!(t.len(), 2);
-    assert_eq!(t.end[0], shortflow_trace::track::EndReason::Reused as u8);
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Reused as u8);
     assert_eq!((s.connection_tries(), s.successful(), s.unsuccessful()), (2, 1, 1));
     assert_eq!(s.syn.multiple, 0);
 }
@@ -115,7 +116,7 @@ fn refused_connection_is_unsuccessful() {
     let pkts = [(SEC, seg(true, 1, 0, S, 0)), (SEC + MS, seg(false, 0, 2, R | A, 0))];
     let (t, s, _) = analyze_bytes("rst.pcap", &pcap_of(&pkts));
     assert_eq!(s.unsuccessful(), 1);
-    assert_eq!(t.end[0], shortflow_trace::track::EndReason::Rst as u8);
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Rst as u8);
 }
 
 /// A connection that never closes leaves the table after the idle timeout, so memory does
@@ -134,4 +135,24 @@ fn idle_connections_are_evicted() {
     let _ = tr.finish();
     assert_eq!(ended.len(), 2);
     assert_eq!(ended[0].end, shortflow_trace::track::EndReason::Idle);
+}
+
+/// Seen at the server: the client repeats its SYN after 1 s and the server answers it at
+/// once (an answer, not its timer); then the server's own timer repeats the SYN/ACK after
+/// 2 s (RFC 6298 back-off), which is the ladder's.
+#[test]
+fn synack_repeats_by_cause() {
+    let t0 = 10 * SEC;
+    let pkts = [
+        (t0, seg(true, 7, 0, S, 0)),
+        (t0, seg(false, 500, 8, S | A, 0)),
+        (t0 + SEC, seg(true, 7, 0, S, 0)),
+        (t0 + SEC, seg(false, 500, 8, S | A, 0)),
+        (t0 + 3 * SEC, seg(false, 500, 8, S | A, 0)),
+        (t0 + 3 * SEC + 80 * MS, seg(true, 8, 501, A, 0)),
+    ];
+    let (t, s, _) = analyze_bytes("synack-causes.pcap", &pcap_of(&pkts));
+    assert_eq!(t.synack_gap_class.values, vec![GapClass::Answer.code(), GapClass::Rfc6298 { step: 1 }.code()]);
+    assert_eq!((s.synack.gaps_answer, s.synack.gaps_rfc6298, s.synack.gaps_outside), (1, 1, 0));
+    assert_eq!(s.synack.multiple_outside_standard, 0);
 }

@@ -22,6 +22,7 @@ from shortflow.cli.common import FAILURE, USAGE, clip, log
 
 COMMAND_MODULES = (
     "shortflow.cli.analyze",
+    "shortflow.cli.graph",
     "shortflow.cli.generate",
     "shortflow.cli.demo",
     "shortflow.cli.simulate",

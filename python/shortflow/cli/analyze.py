@@ -1,14 +1,17 @@
-"""`shortflow analyze`: per-connection table and document 000's Table 1 for traces."""
+"""`shortflow analyze`: where each connection lost its time, the per-connection table and
+document 000's Table 1 for traces."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from shortflow import _core
-from shortflow.analyze import Analysis, analyze
+from shortflow.analyze import CAUSES, Analysis, analyze, schema_rows, summary_document
 from shortflow.cli import common
 from shortflow.cli.common import (
     FAILURE,
@@ -28,20 +31,6 @@ from shortflow.cli.common import (
 from shortflow.output import FORMATS, write_table
 from shortflow.units import parse_duration
 
-#: The rows of document 000's Table 1: (label, SYN key, SYN/ACK key).
-TABLE1_ROWS = (
-    ("connection tries total", "connection_tries", "connections_with_synack"),
-    ("  successful", "successful", "successful"),
-    ("  not successful", "unsuccessful", "unsuccessful"),
-    ("multiple SYNs (SYN/ACKs)", "multiple_syns", "multiple_synacks"),
-    ("  for successful conn.", "multiple_syns_successful", "multiple_synacks_successful"),
-    ("  for unsuccessful conn.", "multiple_syns_unsuccessful", "multiple_synacks_unsuccessful"),
-    ("  outside standard interval", "multiple_syns_outside_standard", "multiple_synacks_outside_standard"),
-    ("packets per successful conn.", "syns_per_successful", "synacks_per_successful"),
-    ("duplicate every X connections", "duplicate_syn_every", "duplicate_synack_every"),
-    ("retransmissions", "syn_retransmissions", "synack_retransmissions"),
-)
-
 
 def _fmt(x: Any) -> str:
     if x is None:
@@ -53,10 +42,29 @@ def _fmt(x: Any) -> str:
     return f"{x:,}"
 
 
-def print_table1(a: Analysis) -> None:
+def table1_rows(a: Analysis) -> list[tuple[str, str, str]]:
+    """Document 000's Table 1 as (row, SYN, SYN/ACK) strings."""
     s, k = a.summary, a.synack
+    rows = [
+        ("connection tries total", s["connection_tries"], k["connections_with_synack"]),
+        ("  successful", s["successful"], k["successful"]),
+        ("  not successful", s["unsuccessful"], k["unsuccessful"]),
+        ("multiple SYNs (SYN/ACKs)", s["multiple_syns"], k["multiple_synacks"]),
+        ("  for successful conn.", s["multiple_syns_successful"], k["multiple_synacks_successful"]),
+        ("  for unsuccessful conn.", s["multiple_syns_unsuccessful"], k["multiple_synacks_unsuccessful"]),
+        ("  outside standard interval", s["multiple_syns_outside_standard"], k["multiple_synacks_outside_standard"]),
+        ("packets per successful conn.", s["syns_per_successful"], k["synacks_per_successful"]),
+        ("duplicate every X connections", s["duplicate_syn_every"], k["duplicate_synack_every"]),
+        ("retransmissions", s["syn_retransmissions"], k["synack_retransmissions"]),
+        ("open at the end of the capture", a.raw_summary.get("open_tries", 0), None),
+    ]
+    return [(name, _fmt(x), _fmt(y)) for name, x, y in rows]
+
+
+def print_table1(a: Analysis) -> None:
+    s = a.summary
     emit_table("Document 000, Table 1: connection tries and duplicate SYNs", ["row", "SYN", "SYN/ACK"],
-               [[name, s[sk], k[kk]] for name, sk, kk in TABLE1_ROWS], right=[False, True, True], fmt=_fmt)
+               [list(r) for r in table1_rows(a)], right=[False, True, True])
     say(f"packets {s['packets']:,} · connections tracked {s['connections']:,}")
     v = a.vantage_counts
     where = {
@@ -66,6 +74,43 @@ def print_table1(a: Analysis) -> None:
     }[a.vantage]
     say(f"capture point: {where} (handshakes timed as near client {v['client']:,}, "
         f"near server {v['server']:,}, unknown {v['unknown']:,})")
+
+
+#: How the breakdown line names each cause.
+CAUSE_WORDS = {
+    "network": "the path itself",
+    "handshake": "handshake losses",
+    "slow_start": "slow-start round trips",
+    "timeout": "loss repair by timeout",
+    "fast_retransmit": "loss repair by fast retransmit",
+    "delayed_ack": "delayed-ACK stalls",
+    "zero_window": "zero-window stalls",
+    "application": "application waits",
+}
+
+
+def print_diagnosis(doc: dict[str, Any]) -> None:
+    """The data phase in a few lines: repairs, stalls, and where the time went."""
+    say(f"data retransmissions: {doc['timeout_retransmissions']:,} after a timeout ({doc['rto_events']:,} expiries), "
+        f"{doc['fast_retransmissions']:,} fast, {doc['tlp_probes']:,} tail loss probes, "
+        f"{doc['spurious_retransmissions']:,} spurious · delayed-ACK stalls {doc['delayed_ack_stalls']:,} · "
+        f"zero-window stalls {doc['zero_window_stalls']:,} · capture duplicates {doc['capture_duplicates']:,} · "
+        f"SYN retries after RST {doc['syn_retries_after_rst']:,}")
+    total = doc["duration_s"]
+    shares = sorted(((v, k) for k, v in doc["time_lost_share"].items() if v), reverse=True)
+    if total > 0 and shares:
+        parts = ", ".join(f"{v:.0%} {CAUSE_WORDS[k]}" for v, k in shares if k in CAUSES)
+        say(f"of {total:,.1f} connection-seconds: {parts}")
+    r = doc["rtt_ratio"]
+    if r["connections"]:
+        say(f"document 001's predictor: mean data RTT within 10 % of the handshake RTT for "
+            f"{r['within_10pct_share']:.0%} of {r['connections']:,} connections, largest ≤ 3× for "
+            f"{r['max_within_3x_share']:.0%}")
+
+
+def print_columns() -> None:
+    emit_table("Connection table columns (Arrow types, defined in crates/trace/src/diag/table.rs)",
+               ["column", "Arrow type", "unit", "meaning"], [list(r) for r in schema_rows()])
 
 
 def _duration(text: str, flag: str, *, zero_ok: bool) -> float:
@@ -90,22 +135,42 @@ def _check_traces(traces: list[Path]) -> None:
             fail(f"{clip(p)}: no such file", USAGE)
 
 
+def _metadata(result: Analysis, traces: list[Path]) -> dict[str, str]:
+    """Parquet key-value metadata: who wrote the table, from what, seen from where."""
+    from shortflow import __version__
+
+    return {
+        "shortflow_version": __version__,
+        "command": " ".join(["shortflow", *sys.argv[1:]]),
+        "vantage": result.vantage,
+        "files": json.dumps([str(p) for p in traces]),
+    }
+
+
 def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_cmd(
-        traces: Annotated[list[Path], typer.Argument(help="pcap or pcapng files, plain or gzip; - reads standard input")],
+        traces: Annotated[Optional[list[Path]], typer.Argument(help="pcap or pcapng files, plain or gzip; - reads standard input")] = None,
         out_dir: Annotated[Optional[Path], typer.Option("--out", help="write the per-connection table into this directory (created if missing)")] = None,
         fmt: Annotated[str, typer.Option("--format", help="table format: parquet, csv or jsonl")] = "parquet",
-        summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 as JSON to this file (- for standard output)")] = None,
+        summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 and the diagnosis as JSON to this file (- for standard output)")] = None,
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
-        workers: Annotated[int, typer.Option("--workers", min=1, max=256, help="files read in parallel, one thread each")] = 1,
+        workers: Annotated[int, typer.Option("--workers", min=1, max=1024, help="files read in parallel, one thread each")] = 1,
         idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = f"{_core.DEFAULT_IDLE_TIMEOUT_S:g}s",
         close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
+        report: Annotated[Optional[Path], typer.Option("--report", help="write a self-contained HTML report (report.html) into this directory")] = None,
+        columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors and warnings")] = False,
     ) -> None:
-        """Find each connection's handshake losses and print document 000's Table 1."""
+        """Say where each connection lost its time (handshake, slow start, loss repair,
+        delayed ACKs, zero windows, application) and print document 000's Table 1."""
         if quiet:
             common.quiet()
+        if columns:
+            print_columns()
+            return
+        if not traces:
+            fail("no trace given (or --columns)", USAGE)
         if fmt not in FORMATS:
             fail(f"--format {clip(fmt)!r}: choose one of {', '.join(FORMATS)}", USAGE)
         _check_traces(traces)
@@ -115,6 +180,8 @@ def register(app: typer.Typer) -> None:
         }
         if out_dir is not None:
             check_output_dir(out_dir, "--out")
+        if report is not None:
+            check_output_dir(report, "--report")
         if summary_json is not None:
             check_output_file(summary_json, "--summary-json")
         if plot is not None:
@@ -123,35 +190,44 @@ def register(app: typer.Typer) -> None:
             check_output_file(plot, "--plot")
         # JSON on standard output is the whole output: the table then stays away from it.
         show = not quiet and not is_stdout(summary_json)
-        # The per-connection table is built only when something uses it.
-        need_table = out_dir is not None or plot is not None
+        # The per-connection table is built only when something uses it (the summary's
+        # percentiles do).
+        need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
         with progress("reading") as step:
             result = analyze(traces, workers=workers, table=need_table,
-                             progress=lambda done, total: step(done, total or None), **timeouts)
+                             progress=lambda done, total, *_: step(done, total or None), **timeouts)
         for f in result.files:
             for w in f.get("warnings") or ():
                 warn(w)
             if f["error"]:
                 error(f"{f['error']} — the {f['packets']:,} packets before it were analyzed")
-        if show:
-            print_table1(result)
+        # Files first, printing after: `| head` closing standard output never loses them.
+        written: list[str] = []
         if out_dir is not None:
-            path = write_table(result.table, out_dir, fmt)
-            if show:
-                say(f"table: {path} ({result.table.num_rows:,} connections)")
+            path = write_table(result.table, out_dir, fmt, metadata=_metadata(result, traces))
+            written.append(f"table: {path} ({result.table.num_rows:,} connections)")
+        doc = summary_document(result)
         if summary_json is not None:
-            write_json(summary_json, result.summary, "--summary-json")
-            if show:
-                say(f"summary: {summary_json}")
+            write_json(summary_json, doc, "--summary-json")
+            if not is_stdout(summary_json):
+                written.append(f"summary: {summary_json}")
         if plot is not None:
             from shortflow.plot.gaps import duplicate_gap_histogram
 
             duplicate_gap_histogram(result.table, plot)
-            if show:
-                say(f"plot: {plot}")
+            written.append(f"plot: {plot}")
+        if report is not None:
+            from shortflow.report import write_report
+
+            files = [p for p in traces if not is_stdout(p)]
+            written.append(f"report: {write_report(result, doc, report, traces=files)}")
+        if show:
+            print_table1(result)
+            print_diagnosis(doc)
+            for line in written:
+                say(line)
         if result.interrupted:
             warn("interrupted: results cover what was read before Ctrl-C")
             raise typer.Exit(130)
         if result.errors:
             raise typer.Exit(FAILURE)
-

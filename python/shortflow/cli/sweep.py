@@ -6,15 +6,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from shortflow.cli.common import USAGE, emit_table, fail, progress, say
 from shortflow.exceptions import ScenarioError
 from shortflow.scenario import Scenario
-
-err = Console(stderr=True)
-out = Console()
 
 
 def register(app: typer.Typer) -> None:
@@ -51,31 +46,21 @@ def register(app: typer.Typer) -> None:
                 raise ValueError(f"--metric {metric}: expected one of {', '.join(SUMMARY_COLUMNS)}")
             sc = Scenario.load(scenario, sets or [])
         except (ValueError, ScenarioError) as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False)
-            raise typer.Exit(2) from None
-        with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
-            task = bar.add_task("runs", total=None)
+            fail(e, USAGE)
+        with progress("sweep") as step:
             try:
                 table = sweep(sc, g, seeds, scheduler=scheduler, workers=workers, flows=flows,
-                              progress=lambda d, t: bar.update(task, completed=d, total=t))
+                              progress=lambda d, t: step(d, t))
             except (ValueError, ScenarioError, OSError) as e:
-                err.print(f"[red]error:[/red] {e}", highlight=False)
-                raise typer.Exit(2) from None
+                fail(e, USAGE)
         import pyarrow.parquet as pq
 
         pq.write_table(table, str(output))
-        out.print(f"{table.num_rows:,} rows → {output}")
+        say(f"{table.num_rows:,} rows → {output}")
         if not flows:
-            t = Table(title=f"{metric} over {seeds} seed(s)", title_justify="left")
-            for k in g:
-                t.add_column(k)
-            for c in ("mean", "95% CI ±", "min", "max"):
-                t.add_column(c, justify="right")
-            for s in spread(table, metric, list(g)):
-                t.add_row(*(str(s[k]) for k in g), f"{s['mean']:.4g}", f"{s['ci95']:.2g}", f"{s['min']:.4g}",
-                          f"{s['max']:.4g}")
-            out.print(t)
+            rows = [[*(s[k] for k in g), s["mean"], s["ci95"], s["min"], s["max"]] for s in spread(table, metric, list(g))]
+            emit_table(f"{metric} over {seeds} seed(s)", [*g, "mean", "95% CI ±", "min", "max"], rows,
+                       right=[False] * len(g) + [True] * 4, fmt=lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
         if plot is not None:
             draw(table, metric, xkey, plot)
-            out.print(f"figure → {plot}")
+            say(f"figure → {plot}")

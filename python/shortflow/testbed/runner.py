@@ -152,7 +152,7 @@ def _analyzer_rows(pcap: Path) -> dict[int, dict[str, Any]]:
     a = shortflow.analyze(pcap)
     if a.errors:
         raise TestbedError(f"the analyzer could not read {pcap}: {'; '.join(a.errors)}")
-    cols = ("client_port", "syn_count", "synack_count", "handshake_rtt_s", "established", "first_ts_s")
+    cols = ("client_port", "syn_count", "synack_count", "handshake_rtt_s", "established")
     t = a.table.select(list(cols)).to_pylist()
     rows: dict[int, dict[str, Any]] = {}
     for r in t:

@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
             let (table, summary, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
             assert_eq!(summary.packets, stats.packets);
             assert!(table.len() as u64 <= stats.tcp_packets);
+            check_breakdown(&table);
             for msg in stats.error.iter().map(|e| e.to_string()).chain(stats.warnings.iter().cloned()) {
                 assert_plain_words(&msg);
             }
@@ -29,3 +30,13 @@ fn assert_plain_words(msg: &str) {
         assert!(!msg.contains(internal), "{internal:?} in {msg}");
     }
 }
+
+/// The time-lost breakdown of every connection adds up to its duration, whatever the input.
+fn check_breakdown(t: &shortflow_trace::ConnectionTable) {
+    for i in 0..t.len() {
+        let sum = t.time_network_s[i] + t.time_handshake_s[i] + t.time_slow_start_s[i] + t.time_timeout_s[i]
+            + t.time_fast_retransmit_s[i] + t.time_delayed_ack_s[i] + t.time_zero_window_s[i] + t.time_application_s[i];
+        assert!((sum - t.duration_s[i]).abs() <= 1e-6 * t.duration_s[i].max(1.0), "row {i}: {sum} vs {}", t.duration_s[i]);
+    }
+}
+

@@ -10,7 +10,7 @@
 
 use super::ladder::GapClass;
 use super::table::{secs, Vantage};
-use crate::track::Conn;
+use crate::track::{Cause, Conn, Handshake};
 
 /// Counts for one kind of handshake packet (SYN or SYN/ACK).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,17 +33,23 @@ pub struct HandshakeCounts {
     pub gaps_rfc6298: u64,
     pub gaps_rfc2988: u64,
     pub gaps_outside: u64,
+    /// SYN/ACK repeats that answered a repeated SYN (not the server's timer).
+    pub gaps_answer: u64,
 }
 
 impl HandshakeCounts {
-    fn add_conn(&mut self, count: u32, gaps_ns: &[u64], successful: bool) {
+    fn add_conn(&mut self, count: u32, gaps_ns: &[u64], answers: u64, successful: bool) {
         if count == 0 {
             return;
         }
         self.with_packet += 1;
         let multiple = count > 1;
         let mut outside = false;
-        for &g in gaps_ns {
+        for (i, &g) in gaps_ns.iter().enumerate() {
+            if i < 64 && answers & (1 << i) != 0 {
+                self.gaps_answer += 1;
+                continue;
+            }
             match GapClass::classify(secs(g)) {
                 GapClass::Rfc6298 { .. } => self.gaps_rfc6298 += 1,
                 GapClass::Rfc2988 { .. } => self.gaps_rfc2988 += 1,
@@ -51,6 +57,7 @@ impl HandshakeCounts {
                     self.gaps_outside += 1;
                     outside = true;
                 }
+                GapClass::Answer => self.gaps_answer += 1,
             }
         }
         self.retransmissions += u64::from(count - 1);
@@ -83,6 +90,7 @@ impl HandshakeCounts {
         self.gaps_rfc6298 += o.gaps_rfc6298;
         self.gaps_rfc2988 += o.gaps_rfc2988;
         self.gaps_outside += o.gaps_outside;
+        self.gaps_answer += o.gaps_answer;
     }
 
     /// Packets per successful connection (NaN when there is none).
@@ -122,16 +130,73 @@ pub struct Summary {
     pub vantage_client: u64,
     pub vantage_server: u64,
     pub vantage_unknown: u64,
+    /// Tries still waiting for an answer when the capture ended: neither successful nor not.
+    pub open_tries: u64,
+    pub refused_rst: u64,
+    pub syn_retries_after_rst: u64,
+    pub capture_duplicates: u64,
+    pub fast_open: u64,
+    /// Data retransmissions by class (segments), and the spurious ones among them.
+    pub timeout_retransmissions: u64,
+    pub fast_retransmissions: u64,
+    pub tlp_probes: u64,
+    pub spurious_retransmissions: u64,
+    pub rto_events: u64,
+    pub fast_recoveries: u64,
+    pub delayed_acks: u64,
+    pub delayed_ack_stalls: u64,
+    pub zero_window_stalls: u64,
+    /// Connections whose BSD-tick receiver was recognised.
+    pub tick_receivers: u64,
+    /// Time by cause over all connections (ns), indexed by `Cause`; sums to `duration_ns`.
+    pub time_ns: [u64; Cause::COUNT],
+    pub duration_ns: u64,
+    /// Document 001's predictor: connections with data RTT samples and a handshake RTT,
+    /// those whose mean data RTT is within 10 % of it, and those whose largest is ≤ 3×.
+    pub rtt_ratio_connections: u64,
+    pub rtt_ratio_within_10pct: u64,
+    pub rtt_max_within_3x: u64,
 }
 
 impl Summary {
     pub fn add_conn(&mut self, c: &Conn) {
         self.connections += 1;
         let ok = c.established_ts.is_some();
-        if c.syn_seen {
-            self.syn.add_conn(c.syns.count, &c.syns.gaps_ns, ok);
+        if c.handshake == Handshake::Open {
+            self.open_tries += 1;
         }
-        self.synack.add_conn(c.synacks.count, &c.synacks.gaps_ns, ok);
+        self.refused_rst += u64::from(c.handshake == Handshake::RefusedRst);
+        self.syn_retries_after_rst += u64::from(c.syn_retries_after_rst);
+        self.capture_duplicates += u64::from(c.capture_duplicates);
+        self.fast_open += u64::from(c.fast_open);
+        for h in &c.halves {
+            self.timeout_retransmissions += u64::from(h.retx_timeout);
+            self.fast_retransmissions += u64::from(h.retx_fast);
+            self.tlp_probes += u64::from(h.retx_tlp);
+            self.spurious_retransmissions += u64::from(h.spurious);
+            self.rto_events += u64::from(h.rto_events);
+            self.fast_recoveries += u64::from(h.fast_recoveries);
+            self.delayed_acks += u64::from(h.delayed_acks);
+            self.delayed_ack_stalls += u64::from(h.delack_stalls);
+            self.zero_window_stalls += u64::from(h.zw_stalls);
+        }
+        self.tick_receivers += u64::from(c.halves.iter().any(|h| h.tick_receiver()));
+        for (t, x) in self.time_ns.iter_mut().zip(c.lost_ns) {
+            *t += x;
+        }
+        self.duration_ns += c.last_ts.saturating_sub(c.first_ts);
+        if let (Some(a), Some(b), true) = (c.synack_delay_ns(), c.ack_delay_ns(), c.rtt.n > 0) {
+            let hs = (a + b) as f64;
+            if hs > 0.0 {
+                self.rtt_ratio_connections += 1;
+                self.rtt_ratio_within_10pct += u64::from((c.rtt.mean / hs - 1.0).abs() <= 0.1);
+                self.rtt_max_within_3x += u64::from(c.rtt.max as f64 <= 3.0 * hs);
+            }
+        }
+        if c.syn_seen {
+            self.syn.add_conn(c.syns.count, &c.syns.gaps_ns, 0, ok);
+        }
+        self.synack.add_conn(c.synacks.count, &c.synacks.gaps_ns, c.synacks.answer_mask, ok);
         if ok {
             match Vantage::of(c) {
                 Vantage::Client => self.vantage_client += 1,
@@ -150,6 +215,28 @@ impl Summary {
         self.vantage_client += o.vantage_client;
         self.vantage_server += o.vantage_server;
         self.vantage_unknown += o.vantage_unknown;
+        self.open_tries += o.open_tries;
+        self.refused_rst += o.refused_rst;
+        self.syn_retries_after_rst += o.syn_retries_after_rst;
+        self.capture_duplicates += o.capture_duplicates;
+        self.fast_open += o.fast_open;
+        self.timeout_retransmissions += o.timeout_retransmissions;
+        self.fast_retransmissions += o.fast_retransmissions;
+        self.tlp_probes += o.tlp_probes;
+        self.spurious_retransmissions += o.spurious_retransmissions;
+        self.rto_events += o.rto_events;
+        self.fast_recoveries += o.fast_recoveries;
+        self.delayed_acks += o.delayed_acks;
+        self.delayed_ack_stalls += o.delayed_ack_stalls;
+        self.zero_window_stalls += o.zero_window_stalls;
+        self.tick_receivers += o.tick_receivers;
+        for (t, x) in self.time_ns.iter_mut().zip(o.time_ns) {
+            *t += x;
+        }
+        self.duration_ns += o.duration_ns;
+        self.rtt_ratio_connections += o.rtt_ratio_connections;
+        self.rtt_ratio_within_10pct += o.rtt_ratio_within_10pct;
+        self.rtt_max_within_3x += o.rtt_max_within_3x;
     }
 
     pub fn connection_tries(&self) -> u64 {
@@ -160,8 +247,9 @@ impl Summary {
         self.syn.successful
     }
 
+    /// Tries that failed: neither answered nor cut off by the end of the capture.
     pub fn unsuccessful(&self) -> u64 {
-        self.syn.with_packet - self.syn.successful
+        self.syn.with_packet - self.syn.successful - self.open_tries
     }
 
     /// The trace's capture point: the majority of completed handshakes.

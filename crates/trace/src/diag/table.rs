@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::ladder::GapClass;
-use crate::track::Conn;
+use crate::track::{Cause, Conn, C2S, S2C};
 
 /// Where the capture was taken, inferred from the handshake's timing: near the client the
 /// SYN → SYN/ACK gap holds the round trip; near the server the SYN/ACK → ACK gap does.
@@ -38,6 +38,14 @@ pub struct StringColumn {
 }
 
 impl StringColumn {
+    fn push_str(&mut self, s: &str) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        self.data.extend_from_slice(s.as_bytes());
+        self.offsets.push(self.data.len() as i32);
+    }
+
     fn push_ip(&mut self, ip: std::net::IpAddr) {
         if self.offsets.is_empty() {
             self.offsets.push(0);
@@ -98,7 +106,93 @@ impl<T> ListColumn<T> {
     }
 }
 
-/// One row per connection. Times are seconds (f64); absent values are NaN.
+/// One column of the connection table: the one definition its writers and readers share.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnDef {
+    pub name: &'static str,
+    /// The Arrow type, as pyarrow spells it.
+    pub arrow: &'static str,
+    pub unit: &'static str,
+    pub doc: &'static str,
+}
+
+macro_rules! schema {
+    ($( $name:literal : $ty:literal , $unit:literal , $doc:literal ;)*) => {
+        /// The connection table's columns, in order.
+        pub const SCHEMA: &[ColumnDef] = &[ $( ColumnDef { name: $name, arrow: $ty, unit: $unit, doc: $doc }, )* ];
+    };
+}
+
+schema! {
+    "trace": "dictionary<values=string, indices=int32, ordered=0>", "", "the capture file the connection was read from";
+    "conn_id": "uint64", "", "order of first appearance in its file";
+    "client_ip": "string", "", "the client's address (sender of the SYN, else the higher port's side)";
+    "client_port": "uint16", "", "the client's port";
+    "server_ip": "string", "", "the server's address";
+    "server_port": "uint16", "", "the server's port";
+    "syn_seen": "bool", "", "the connection's SYN was captured (a connection try)";
+    "client_isn": "uint32", "", "the client's initial sequence number";
+    "first_seen": "timestamp[ns]", "ns since the Unix epoch", "capture time of the first packet";
+    "duration_s": "double", "s", "first to last packet";
+    "syn_count": "uint32", "", "SYN transmissions (capture duplicates and retries after a RST excluded)";
+    "synack_count": "uint32", "", "SYN/ACK transmissions";
+    "established": "bool", "", "the handshake completed (a SYN/ACK, or the client's ACK of one)";
+    "handshake": "dictionary<values=string, indices=int8, ordered=0>", "", "answered, refused_rst, never_answered, open (cut off by the capture's end) or not_seen";
+    "handshake_rtt_s": "double", "s", "SYN→SYN/ACK plus SYN/ACK→ACK as seen at the capture point";
+    "synack_delay_s": "double", "s", "last SYN to the SYN/ACK answering it";
+    "ack_delay_s": "double", "s", "last SYN/ACK to the handshake ACK";
+    "vantage": "dictionary<values=string, indices=int8, ordered=0>", "", "capture point inferred from this handshake: client, server or unknown";
+    "syn_gaps_s": "list<item: double>", "s", "gap before each repeated SYN";
+    "syn_gap_class": "list<item: dictionary<values=string, indices=int8, ordered=0>>", "", "each SYN gap's RTO ladder step or outside";
+    "synack_gaps_s": "list<item: double>", "s", "gap before each repeated SYN/ACK";
+    "synack_gap_class": "list<item: dictionary<values=string, indices=int8, ordered=0>>", "", "each SYN/ACK gap's ladder step or outside";
+    "syn_ladder": "string", "", "the whole SYN retry sequence's ladder(s): rfc6298, rfc2988, linux_linear, bsd, windows_3s (| when several fit), outside, or empty";
+    "syn_retries_after_rst": "uint32", "", "the same SYN sent again after the server's RST";
+    "capture_duplicates": "uint32", "", "packets recorded twice by the capture (not counted anywhere else)";
+    "fast_open": "bool", "", "TCP Fast Open: data or the option on the SYN";
+    "outcome": "dictionary<values=string, indices=int8, ordered=0>", "", "how the connection left the tracker: fin, rst, idle, reused or open";
+    "packets_c2s": "uint32", "", "packets client to server";
+    "packets_s2c": "uint32", "", "packets server to client";
+    "bytes_c2s": "uint64", "bytes", "TCP payload bytes client to server (retransmissions included)";
+    "bytes_s2c": "uint64", "bytes", "TCP payload bytes server to client (retransmissions included)";
+    "rtt_samples": "uint32", "", "data RTT samples (Karn: none from retransmitted segments unless timestamps tell)";
+    "rtt_min_s": "double", "s", "smallest data RTT sample";
+    "rtt_mean_s": "double", "s", "mean data RTT";
+    "rtt_max_s": "double", "s", "largest data RTT sample";
+    "rtt_std_s": "double", "s", "standard deviation of the data RTT samples";
+    "rtt_ratio": "double", "", "mean data RTT / handshake RTT (document 001's predictor)";
+    "retx_timeout_c2s": "uint32", "", "client data segments resent after a retransmission timeout";
+    "retx_timeout_s2c": "uint32", "", "server data segments resent after a retransmission timeout";
+    "retx_fast_c2s": "uint32", "", "client data segments resent by fast retransmit / recovery";
+    "retx_fast_s2c": "uint32", "", "server data segments resent by fast retransmit / recovery";
+    "retx_tlp_c2s": "uint32", "", "client tail loss probes";
+    "retx_tlp_s2c": "uint32", "", "server tail loss probes";
+    "retx_spurious_c2s": "uint32", "", "client retransmissions found unneeded (D-SACK, timestamps, early ACK)";
+    "retx_spurious_s2c": "uint32", "", "server retransmissions found unneeded";
+    "rto_events": "uint32", "", "retransmission-timer expiries (both directions, data phase)";
+    "rto_backoff_max": "uint8", "", "largest back-off step of the data phase (0: first expiry)";
+    "fast_recoveries": "uint32", "", "fast-recovery episodes (both directions)";
+    "max_idle_s": "double", "s", "longest gap between two packets (document 001: > 0.5 s marks a timeout)";
+    "iw_segments": "uint32", "", "server's first flight: segments sent before an ACK could return";
+    "iw_bytes": "uint64", "bytes", "server's first flight in bytes";
+    "rounds": "uint32", "", "round trips the server took for its responses";
+    "rounds_ideal": "uint32", "", "round trips a slow start from that initial window needs (RFC 5681)";
+    "delayed_acks": "uint32", "", "ACKs that came back later than the path explains (both directions)";
+    "delack_stalls": "uint32", "", "a sender idle until a delayed ACK came (document 003)";
+    "delack_tick_200ms": "bool", "", "a receiver's delayed ACKs fall on a fixed 200 ms grid (BSD tick)";
+    "zero_window_stalls": "uint32", "", "times a receiver advertised a zero window with data outstanding";
+    "time_network_s": "double", "s", "time the path explains (the lost-time columns and this add up to duration_s)";
+    "time_handshake_s": "double", "s", "waiting for SYN or SYN/ACK retransmissions";
+    "time_slow_start_s": "double", "s", "slow-start round trips beyond the first";
+    "time_timeout_s": "double", "s", "loss repair by retransmission timeout";
+    "time_fast_retransmit_s": "double", "s", "loss repair by fast retransmit or tail loss probe";
+    "time_delayed_ack_s": "double", "s", "delayed-ACK stalls";
+    "time_zero_window_s": "double", "s", "zero-window stalls";
+    "time_application_s": "double", "s", "application waits: server think time, client pauses";
+}
+
+/// One row per connection. Times are seconds (f64) except `first_seen` (ns); absent
+/// values are NaN. The column order and meaning are `SCHEMA`'s.
 #[derive(Debug, Default, Clone)]
 pub struct ConnectionTable {
     pub trace: Vec<u32>,
@@ -109,11 +203,12 @@ pub struct ConnectionTable {
     pub server_port: Vec<u16>,
     pub syn_seen: Vec<bool>,
     pub client_isn: Vec<u32>,
-    pub first_ts_s: Vec<f64>,
+    pub first_seen: Vec<u64>,
     pub duration_s: Vec<f64>,
     pub syn_count: Vec<u32>,
     pub synack_count: Vec<u32>,
     pub established: Vec<bool>,
+    pub handshake: Vec<u8>,
     pub handshake_rtt_s: Vec<f64>,
     pub synack_delay_s: Vec<f64>,
     pub ack_delay_s: Vec<f64>,
@@ -122,11 +217,49 @@ pub struct ConnectionTable {
     pub syn_gap_class: ListColumn<u8>,
     pub synack_gaps_s: ListColumn<f64>,
     pub synack_gap_class: ListColumn<u8>,
-    pub end: Vec<u8>,
+    pub syn_ladder: StringColumn,
+    pub syn_retries_after_rst: Vec<u32>,
+    pub capture_duplicates: Vec<u32>,
+    pub fast_open: Vec<bool>,
+    pub outcome: Vec<u8>,
     pub packets_c2s: Vec<u32>,
     pub packets_s2c: Vec<u32>,
     pub bytes_c2s: Vec<u64>,
     pub bytes_s2c: Vec<u64>,
+    pub rtt_samples: Vec<u32>,
+    pub rtt_min_s: Vec<f64>,
+    pub rtt_mean_s: Vec<f64>,
+    pub rtt_max_s: Vec<f64>,
+    pub rtt_std_s: Vec<f64>,
+    pub rtt_ratio: Vec<f64>,
+    pub retx_timeout_c2s: Vec<u32>,
+    pub retx_timeout_s2c: Vec<u32>,
+    pub retx_fast_c2s: Vec<u32>,
+    pub retx_fast_s2c: Vec<u32>,
+    pub retx_tlp_c2s: Vec<u32>,
+    pub retx_tlp_s2c: Vec<u32>,
+    pub retx_spurious_c2s: Vec<u32>,
+    pub retx_spurious_s2c: Vec<u32>,
+    pub rto_events: Vec<u32>,
+    pub rto_backoff_max: Vec<u8>,
+    pub fast_recoveries: Vec<u32>,
+    pub max_idle_s: Vec<f64>,
+    pub iw_segments: Vec<u32>,
+    pub iw_bytes: Vec<u64>,
+    pub rounds: Vec<u32>,
+    pub rounds_ideal: Vec<u32>,
+    pub delayed_acks: Vec<u32>,
+    pub delack_stalls: Vec<u32>,
+    pub delack_tick_200ms: Vec<bool>,
+    pub zero_window_stalls: Vec<u32>,
+    pub time_network_s: Vec<f64>,
+    pub time_handshake_s: Vec<f64>,
+    pub time_slow_start_s: Vec<f64>,
+    pub time_timeout_s: Vec<f64>,
+    pub time_fast_retransmit_s: Vec<f64>,
+    pub time_delayed_ack_s: Vec<f64>,
+    pub time_zero_window_s: Vec<f64>,
+    pub time_application_s: Vec<f64>,
 }
 
 pub(crate) fn secs(ns: u64) -> f64 {
@@ -135,6 +268,24 @@ pub(crate) fn secs(ns: u64) -> f64 {
 
 fn opt_secs(ns: Option<u64>) -> f64 {
     ns.map_or(f64::NAN, secs)
+}
+
+/// Applies `$m!` to every plain-vector column of [`ConnectionTable`] (strings and lists
+/// apart), so the bindings hand them all over without a list of their own.
+#[macro_export]
+macro_rules! plain_columns {
+    ($m:ident) => {
+        $m!(trace, conn_id, client_port, server_port, syn_seen, client_isn, first_seen, duration_s,
+            syn_count, synack_count, established, handshake, handshake_rtt_s, synack_delay_s, ack_delay_s,
+            vantage, syn_retries_after_rst, capture_duplicates, fast_open, outcome, packets_c2s,
+            packets_s2c, bytes_c2s, bytes_s2c, rtt_samples, rtt_min_s, rtt_mean_s, rtt_max_s, rtt_std_s,
+            rtt_ratio, retx_timeout_c2s, retx_timeout_s2c, retx_fast_c2s, retx_fast_s2c, retx_tlp_c2s,
+            retx_tlp_s2c, retx_spurious_c2s, retx_spurious_s2c, rto_events, rto_backoff_max,
+            fast_recoveries, max_idle_s, iw_segments, iw_bytes, rounds, rounds_ideal, delayed_acks,
+            delack_stalls, delack_tick_200ms, zero_window_stalls, time_network_s, time_handshake_s,
+            time_slow_start_s, time_timeout_s, time_fast_retransmit_s, time_delayed_ack_s,
+            time_zero_window_s, time_application_s)
+    };
 }
 
 impl ConnectionTable {
@@ -155,26 +306,100 @@ impl ConnectionTable {
         self.server_port.push(c.server.port);
         self.syn_seen.push(c.syn_seen);
         self.client_isn.push(c.client_isn);
-        self.first_ts_s.push(secs(c.first_ts));
+        self.first_seen.push(c.first_ts);
         self.duration_s.push(secs(c.last_ts.saturating_sub(c.first_ts)));
         self.syn_count.push(c.syns.count);
         self.synack_count.push(c.synacks.count);
         self.established.push(c.established_ts.is_some());
+        self.handshake.push(c.handshake as u8);
         let (a, b) = (c.synack_delay_ns(), c.ack_delay_ns());
         self.synack_delay_s.push(opt_secs(a));
         self.ack_delay_s.push(opt_secs(b));
-        self.handshake_rtt_s.push(match (a, b) {
-            (Some(a), Some(b)) => secs(a + b),
-            _ => f64::NAN,
-        });
+        let hs = match (a, b) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.handshake_rtt_s.push(opt_secs(hs));
         self.vantage.push(Vantage::of(c) as u8);
-        push_gaps(&mut self.syn_gaps_s, &mut self.syn_gap_class, &c.syns.gaps_ns);
-        push_gaps(&mut self.synack_gaps_s, &mut self.synack_gap_class, &c.synacks.gaps_ns);
-        self.end.push(c.end as u8);
+        push_gaps(&mut self.syn_gaps_s, &mut self.syn_gap_class, &c.syns.gaps_ns, 0);
+        push_gaps(&mut self.synack_gaps_s, &mut self.synack_gap_class, &c.synacks.gaps_ns, c.synacks.answer_mask);
+        if c.syns.gaps_ns.is_empty() {
+            self.syn_ladder.push_str("");
+        } else {
+            let gaps: Vec<f64> = c.syns.gaps_ns.iter().map(|&g| secs(g)).collect();
+            self.syn_ladder.push_str(&super::ladder::fingerprint(&gaps));
+        }
+        self.syn_retries_after_rst.push(c.syn_retries_after_rst);
+        self.capture_duplicates.push(c.capture_duplicates);
+        self.fast_open.push(c.fast_open);
+        self.outcome.push(c.end as u8);
         self.packets_c2s.push(c.packets[0]);
         self.packets_s2c.push(c.packets[1]);
         self.bytes_c2s.push(c.payload_bytes[0]);
         self.bytes_s2c.push(c.payload_bytes[1]);
+        let r = &c.rtt;
+        let have = r.n > 0;
+        self.rtt_samples.push(r.n);
+        self.rtt_min_s.push(if have { secs(r.min) } else { f64::NAN });
+        self.rtt_mean_s.push(if have { r.mean / 1e9 } else { f64::NAN });
+        self.rtt_max_s.push(if have { secs(r.max) } else { f64::NAN });
+        self.rtt_std_s.push(if have { r.std() / 1e9 } else { f64::NAN });
+        self.rtt_ratio.push(match hs {
+            Some(h) if have && h > 0 => r.mean / h as f64,
+            _ => f64::NAN,
+        });
+        let (cs, sc) = (&c.halves[C2S], &c.halves[S2C]);
+        self.retx_timeout_c2s.push(cs.retx_timeout);
+        self.retx_timeout_s2c.push(sc.retx_timeout);
+        self.retx_fast_c2s.push(cs.retx_fast);
+        self.retx_fast_s2c.push(sc.retx_fast);
+        self.retx_tlp_c2s.push(cs.retx_tlp);
+        self.retx_tlp_s2c.push(sc.retx_tlp);
+        self.retx_spurious_c2s.push(cs.spurious);
+        self.retx_spurious_s2c.push(sc.spurious);
+        self.rto_events.push(cs.rto_events + sc.rto_events);
+        self.rto_backoff_max.push(cs.backoff_max.max(sc.backoff_max));
+        self.fast_recoveries.push(cs.fast_recoveries + sc.fast_recoveries);
+        self.max_idle_s.push(secs(c.max_idle_ns));
+        self.iw_segments.push(sc.iw_segments);
+        self.iw_bytes.push(sc.iw_bytes);
+        self.rounds.push(sc.rounds);
+        self.rounds_ideal.push(sc.ideal_rounds);
+        self.delayed_acks.push(cs.delayed_acks + sc.delayed_acks);
+        self.delack_stalls.push(cs.delack_stalls + sc.delack_stalls);
+        self.delack_tick_200ms.push(cs.tick_receiver() || sc.tick_receiver());
+        self.zero_window_stalls.push(cs.zw_stalls + sc.zw_stalls);
+        let t = |cause: Cause| secs(c.lost_ns[cause as usize]);
+        self.time_network_s.push(t(Cause::Network));
+        self.time_handshake_s.push(t(Cause::Handshake));
+        self.time_slow_start_s.push(t(Cause::SlowStart));
+        self.time_timeout_s.push(t(Cause::Timeout));
+        self.time_fast_retransmit_s.push(t(Cause::FastRetransmit));
+        self.time_delayed_ack_s.push(t(Cause::DelayedAck));
+        self.time_zero_window_s.push(t(Cause::ZeroWindow));
+        self.time_application_s.push(t(Cause::Application));
+    }
+
+    /// Puts the rows in order of `conn_id` (connections leave the tracker as they finish;
+    /// users read them in order of first appearance). Permutes one column at a time, so
+    /// the extra memory is one column, not a second table.
+    pub fn sort_by_conn_id(&mut self) {
+        if self.conn_id.windows(2).all(|w| w[0] <= w[1]) {
+            return;
+        }
+        let mut perm: Vec<u32> = (0..self.len() as u32).collect();
+        perm.sort_unstable_by_key(|&i| self.conn_id[i as usize]);
+        macro_rules! permute {
+            ($($f:ident),*) => { $( self.$f = perm.iter().map(|&i| self.$f[i as usize]).collect(); )* };
+        }
+        crate::plain_columns!(permute);
+        self.client_ip = permute_strings(&self.client_ip, &perm);
+        self.server_ip = permute_strings(&self.server_ip, &perm);
+        self.syn_ladder = permute_strings(&self.syn_ladder, &perm);
+        self.syn_gaps_s = permute_list(&self.syn_gaps_s, &perm);
+        self.syn_gap_class = permute_list(&self.syn_gap_class, &perm);
+        self.synack_gaps_s = permute_list(&self.synack_gaps_s, &perm);
+        self.synack_gap_class = permute_list(&self.synack_gap_class, &perm);
     }
 
     /// Appends another table's rows (several traces into one result).
@@ -182,11 +407,10 @@ impl ConnectionTable {
         macro_rules! cat {
             ($($f:ident),*) => { $( self.$f.append(&mut other.$f); )* };
         }
-        cat!(trace, conn_id, client_port, server_port, syn_seen, client_isn, first_ts_s, duration_s,
-             syn_count, synack_count, established, handshake_rtt_s, synack_delay_s, ack_delay_s,
-             vantage, end, packets_c2s, packets_s2c, bytes_c2s, bytes_s2c);
+        crate::plain_columns!(cat);
         append_strings(&mut self.client_ip, other.client_ip);
         append_strings(&mut self.server_ip, other.server_ip);
+        append_strings(&mut self.syn_ladder, other.syn_ladder);
         append_list(&mut self.syn_gaps_s, other.syn_gaps_s);
         append_list(&mut self.syn_gap_class, other.syn_gap_class);
         append_list(&mut self.synack_gaps_s, other.synack_gaps_s);
@@ -194,9 +418,37 @@ impl ConnectionTable {
     }
 }
 
-fn push_gaps(gaps: &mut ListColumn<f64>, classes: &mut ListColumn<u8>, gaps_ns: &[u64]) {
+fn push_gaps(gaps: &mut ListColumn<f64>, classes: &mut ListColumn<u8>, gaps_ns: &[u64], answers: u64) {
     gaps.push(gaps_ns.iter().map(|&g| secs(g)));
-    classes.push(gaps_ns.iter().map(|&g| GapClass::classify(secs(g)).code()));
+    classes.push(gaps_ns.iter().enumerate().map(|(i, &g)| {
+        if i < 64 && answers & (1 << i) != 0 {
+            GapClass::Answer.code()
+        } else {
+            GapClass::classify(secs(g)).code()
+        }
+    }));
+}
+
+fn permute_strings(c: &StringColumn, perm: &[u32]) -> StringColumn {
+    let mut out = StringColumn { offsets: Vec::with_capacity(c.offsets.len()), data: Vec::with_capacity(c.data.len()) };
+    out.offsets.push(0);
+    for &i in perm {
+        let (a, b) = (c.offsets[i as usize] as usize, c.offsets[i as usize + 1] as usize);
+        out.data.extend_from_slice(&c.data[a..b]);
+        out.offsets.push(out.data.len() as i32);
+    }
+    out
+}
+
+fn permute_list<T: Copy>(c: &ListColumn<T>, perm: &[u32]) -> ListColumn<T> {
+    let mut out = ListColumn { offsets: Vec::with_capacity(c.offsets.len()), values: Vec::with_capacity(c.values.len()) };
+    out.offsets.push(0);
+    for &i in perm {
+        let (a, b) = (c.offsets[i as usize] as usize, c.offsets[i as usize + 1] as usize);
+        out.values.extend_from_slice(&c.values[a..b]);
+        out.offsets.push(out.values.len() as i32);
+    }
+    out
 }
 
 fn append_strings(a: &mut StringColumn, b: StringColumn) {

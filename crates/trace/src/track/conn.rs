@@ -1,6 +1,122 @@
-//! One TCP connection's handshake and its counters, as seen from the capture point.
+//! One TCP connection as seen from the capture point: its handshake, each direction's
+//! sender (`Half`) and where its time went (`Cause`).
 
-use crate::wire::{Endpoint, Segment};
+use super::half::{Half, RetxClass, SendEvent, MS};
+use crate::wire::{Endpoint, Segment, SegmentExtra};
+
+/// Where a stretch of a connection's time went. Every gap between two of its packets is
+/// given to one cause (or split between two), so the causes add up to its duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Cause {
+    /// Time the path itself takes: the handshake's round trip, one round trip for the
+    /// data, serialization; whatever no other cause explains.
+    Network = 0,
+    /// Waiting for a SYN or SYN/ACK to be sent again (document 000), or re-sent after a refusal.
+    Handshake = 1,
+    /// Round trips of slow start beyond the first (document 002).
+    SlowStart = 2,
+    /// Loss repaired by the retransmission timer, from the wait until the repair is acknowledged.
+    Timeout = 3,
+    /// Loss repaired by fast retransmit or a tail loss probe, until the repair is acknowledged.
+    FastRetransmit = 4,
+    /// A sender with nothing it could send waiting for an ACK the receiver delayed (document 003).
+    DelayedAck = 5,
+    /// A sender stopped by a zero receive window.
+    ZeroWindow = 6,
+    /// Neither side had anything outstanding: server think time, client pauses.
+    Application = 7,
+}
+
+impl Cause {
+    pub const COUNT: usize = 8;
+    pub const NAMES: [&'static str; Self::COUNT] =
+        ["network", "handshake", "slow_start", "timeout", "fast_retransmit", "delayed_ack", "zero_window", "application"];
+}
+
+/// How the handshake ended (document 000's "successful" is `Answered`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Handshake {
+    /// A SYN/ACK was seen, or the client's ACK shows one arrived.
+    Answered = 0,
+    /// The server answered the SYN with a RST.
+    RefusedRst = 1,
+    /// The SYN was never answered.
+    #[default]
+    NeverAnswered = 2,
+    /// Still waiting for an answer when the capture ended.
+    Open = 3,
+    /// Seen mid-stream, without its SYN.
+    NotSeen = 4,
+}
+
+impl Handshake {
+    pub const NAMES: [&'static str; 5] = ["answered", "refused_rst", "never_answered", "open", "not_seen"];
+}
+
+/// What the tracker made of one packet, for drawing a connection's time-sequence graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PacketNote {
+    /// 0 nothing new (pure ACK, SYN…), 1 new data, 2 timeout retransmission, 3 fast
+    /// retransmission, 4 tail loss probe, 5 capture duplicate.
+    pub event: u8,
+    /// The cause given the gap before this packet (`Cause`; the larger part when split).
+    pub cause: u8,
+    /// Sent by the connection's client.
+    pub from_client: bool,
+}
+
+impl PacketNote {
+    pub const EVENTS: [&'static str; 6] = ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate"];
+}
+
+/// The header fields that tell a second recording of the same packet from a new one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Fingerprint {
+    ts: u64,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    window: u16,
+    len: u32,
+    ip_id: u16,
+    ttl: u8,
+}
+
+/// A packet recorded twice (capture on both sides of a bridge or router, or by two
+/// interfaces) is at most this far from its first copy.
+pub const DUPLICATE_WINDOW_NS: u64 = 100_000;
+
+/// Welford's running mean and variance of the RTT samples (ns).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RttStats {
+    pub n: u32,
+    pub mean: f64,
+    m2: f64,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl RttStats {
+    fn add(&mut self, x: u64) {
+        self.n += 1;
+        let xf = x as f64;
+        let d = xf - self.mean;
+        self.mean += d / f64::from(self.n);
+        self.m2 += d * (xf - self.mean);
+        self.min = if self.n == 1 { x } else { self.min.min(x) };
+        self.max = self.max.max(x);
+    }
+
+    pub fn std(&self) -> f64 {
+        if self.n < 2 {
+            0.0
+        } else {
+            (self.m2 / f64::from(self.n - 1)).sqrt()
+        }
+    }
+}
 
 /// Why a connection left the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,6 +151,9 @@ pub struct Transmissions {
     pub last_ts: u64,
     /// Gap in ns between each repeat and the transmission before it (count − 1 entries).
     pub gaps_ns: Vec<u64>,
+    /// Bit i set: repeat i answered a repeated SYN instead of following the sender's own
+    /// timer (SYN/ACKs only; RFC 9293 3.10.7.3: a SYN in SYN-RECEIVED is answered again).
+    pub answer_mask: u64,
 }
 
 impl Transmissions {
@@ -76,10 +195,36 @@ pub struct Conn {
     pub packets: [u32; 2],
     pub payload_bytes: [u64; 2],
     pub end: EndReason,
+    /// Each direction's sender: [client → server, server → client].
+    pub halves: [Half; 2],
+    /// Time by cause (ns), indexed by `Cause`; sums to `last_ts - first_ts`.
+    pub lost_ns: [u64; Cause::COUNT],
+    pub max_idle_ns: u64,
+    pub rtt: RttStats,
+    srtt: Option<(f64, f64)>,
+    pub capture_duplicates: u32,
+    /// SYNs with the client's ISN re-sent after the server refused with a RST.
+    pub syn_retries_after_rst: u32,
+    pub refused_rst: bool,
+    /// TCP Fast Open: data or a cookie on the SYN (RFC 7413).
+    pub fast_open: bool,
+    pub handshake: Handshake,
+    last_fp: [Fingerprint; 2],
+    /// Network time since each side's last packet, and since its last new data.
+    net_since_send: [u64; 2],
+    net_since_data: [u64; 2],
+    /// What the last packet was and which cause its gap went to.
+    pub last_note: PacketNote,
+    pending_delack: Option<(usize, u64)>,
+    last_dir: usize,
 }
 
-const C2S: usize = 0;
-const S2C: usize = 1;
+pub const C2S: usize = 0;
+pub const S2C: usize = 1;
+
+/// Linux gives up a SYN after 6 retries, 127 s after the first (`tcp_syn_retries`): no
+/// retry is ever due later than this after the last.
+const SYN_GIVE_UP_NS: u64 = 127 * 1_000_000_000;
 
 impl Conn {
     /// A connection first seen in `seg`: its client is the SYN's sender, or, for a
@@ -97,9 +242,25 @@ impl Conn {
         c
     }
 
+    /// Like [`Self::start`] with the IP fields and TCP options.
+    pub fn start_ext(id: u64, ts: u64, seg: &Segment, extra: &SegmentExtra) -> Self {
+        let synack = seg.flags.syn() && seg.flags.ack();
+        let from_client = if seg.flags.syn() { !synack } else { seg.src.port > seg.dst.port };
+        let (client, server) = if from_client { (seg.src, seg.dst) } else { (seg.dst, seg.src) };
+        let mut c = Conn { id, client, server, first_ts: ts, last_ts: ts, ..Default::default() };
+        if seg.flags.syn() && !synack {
+            c.syn_seen = true;
+            c.client_isn = seg.seq;
+        }
+        c.observe_ext(ts, seg, extra);
+        c
+    }
+
     /// A SYN on this 4-tuple starts a new connection unless it repeats this one's SYN.
     pub fn is_new_try(&self, seg: &Segment) -> bool {
-        !self.syn_seen || seg.seq != self.client_isn || seg.src != self.client || self.closed()
+        let same = self.syn_seen && seg.seq == self.client_isn && seg.src == self.client;
+        // A client re-sending the same SYN after a RST (a refused port) is still one try.
+        !same || (self.closed() && !self.refused_rst)
     }
 
     pub fn closed(&self) -> bool {
@@ -114,30 +275,146 @@ impl Conn {
         }
     }
 
-    pub fn ended(mut self, reason: EndReason) -> Self {
+    pub fn ended(self, reason: EndReason) -> Self {
+        self.ended_at(reason, None)
+    }
+
+    /// Ends the connection; `trace_end` is the capture's last timestamp when the capture
+    /// ended with it still open (a try still inside the SYN retry ladder is `Open`).
+    pub fn ended_at(mut self, reason: EndReason, trace_end: Option<u64>) -> Self {
         self.end = reason;
+        let end = self.last_ts;
+        for h in &mut self.halves {
+            h.finish(end);
+        }
+        if let Some((_, amount)) = self.pending_delack.take() {
+            self.revert_delack(amount);
+        }
+        self.handshake = if !self.syn_seen {
+            Handshake::NotSeen
+        } else if self.established_ts.is_some() || self.synacks.count > 0 {
+            Handshake::Answered
+        } else if self.refused_rst {
+            Handshake::RefusedRst
+        } else if reason == EndReason::Open && trace_end.is_some_and(|t| t.saturating_sub(self.last_ts) < self.next_syn_due_ns()) {
+            Handshake::Open
+        } else {
+            Handshake::NeverAnswered
+        };
         self
+    }
+
+    /// How long after its last SYN the client's next retry would come: twice the last gap
+    /// (RFC 6298 5.5), or 3 s after a single SYN (RFC 2988's initial RTO, the longest).
+    fn next_syn_due_ns(&self) -> u64 {
+        let next = match self.syns.gaps_ns.last() {
+            Some(&g) => 2 * g,
+            None => 3 * 1_000_000_000,
+        };
+        next.min(SYN_GIVE_UP_NS)
+    }
+
+    fn move_time(&mut self, from: Cause, to: Cause, amount: u64) {
+        let amount = amount.min(self.lost_ns[from as usize]);
+        self.lost_ns[from as usize] -= amount;
+        self.lost_ns[to as usize] += amount;
+    }
+
+    /// Round trip from the capture point to the client (SYN/ACK → ACK) and to the server
+    /// (SYN → SYN/ACK); 0 when the handshake was not seen.
+    fn leg(&self, side: usize) -> u64 {
+        if side == C2S { self.ack_delay_ns() } else { self.synack_delay_ns() }.unwrap_or(0)
+    }
+
+    /// The connection's RTT: the handshake's, else the smallest data sample.
+    pub fn full_rtt_ns(&self) -> Option<u64> {
+        match (self.synack_delay_ns(), self.ack_delay_ns()) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => (self.rtt.n > 0).then_some(self.rtt.min),
+        }
+    }
+
+    fn is_capture_duplicate(&mut self, dir: usize, ts: u64, seg: &Segment, extra: &SegmentExtra) -> bool {
+        let fp = Fingerprint {
+            ts,
+            seq: seg.seq,
+            ack: seg.ack,
+            flags: seg.flags.0,
+            window: seg.window,
+            len: seg.payload_len,
+            ip_id: extra.ip_id,
+            ttl: extra.ttl,
+        };
+        let last = self.last_fp[dir];
+        self.last_fp[dir] = fp;
+        // Same headers and IP ID within 100 µs, TTL equal or one lower (both sides of a
+        // router). Without an IP ID (IPv6, or ID 0) only data counts: identical pure ACKs
+        // are legitimately sent in pairs (duplicate ACKs), and a server may answer a
+        // repeated SYN the instant its own timer repeats the SYN/ACK; data is never
+        // retransmitted within 100 µs (the minimum RTO is 200 ms, a TLP ≥ 10 ms).
+        let distinctive = extra.ip_id != 0 || seg.payload_len > 0;
+        let same = Fingerprint { ts: last.ts, ttl: last.ttl, ..fp } == last;
+        let dup = same
+            && distinctive
+            && ts.saturating_sub(last.ts) <= DUPLICATE_WINDOW_NS
+            && (fp.ttl == last.ttl || fp.ttl + 1 == last.ttl || last.ttl + 1 == fp.ttl)
+            && self.packets[dir] > 0;
+        if dup {
+            self.last_fp[dir] = last; // a third copy is compared with the first
+        }
+        dup
     }
 
     #[inline(always)]
     pub fn observe(&mut self, ts: u64, seg: &Segment) {
+        self.observe_ext(ts, seg, &SegmentExtra::default());
+    }
+
+    /// Accounts one segment (with its IP fields and options) captured at `ts`.
+    pub fn observe_ext(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
         let from_client = seg.src == self.client;
         let dir = if from_client { C2S } else { S2C };
-        self.last_ts = ts;
+        if self.is_capture_duplicate(dir, ts, seg, extra) {
+            self.capture_duplicates += 1;
+            self.last_note = PacketNote { event: 5, cause: Cause::Network as u8, from_client };
+            return;
+        }
+        // Captures merged from several interfaces may step back in time: the gap is then
+        // zero and the connection's end stays its latest packet.
+        let gap = ts.saturating_sub(self.last_ts);
+        self.last_ts = self.last_ts.max(ts);
+        self.max_idle_ns = self.max_idle_ns.max(gap);
         self.packets[dir] += 1;
         self.payload_bytes[dir] += u64::from(seg.payload_len);
         let f = seg.flags;
+        let mut handshake_wait = false;
         if f.syn() {
             if from_client && !f.ack() {
-                self.syns.record(ts);
+                if self.refused_rst && seg.seq == self.client_isn {
+                    self.syn_retries_after_rst += 1;
+                    handshake_wait = true;
+                } else {
+                    self.syns.record(ts);
+                    handshake_wait = self.syns.count > 1;
+                }
+                self.halves[C2S].start(seg.seq.wrapping_add(1));
+                if seg.payload_len > 0 || extra.opts.fast_open {
+                    self.fast_open = true;
+                }
             } else if !from_client && f.ack() {
                 self.on_synack(ts, seg);
+                handshake_wait = self.synacks.count > 1;
+                self.halves[S2C].start(seg.seq.wrapping_add(1));
             }
         } else if from_client && f.ack() && self.established_ts.is_none() {
             // The third packet of the handshake (or, if it was lost, the first data segment
             // that carries the same acknowledgment). Without a SYN/ACK in the capture (one
-            // direction only) any ACK from the client shows the handshake completed.
-            let acks_synack = self.server_isn.is_none_or(|isn| seg.ack == isn.wrapping_add(1));
+            // direction only) an ACK from the client shows the handshake completed, unless
+            // it is a RST, or acknowledges nothing (ack 0 after unanswered SYNs).
+            let acks_synack = match self.server_isn {
+                Some(isn) => seg.ack == isn.wrapping_add(1),
+                None => seg.ack != 0 && !f.rst(),
+            };
             if self.syn_seen && acks_synack {
                 self.established_ts = Some(ts);
             }
@@ -151,11 +428,165 @@ impl Conn {
         }
         if f.rst() {
             self.rst = true;
+            if !from_client && self.syn_seen && self.synacks.count == 0 && self.established_ts.is_none() {
+                self.refused_rst = true;
+            }
         }
+        self.data_phase(ts, gap, dir, seg, extra, handshake_wait);
+    }
+
+    /// The data phase of one segment: its ACK for the other direction, its data for its
+    /// own, and the gap before it given to a cause.
+    #[inline]
+    fn data_phase(&mut self, ts: u64, gap: u64, dir: usize, seg: &Segment, extra: &SegmentExtra, handshake_wait: bool) {
+        let other = 1 - dir;
+        let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
+        let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
+        let zero_window = self.halves.iter().any(|h| h.zw_since.is_some());
+        let full_rtt = self.full_rtt_ns();
+        // The receiver's (this segment's sender's) leg, and the data sender's.
+        let (leg_dir, leg_other) = (self.leg(dir), self.leg(other));
+        let sender_near = leg_other == 0 || (full_rtt.is_some_and(|r| leg_other * 4 < r));
+        let ack = self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt);
+        if let Some(raw) = ack.raw_rtt_ns {
+            let full = raw + leg_other;
+            self.rtt.add(full);
+            self.srtt = Some(match self.srtt {
+                // RFC 6298 (2.3), with alpha 1/8 and beta 1/4.
+                Some((srtt, var)) => {
+                    let r = full as f64;
+                    (0.875 * srtt + 0.125 * r, 0.75 * var + 0.25 * (srtt - r).abs())
+                }
+                None => (full as f64, full as f64 / 2.0),
+            });
+        }
+        if self.srtt.is_none() {
+            // Linux seeds its estimator with the handshake's RTT (tcp_synack_rtt_meas).
+            self.srtt = full_rtt.map(|r| (r as f64, r as f64 / 2.0));
+        }
+        let rto = Half::rto_estimate(self.srtt);
+        let event = if seg.flags.syn() && seg.payload_len == 0 {
+            SendEvent::Nothing
+        } else {
+            let mut data = *seg;
+            if seg.flags.syn() {
+                // Fast Open data rides on the SYN: it starts one past the ISN.
+                data.seq = seg.seq.wrapping_add(1);
+                data.flags.0 &= !crate::wire::TcpFlags::SYN;
+            }
+            self.halves[dir].on_send(ts, &data, extra, rto, full_rtt, leg_dir)
+        };
+        if matches!(event, SendEvent::NewData { .. }) {
+            self.halves[other].peer_spoke = true;
+        }
+        if let Some((sdir, amount)) = self.pending_delack {
+            // A delayed ACK stalled its sender only if the sender's next move was new data
+            // of its own; if the receiver spoke first (a new request), the sender was
+            // waiting for it, not for the ACK.
+            let new_data = matches!(event, SendEvent::NewData { .. });
+            if (sdir == dir && (seg.payload_len > 0 || seg.flags.fin())) || (sdir != dir && new_data) {
+                self.pending_delack = None;
+                if sdir == dir && new_data {
+                    self.halves[dir].delack_stalls += 1;
+                    self.halves[dir].delack_ns += amount;
+                } else {
+                    self.revert_delack(amount);
+                }
+            }
+        }
+        // The gap before this packet.
+        let mut network = 0;
+        let mut cause = Cause::Network;
+        if handshake_wait {
+            cause = Cause::Handshake;
+            self.lost_ns[Cause::Handshake as usize] += gap;
+        } else if in_timeout || event == SendEvent::Retx(RetxClass::Timeout) {
+            cause = Cause::Timeout;
+            self.lost_ns[Cause::Timeout as usize] += gap;
+        } else if in_fast || matches!(event, SendEvent::Retx(_)) {
+            cause = Cause::FastRetransmit;
+            self.lost_ns[Cause::FastRetransmit as usize] += gap;
+        } else if zero_window {
+            cause = Cause::ZeroWindow;
+            self.lost_ns[Cause::ZeroWindow as usize] += gap;
+        } else if let Some(wait) = ack.delayed_stall_ns {
+            let d = wait.min(gap);
+            if d * 2 >= gap {
+                cause = Cause::DelayedAck;
+            }
+            self.lost_ns[Cause::DelayedAck as usize] += d;
+            if let Some((_, amount)) = self.pending_delack.take() {
+                self.revert_delack(amount);
+            }
+            self.pending_delack = Some((other, d));
+            network = gap - d;
+        } else {
+            network = gap;
+        }
+        self.add_network(network);
+        match event {
+            SendEvent::NewData { new_burst: true, .. } => {
+                // New data with nothing outstanding, answering the other side (or after a
+                // pause of its own): what the path does not explain of the wait since the
+                // other side's last data (or this side's last packet) is the application's
+                // (server think time, client pauses).
+                let app = if self.halves[other].data_bytes > 0 {
+                    self.net_since_data[other].saturating_sub(leg_dir)
+                } else {
+                    self.net_since_send[dir]
+                };
+                if app > MS.max(full_rtt.unwrap_or(0) / 10) {
+                    self.move_time(Cause::Network, Cause::Application, app);
+                    if app * 2 >= gap {
+                        cause = Cause::Application;
+                    }
+                }
+            }
+            SendEvent::NewData { new_round: true, .. } => {
+                // A round beyond the first: the sender waited a round trip for ACKs.
+                self.move_time(Cause::Network, Cause::SlowStart, self.net_since_send[dir]);
+                cause = Cause::SlowStart;
+            }
+            _ => {}
+        }
+        if matches!(event, SendEvent::NewData { .. }) {
+            self.net_since_data[dir] = 0;
+        }
+        self.net_since_send[dir] = 0;
+        self.last_dir = dir;
+        let code = match event {
+            SendEvent::Nothing => 0,
+            SendEvent::NewData { .. } => 1,
+            SendEvent::Retx(RetxClass::Timeout) => 2,
+            SendEvent::Retx(RetxClass::Fast) => 3,
+            SendEvent::Retx(RetxClass::Tlp) => 4,
+        };
+        self.last_note = PacketNote { event: code, cause: cause as u8, from_client: dir == C2S };
+    }
+
+    fn add_network(&mut self, ns: u64) {
+        self.lost_ns[Cause::Network as usize] += ns;
+        for d in 0..2 {
+            self.net_since_send[d] += ns;
+            self.net_since_data[d] += ns;
+        }
+    }
+
+    /// A delayed ACK that stalled nobody: its time was the path's after all.
+    fn revert_delack(&mut self, amount: u64) {
+        let amount = amount.min(self.lost_ns[Cause::DelayedAck as usize]);
+        self.lost_ns[Cause::DelayedAck as usize] -= amount;
+        self.add_network(amount);
     }
 
     fn on_synack(&mut self, ts: u64, seg: &Segment) {
         self.server_isn = Some(seg.seq);
+        // A repeat that follows a SYN seen after the last SYN/ACK answers that SYN; its
+        // gap says nothing about the server's retransmission timer.
+        let answer = self.synacks.count > 0 && self.syns.count > 1 && self.syns.last_ts > self.synacks.last_ts;
+        if answer && self.synacks.count <= 64 {
+            self.synacks.answer_mask |= 1 << (self.synacks.count - 1);
+        }
         self.synacks.record(ts);
         if self.syn_seen && self.synack_after_last_syn_ts.is_none_or(|t| t < self.syns.last_ts) {
             self.synack_after_last_syn_ts = Some(ts);

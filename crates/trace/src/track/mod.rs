@@ -9,12 +9,14 @@
 //! size of the file.
 
 mod conn;
+pub mod half;
 
 use rustc_hash::FxHashMap;
 
-pub use conn::{Conn, EndReason, Transmissions};
+pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, S2C};
+pub use half::{Half, RetxClass};
 
-use crate::wire::{Endpoint, Segment};
+use crate::wire::{Endpoint, Segment, SegmentExtra};
 
 /// Unordered pair of endpoints: both directions of a connection map to one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,18 +63,42 @@ impl TrackerConfig {
     }
 }
 
+/// One slot of the connection slab.
+struct Slot {
+    key: FlowKey,
+    conn: Conn,
+    live: bool,
+}
+
 /// The open connections of one trace; finished ones are handed to `sink`.
+///
+/// Connections (about 1.5 kB each with their data-phase state) live in a slab; the hash
+/// map holds only their 4-tuple and slot number, so a lookup probes a small, cache-friendly
+/// table, and growing it never moves the connections.
 pub struct Tracker<F: FnMut(Conn)> {
-    open: FxHashMap<FlowKey, Conn>,
+    open: FxHashMap<FlowKey, u32>,
+    slab: Vec<Slot>,
+    free: Vec<u32>,
     config: TrackerConfig,
     next_id: u64,
     next_sweep_ns: u64,
+    /// Latest timestamp seen: where the capture ended, for connections still open then.
+    last_ts: u64,
     sink: F,
 }
 
 impl<F: FnMut(Conn)> Tracker<F> {
     pub fn new(config: TrackerConfig, sink: F) -> Self {
-        Self { open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()), config, next_id: 0, next_sweep_ns: 0, sink }
+        Self {
+            open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()),
+            slab: Vec::new(),
+            free: Vec::new(),
+            config,
+            next_id: 0,
+            next_sweep_ns: 0,
+            last_ts: 0,
+            sink,
+        }
     }
 
     pub fn open_connections(&self) -> usize {
@@ -82,23 +108,49 @@ impl<F: FnMut(Conn)> Tracker<F> {
     /// Accounts one segment captured at `ts_ns`.
     #[inline]
     pub fn observe(&mut self, ts_ns: u64, seg: &Segment) {
+        let _ = self.observe_ext(ts_ns, seg, &SegmentExtra::default());
+    }
+
+    /// Accounts one segment with its IP fields and TCP options; returns the connection's
+    /// id and what the segment was to it.
+    #[inline]
+    pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) -> (u64, PacketNote) {
+        self.last_ts = self.last_ts.max(ts_ns);
         if ts_ns >= self.next_sweep_ns {
             self.sweep(ts_ns);
         }
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.syn() && !seg.flags.ack();
-        if let Some(conn) = self.open.get_mut(&key) {
+        if let Some(&slot) = self.open.get(&key) {
+            let conn = &mut self.slab[slot as usize].conn;
             if !(syn_only && conn.is_new_try(seg)) {
-                conn.observe(ts_ns, seg);
-                return;
+                conn.observe_ext(ts_ns, seg, extra);
+                return (conn.id, conn.last_note);
             }
             // Port reuse or a new ISN: the old connection ends here.
-            let old = self.open.remove(&key).expect("present");
+            let old = std::mem::take(conn);
             (self.sink)(old.ended(EndReason::Reused));
+            let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+            let out = (conn.id, conn.last_note);
+            self.slab[slot as usize].conn = conn;
+            self.next_id += 1;
+            return out;
         }
-        let conn = Conn::start(self.next_id, ts_ns, seg);
+        let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+        let out = (conn.id, conn.last_note);
         self.next_id += 1;
-        self.open.insert(key, conn);
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Slot { key, conn, live: true };
+                i
+            }
+            None => {
+                self.slab.push(Slot { key, conn, live: true });
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.open.insert(key, slot);
+        out
     }
 
     /// Ends connections that have been idle too long or closed long enough.
@@ -106,8 +158,11 @@ impl<F: FnMut(Conn)> Tracker<F> {
     fn sweep(&mut self, now: u64) {
         self.next_sweep_ns = now.saturating_add(self.config.sweep_every_ns());
         let TrackerConfig { idle_timeout_ns, close_linger_ns } = self.config;
-        let sink = &mut self.sink;
-        self.open.retain(|_, c| {
+        for (i, slot) in self.slab.iter_mut().enumerate() {
+            if !slot.live {
+                continue;
+            }
+            let c = &mut slot.conn;
             let end = if c.closed() && now.saturating_sub(c.last_ts) > close_linger_ns {
                 Some(c.close_reason())
             } else if now.saturating_sub(c.last_ts) > idle_timeout_ns {
@@ -115,23 +170,22 @@ impl<F: FnMut(Conn)> Tracker<F> {
             } else {
                 None
             };
-            match end {
-                Some(reason) => {
-                    sink(std::mem::take(c).ended(reason));
-                    false
-                }
-                None => true,
+            if let Some(reason) = end {
+                (self.sink)(std::mem::take(c).ended(reason));
+                slot.live = false;
+                self.open.remove(&slot.key);
+                self.free.push(i as u32);
             }
-        });
+        }
     }
 
     /// Ends every connection still open (end of the trace, or of what could be read).
     pub fn finish(mut self) -> F {
-        let mut rest: Vec<Conn> = self.open.drain().map(|(_, c)| c).collect();
+        let mut rest: Vec<Conn> = self.slab.drain(..).filter(|s| s.live).map(|s| s.conn).collect();
         rest.sort_unstable_by_key(|c| c.id);
         for c in rest {
             let reason = if c.closed() { c.close_reason() } else { EndReason::Open };
-            (self.sink)(c.ended(reason));
+            (self.sink)(c.ended_at(reason, Some(self.last_ts)));
         }
         self.sink
     }

@@ -4,4 +4,4 @@ pub mod link;
 pub mod segment;
 
 pub use link::LinkType;
-pub use segment::{decode, Endpoint, Segment, TcpFlags};
+pub use segment::{decode, decode_ext, Endpoint, Segment, SegmentExtra, TcpFlags, TcpOptions};

@@ -119,6 +119,122 @@ pub struct Segment {
     pub payload_len: u32,
 }
 
+/// What the tracker reads beside the fixed header: the IP fields that tell a capture
+/// duplicate from a retransmission, and the TCP options (RFC 9293 3.2, RFC 7323, RFC 2018,
+/// RFC 7413). Options cut off by the snap length are simply absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SegmentExtra {
+    /// IPv4 identification (0 for IPv6, which has none outside fragments).
+    pub ip_id: u16,
+    /// IPv4 TTL or IPv6 hop limit.
+    pub ttl: u8,
+    pub opts: TcpOptions,
+}
+
+/// The TCP options the diagnostics use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpOptions {
+    pub mss: Option<u16>,
+    pub wscale: Option<u8>,
+    pub sack_permitted: bool,
+    /// (TSval, TSecr), RFC 7323 section 3.
+    pub timestamps: Option<(u32, u32)>,
+    /// SACK blocks (left, right), RFC 2018 section 3; at most 4 fit in 40 option bytes.
+    pub sack: [(u32, u32); 4],
+    pub sack_len: u8,
+    /// TCP Fast Open option (kind 34, or the experimental kind 254 with magic 0xF989),
+    /// RFC 7413 section 4.1.1.
+    pub fast_open: bool,
+}
+
+impl TcpOptions {
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
+        &self.sack[..usize::from(self.sack_len)]
+    }
+
+    /// Parses the option bytes after the fixed header; stops quietly at the first
+    /// malformed or cut-off option (what was parsed before it is kept).
+    pub fn parse(mut b: &[u8]) -> Self {
+        let mut o = Self::default();
+        while let Some(&kind) = b.first() {
+            match kind {
+                0 => break,
+                1 => {
+                    b = &b[1..];
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(&len) = b.get(1) else { break };
+            let len = usize::from(len);
+            if len < 2 || len > b.len() {
+                break;
+            }
+            let body = &b[2..len];
+            match (kind, body.len()) {
+                (2, 2) => o.mss = Some(u16::from_be_bytes([body[0], body[1]])),
+                (3, 1) => o.wscale = Some(body[0]),
+                (4, 0) => o.sack_permitted = true,
+                (5, n) if n % 8 == 0 => {
+                    for blk in body.chunks_exact(8).take(4) {
+                        let l = u32::from_be_bytes([blk[0], blk[1], blk[2], blk[3]]);
+                        let r = u32::from_be_bytes([blk[4], blk[5], blk[6], blk[7]]);
+                        o.sack[usize::from(o.sack_len)] = (l, r);
+                        o.sack_len += 1;
+                    }
+                }
+                (8, 8) => {
+                    let v = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+                    let e = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                    o.timestamps = Some((v, e));
+                }
+                (34, _) => o.fast_open = true,
+                (254, n) if n >= 2 && body[0] == 0xf9 && body[1] == 0x89 => o.fast_open = true,
+                _ => {}
+            }
+            b = &b[len..];
+        }
+        o
+    }
+
+    /// The option bytes (padded to 4), for the writer.
+    pub fn emit(&self, syn: bool) -> Vec<u8> {
+        let mut v = Vec::new();
+        if let Some(mss) = self.mss.filter(|_| syn) {
+            v.extend_from_slice(&[2, 4]);
+            v.extend_from_slice(&mss.to_be_bytes());
+        }
+        if let Some(ws) = self.wscale.filter(|_| syn) {
+            v.extend_from_slice(&[1, 3, 3, ws]);
+        }
+        if self.sack_permitted && syn {
+            v.extend_from_slice(&[1, 1, 4, 2]);
+        }
+        if let Some((tv, te)) = self.timestamps {
+            v.extend_from_slice(&[1, 1, 8, 10]);
+            v.extend_from_slice(&tv.to_be_bytes());
+            v.extend_from_slice(&te.to_be_bytes());
+        }
+        if self.fast_open {
+            v.extend_from_slice(&[1, 1, 34, 2]);
+        }
+        // SACK blocks never ride on a SYN (RFC 2018 section 3); as many as fit otherwise.
+        let room = (40 - v.len()).saturating_sub(4) / 8;
+        let n = if syn { 0 } else { usize::from(self.sack_len).min(room) };
+        if n > 0 {
+            v.extend_from_slice(&[1, 1, 5, 2 + 8 * n as u8]);
+            for &(l, r) in &self.sack[..n] {
+                v.extend_from_slice(&l.to_be_bytes());
+                v.extend_from_slice(&r.to_be_bytes());
+            }
+        }
+        while v.len() % 4 != 0 {
+            v.push(0);
+        }
+        v
+    }
+}
+
 /// Why a captured frame yields no TCP segment. Counted, never fatal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Skip {
@@ -158,12 +274,19 @@ fn be32(b: &[u8], r: std::ops::Range<usize>) -> u32 {
 /// Decodes a captured frame of the given link type into a TCP segment.
 #[inline]
 pub fn decode(link: LinkType, frame: &[u8]) -> Result<Segment, Skip> {
+    decode_ext(link, frame).map(|(s, _)| s)
+}
+
+/// Decodes a frame into its TCP segment and the IP fields and TCP options beside it.
+#[inline]
+pub fn decode_ext(link: LinkType, frame: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
     let (_, ip) = ip_payload(link, frame).ok_or(Skip::NotIp)?;
     let (slice, _ext_err) = LaxIpSlice::from_slice(ip).map_err(|_| Skip::Malformed)?;
     let payload = slice.payload();
     if payload.ip_number != ip_number::TCP {
         return Err(Skip::NotTcp);
     }
+    let mut extra = SegmentExtra::default();
     let (src_addr, dst_addr, declared_end) = match &slice {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
@@ -171,6 +294,8 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Result<Segment, Skip> {
                 return Err(Skip::Fragment);
             }
             let (s, d) = (h.source(), h.destination());
+            extra.ip_id = h.identification();
+            extra.ttl = h.ttl();
             let mut sa = [0u8; 16];
             let mut da = [0u8; 16];
             sa[10..12].copy_from_slice(&[0xff, 0xff]);
@@ -184,6 +309,7 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Result<Segment, Skip> {
             if payload.fragmented {
                 return Err(Skip::Fragment);
             }
+            extra.ttl = h.hop_limit();
             (h.source(), h.destination(), 40 + usize::from(h.payload_length()))
         }
     };
@@ -198,7 +324,10 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Result<Segment, Skip> {
     // Where the TCP header starts inside the IP packet (after options/extension headers).
     let tcp_start = tcp.as_ptr() as usize - ip.as_ptr() as usize;
     let payload_len = declared_end.saturating_sub(tcp_start + header_len);
-    Ok(Segment {
+    if header_len > field::FIXED_LEN {
+        extra.opts = TcpOptions::parse(&tcp[field::FIXED_LEN..header_len.min(tcp.len())]);
+    }
+    let seg = Segment {
         src: Endpoint { addr: src_addr, port: be16(tcp, field::SRC_PORT) },
         dst: Endpoint { addr: dst_addr, port: be16(tcp, field::DST_PORT) },
         seq: be32(tcp, field::SEQ_NUM),
@@ -206,5 +335,40 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Result<Segment, Skip> {
         flags: TcpFlags(tcp[field::FLAGS]),
         window: be16(tcp, field::WIN_SIZE),
         payload_len: payload_len as u32,
-    })
+    };
+    Ok((seg, extra))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_round_trip() {
+        let o = TcpOptions {
+            mss: Some(1460),
+            wscale: Some(7),
+            sack_permitted: true,
+            timestamps: Some((1, 2)),
+            sack: [(10, 20), (30, 40), (0, 0), (0, 0)],
+            sack_len: 2,
+            fast_open: false,
+        };
+        // MSS 4 + ws 4 + sackok 4 + ts 12 + sack 4+16 = 44 > 40: the SYN drops the SACK blocks.
+        let syn = TcpOptions::parse(&o.emit(true));
+        assert_eq!((syn.mss, syn.wscale, syn.sack_permitted, syn.timestamps), (Some(1460), Some(7), true, Some((1, 2))));
+        let ack = TcpOptions::parse(&o.emit(false));
+        assert_eq!(ack.timestamps, Some((1, 2)));
+        assert_eq!(ack.sack_blocks(), &[(10, 20), (30, 40)]);
+        assert_eq!(ack.mss, None);
+    }
+
+    #[test]
+    fn cut_or_malformed_options_keep_what_came_before() {
+        let o = TcpOptions::parse(&[2, 4, 5, 0xb4, 8, 10, 0, 0]);
+        assert_eq!(o.mss, Some(1460));
+        assert_eq!(o.timestamps, None);
+        assert_eq!(TcpOptions::parse(&[5, 1, 0, 0]), TcpOptions::default());
+        assert!(TcpOptions::parse(&[254, 4, 0xf9, 0x89]).fast_open);
+    }
 }

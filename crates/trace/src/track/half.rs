@@ -1,0 +1,522 @@
+//! One direction's sender, as the capture point sees it: what it sent (sequence space,
+//! first flight, round trips), how the receiver's ACKs came back (RTT samples, delayed
+//! ACKs, zero windows, duplicate ACKs and SACK blocks) and why it sent data again.
+//!
+//! All sequence numbers are kept as 64-bit offsets from the direction's first sequence
+//! number, unwrapped against the highest one sent, so comparisons never wrap.
+
+use crate::wire::{Segment, SegmentExtra};
+
+pub const MS: u64 = 1_000_000;
+
+/// Why a data segment was sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RetxClass {
+    /// The retransmission timer fired (RFC 6298 5.4), or go-back-N after it (5.4 restarts
+    /// from the first unacknowledged segment, then slow start resends the rest).
+    Timeout = 0,
+    /// Fast retransmit after three duplicate ACKs (RFC 5681 3.2) or SACK evidence
+    /// (RFC 6675 5), and the further repairs of that recovery (RFC 6582 partial ACKs).
+    Fast = 1,
+    /// Tail loss probe (RFC 8985 7.3): the last segment sent, again, before the RTO could
+    /// have fired and with no duplicate ACK to prompt it.
+    Tlp = 2,
+}
+
+/// What a segment did in its sender's half, as far as the time-lost breakdown cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SendEvent {
+    #[default]
+    Nothing,
+    /// New data (start of a round, of a burst, or inside one).
+    NewData { new_round: bool, new_burst: bool },
+    Retx(RetxClass),
+}
+
+/// The repair a sender is in until the receiver acknowledges `point`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Recovery {
+    #[default]
+    None,
+    Timeout { point: i64 },
+    Fast { point: i64 },
+}
+
+/// One segment of new data in flight, for RTT samples (Karn: none once retransmitted,
+/// RFC 6298 section 3; unless timestamps tell which transmission was acknowledged,
+/// RFC 7323 section 4) and for spurious-retransmission checks.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sent {
+    end: i64,
+    ts_first: u64,
+    ts_last: u64,
+    tsval_first: Option<u32>,
+    tsval_last: Option<u32>,
+    retx: bool,
+    spurious: bool,
+}
+
+/// Entries beyond this many in flight are not tracked for RTT (memory stays bounded on
+/// long bulk flows; short connections never come near it).
+const MAX_FLIGHT: usize = 4096;
+
+/// A recent retransmission, kept after its ACK for D-SACK reports (RFC 2883) that come later.
+#[derive(Debug, Clone, Copy, Default)]
+struct RecentRetx {
+    start: i64,
+    end: i64,
+    ts: u64,
+    spurious: bool,
+}
+
+/// Delayed ACKs remembered per receiver for the BSD 200 ms tick test.
+const TICK_SAMPLES: usize = 4;
+/// BSD's fast timeout (`tcp_fasttimo`, every 200 ms since boot) sends all pending delayed
+/// ACKs at once (document 003 section 2): their send times share one phase on a 200 ms grid.
+pub const BSD_TICK_NS: u64 = 200 * MS;
+const TICK_TOLERANCE_NS: u64 = 4 * MS;
+
+#[derive(Debug, Clone, Default)]
+pub struct Half {
+    pub started: bool,
+    base: u32,
+    /// Highest sequence offset sent (+1), SYN excluded, FIN included.
+    pub snd_max: i64,
+    /// Highest cumulative ACK received from the peer.
+    pub una: i64,
+    acked_any: bool,
+    dupacks: u32,
+    sack_dup: bool,
+    last_peer_window: Option<u16>,
+    flight: Vec<Sent>,
+    head: u32,
+    recent: [RecentRetx; 2],
+    recent_next: usize,
+    pub last_send_ts: u64,
+    /// The peer sent data after this half's last new data: the next new data answers it.
+    pub peer_spoke: bool,
+    pub recovery: Recovery,
+    last_rto_una: Option<i64>,
+    backoff: u8,
+    pub mss: u32,
+
+    pub retx_timeout: u32,
+    pub retx_fast: u32,
+    pub retx_tlp: u32,
+    pub spurious: u32,
+    pub rto_events: u32,
+    pub backoff_max: u8,
+    pub fast_recoveries: u32,
+
+    first_data_ts: Option<u64>,
+    iw_closed: bool,
+    pub iw_bytes: u64,
+    pub iw_segments: u32,
+    pub data_bytes: u64,
+
+    pub rounds: u32,
+    round_end: i64,
+    round_over: bool,
+    round_over_ts: u64,
+    burst_bytes: u64,
+    pub ideal_rounds: u32,
+
+    pub zw_since: Option<u64>,
+    pub zw_stalls: u32,
+    pub zw_ns: u64,
+
+    pub delack_stalls: u32,
+    pub delack_ns: u64,
+    pub delayed_acks: u32,
+    /// Delayed ACKs' send phases on the 200 ms grid and their delays, in µs (compact: the
+    /// tracker keeps thousands of these in cache).
+    tick_phase: [u32; TICK_SAMPLES],
+    tick_delay: [u32; TICK_SAMPLES],
+    tick_len: u8,
+}
+
+/// What an ACK of this half's data found.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AckOutcome {
+    /// RTT sample from the capture point to the receiver and back (add the sender's own
+    /// leg to get the sender's RTT).
+    pub raw_rtt_ns: Option<u64>,
+    /// The ACK came late (the receiver delayed it) by this much beyond the path, and the
+    /// sender had sent nothing since the segment it acknowledges.
+    pub delayed_stall_ns: Option<u64>,
+}
+
+impl Half {
+    /// Starts the sequence space at `seq` (the first byte after the SYN, or the first
+    /// sequence number seen mid-stream).
+    pub fn start(&mut self, seq: u32) {
+        if !self.started {
+            self.started = true;
+            self.base = seq;
+        }
+    }
+
+    #[inline]
+    fn rel(&self, seq: u32) -> i64 {
+        self.snd_max + i64::from(seq.wrapping_sub(self.base.wrapping_add(self.snd_max as u32)) as i32)
+    }
+
+    pub fn outstanding(&self) -> bool {
+        self.started && self.snd_max > self.una
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.flight.len() - self.head as usize
+    }
+
+    /// The receiver's ACK (and window) for this half's data, seen at `ts`. `path_ns` is the
+    /// round trip from the capture point to the receiver (its ACK's share of the delay).
+    pub fn on_ack(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra, path_ns: Option<u64>, sender_near: bool, min_full_rtt: Option<u64>) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        if !self.started || !seg.flags.ack() || seg.flags.syn() || seg.flags.rst() {
+            return out;
+        }
+        // RFC 9293 3.8.6.2.1: a zero window stops the sender until an update opens it.
+        if seg.window == 0 {
+            if self.zw_since.is_none() {
+                self.zw_since = Some(ts);
+                self.zw_stalls += 1;
+            }
+        } else if let Some(t) = self.zw_since.take() {
+            self.zw_ns += ts - t;
+        }
+        let ack = self.rel(seg.ack);
+        let window_changed = self.last_peer_window.is_some_and(|w| w != seg.window);
+        self.last_peer_window = Some(seg.window);
+        self.check_dsack(ack, extra);
+        if ack > self.una || !self.acked_any {
+            if ack > self.snd_max {
+                // Acknowledges data the capture missed.
+                self.snd_max = ack;
+            }
+            out = self.new_ack(ts, ack, extra, path_ns, sender_near, min_full_rtt);
+        } else if ack == self.una && seg.payload_len == 0 && !seg.flags.fin() && !window_changed && self.snd_max > self.una {
+            // RFC 5681 section 2's duplicate ACK.
+            self.dupacks += 1;
+            if extra.opts.sack_blocks().iter().any(|&(_, r)| self.rel(r) > ack) {
+                self.sack_dup = true;
+            }
+        }
+        out
+    }
+
+    fn new_ack(&mut self, ts: u64, ack: i64, extra: &SegmentExtra, path_ns: Option<u64>, sender_near: bool, min_full_rtt: Option<u64>) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        self.una = ack;
+        self.acked_any = true;
+        self.dupacks = 0;
+        self.sack_dup = false;
+        let tsecr = extra.opts.timestamps.map(|(_, e)| e);
+        let mut newest: Option<Sent> = None;
+        let mut any_retx = false;
+        let mut ts_sample = None;
+        while (self.head as usize) < self.flight.len() && self.flight[self.head as usize].end <= ack {
+            let mut s = self.flight[self.head as usize];
+            self.head += 1;
+            any_retx |= s.retx;
+            if let Some(e) = tsecr {
+                if s.retx && s.tsval_first == Some(e) && s.tsval_last != Some(e) && !s.spurious {
+                    // Eifel (RFC 3522 2): the ACK echoes the original's timestamp.
+                    s.spurious = true;
+                    self.mark_recent_spurious(s.end);
+                    self.spurious += 1;
+                }
+                if s.tsval_last == Some(e) {
+                    ts_sample = Some(ts.saturating_sub(s.ts_last));
+                } else if s.tsval_first == Some(e) {
+                    ts_sample = Some(ts.saturating_sub(s.ts_first));
+                }
+            }
+            if s.retx && !s.spurious && sender_near {
+                // Near the sender, an ACK of a retransmission sooner than half the path's
+                // round trip answers the original: the retransmission was not needed.
+                if let Some(rtt) = min_full_rtt.filter(|&r| r >= MS) {
+                    if ts.saturating_sub(s.ts_last) < rtt / 2 {
+                        s.spurious = true;
+                        self.mark_recent_spurious(s.end);
+                        self.spurious += 1;
+                    }
+                }
+            }
+            newest = Some(s);
+        }
+        if self.head > 64 && self.head as usize * 2 > self.flight.len() {
+            self.flight.drain(..self.head as usize);
+            self.head = 0;
+        }
+        out.raw_rtt_ns = ts_sample.or_else(|| newest.filter(|_| !any_retx).map(|s| ts.saturating_sub(s.ts_first)));
+        if let Some(s) = newest.filter(|s| !s.retx) {
+            let path = path_ns.unwrap_or(0);
+            let wait = ts.saturating_sub(s.ts_last).saturating_sub(path);
+            // A receiver that ACKs at once answers within the path's round trip; anything
+            // beyond 10 ms (and a tenth of the path) is the delayed-ACK timer (RFC 9293
+            // 3.8.6.3, RFC 1122 4.2.3.2: at most 500 ms, 200 ms on BSD and Windows).
+            if wait >= (10 * MS).max(path / 10) {
+                self.delayed_acks += 1;
+                let n = usize::from(self.tick_len);
+                if n < TICK_SAMPLES {
+                    // When the receiver sent it: half its round trip before we saw it.
+                    self.tick_phase[n] = (ts.saturating_sub(path / 2) % BSD_TICK_NS / 1000) as u32;
+                    self.tick_delay[n] = (wait / 1000).min(u64::from(u32::MAX)) as u32;
+                    self.tick_len += 1;
+                }
+                if self.last_send_ts <= s.ts_last {
+                    out.delayed_stall_ns = Some(wait);
+                }
+            }
+        }
+        match self.recovery {
+            Recovery::Timeout { point } | Recovery::Fast { point } if ack >= point => {
+                self.recovery = Recovery::None;
+                self.backoff = 0;
+            }
+            _ => {}
+        }
+        if self.rounds > 0 && ack >= self.round_end && !self.round_over {
+            self.round_over = true;
+            self.round_over_ts = ts;
+        }
+        out
+    }
+
+    /// D-SACK (RFC 2883 section 4): a first SACK block below the cumulative ACK, or inside
+    /// the second block, reports data received twice.
+    fn check_dsack(&mut self, ack: i64, extra: &SegmentExtra) {
+        let blocks = extra.opts.sack_blocks();
+        let Some(&(l, r)) = blocks.first() else { return };
+        let (l, r) = (self.rel(l), self.rel(r));
+        let dup = r <= ack || blocks.get(1).is_some_and(|&(l2, r2)| l >= self.rel(l2) && r <= self.rel(r2));
+        if !dup {
+            return;
+        }
+        for i in 0..self.recent.len() {
+            let x = self.recent[i];
+            if !x.spurious && x.ts != 0 && l < x.end && r > x.start {
+                self.recent[i].spurious = true;
+                self.spurious += 1;
+                // The same transmission may still be in flight: mark it there too.
+                for s in &mut self.flight[self.head as usize..] {
+                    if s.end == x.end {
+                        s.spurious = true;
+                    }
+                }
+                return;
+            }
+        }
+    }
+
+    fn mark_recent_spurious(&mut self, end: i64) {
+        for x in &mut self.recent {
+            if x.end == end {
+                x.spurious = true;
+            }
+        }
+    }
+
+    /// RFC 6298 (2.2)/(2.3) over the full-RTT samples, floored at Linux's 200 ms minimum
+    /// (`TCP_RTO_MIN`); 1 s (2.1) before any sample.
+    pub fn rto_estimate(srtt: Option<(f64, f64)>) -> u64 {
+        match srtt {
+            Some((srtt, rttvar)) => ((srtt + 4.0 * rttvar) as u64).max(200 * MS),
+            None => 1_000 * MS,
+        }
+    }
+
+    /// A segment this half sent at `ts`.
+    /// `rtt_ns` is the full RTT if known, `sender_leg_ns` the round trip from the capture
+    /// point to this sender (0 when captured at the sender).
+    pub fn on_send(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra, rto_ns: u64, rtt_ns: Option<u64>, sender_leg_ns: u64) -> SendEvent {
+        let seq_len = i64::from(seg.payload_len) + i64::from(seg.flags.fin());
+        if seg.flags.syn() || seg.flags.rst() {
+            return SendEvent::Nothing;
+        }
+        self.start(seg.seq);
+        if seq_len == 0 {
+            return SendEvent::Nothing;
+        }
+        let start = self.rel(seg.seq);
+        let end = start + seq_len;
+        if seg.payload_len <= 1 && !seg.flags.fin() && start == self.snd_max - 1 && self.acked_any && self.una >= self.snd_max {
+            // A keep-alive (RFC 9293 3.8.4: one byte, or none, below the next sequence
+            // number, with nothing outstanding): not data, not a retransmission.
+            return SendEvent::Nothing;
+        }
+        let tsval = extra.opts.timestamps.map(|(v, _)| v);
+        let since_last = ts.saturating_sub(self.last_send_ts);
+        self.last_send_ts = ts;
+        if seg.payload_len > self.mss {
+            self.mss = seg.payload_len;
+        }
+        if start < self.snd_max {
+            let class = self.classify(start, end, since_last, rto_ns);
+            match class {
+                RetxClass::Timeout => self.retx_timeout += 1,
+                RetxClass::Fast => self.retx_fast += 1,
+                RetxClass::Tlp => self.retx_tlp += 1,
+            }
+            let already_acked = self.acked_any && end <= self.una;
+            let mut spurious = false;
+            for s in &mut self.flight[self.head as usize..] {
+                if s.end > start && s.end - 1 < end {
+                    s.retx = true;
+                    s.ts_last = ts;
+                    s.tsval_last = tsval;
+                }
+            }
+            if already_acked {
+                // Seen after its data was acknowledged: the original had arrived.
+                self.spurious += 1;
+                spurious = true;
+            }
+            self.recent[self.recent_next] = RecentRetx { start, end, ts: ts.max(1), spurious };
+            self.recent_next = (self.recent_next + 1) % self.recent.len();
+            if end > self.snd_max {
+                self.push_new(ts, self.snd_max, end, tsval, rtt_ns, sender_leg_ns);
+            }
+            return SendEvent::Retx(class);
+        }
+        let (new_round, new_burst) = self.push_new(ts, start, end, tsval, rtt_ns, sender_leg_ns);
+        if seg.payload_len == 0 {
+            return SendEvent::Nothing; // a FIN alone
+        }
+        SendEvent::NewData { new_round, new_burst }
+    }
+
+    /// New data [start, end): first flight, rounds, bursts.
+    fn push_new(&mut self, ts: u64, start: i64, end: i64, tsval: Option<u32>, rtt_ns: Option<u64>, sender_leg_ns: u64) -> (bool, bool) {
+        let nothing_out = self.snd_max <= self.una;
+        self.snd_max = end;
+        if self.in_flight() < MAX_FLIGHT {
+            self.flight.push(Sent { end, ts_first: ts, ts_last: ts, tsval_first: tsval, tsval_last: tsval, ..Sent::default() });
+        }
+        let bytes = (end - start) as u64;
+        self.data_bytes += bytes;
+        // The first flight: what was sent before an ACK of it could have come back. Near
+        // the sender that is one RTT after its first segment; near the receiver the next
+        // flight arrives one RTT after the first too.
+        let first = *self.first_data_ts.get_or_insert(ts);
+        if !self.iw_closed {
+            let in_first = match rtt_ns {
+                Some(rtt) => ts < first + rtt.max(1),
+                None => self.rounds <= 1 && !self.round_over,
+            };
+            if in_first {
+                self.iw_bytes += bytes;
+                self.iw_segments += 1;
+            } else {
+                self.iw_closed = true;
+            }
+        }
+        let mut new_round = false;
+        let mut new_burst = false;
+        if self.rounds == 0 || (nothing_out && self.peer_spoke) {
+            if self.rounds > 0 {
+                self.close_burst();
+            }
+            new_burst = true;
+            self.rounds += 1;
+            self.round_end = end;
+            self.round_over = false;
+        } else if self.round_over && ts >= self.round_over_ts + sender_leg_ns / 2 {
+            // Sent because of an ACK of the last round: a new round. Away from the sender
+            // the ACK is seen before the sender gets it: what arrives within half the
+            // sender's leg after it was already on its way.
+            new_round = true;
+            self.rounds += 1;
+            self.round_end = end;
+            self.round_over = false;
+        }
+        self.peer_spoke = false;
+        self.burst_bytes += bytes;
+        (new_round, new_burst)
+    }
+
+    /// Ends a burst (one response): adds the round trips an ideal slow start from this
+    /// half's initial window would have needed (RFC 5681 3.1: the window doubles each round).
+    fn close_burst(&mut self) {
+        if self.burst_bytes == 0 {
+            return;
+        }
+        let mss = u64::from(self.mss.max(1));
+        let segs = self.burst_bytes.div_ceil(mss);
+        let iw = u64::from(self.iw_segments.max(1));
+        let mut rounds = 1;
+        let mut sent = iw;
+        let mut window = iw;
+        while sent < segs {
+            window *= 2;
+            sent += window;
+            rounds += 1;
+        }
+        self.ideal_rounds += rounds;
+        self.burst_bytes = 0;
+    }
+
+    pub fn finish(&mut self, end_ts: u64) {
+        self.close_burst();
+        if let Some(t) = self.zw_since.take() {
+            self.zw_ns += end_ts.saturating_sub(t);
+        }
+    }
+
+    fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64) -> RetxClass {
+        let una = self.una;
+        let first_unacked = start <= una;
+        let repeat_rto = first_unacked && self.last_rto_una == Some(una);
+        match self.recovery {
+            Recovery::Timeout { point } if start < point && !repeat_rto => return RetxClass::Timeout,
+            Recovery::Fast { point } if start < point && !(first_unacked && since_last >= rto_ns) => return RetxClass::Fast,
+            _ => {}
+        }
+        if self.recovery == Recovery::None && (self.dupacks >= 3 || (self.sack_dup && self.dupacks >= 1)) {
+            self.recovery = Recovery::Fast { point: self.snd_max };
+            self.fast_recoveries += 1;
+            return RetxClass::Fast;
+        }
+        let tail = end >= self.snd_max;
+        if self.recovery == Recovery::None && tail && (!first_unacked || since_last < rto_ns * 3 / 4) {
+            return RetxClass::Tlp;
+        }
+        if !first_unacked && since_last < rto_ns {
+            // A hole repaired without three duplicate ACKs (RACK, RFC 8985): not a timeout.
+            self.recovery = Recovery::Fast { point: self.snd_max };
+            self.fast_recoveries += 1;
+            return RetxClass::Fast;
+        }
+        // RFC 6298 (5.5): each expiry for the same unacknowledged data backs off once more.
+        self.backoff = if repeat_rto { self.backoff.saturating_add(1) } else { 0 };
+        self.backoff_max = self.backoff_max.max(self.backoff);
+        self.last_rto_una = Some(una);
+        self.rto_events += 1;
+        self.recovery = Recovery::Timeout { point: self.snd_max };
+        RetxClass::Timeout
+    }
+
+    /// Did this half's receiver send its delayed ACKs on a fixed 200 ms grid (BSD tick)?
+    /// Needs two delayed ACKs of different delays whose send times share a phase.
+    pub fn tick_receiver(&self) -> bool {
+        let n = usize::from(self.tick_len);
+        if n < 2 {
+            return false;
+        }
+        let (grid, tol) = ((BSD_TICK_NS / 1000) as u32, (TICK_TOLERANCE_NS / 1000) as u32);
+        let p0 = self.tick_phase[0];
+        let same_phase = self.tick_phase[1..n].iter().all(|&p| {
+            let d = p.abs_diff(p0);
+            d.min(grid - d) <= tol
+        });
+        let (lo, hi) = self.tick_delay[..n].iter().fold((u32::MAX, 0), |(lo, hi), &d| (lo.min(d), hi.max(d)));
+        same_phase && hi - lo > 10_000
+    }
+
+    /// The half took part in a trace: any data, retransmission or window event.
+    pub fn retransmissions(&self) -> u32 {
+        self.retx_timeout + self.retx_fast + self.retx_tlp
+    }
+}

@@ -1,0 +1,276 @@
+//! Data-phase diagnostics on hand-built timelines, for what the simulator does not make:
+//! tail loss probes, spurious retransmissions (D-SACK, timestamps, an ACK already sent),
+//! zero windows, capture duplicates, SYNs re-sent after a RST, TCP Fast Open.
+
+mod common;
+use common::*;
+use shortflow_trace::wire::{SegmentExtra, TcpOptions};
+use shortflow_trace::Segment;
+
+const P: u8 = shortflow_trace::TcpFlags::PSH;
+const MSS: u32 = 1000;
+
+fn x() -> SegmentExtra {
+    SegmentExtra { ip_id: 0, ttl: 64, opts: TcpOptions::default() }
+}
+
+fn with_ts(v: u32, e: u32) -> SegmentExtra {
+    SegmentExtra { opts: TcpOptions { timestamps: Some((v, e)), ..TcpOptions::default() }, ..x() }
+}
+
+fn with_sack(blocks: &[(u32, u32)]) -> SegmentExtra {
+    let mut o = TcpOptions::default();
+    for (i, b) in blocks.iter().enumerate() {
+        o.sack[i] = *b;
+    }
+    o.sack_len = blocks.len() as u8;
+    SegmentExtra { opts: o, ..x() }
+}
+
+/// A handshake seen at the server (client ISN 100, server ISN 5000, RTT 50 ms) and a
+/// request; then `rest`.
+fn at_server(rest: Vec<(u64, Segment, SegmentExtra)>) -> Vec<(u64, Segment, SegmentExtra)> {
+    let mut v = vec![
+        (0, seg(true, 100, 0, S, 0), x()),
+        (0, seg(false, 5000, 101, S | A, 0), x()),
+        (50 * MS, seg(true, 101, 5001, A, 0), x()),
+        (50 * MS, seg(true, 101, 5001, A | P, 100), x()),
+    ];
+    v.extend(rest);
+    v
+}
+
+/// Server data segment k (0-based) of MSS bytes.
+fn data(k: u32) -> Segment {
+    seg(false, 5001 + k * MSS, 201, A, MSS)
+}
+
+fn ack_of(k: u32) -> Segment {
+    seg(true, 201, 5001 + k * MSS, A, 0)
+}
+
+fn analyze(name: &str, pkts: &[(u64, Segment, SegmentExtra)]) -> (shortflow_trace::ConnectionTable, shortflow_trace::Summary) {
+    let (t, s, stats) = analyze_bytes(name, &pcap_ext(pkts));
+    assert!(stats.error.is_none());
+    assert_eq!(t.len(), 1);
+    (t, s)
+}
+
+#[test]
+fn tail_loss_probe_resends_the_last_segment_before_the_timer() {
+    // Four segments; the first two are ACKed, the last is probed 2 RTTs later, then
+    // everything is ACKed.
+    let t0 = 60 * MS;
+    let pkts = at_server(vec![
+        (t0, data(0), x()),
+        (t0, data(1), x()),
+        (t0, data(2), x()),
+        (t0, data(3), x()),
+        (t0 + 50 * MS, ack_of(2), x()),
+        (t0 + 150 * MS, data(3), x()),
+        (t0 + 200 * MS, ack_of(4), x()),
+    ]);
+    let (t, s) = analyze("tlp.pcap", &pkts);
+    assert_eq!((t.retx_tlp_s2c[0], t.retx_timeout_s2c[0], t.retx_fast_s2c[0]), (1, 0, 0));
+    assert_eq!(s.tlp_probes, 1);
+}
+
+#[test]
+fn three_duplicate_acks_then_fast_retransmit() {
+    let t0 = 60 * MS;
+    let mut v = vec![];
+    for k in 0..6 {
+        v.push((t0, data(k), x()));
+    }
+    // Segment 1 lost: ACK of 0, then three duplicates, then the repair.
+    v.push((t0 + 50 * MS, ack_of(1), x()));
+    for _ in 0..3 {
+        v.push((t0 + 51 * MS, ack_of(1), x()));
+    }
+    v.push((t0 + 52 * MS, data(1), x()));
+    v.push((t0 + 102 * MS, ack_of(6), x()));
+    let (t, s) = analyze("fr.pcap", &at_server(v));
+    assert_eq!((t.retx_fast_s2c[0], t.retx_timeout_s2c[0], t.retx_tlp_s2c[0]), (1, 0, 0));
+    assert_eq!((t.fast_recoveries[0], s.fast_retransmissions), (1, 1));
+    assert_eq!(t.retx_spurious_s2c[0], 0);
+}
+
+#[test]
+fn one_sack_duplicate_ack_is_enough_evidence() {
+    let t0 = 60 * MS;
+    let mut v = vec![];
+    for k in 0..4 {
+        v.push((t0, data(k), x()));
+    }
+    v.push((t0 + 50 * MS, ack_of(1), x()));
+    v.push((t0 + 51 * MS, ack_of(1), with_sack(&[(5001 + 2 * MSS, 5001 + 4 * MSS)])));
+    v.push((t0 + 52 * MS, data(1), x()));
+    v.push((t0 + 102 * MS, ack_of(4), x()));
+    let (t, _) = analyze("sack.pcap", &at_server(v));
+    assert_eq!((t.retx_fast_s2c[0], t.retx_tlp_s2c[0], t.retx_timeout_s2c[0]), (1, 0, 0));
+}
+
+#[test]
+fn dsack_marks_a_timeout_spurious() {
+    // The only segment's ACK is late; the RTO resends it; the receiver reports the
+    // duplicate with a D-SACK block below its cumulative ACK (RFC 2883 section 4.1).
+    let t0 = 60 * MS;
+    let pkts = at_server(vec![
+        (t0, data(0), x()),
+        (t0 + 1_000 * MS, data(0), x()),
+        (t0 + 1_010 * MS, ack_of(1), x()),
+        (t0 + 1_050 * MS, ack_of(1), with_sack(&[(5001, 5001 + MSS)])),
+    ]);
+    let (t, s) = analyze("dsack.pcap", &pkts);
+    assert_eq!((t.retx_timeout_s2c[0], t.rto_events[0]), (1, 1));
+    assert_eq!(t.retx_spurious_s2c[0], 1);
+    assert_eq!(s.spurious_retransmissions, 1);
+    // Karn: no sample from the retransmitted segment; the one sample is the request's
+    // (ACKed by the first response segment).
+    assert_eq!(t.rtt_samples[0], 1);
+    assert!((t.rtt_max_s[0] - 0.060).abs() < 1e-9, "{}", t.rtt_max_s[0]);
+}
+
+#[test]
+fn timestamps_tell_which_transmission_was_acknowledged() {
+    // RFC 3522 (Eifel): the ACK echoes the original's TSval, so the original arrived and
+    // the retransmission was spurious; RFC 7323 4: its RTT is a valid sample.
+    let t0 = 60 * MS;
+    let pkts = at_server(vec![
+        (t0, data(0), with_ts(1000, 1)),
+        (t0 + 1_000 * MS, data(0), with_ts(2000, 1)),
+        (t0 + 1_020 * MS, ack_of(1), with_ts(7, 1000)),
+    ]);
+    let (t, _) = analyze("eifel.pcap", &pkts);
+    assert_eq!(t.retx_timeout_s2c[0], 1);
+    assert_eq!(t.retx_spurious_s2c[0], 1);
+    assert_eq!(t.rtt_samples[0], 2, "the request's and the retransmitted segment's");
+    // Seen at the server: the sample is the whole round trip, 1.02 s.
+    assert!((t.rtt_max_s[0] - 1.020).abs() < 1e-6, "{}", t.rtt_max_s[0]);
+}
+
+#[test]
+fn zero_window_stall() {
+    let t0 = 60 * MS;
+    let mut zero = ack_of(1);
+    zero.window = 0;
+    let pkts = at_server(vec![
+        (t0, data(0), x()),
+        (t0 + 50 * MS, zero, x()),
+        (t0 + 550 * MS, ack_of(1), x()),
+        (t0 + 560 * MS, data(1), x()),
+        (t0 + 610 * MS, ack_of(2), x()),
+    ]);
+    let (t, s) = analyze("zw.pcap", &pkts);
+    assert_eq!((t.zero_window_stalls[0], s.zero_window_stalls), (1, 1));
+    assert!((t.time_zero_window_s[0] - 0.5).abs() < 1e-9, "{}", t.time_zero_window_s[0]);
+}
+
+#[test]
+fn capture_duplicates_are_counted_apart() {
+    // Every client packet recorded twice, 20 µs apart, the second with TTL one lower (the
+    // capture saw both sides of a router); the IP IDs are those of the sender.
+    let mut v: Vec<(u64, Segment, SegmentExtra)> = Vec::new();
+    let base = [
+        (0, seg(true, 100, 0, S, 0)),
+        (50 * MS, seg(false, 5000, 101, S | A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 0)),
+        (51 * MS, seg(true, 101, 5001, A | P, 100)),
+    ];
+    for (i, (t, s)) in base.into_iter().enumerate() {
+        let id = SegmentExtra { ip_id: 1000 + i as u16, ttl: 64, ..x() };
+        v.push((t, s, id));
+        if s.src == client() {
+            v.push((t + 20_000, s, SegmentExtra { ttl: 63, ..id }));
+        }
+    }
+    let (t, s) = analyze("dups.pcap", &v);
+    assert_eq!((t.capture_duplicates[0], s.capture_duplicates), (3, 3));
+    assert_eq!(t.syn_count[0], 1);
+    assert_eq!(s.syn.retransmissions, 0);
+    assert_eq!(t.packets_c2s[0], 3);
+    assert_eq!(t.retx_timeout_c2s[0] + t.retx_fast_c2s[0] + t.retx_tlp_c2s[0], 0);
+}
+
+#[test]
+fn syn_retries_after_a_rst_stay_one_refused_try() {
+    let mut v = vec![];
+    for k in 0..4u64 {
+        v.push((SEC + k * 500 * MS, seg(true, 100, 0, S, 0)));
+        v.push((SEC + k * 500 * MS + MS, seg(false, 0, 101, R | A, 0)));
+    }
+    let (t, s, _) = analyze_bytes("refused.pcap", &pcap_of(&v));
+    assert_eq!(t.len(), 1);
+    assert_eq!((t.syn_count[0], t.syn_retries_after_rst[0]), (1, 3));
+    assert_eq!((s.connection_tries(), s.unsuccessful(), s.refused_rst), (1, 1, 1));
+    assert_eq!(s.syn.retransmissions, 0, "not RTO retransmissions");
+    assert_eq!(t.handshake[0], shortflow_trace::track::Handshake::RefusedRst as u8);
+    assert!(t.time_handshake_s[0] > 1.4);
+}
+
+#[test]
+fn rst_or_fin_with_ack_zero_after_unanswered_syns_is_a_failure() {
+    for flags in [R | A, F | A] {
+        let v = [(SEC, seg(true, 100, 0, S, 0)), (4 * SEC, seg(true, 100, 0, S, 0)), (5 * SEC, seg(true, 101, 0, flags, 0))];
+        let (t, s, _) = analyze_bytes("ack0.pcap", &pcap_of(&v));
+        assert!(!t.established[0], "{flags:#x}");
+        assert_eq!(s.successful(), 0);
+    }
+}
+
+#[test]
+fn a_try_cut_off_by_the_end_of_the_capture_is_open() {
+    let v = [(SEC, seg(true, 100, 0, S, 0)), (2 * SEC, seg(true, 100, 0, S, 0))];
+    let (t, s, _) = analyze_bytes("open.pcap", &pcap_of(&v));
+    assert_eq!(t.handshake[0], shortflow_trace::track::Handshake::Open as u8);
+    assert_eq!((s.connection_tries(), s.successful(), s.unsuccessful(), s.open_tries), (1, 0, 0, 1));
+}
+
+#[test]
+fn fast_open_data_on_the_syn() {
+    let v = vec![
+        (0, seg(true, 100, 0, S, 200), x()),
+        (50 * MS, seg(false, 5000, 301, S | A, 0), x()),
+        (50 * MS, data(0), x()),
+        (100 * MS, seg(true, 301, 5001 + MSS, A, 0), x()),
+    ];
+    let (t, s) = analyze("tfo.pcap", &v);
+    assert!(t.fast_open[0]);
+    assert_eq!(s.fast_open, 1);
+    assert_eq!(t.bytes_c2s[0], 200);
+    assert_eq!(t.retx_timeout_c2s[0] + t.retx_fast_c2s[0] + t.retx_tlp_c2s[0], 0);
+}
+
+#[test]
+fn breakdown_adds_up_on_every_timeline_here() {
+    let t0 = 60 * MS;
+    let pkts = at_server(vec![(t0, data(0), x()), (t0 + 1_000 * MS, data(0), x()), (t0 + 1_050 * MS, ack_of(1), x())]);
+    let (t, _) = analyze("sum.pcap", &pkts);
+    let sum = t.time_network_s[0]
+        + t.time_handshake_s[0]
+        + t.time_slow_start_s[0]
+        + t.time_timeout_s[0]
+        + t.time_fast_retransmit_s[0]
+        + t.time_delayed_ack_s[0]
+        + t.time_zero_window_s[0]
+        + t.time_application_s[0];
+    assert!((sum - t.duration_s[0]).abs() < 1e-9);
+    assert!((t.time_timeout_s[0] - 1.050).abs() < 1e-9, "{}", t.time_timeout_s[0]);
+}
+
+#[test]
+fn rows_come_in_order_of_first_appearance() {
+    // Connection 0 lasts longest, so it finishes last; its row still comes first.
+    let mut v = vec![(0, seg(true, 100, 0, S, 0), x())];
+    let mut other = seg(true, 900, 0, S, 0);
+    other.src.port = 40001;
+    v.push((MS, other, x()));
+    let mut rst = seg(false, 0, 901, R | A, 0);
+    rst.dst.port = 40001;
+    v.push((2 * MS, rst, x()));
+    v.push((10 * SEC, seg(false, 5000, 101, S | A, 0), x()));
+    let (t, _, _) = analyze_bytes("order.pcap", &pcap_ext(&v));
+    assert_eq!(t.conn_id, vec![0, 1]);
+    assert_eq!(t.client_port, vec![40000, 40001]);
+    assert_eq!(t.syn_gaps_s.offsets, vec![0, 0, 0]);
+}
