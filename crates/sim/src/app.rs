@@ -94,10 +94,11 @@ impl ServerApp {
     }
 
     pub fn respond(&mut self, tcb: &mut Tcb, w: &WorkloadConfig, now: Instant) {
-        tcb.write(&w.response_writes, now);
         self.responded += 1;
         if self.responded == w.requests && w.close == Closer::Server {
-            tcb.close(now);
+            tcb.write_and_close(&w.response_writes, now); // the FIN rides on the last segment
+        } else {
+            tcb.write(&w.response_writes, now);
         }
     }
 }
