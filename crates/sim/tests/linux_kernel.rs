@@ -26,15 +26,19 @@ fn agrees(sim: f64, kernel: f64) {
 
 #[test]
 fn lossless_80kb_over_40ms_grows_like_the_kernel() {
-    // Kernel: complete 0.1683 s (10, 20, 22 limited by the receive window, then the rest).
+    // Kernel, six runs: 0.2018, 0.2016, 0.2012, 0.2070 s (flights of 10, 20, then 22
+    // limited by the receive window at 32 × 1024 B, then the rest) and 0.1683, 0.1773 s
+    // (when the client's reads let the window reach 36-47 units). The simulator models the
+    // common case.
     let c = run("40ms", "80kB", &[]);
-    agrees(c.complete_s.unwrap(), 0.1683);
+    agrees(c.complete_s.unwrap(), 0.2016);
     assert_eq!((c.retransmissions, c.timeouts), (0, 0));
 }
 
 #[test]
 fn lossless_1mb_receive_window_autotuning() {
-    // Kernel: 0.3535 s; before, the simulator's fixed 64 kB window gave 0.73 s.
+    // Kernel: 0.3535 s (a second run 0.40 s); before, the simulator's fixed 64 kB window
+    // gave 0.73 s.
     let c = run("40ms", "1MB", &[]);
     agrees(c.complete_s.unwrap(), 0.3535);
     assert_eq!((c.retransmissions, c.timeouts), (0, 0));

@@ -302,7 +302,7 @@ mod tests {
     use super::*;
 
     fn cfg() -> LinuxReceiver {
-        LinuxReceiver { rmem: [4096, 131_072, 33_554_432], core_rmem_max: 4_194_304, init_rcv_wnd: None, data_scaling_ratio: 72, moderate_rcvbuf: true }
+        LinuxReceiver { rmem: [4096, 131_072, 33_554_432], core_rmem_max: 4_194_304, init_rcv_wnd: None, data_scaling_ratio: 64, moderate_rcvbuf: true }
     }
 
     #[test]
@@ -322,7 +322,7 @@ mod tests {
         // The handshake ACK offers 63 × 1024 (64240 rounded up to the scale).
         assert_eq!(r.select_window(1), 63 * 1024);
         // The first data segment sets the measured ratio: rcv_ssthresh falls to the clamp
-        // (131072 × 72/256 = 36864), but the edge stays: 64512 − 1448 → 62 × 1024 + ...
+        // (131072 × 64/256 = 32768), but the edge stays: 64512 − 1448 → 62 × 1024 + ...
         r.on_data(1448, Instant(1), Duration::from_millis(260));
         let w = r.select_window(1449);
         assert_eq!(u64::from(w), align_up(63 * 1024 - 1448, 10));
