@@ -14,16 +14,18 @@ use crate::packet::{Segment, ACK, FIN, PSH};
 use crate::time::{Duration, Instant};
 
 impl Tcb {
-    /// Unwraps a SACK edge against SND.UNA.
-    fn sack_offsets(&self, seg: &Segment) -> Vec<(u64, u64)> {
-        seg.sack
-            .as_slice()
-            .iter()
-            .filter_map(|&(l, r)| {
-                let (l, r) = (self.ack_offset(l), self.ack_offset(r));
-                (l >= 0 && r > l && r as u64 <= self.snd_max).then_some((l as u64, r as u64))
-            })
-            .collect()
+    /// Unwraps the SACK edges against SND.UNA (no allocation: at most four blocks).
+    fn sack_offsets(&self, seg: &Segment) -> ([(u64, u64); 4], usize) {
+        let mut out = [(0, 0); 4];
+        let mut n = 0;
+        for &(l, r) in seg.sack.as_slice() {
+            let (l, r) = (self.ack_offset(l), self.ack_offset(r));
+            if l >= 0 && r > l && r as u64 <= self.snd_max {
+                out[n] = (l as u64, r as u64);
+                n += 1;
+            }
+        }
+        (out, n)
     }
 
     pub(super) fn process_ack_sack(&mut self, seg: &Segment, now: Instant) {
@@ -33,10 +35,11 @@ impl Tcb {
         }
         let ack = ack as u64;
         self.snd_wnd = u64::from(seg.window);
-        let sacks = self.sack_offsets(seg);
+        let (sack_buf, n_sacks) = self.sack_offsets(seg);
+        let sacks = &sack_buf[..n_sacks];
         let prior_una = self.snd_una;
         let mut d = Delivered::default();
-        self.sb.on_ack(ack, &sacks, &mut d);
+        self.sb.on_ack(ack, sacks, &mut d);
         if d.dsack || seg.dsack {
             self.stats.dsacks += 1;
         }
