@@ -65,7 +65,7 @@ fn lost_last_segment_is_repaired_by_a_tail_loss_probe() {
 #[test]
 fn a_probe_whose_original_arrived_is_reported_by_dsack() {
     // Every ACK of the first response lost (a keep-alive connection, so no FIN acknowledges
-    // it): the probe, 2·SRTT + 2 ms after the flight, resends the last segment, which the
+    // it): the probe, 2·SRTT + 2 jiffies after the flight, resends the last segment, which the
     // client already has, so it answers with a D-SACK (RFC 2883) and the sender counts it.
     let c = run("60ms", "14kB", &["drop.ack=[2,3,4,5,6,7,8,9,10,11]", "workload.requests=2", "workload.idle=\"1s\""]);
     assert_eq!(c.tlp_probes, 1);

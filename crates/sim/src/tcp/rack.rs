@@ -86,13 +86,21 @@ impl Rack {
     }
 }
 
-/// tcp_schedule_loss_probe: the probe timeout, PTO = 2·SRTT, plus the minimum RTO when a
-/// single segment is out (its ACK may be delayed; RFC 8985 7.2 uses WCDelAckT) or 2 ms
-/// (TCP_TIMEOUT_MIN_US) otherwise; 1 s without an RTT sample; never later than the RTO
+/// tcp_schedule_loss_probe: the probe timeout, PTO = 2·SRTT (in whole jiffies when timers
+/// count in them), plus the minimum RTO when a single segment is out (its ACK may be
+/// delayed; RFC 8985 7.2 uses WCDelAckT) or TCP_TIMEOUT_MIN otherwise (2 jiffies: 8 ms at
+/// HZ 250; 2 ms without jiffies); 1 s without an RTT sample; never later than the RTO
 /// would fire (`rto_left`).
-pub fn probe_timeout(srtt: Option<Duration>, packets_out: usize, rto_min: Duration, rto_left: Option<Duration>) -> Duration {
+pub fn probe_timeout(srtt: Option<Duration>, packets_out: usize, rto_min: Duration, rto_left: Option<Duration>, jiffy: Option<Duration>) -> Duration {
     let pto = match srtt {
-        Some(s) => Duration(2 * s.0) + if packets_out == 1 { rto_min } else { Duration::from_millis(2) },
+        Some(s) => {
+            let two = match jiffy {
+                Some(j) if j.0 > 0 => Duration((2 * s.0).div_ceil(j.0) * j.0),
+                _ => Duration(2 * s.0),
+            };
+            let min = jiffy.map_or(Duration::from_millis(2), |j| Duration(2 * j.0));
+            two + if packets_out == 1 { rto_min } else { min }
+        }
         None => Duration::from_secs(1),
     };
     match rto_left {
@@ -136,10 +144,13 @@ mod tests {
     fn probe_timeout_two_rtts_plus_delayed_ack_allowance_capped_by_the_rto() {
         let srtt = Some(Duration::from_millis(60));
         let min = Duration::from_millis(200);
-        assert_eq!(probe_timeout(srtt, 3, min, None), Duration::from_millis(122));
-        assert_eq!(probe_timeout(srtt, 1, min, None), Duration::from_millis(320));
+        assert_eq!(probe_timeout(srtt, 3, min, None, None), Duration::from_millis(122));
+        assert_eq!(probe_timeout(srtt, 1, min, None, None), Duration::from_millis(320));
         // Measured on the kernel: one segment out, RTO 260 ms → the probe at the RTO's time.
-        assert_eq!(probe_timeout(srtt, 1, min, Some(Duration::from_millis(260))), Duration::from_millis(260));
-        assert_eq!(probe_timeout(None, 1, min, None), Duration::from_secs(1));
+        assert_eq!(probe_timeout(srtt, 1, min, Some(Duration::from_millis(260)), None), Duration::from_millis(260));
+        assert_eq!(probe_timeout(None, 1, min, None, None), Duration::from_secs(1));
+        // HZ 250: 2·2.3 ms rounds up to 2 jiffies, plus TCP_TIMEOUT_MIN (2 jiffies) = 16 ms.
+        let j = Some(Duration::from_millis(4));
+        assert_eq!(probe_timeout(Some(Duration::from_micros(2300)), 3, min, None, j), Duration::from_millis(16));
     }
 }

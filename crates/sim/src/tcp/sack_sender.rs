@@ -217,7 +217,7 @@ impl Tcb {
             let used = now.since(head);
             (rto > used).then(|| rto - used)
         };
-        let pto = probe_timeout(self.rtte.srtt(), self.sb.len(), self.rtte.min_rto(), rto_left);
+        let pto = probe_timeout(self.rtte.srtt(), self.sb.len(), self.rtte.min_rto(), rto_left, self.cfg.jiffy);
         self.xmit_timer = XmitTimer::Probe;
         self.arm_xmit(now, pto);
         true
