@@ -152,7 +152,13 @@ impl Tcb {
         let retransmitted = self.handshake_retries > 0 || self.handshake_resent_by_syn;
         match self.timed.take() {
             // Karn's rule: only a handshake segment sent once gives a sample.
-            Some((_, sent)) if !retransmitted => self.rtte.sample(now.since(sent)),
+            Some((_, sent)) if !retransmitted => {
+                // The handshake's RTT is also the first of the minimum RTT filter (Linux
+                // tcp_update_rtt_min from the SYN/ACK exchange), which RACK uses.
+                let r = now.since(sent);
+                self.rtte.sample(r);
+                self.min_rtt = Some(r);
+            }
             _ => {
                 if let Some(rto) = self.cfg.rto.after_syn_loss {
                     self.rtte.reset_after_syn_loss(rto); // RFC 6298 (5.7)
