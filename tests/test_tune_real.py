@@ -173,6 +173,8 @@ def test_super_fast_retransmit_sets_and_restores_the_minimum_rto(tmp_path, cgrou
         c = status(state_path=state)["bpf"]["counters"]
     finally:
         revert(state_path=state)
-    # The server (the sender) has its handshake RTT and passes the cut-out; the client's
-    # SYN was resent, so Karn's rule leaves it without an RTT and the program skips it.
-    assert c["sfr_set"] == 1 and c["sfr_restored"] == 1 and c["setsockopt_errors"] == 0, str(c)
+    # The server (the sender) has its handshake RTT and passes the cut-out. The client's SYN
+    # was resent, but the testbed keeps the kernel's timestamps on (issue 14), and the
+    # timestamp echo gives an RTT that Karn's rule does not forbid (RFC 7323 4): the program
+    # sets the client too, which never acknowledges 10 kB, so it is not restored.
+    assert c["sfr_set"] == 2 and c["sfr_restored"] == 1 and c["setsockopt_errors"] == 0, str(c)
