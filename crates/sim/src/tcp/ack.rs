@@ -40,6 +40,9 @@ impl Tcb {
         if let Some((end, sent)) = self.timed {
             if ack >= end {
                 let r = now.since(sent);
+                // Linux's estimator closes its window of samples by sequence.
+                self.rtte.snd_una = self.snd_una;
+                self.rtte.snd_nxt = self.snd_nxt;
                 self.rtte.sample(r);
                 rtt = Some(r);
                 self.timed = None;
