@@ -61,7 +61,7 @@ impl LinuxRcv {
     /// client's SYN does not know yet whether timestamps will be used; the SYN/ACK does).
     pub fn new(cfg: &LinuxReceiver, syn_mss: u64, window_scaling: bool, ato_min: Duration) -> Self {
         let rcvbuf = cfg.rmem[1];
-        let full_space = rcvbuf * DEFAULT_SCALING_RATIO >> 8;
+        let full_space = (rcvbuf * DEFAULT_SCALING_RATIO) >> 8;
         let mut space = full_space;
         if space > syn_mss {
             space = space / syn_mss * syn_mss;
@@ -104,7 +104,7 @@ impl LinuxRcv {
     }
 
     fn win_from_space(&self, space: u64) -> u64 {
-        space * self.ratio >> 8
+        (space * self.ratio) >> 8
     }
 
     fn full_space(&self) -> u64 {

@@ -227,16 +227,14 @@ impl Scoreboard {
             let mut all_sacked = true;
             while i < self.segs.len() && self.segs[i].start < r {
                 let s = self.segs[i];
-                if s.start >= l && s.end <= r {
-                    if !s.sacked {
-                        all_sacked = false;
-                        d.add(&s);
-                        self.update(i, |x| {
-                            x.sacked = true;
-                            x.lost = false;
-                            x.retrans = false;
-                        });
-                    }
+                if s.start >= l && s.end <= r && !s.sacked {
+                    all_sacked = false;
+                    d.add(&s);
+                    self.update(i, |x| {
+                        x.sacked = true;
+                        x.lost = false;
+                        x.retrans = false;
+                    });
                 }
                 i += 1;
             }
