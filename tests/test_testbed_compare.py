@@ -44,6 +44,9 @@ def test_tolerances():
     assert agrees("syn_transmissions", 2, 2) and not agrees("syn_transmissions", 2, 3)
     assert agrees("timeouts", 1, None) is None  # not measured per connection
     assert not agrees("complete_s", 1.0, None)
+    # The timer wheel's range widens a time's tolerance: a probe 32 ms late still agrees.
+    assert not agrees("complete_s", 0.445, 0.477) and agrees("complete_s", 0.445, 0.477, slack_s=0.032)
+    assert agrees("tlp_probes", 1, None) is None and not agrees("tlp_probes", 1, 0)
 
 
 def test_one_lost_syn_agrees_in_both_worlds(tmp_path):

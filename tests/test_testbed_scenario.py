@@ -102,3 +102,22 @@ def test_cli_without_root_exits_2(tmp_path, monkeypatch):
     monkeypatch.setattr("os.geteuid", lambda: 1000)
     r = CliRunner().invoke(app, ["testbed", "clean"])
     assert r.exit_code == 2 and "needs root" in r.output
+
+
+def test_kernel_defaults_a_scenario_turns_off_reach_both_worlds(tmp_path):
+    # Issue 14: the testbed keeps timestamps, SACK, RACK and TLP on; a scenario that turns
+    # one off is read by the simulator and the testbed alike.
+    p = write(tmp_path, """
+        [path]
+        rtt = "20ms"
+        [client]
+        timestamps = false
+        tlp = false
+        timer_slack = true
+        """)
+    s = load(p)
+    assert (s.client.timestamps, s.client.tlp, s.client.sack) == (False, False, None)
+    with pytest.raises(ScenarioError, match=r"client\.recovery.*PRR"):
+        load(write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nrecovery = "newreno"\n'))
+    with pytest.raises(ScenarioError, match=r"server\.hystart"):
+        load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nhystart = false\n'))

@@ -32,15 +32,18 @@ fn main() {
             .filter(|(f, _)| s.flags & f != 0)
             .map(|&(_, c)| c)
             .collect();
+        let sack: Vec<String> = s.sack.as_slice().iter().map(|(l, r)| format!("{}:{}", l.wrapping_sub(peer), r.wrapping_sub(peer))).collect();
         println!(
-            "{:>10.6} {} {:<3} {}:{}({}) ack {}",
+            "{:>10.6} {} {:<3} {}:{}({}) ack {} win {}{}",
             t.as_secs_f64(),
             if s.from_client { "c>s" } else { "s>c" },
             flags,
             s.seq.wrapping_sub(own),
             s.seq.wrapping_sub(own).wrapping_add(s.len),
             s.len,
-            s.ack.wrapping_sub(peer)
+            s.ack.wrapping_sub(peer),
+            s.window,
+            if sack.is_empty() { String::new() } else { format!(" sack {}{}", if s.dsack { "D " } else { "" }, sack.join(" ")) }
         );
     }
     println!("{}", serde_json::to_string_pretty(&report.connections).unwrap());

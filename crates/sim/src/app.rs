@@ -103,10 +103,12 @@ impl ServerApp {
     }
 
     pub fn respond(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant) {
-        tcb.write(&w.exchanges[self.responded as usize].response_writes, now);
+        let writes = &w.exchanges[self.responded as usize].response_writes;
         self.responded += 1;
         if self.responded as usize == w.exchanges.len() && w.close == Closer::Server {
-            tcb.close(now);
+            tcb.write_and_close(writes, now); // the FIN rides on the last segment
+        } else {
+            tcb.write(writes, now);
         }
     }
 }

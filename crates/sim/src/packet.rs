@@ -10,6 +10,34 @@ pub const ACK: u8 = 0x10;
 /// Bytes of IPv4 + TCP headers without options.
 pub const HEADER_BYTES: u32 = 40;
 
+/// SACK blocks (RFC 2018) as 32-bit wire sequence numbers, [left, right); a D-SACK
+/// (RFC 2883) is the first block when it reports a duplicate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SackBlocks {
+    pub n: u8,
+    pub blocks: [(u32, u32); 4],
+}
+
+impl SackBlocks {
+    pub fn as_slice(&self) -> &[(u32, u32)] {
+        &self.blocks[..usize::from(self.n)]
+    }
+    pub fn push(&mut self, b: (u32, u32)) {
+        if usize::from(self.n) < self.blocks.len() {
+            self.blocks[usize::from(self.n)] = b;
+            self.n += 1;
+        }
+    }
+}
+
+/// TCP options a SYN announces (RFC 7323 window scale and timestamps, RFC 2018 SACK-permitted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SynOptions {
+    pub sack_permitted: bool,
+    pub timestamps: bool,
+    pub window_scale: Option<u8>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment {
     pub conn: u32,
@@ -18,10 +46,19 @@ pub struct Segment {
     pub ack: u32,
     pub flags: u8,
     pub len: u32,
-    /// Advertised window in bytes (no scaling modelled; the pcap shows it capped at 65535).
+    /// Advertised window in bytes, already a multiple of the sender's window scale (the
+    /// pcap shows it capped at 65535: the writer has no window-scale option to write).
     pub window: u32,
     /// MSS option (SYN and SYN/ACK only).
     pub mss: Option<u16>,
+    /// SYN and SYN/ACK options.
+    pub syn_opts: SynOptions,
+    /// The timestamps option (RFC 7323) rides on this segment (12 bytes with its padding).
+    pub ts: bool,
+    /// SACK blocks, D-SACK first (RFC 2018, RFC 2883).
+    pub sack: SackBlocks,
+    /// The first SACK block reports a duplicate (RFC 2883 D-SACK).
+    pub dsack: bool,
 }
 
 impl Segment {
@@ -42,10 +79,28 @@ impl Segment {
     pub fn seq_len(&self) -> u32 {
         self.len + u32::from(self.has(SYN)) + u32::from(self.has(FIN))
     }
-    /// Bytes on an Ethernet wire: payload + 40 B IP/TCP (+4 B MSS option) + 18 B Ethernet
-    /// header and FCS, at least a 64 B frame (document 003's accounting).
+    /// TCP option bytes, padded as Linux lays them out (tcp_options_write): MSS 4,
+    /// timestamps 10 (+2: SACK-permitted rides in its padding, else 4 with NOPs), window
+    /// scale 4 (NOP + 3), SACK 2 + 8 per block (+2 NOPs).
+    pub fn option_bytes(&self) -> u32 {
+        let mut n = if self.mss.is_some() { 4 } else { 0 };
+        if self.ts || self.syn_opts.timestamps {
+            n += 12;
+        } else if self.syn_opts.sack_permitted {
+            n += 4;
+        }
+        if self.syn_opts.window_scale.is_some() {
+            n += 4;
+        }
+        if self.sack.n > 0 {
+            n += 4 + 8 * u32::from(self.sack.n);
+        }
+        n
+    }
+
+    /// Bytes on an Ethernet wire: payload + 40 B IP/TCP + options + 18 B Ethernet header
+    /// and FCS, at least a 64 B frame (document 003's accounting).
     pub fn wire_bytes(&self) -> u32 {
-        let opt = if self.mss.is_some() { 4 } else { 0 };
-        (self.len + HEADER_BYTES + opt + 18).max(64)
+        (self.len + HEADER_BYTES + self.option_bytes() + 18).max(64)
     }
 }

@@ -36,7 +36,19 @@ pub struct ConnReport {
     pub retransmissions: u32,
     /// Retransmission-timer expiries, both ends, handshake included.
     pub timeouts: u32,
+    /// Entries into fast recovery, both ends (Linux TCPSackRecovery + TCPRenoRecovery).
     pub fast_retransmits: u32,
+    /// Segments RACK marked lost (RFC 8985), both ends.
+    pub rack_losses: u32,
+    /// Tail loss probes sent, both ends (Linux TCPLossProbes).
+    pub tlp_probes: u32,
+    /// Timeouts found spurious (Linux TCPSpuriousRTOs): F-RTO is not modelled, always 0.
+    pub spurious_timeouts: u32,
+    /// D-SACKs received, both ends (Linux TCPDSACKRecv).
+    pub dsacks: u32,
+    /// How much later Linux's timer wheel may fire the retransmission, probe and
+    /// reordering timers this connection waited for (profiles with jiffies; else 0).
+    pub timer_slack_s: f64,
     /// ACKs sent by a delayed-ACK timer, both ends.
     pub delayed_acks: u32,
     /// Copies the SYN optimizer sent.

@@ -569,6 +569,11 @@ impl World {
             to += t.stats.timeouts;
             fr += t.stats.fast_retransmits;
             da += t.stats.delayed_acks;
+            r.rack_losses += t.stats.rack_losses;
+            r.tlp_probes += t.stats.tlp_probes;
+            r.spurious_timeouts += t.stats.spurious_timeouts;
+            r.dsacks += t.stats.dsacks;
+            r.timer_slack_s += t.stats.timer_slack_ns as f64 * 1e-9;
         }
         r.established = c.client.as_ref().is_some_and(|t| t.established_at.is_some());
         r.retransmissions = retr;

@@ -74,10 +74,15 @@ bandwidth = "100Mbit"
 [client]
 stack = "linux"
 delayed_ack = "off"
+timestamps = false
 [server]
 stack = "linux"
 mss = "1000B"
 initial_window = 10
+# Document 001's Linux of 2005: no tail loss probe, no RACK, no timestamps.
+timestamps = false
+rack = false
+tlp = false
 [drop]
 data = [4]
 [workload]
@@ -125,13 +130,19 @@ const DELACK: &str = r#"
 rtt = "6ms"
 bandwidth = "100Mbit"
 [client]
-stack = "linux"
+# A 200 ms delayed-ACK receiver of the RFC 1122 kind (Linux's own receiver adapts its
+# timeout and does not take these keys).
+stack = "rfc2988"
 quick_acks = 0
 delayed_ack = "timer"
 delayed_ack_timeout = "200ms"
 [server]
 stack = "linux"
 mss = "1000B"
+# Document 004's Linux of 2008: no tail loss probe, no RACK, no timestamps.
+timestamps = false
+rack = false
+tlp = false
 rto_min = "0ms"
 rto_min_on_variance = false
 clock_granularity = "10ms"

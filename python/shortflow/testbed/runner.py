@@ -135,9 +135,10 @@ def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv:
         "syn_transmissions": hs.get("syn_count", c.syns if c else None),
         "synack_transmissions": sv.synacks if sv else None,
         "retransmissions": sum(c.retransmissions[:1]) + sum(sv.retransmissions[1:]) if c and sv else None,
-        # RTO expirations, from the namespaces' TcpExtTCPTimeouts: per connection only when
-        # the run has one connection (the counters are per namespace).
-        "timeouts": (delta["client"].get("TcpExtTCPTimeouts", 0) + delta["server"].get("TcpExtTCPTimeouts", 0)) if delta else None,
+        # RTO expirations and the loss-recovery events, from the kernel's own counters in
+        # both namespaces (nstat's TcpExt*): per connection only when the run has one
+        # connection (the counters are per namespace).
+        **{key: _kernel_count(delta, names) for key, names in KERNEL_COUNTERS.items()},
         "handshake_rtt_s": hs.get("handshake_rtt_s"),
         "established": hs.get("established"),
         "response_flights": wire.flights(sv.data_times[1], gap) if sv else None,
@@ -145,6 +146,23 @@ def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv:
         "status": probe.get("status"),
         "error": probe.get("error"),
     }
+
+
+#: Per-connection keys of `shortflow simulate` and the kernel counters that count the same,
+#: summed over both namespaces.
+KERNEL_COUNTERS = {
+    "timeouts": ("TcpExtTCPTimeouts",),
+    "fast_retransmits": ("TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery"),
+    "tlp_probes": ("TcpExtTCPLossProbes",),
+    "spurious_timeouts": ("TcpExtTCPSpuriousRTOs",),
+    "dsacks": ("TcpExtTCPDSACKRecv",),
+}
+
+
+def _kernel_count(delta: dict[str, dict[str, int]] | None, names: tuple[str, ...]) -> int | None:
+    if delta is None:
+        return None
+    return sum(delta[role].get(n, 0) for role in ("client", "server") for n in names)
 
 
 def _analyzer_rows(pcap: Path) -> dict[int, dict[str, Any]]:

@@ -67,6 +67,13 @@ class Host:
     mss_bytes: int | None = None
     #: The receive window it offers (tcp_rmem and route initrwnd).
     receive_window_bytes: int | None = None
+    #: Kernel defaults a scenario may turn off, each with its sysctl (None: the kernel's):
+    #: tcp_timestamps, tcp_sack, tcp_window_scaling, tcp_recovery (RACK), tcp_early_retrans (TLP).
+    timestamps: bool | None = None
+    sack: bool | None = None
+    window_scaling: bool | None = None
+    rack: bool | None = None
+    tlp: bool | None = None
 
     @property
     def profile(self) -> StackProfile:
@@ -199,6 +206,18 @@ def _host(path: Path, doc: dict[str, Any], side: str) -> Host:
         slow_start_after_idle=r.get("slow_start_after_idle", bool),
         congestion_control=r.get("congestion_control", str, "cubic"),
     )
+    for key in ("timestamps", "sack", "window_scaling", "rack", "tlp"):
+        setattr(host, key, r.get(key, bool))
+    if host.sack is False and (host.rack or host.tlp):
+        raise r.fail("sack", "RACK and the tail loss probe need SACK")
+    # How the simulator models this kernel; nothing to set on the real one.
+    r.get("timer_slack", bool)
+    if r.get("hystart", bool) is False:
+        raise r.fail("hystart", "HyStart is a host-wide module parameter of tcp_cubic (not per namespace): "
+                                "the testbed does not change it")
+    recovery = r.get("recovery", str)
+    if recovery is not None and recovery != "prr":
+        raise r.fail("recovery", f"{recovery!r}: Linux recovers with PRR (\"prr\"); it has no other recovery to choose")
     mss = r.unit("mss", parse_size)
     if mss is not None:
         if not 536 <= mss <= 1460:

@@ -36,6 +36,9 @@ http {{
     tcp_nopush on;
     # One request per connection, as in the scenario's workload; the server closes.
     keepalive_timeout 0;
+    # Scenarios' requests go up to tens of kB, padded in one header line: nginx's default
+    # 8 kB header buffers would answer them with an error page instead of the body.
+    large_client_header_buffers 4 64k;
     server {{
         listen {ip}:{port} backlog=256;
         root {dir}/www;

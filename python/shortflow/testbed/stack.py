@@ -63,6 +63,14 @@ def apply(topo: Topology, role: str, host: Host) -> None:
         SynRto(topo, role, host.effective_syn_rto_s).start()
     # Cached path metrics would start a connection from an earlier one's RTT (kernel-facts).
     topo.sysctl(role, "net.ipv4.tcp_no_metrics_save", 1)
+    # Kernel defaults stay (timestamps, SACK, window scaling, RACK, TLP: the simulator's
+    # `linux` profile has them too); a scenario that turns one off says so to both worlds.
+    for key, sysctl, on, off in (("timestamps", "tcp_timestamps", 1, 0), ("sack", "tcp_sack", 1, 0),
+                                 ("window_scaling", "tcp_window_scaling", 1, 0), ("rack", "tcp_recovery", 1, 0),
+                                 ("tlp", "tcp_early_retrans", 3, 0)):
+        value = getattr(host, key)
+        if value is not None:
+            topo.sysctl(role, f"net.ipv4.{sysctl}", on if value else off)
     if host.receive_window_bytes is not None:
         # With tcp_adv_win_scale 1 Linux offers half its receive buffer as window.
         buf = 2 * host.receive_window_bytes

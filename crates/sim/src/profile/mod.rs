@@ -92,6 +92,34 @@ pub enum SynBackoff {
     Table(Vec<u32>),
 }
 
+/// The receive side as Linux runs it (`tcp::linux_rcv`): buffer sizes and autotuning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinuxReceiver {
+    /// net.ipv4.tcp_rmem: min, default (the buffer a connection starts with) and max (what
+    /// autotuning may grow it to; with net.core.rmem_max it also sets the window scale).
+    pub rmem: [u64; 3],
+    /// net.core.rmem_max.
+    pub core_rmem_max: u64,
+    /// Route `initrwnd` (segments): caps the first window offered.
+    pub init_rcv_wnd: Option<u32>,
+    /// Window bytes per 256 bytes of buffer once data has arrived (tp->scaling_ratio, set
+    /// by tcp_measure_rcv_mss from payload / skb truesize). A property of the receive path,
+    /// not a sysctl: on this machine's veth links the window stopped at 32 × 1024 B =
+    /// 131072 × 64/256 until autotuning in 4 of 6 runs of an 80 kB transfer (36 or 47 units
+    /// in the others, when the application's reads fell differently): 64.
+    pub data_scaling_ratio: u32,
+    /// net.ipv4.tcp_moderate_rcvbuf: autotuning on.
+    pub moderate_rcvbuf: bool,
+}
+
+impl Default for LinuxReceiver {
+    fn default() -> Self {
+        // Linux 6.18 defaults measured in a fresh network namespace here:
+        // tcp_rmem = 4096 131072 33554432, rmem_max = 4194304, tcp_moderate_rcvbuf = 1.
+        Self { rmem: [4096, 131_072, 33_554_432], core_rmem_max: 4_194_304, init_rcv_wnd: None, data_scaling_ratio: 64, moderate_rcvbuf: true }
+    }
+}
+
 /// Everything one TCP endpoint does differently from another.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StackConfig {
@@ -118,11 +146,40 @@ pub struct StackConfig {
     /// Slow-start growth per ACK in segments (RFC 5681: 1; RFC 3465 L = 2); 0 = as many
     /// as the ACK acknowledges (Linux tcp_slow_start).
     pub abc_limit: u32,
-    /// Congestion control by name (`tcp::cc::NAMES`): "reno" (RFC 5681).
+    /// Congestion control by name (`tcp::cc::NAMES`): "reno" (RFC 5681), "cubic" (RFC 9438
+    /// as Linux's tcp_cubic.c).
     pub congestion_control: String,
+    /// HyStart (tcp_cubic.c hystart = 1, ACK train and delay detection) for "cubic".
+    pub hystart: bool,
     /// Loss recovery by name (`tcp::recovery::NAMES`): "reno" (RFC 5681 3.2), "newreno"
-    /// (RFC 6582).
+    /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) or "prr" (RFC 6937,
+    /// Linux tcp_cwnd_reduction) with SACK.
     pub recovery: String,
+    /// TCP timestamps (RFC 7323; Linux net.ipv4.tcp_timestamps = 1): when both ends offer
+    /// them, every segment carries 12 option bytes, so the payload is MSS − 12 (1448 B on a
+    /// 1500 B MTU).
+    pub timestamps: bool,
+    /// SACK-permitted (RFC 2018; net.ipv4.tcp_sack = 1), D-SACK (RFC 2883; tcp_dsack = 1).
+    pub sack: bool,
+    /// Window scaling (RFC 7323; net.ipv4.tcp_window_scaling = 1).
+    pub window_scaling: bool,
+    /// RACK loss detection (RFC 8985; net.ipv4.tcp_recovery = 1) instead of three
+    /// duplicate ACKs / DupThresh SACKed segments; needs SACK.
+    pub rack: bool,
+    /// Tail loss probe (RFC 8985 section 7; net.ipv4.tcp_early_retrans = 3); needs SACK.
+    pub tlp: bool,
+    /// The receiver as Linux runs it (window scaling, rcv_ssthresh, autotuning, quick
+    /// ACKs); None: a fixed `receive_window` and the `ack` policy.
+    pub linux_receiver: Option<LinuxReceiver>,
+    /// Timers count in jiffies of this length (Linux CONFIG_HZ = 250: 4 ms); None: exact.
+    pub jiffy: Option<Duration>,
+    /// Model the Linux timer wheel's slack (kernel/time/timer.c: a timer lands on its
+    /// level's granularity, 8^level jiffies, so a 1 s timer fires up to 32 ms late at
+    /// HZ 250), with the jiffies counter's phase drawn from the seed.
+    pub timer_slack: bool,
+    /// The jiffies clock's reading at simulated time 0, in nanoseconds (its phase within a
+    /// tick and the wheel's buckets): drawn from the scenario's seed.
+    pub jiffies_origin_ns: u64,
     pub dupack_threshold: u32,
     pub ack: AckPolicy,
     /// Maximum segment size this host announces and sends with (bytes of payload).
@@ -157,7 +214,17 @@ fn base(profile: &str) -> StackConfig {
         slow_start_after_idle: true,
         abc_limit: 1,
         congestion_control: "reno".to_string(),
+        hystart: false,
         recovery: "newreno".to_string(),
+        timestamps: false,
+        sack: false,
+        window_scaling: false,
+        rack: false,
+        tlp: false,
+        linux_receiver: None,
+        jiffy: None,
+        timer_slack: false,
+        jiffies_origin_ns: 0,
         dupack_threshold: 3,
         ack: AckPolicy {
             delayed: DelayedAck::Timer(Duration::from_millis(200)),
@@ -208,6 +275,20 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
             c.initial_window = InitialWindow::Segments(10);
             c.abc_limit = 0;
+            // The sender: CUBIC with HyStart (net.ipv4.tcp_congestion_control; this machine's
+            // default is BBR, the testbed sets cubic on its routes), SACK, RACK-TLP and PRR
+            // (tcp_sack 1, tcp_recovery 1, tcp_early_retrans 3), timestamps and window
+            // scaling on (tcp_timestamps 1, tcp_window_scaling 1), jiffies of 4 ms (HZ 250).
+            c.congestion_control = "cubic".to_string();
+            c.hystart = true;
+            c.recovery = "prr".to_string();
+            c.timestamps = true;
+            c.sack = true;
+            c.window_scaling = true;
+            c.rack = true;
+            c.tlp = true;
+            c.linux_receiver = Some(LinuxReceiver::default());
+            c.jiffy = Some(Duration::from_millis(4));
             c.ack = AckPolicy {
                 delayed: DelayedAck::Timer(Duration::from_millis(40)),
                 ack_every: 2,

@@ -299,8 +299,13 @@ fn err(source: &str, key: &str, message: impl Into<String>) -> ScenarioError {
 
 fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
     let seed = raw.seed.unwrap_or(1);
-    let client = host(&raw.client, src, "client", "linux")?;
-    let server = host(&raw.server, src, "server", "linux")?;
+    let mut client = host(&raw.client, src, "client", "linux")?;
+    let mut server = host(&raw.server, src, "server", "linux")?;
+    // One kernel runs both ends of the testbed: one jiffies clock, its reading at time 0
+    // drawn from the seed (splitmix64), so timer-wheel phases are reproducible.
+    let origin = jiffies_origin(seed);
+    client.jiffies_origin_ns = origin;
+    server.jiffies_origin_ns = origin;
     let workload = workload(&raw.workload, src)?;
     let sides = |key: &str, v: &Option<String>| -> Result<Sides, ScenarioError> {
         match v.as_deref().unwrap_or("server") {
@@ -386,6 +391,15 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
     };
     ranges::check_scenario(&sc, src)?;
     Ok(sc)
+}
+
+/// A jiffies reading (up to 2^20 ticks of 4 ms) and a phase within the tick, from `seed`.
+fn jiffies_origin(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    z % ((1u64 << 20) * 4_000_000)
 }
 
 fn path(p: &RawPath, src: &str) -> Result<PathConfig, ScenarioError> {
@@ -557,17 +571,45 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
         return Err(err(src, &key("initial_window"), "must be at least 1 segment"));
     }
     if let Some(cc) = &h.congestion_control {
-        // "reno"/"newreno" name Reno's window rules with that recovery (the RFC profiles'
-        // meaning before congestion control became a plug-in).
+        // "reno"/"newreno" name Reno's window rules, and for a profile without SACK also
+        // that recovery (their meaning before congestion control became a plug-in).
         match cc.as_str() {
             "reno" | "newreno" => {
                 c.congestion_control = "reno".to_string();
-                c.recovery = cc.clone();
+                if !crate::tcp::recovery::needs_sack(&c.recovery) {
+                    c.recovery = cc.clone();
+                }
             }
+            "cubic" => c.congestion_control = "cubic".to_string(),
             other => {
-                return Err(err(src, &key("congestion_control"), format!("{other:?}: the simulator models \"reno\" and \"newreno\"")))
+                return Err(err(src, &key("congestion_control"), format!("{other:?}: the simulator models \"reno\", \"newreno\" and \"cubic\"")))
             }
         }
+    }
+    set!(c.timestamps, h.timestamps);
+    set!(c.sack, h.sack);
+    set!(c.window_scaling, h.window_scaling);
+    set!(c.rack, h.rack);
+    set!(c.tlp, h.tlp);
+    set!(c.hystart, h.hystart);
+    set!(c.timer_slack, h.timer_slack);
+    if let Some(r) = &h.recovery {
+        if crate::tcp::recovery::by_name(r).is_none() {
+            let known = crate::tcp::recovery::NAMES.join(", ");
+            return Err(err(src, &key("recovery"), format!("{r:?}: unknown recovery (known: {known})")));
+        }
+        c.recovery = r.clone();
+    }
+    if !c.sack {
+        let needs = crate::tcp::recovery::needs_sack(&c.recovery);
+        for (on, k) in [(needs, "recovery"), (c.rack, "rack"), (c.tlp, "tlp")] {
+            if on {
+                return Err(err(src, &key(k), "needs sack = true (it works on SACK information)"));
+            }
+        }
+    }
+    if c.timer_slack && c.jiffy.is_none() {
+        return Err(err(src, &key("timer_slack"), format!("the {:?} profile has no jiffies timers to be slack", c.profile)));
     }
     ack_policy(&mut c, h, src, side)?;
     if let Some(m) = h.mss {
@@ -581,6 +623,13 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
             return Err(err(src, &key("receive_window"), "must be between 1B and 4GB"));
         }
         c.receive_window = w.0 as u32;
+        if let Some(lr) = &mut c.linux_receiver {
+            // As the testbed sets it: tcp_rmem[1] = 2 × window (tcp_adv_win_scale 1),
+            // tcp_rmem[2] at least 6 MB, route initrwnd = the window in segments.
+            let buf = 2 * w.0;
+            lr.rmem = [4096, buf, buf.max(6_291_456)];
+            lr.init_rcv_wnd = Some(w.0.div_ceil(u64::from(c.mss)) as u32);
+        }
     }
     if c.ack.ack_every == 0 {
         return Err(err(src, &key("ack_every"), "must be at least 1"));

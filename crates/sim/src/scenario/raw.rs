@@ -203,6 +203,16 @@ pub struct RawHost {
     pub mss: Option<Size>,
     pub receive_window: Option<Size>,
     pub coalesce_writes: Option<bool>,
+    /// Loss recovery by name: "reno", "newreno", "rfc6675", "prr".
+    pub recovery: Option<String>,
+    pub timestamps: Option<bool>,
+    pub sack: Option<bool>,
+    pub window_scaling: Option<bool>,
+    pub rack: Option<bool>,
+    pub tlp: Option<bool>,
+    pub hystart: Option<bool>,
+    /// Model Linux's timer-wheel slack (profiles with jiffies).
+    pub timer_slack: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Default)]

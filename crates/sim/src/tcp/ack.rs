@@ -40,6 +40,9 @@ impl Tcb {
         if let Some((end, sent)) = self.timed {
             if ack >= end {
                 let r = now.since(sent);
+                // Linux's estimator closes its window of samples by sequence.
+                self.rtte.snd_una = self.snd_una;
+                self.rtte.snd_nxt = self.snd_nxt;
                 self.rtte.sample(r);
                 rtt = Some(r);
                 self.timed = None;
@@ -48,7 +51,7 @@ impl Tcb {
         match self.recover {
             Some(recover) => self.recovery_ack(ack, acked, recover, now),
             None => {
-                let ev = AckEvent { acked, now, rtt, min_rtt: None, prior_in_flight, cwnd_limited: true };
+                let ev = AckEvent { acked, now, rtt, min_rtt: None, prior_in_flight, cwnd_limited: true, snd_una: self.snd_una, snd_nxt: self.snd_nxt };
                 self.cc.on_ack(&mut self.w, &ev);
             }
         }
@@ -83,7 +86,7 @@ impl Tcb {
     }
 
     fn recovery_event(&self, ack: u64, acked: u64, recover: u64) -> RecoveryAck {
-        RecoveryAck { ack, acked, delivered: acked, recover, in_flight: self.snd_max - self.snd_una }
+        RecoveryAck { ack, acked, delivered: acked, recover, in_flight: self.snd_max - self.snd_una, newly_lost: 0 }
     }
 
     fn recovery_ack(&mut self, ack: u64, acked: u64, recover: u64, now: Instant) {

@@ -3,10 +3,14 @@
 
 use std::rc::Rc;
 
-use super::{State, Tcb, TimerKind};
-use crate::packet::{Segment, ACK, SYN};
-use crate::profile::{StackConfig, SynBackoff};
+use super::linux_rcv::LinuxRcv;
+use super::{recovery, State, Tcb, TimerKind};
+use crate::packet::{Segment, SynOptions, ACK, SYN};
+use crate::profile::{DelayedAck, StackConfig, SynBackoff};
 use crate::time::{Duration, Instant};
+
+/// Bytes the timestamps option takes from every segment's payload (TCPOLEN_TSTAMP_ALIGNED).
+const TS_OPTION: u32 = 12;
 
 /// MSS assumed when the peer sends no MSS option (RFC 9293 3.7.1).
 const DEFAULT_MSS: u32 = 536;
@@ -16,8 +20,36 @@ impl Tcb {
     pub fn connect(cfg: Rc<StackConfig>, conn: u32, iss: u32, now: Instant) -> Tcb {
         let mut t = Tcb::new(cfg, conn, true, iss);
         t.state = State::SynSent;
+        // The SYN's window is quantised to the full MSS: timestamps are not agreed yet
+        // (tcp_connect_init).
+        t.make_receiver(u64::from(t.cfg.mss), t.cfg.window_scaling);
         t.send_handshake(now);
         t
+    }
+
+    /// The Linux receiver, when the profile has one.
+    fn make_receiver(&mut self, syn_mss: u64, window_scaling: bool) {
+        if let Some(lr) = &self.cfg.linux_receiver {
+            let ato_min = match self.cfg.ack.delayed {
+                DelayedAck::Timer(d) => d,
+                _ => Duration::from_millis(40),
+            };
+            self.lrcv = Some(Box::new(LinuxRcv::new(lr, syn_mss, window_scaling, ato_min)));
+        }
+    }
+
+    /// Options both ends agree on, from the peer's SYN or SYN/ACK, and the MSS that follows.
+    fn negotiate(&mut self, peer: &SynOptions, peer_mss: Option<u16>) {
+        self.ts_on = self.cfg.timestamps && peer.timestamps;
+        self.sack_on = self.cfg.sack && peer.sack_permitted;
+        self.wscale_ok = self.cfg.window_scaling && peer.window_scale.is_some();
+        self.sack_sender = self.sack_on && recovery::needs_sack(&self.cfg.recovery);
+        if !self.sack_sender && recovery::needs_sack(&self.cfg.recovery) {
+            // No SACK from the peer: Linux recovers as NewReno (tcp_is_reno).
+            self.rec = recovery::by_name("newreno").expect("newreno is built in");
+        }
+        let ts = if self.ts_on { TS_OPTION } else { 0 };
+        self.mss = self.cfg.mss.min(peer_mss.map_or(DEFAULT_MSS, u32::from)) - ts;
     }
 
     /// A server answering the SYN `syn` with its SYN/ACK at `now`.
@@ -27,7 +59,10 @@ impl Tcb {
         t.irs = syn.seq;
         t.rcv_nxt = 1;
         t.snd_wnd = u64::from(syn.window);
-        t.mss = t.cfg.mss.min(syn.mss.map_or(DEFAULT_MSS, u32::from));
+        t.negotiate(&syn.syn_opts, syn.mss);
+        // tcp_openreq_init_rwin: the SYN/ACK's window is quantised to MSS − timestamps.
+        let syn_mss = u64::from(t.cfg.mss - if t.ts_on { TS_OPTION } else { 0 });
+        t.make_receiver(syn_mss, t.wscale_ok);
         t.send_handshake(now);
         t
     }
@@ -80,7 +115,7 @@ impl Tcb {
         }
         self.irs = seg.seq;
         self.rcv_nxt = 1;
-        self.mss = self.cfg.mss.min(seg.mss.map_or(DEFAULT_MSS, u32::from));
+        self.negotiate(&seg.syn_opts, seg.mss);
         self.snd_wnd = u64::from(seg.window);
         self.establish(now);
         self.send_ack(now);
@@ -117,7 +152,13 @@ impl Tcb {
         let retransmitted = self.handshake_retries > 0 || self.handshake_resent_by_syn;
         match self.timed.take() {
             // Karn's rule: only a handshake segment sent once gives a sample.
-            Some((_, sent)) if !retransmitted => self.rtte.sample(now.since(sent)),
+            Some((_, sent)) if !retransmitted => {
+                // The handshake's RTT is also the first of the minimum RTT filter (Linux
+                // tcp_update_rtt_min from the SYN/ACK exchange), which RACK uses.
+                let r = now.since(sent);
+                self.rtte.sample(r);
+                self.min_rtt = Some(r);
+            }
             _ => {
                 if let Some(rto) = self.cfg.rto.after_syn_loss {
                     self.rtte.reset_after_syn_loss(rto); // RFC 6298 (5.7)
@@ -127,6 +168,10 @@ impl Tcb {
         self.rtte.backoff = 0;
         // RFC 5681 3.1: a lost SYN or SYN/ACK leaves an initial window of one segment.
         self.w.mss = u64::from(self.mss);
+        let (wscale_ok, mss, rcv_nxt) = (self.wscale_ok, u64::from(self.mss), self.rcv_nxt);
+        if let Some(r) = self.lrcv.as_deref_mut() {
+            r.establish(wscale_ok, mss, rcv_nxt, now);
+        }
         self.w.cwnd = if retransmitted && self.cfg.iw_one_after_handshake_loss {
             u64::from(self.mss)
         } else {

@@ -16,10 +16,15 @@ pub mod cc;
 pub mod delack;
 mod handshake;
 pub mod hooks;
+pub mod linux_rcv;
+pub mod rack;
 pub mod recovery;
 mod recv;
 pub mod rtte;
+mod sack_sender;
+pub mod scoreboard;
 mod send;
+pub mod timer;
 #[cfg(test)]
 mod karn_tests;
 
@@ -31,7 +36,11 @@ use crate::profile::StackConfig;
 use crate::time::Instant;
 use cc::{CongestionControl, Window};
 use delack::AckState;
+use linux_rcv::LinuxRcv;
+use rack::Rack;
 use recovery::RecoveryOps;
+use scoreboard::Scoreboard;
+use timer::Jiffies;
 use rtte::RttEstimator;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,9 +72,32 @@ pub struct TcbStats {
     pub retransmissions: u32,
     /// Retransmission timer expiries (handshake included).
     pub timeouts: u32,
+    /// Entries into fast recovery (Linux TCPSackRecovery / TCPRenoRecovery).
     pub fast_retransmits: u32,
     /// ACKs sent by the delayed-ACK timer.
     pub delayed_acks: u32,
+    /// Segments RACK marked lost (RFC 8985; Linux counts them in TCPLostRetransmit only
+    /// for retransmissions, so compare with the capture).
+    pub rack_losses: u32,
+    /// Tail loss probes sent (Linux TCPLossProbes).
+    pub tlp_probes: u32,
+    /// Timeouts found spurious (F-RTO, Linux TCPSpuriousRTOs): not modelled yet, always 0.
+    pub spurious_timeouts: u32,
+    /// D-SACKs received (Linux TCPDSACKRecv).
+    pub dsacks: u32,
+    /// How much later than modelled the kernel's timer wheel may have fired the
+    /// retransmission-slot timers that expired (RTO, probe, reordering), summed (ns).
+    pub timer_slack_ns: u64,
+}
+
+/// What the retransmission timer slot is armed for (Linux icsk_pending).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XmitTimer {
+    Rto,
+    /// Tail loss probe (ICSK_TIME_LOSS_PROBE).
+    Probe,
+    /// RACK's reordering timer (ICSK_TIME_REO_TIMEOUT).
+    Reorder,
 }
 
 pub struct Tcb {
@@ -105,6 +137,33 @@ pub struct Tcb {
     peer_fin: Option<u64>,
     pub fin_received: bool,
     ack_state: AckState,
+    /// Options both ends agreed on in the handshake.
+    ts_on: bool,
+    sack_on: bool,
+    wscale_ok: bool,
+    /// The sender keeps a scoreboard and recovers with SACK (negotiated, and the profile's
+    /// recovery is a SACK one).
+    sack_sender: bool,
+    /// The receiver as Linux runs it (profiles with `linux_receiver`).
+    lrcv: Option<Box<LinuxRcv>>,
+    /// Receiver: SACK blocks to report, most recent first, and a D-SACK to report once.
+    rcv_sacks: Vec<(u64, u64)>,
+    dsack_pending: Option<(u64, u64)>,
+    /// SACK sender: the scoreboard, RACK, what the retransmission slot is armed for, the
+    /// highest sequence when a probe was sent, loss state after an RTO (TCP_CA_Loss) and
+    /// its end, the smallest RTT seen, and Linux's cwnd-limited bookkeeping.
+    sb: Scoreboard,
+    rack: Rack,
+    xmit_timer: XmitTimer,
+    tlp_high_seq: Option<u64>,
+    in_loss: bool,
+    high_seq: u64,
+    min_rtt: Option<crate::time::Duration>,
+    max_packets_out: u64,
+    max_packets_seq: u64,
+    is_cwnd_limited: bool,
+    /// The timeout the retransmission slot was last armed with (for the wheel's range).
+    xmit_timeout: crate::time::Duration,
     /// Deadlines of the two timers (`TimerKind` as index).
     pub timers: [Option<Instant>; 2],
     /// Segments to transmit, in order.
@@ -121,7 +180,7 @@ pub struct Tcb {
 
 impl Tcb {
     fn new(cfg: Rc<StackConfig>, conn: u32, is_client: bool, iss: u32) -> Self {
-        let rtte = RttEstimator::new(cfg.rto.clone());
+        let rtte = RttEstimator::new(cfg.rto.clone()).with_jiffy(cfg.jiffy);
         let mss = cfg.mss;
         let cc = cc::by_name(&cfg.congestion_control, &cfg)
             .unwrap_or_else(|| panic!("congestion control {:?} is checked by the scenario", cfg.congestion_control));
@@ -158,6 +217,24 @@ impl Tcb {
             peer_fin: None,
             fin_received: false,
             ack_state: AckState::default(),
+            ts_on: false,
+            sack_on: false,
+            wscale_ok: false,
+            sack_sender: false,
+            lrcv: None,
+            rcv_sacks: Vec::new(),
+            dsack_pending: None,
+            sb: Scoreboard::default(),
+            rack: Rack::default(),
+            xmit_timer: XmitTimer::Rto,
+            tlp_high_seq: None,
+            in_loss: false,
+            high_seq: 0,
+            min_rtt: None,
+            max_packets_out: 0,
+            max_packets_seq: 0,
+            is_cwnd_limited: false,
+            xmit_timeout: crate::time::Duration::ZERO,
             timers: [None; 2],
             out: Vec::new(),
             delivered: 0,
@@ -180,6 +257,19 @@ impl Tcb {
             self.data_end += bytes;
             self.write_ends.push_back(self.data_end);
         }
+        self.output(now);
+    }
+
+    /// The application writes its last data and closes at once (nginx with tcp_nopush
+    /// after sendfile): the FIN rides on the last data segment (Linux tcp_send_fin sets it
+    /// on the unsent tail).
+    pub fn write_and_close(&mut self, writes: &[u64], now: Instant) {
+        debug_assert!(self.fin_off.is_none(), "write after close");
+        for &bytes in writes {
+            self.data_end += bytes;
+            self.write_ends.push_back(self.data_end);
+        }
+        self.fin_off = Some(self.data_end);
         self.output(now);
     }
 
@@ -231,7 +321,11 @@ impl Tcb {
             return;
         }
         if seg.has(ACK) {
-            self.process_ack(seg, now);
+            if self.sack_sender {
+                self.process_ack_sack(seg, now);
+            } else {
+                self.process_ack(seg, now);
+            }
         }
         self.process_data(seg, now);
         self.output(now);
@@ -243,9 +337,13 @@ impl Tcb {
         match (kind, self.state) {
             (TimerKind::DelayedAck, State::Established) => {
                 self.stats.delayed_acks += 1;
+                if let Some(r) = self.lrcv.as_deref_mut() {
+                    r.delack_missed(self.rtte.base_rto());
+                }
                 self.send_ack(now);
             }
             (TimerKind::Retransmit, State::SynSent | State::SynReceived) => self.handshake_timeout(now),
+            (TimerKind::Retransmit, State::Established) if self.sack_sender => self.xmit_timer_fired(now),
             (TimerKind::Retransmit, State::Established) => self.rto_expired(now),
             _ => {}
         }
@@ -254,6 +352,35 @@ impl Tcb {
     fn fail(&mut self) {
         self.state = State::Failed;
         self.timers = [None; 2];
+    }
+
+    /// Linux's jiffies clock, when the profile counts in jiffies.
+    pub(super) fn clock(&self) -> Option<Jiffies> {
+        self.cfg.jiffy.map(|jiffy| Jiffies { jiffy, origin_ns: self.cfg.jiffies_origin_ns, slack: self.cfg.timer_slack })
+    }
+
+    /// Arms the retransmission slot for `timeout` from `now`.
+    pub(super) fn arm_xmit(&mut self, now: Instant, timeout: crate::time::Duration) {
+        self.xmit_timeout = timeout;
+        self.timers[TimerKind::Retransmit as usize] = Some(self.deadline(now, timeout));
+    }
+
+    /// The retransmission slot fired: what the wheel could have added (RFC-free bookkeeping
+    /// for `testbed compare`'s agreement range).
+    pub(super) fn note_xmit_fired(&mut self) {
+        if let Some(c) = self.clock() {
+            // The kernel's wheel always has its slack, whether or not the run models it.
+            let (_, hi) = Jiffies { slack: true, ..c }.range(self.xmit_timeout);
+            self.stats.timer_slack_ns += hi.0.saturating_sub(self.xmit_timeout.0);
+        }
+    }
+
+    /// When a timer armed now for `timeout` fires (exactly, or on Linux's jiffies and wheel).
+    pub(super) fn deadline(&self, now: Instant, timeout: crate::time::Duration) -> Instant {
+        match self.clock() {
+            Some(c) => c.deadline(now, timeout),
+            None => now + timeout,
+        }
     }
 
     fn wire_seq(&self, off: u64) -> u32 {

@@ -4,6 +4,7 @@
 use super::delack::AckNow;
 use super::{Tcb, TimerKind};
 use crate::packet::{Segment, FIN};
+use crate::profile::DelayedAck;
 use crate::time::Instant;
 
 impl Tcb {
@@ -21,12 +22,19 @@ impl Tcb {
         if start > self.rcv_nxt {
             // Out of order: keep it, and send a duplicate ACK at once (RFC 5681 4.2).
             if seg.len > 0 {
+                if self.sack_on && self.ooo.iter().any(|&(s, e)| s <= start && end <= e) {
+                    self.dsack_pending = Some((start, end)); // RFC 2883 4.1.2: held already
+                }
                 self.ooo.push((start, end));
                 self.ooo.sort_unstable();
+                if self.sack_on {
+                    self.add_sack_block(start, end);
+                }
             }
             self.send_ack(now);
             return;
         }
+        let before = self.rcv_nxt;
         if end > self.rcv_nxt {
             self.delivered += end - self.rcv_nxt;
             self.rcv_nxt = end;
@@ -44,11 +52,22 @@ impl Tcb {
             }
         } else if seg.len > 0 || (fin && self.fin_received) {
             ack_at_once = true; // a duplicate: the peer retransmitted, tell it where we are
+            if self.sack_on && seg.len > 0 {
+                self.dsack_pending = Some((start, end)); // RFC 2883 4.1.1 (tcp_dsack_set)
+            }
+        }
+        if self.sack_on && self.rcv_nxt > before {
+            let nxt = self.rcv_nxt;
+            self.rcv_sacks.retain(|&(_, r)| r > nxt); // tcp_sack_remove
         }
         if !self.fin_received && self.peer_fin == Some(self.rcv_nxt) {
             self.rcv_nxt += 1;
             self.fin_received = true;
             ack_at_once = true; // a FIN is acknowledged at once (BSD tcp_input: ACKNOW)
+        }
+        if self.lrcv.is_some() {
+            self.linux_ack_check(seg.len, self.rcv_nxt > before, ack_at_once, now);
+            return;
         }
         if ack_at_once || !self.ooo.is_empty() {
             self.send_ack(now);
@@ -58,5 +77,50 @@ impl Tcb {
             AckNow::Now => self.send_ack(now),
             AckNow::At(t) => self.timers[TimerKind::DelayedAck as usize] = Some(t),
         }
+    }
+
+    /// tcp_event_data_recv, __tcp_ack_snd_check, then the application's read
+    /// (tcp_rcv_space_adjust): the Linux receiver's ACK.
+    fn linux_ack_check(&mut self, len: u32, advanced: bool, ack_at_once: bool, now: Instant) {
+        let rto = self.rtte.base_rto();
+        let srtt = self.rtte.srtt();
+        let rcv_nxt = self.rcv_nxt;
+        let quickack_route = self.cfg.ack.delayed == DelayedAck::Off;
+        let r = self.lrcv.as_deref_mut().expect("a Linux receiver");
+        if advanced && len > 0 {
+            r.on_data(u64::from(len), now, rto);
+        }
+        let now_ack = ack_at_once || quickack_route || !self.ooo.is_empty() || r.ack_now(rcv_nxt);
+        let timeout = r.delack_timeout(srtt);
+        // The application reads at once: tcp_cleanup_rbuf may send what was left delayed.
+        let at_read = len > 0 && r.ack_at_read(rcv_nxt, u64::from(len));
+        if now_ack || at_read {
+            self.send_ack(now);
+        } else if len > 0 {
+            // tcp_send_delayed_ack: an earlier deadline already set stays.
+            let at = self.deadline(now, timeout);
+            let slot = &mut self.timers[TimerKind::DelayedAck as usize];
+            *slot = Some(slot.map_or(at, |t| t.min(at)));
+        }
+        if let Some(r) = self.lrcv.as_deref_mut() {
+            r.on_read(rcv_nxt, now, srtt);
+        }
+    }
+
+    /// RFC 2018 4 (Linux tcp_sack_new_ofo_skb): the block holding the newest segment goes
+    /// first, merged with any it touches; at most four are kept.
+    fn add_sack_block(&mut self, start: u64, end: u64) {
+        let (mut l, mut r) = (start, end);
+        self.rcv_sacks.retain(|&(bl, br)| {
+            if br >= l && bl <= r {
+                l = l.min(bl);
+                r = r.max(br);
+                false
+            } else {
+                true
+            }
+        });
+        self.rcv_sacks.insert(0, (l, r));
+        self.rcv_sacks.truncate(4);
     }
 }

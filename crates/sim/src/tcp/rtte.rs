@@ -1,5 +1,10 @@
 //! Retransmission timeout estimation (RFC 6298, formerly RFC 2988), with Karn's rule and
-//! exponential back-off.
+//! exponential back-off; or Linux's own estimator (net/ipv4/tcp_input.c tcp_rtt_estimator,
+//! tcp_set_rto) with its per-window mdev_max and the minimum RTO on the variance term.
+//!
+//! `RttEstimator::timer` is the one place the retransmission timeout is computed: a
+//! mechanism that changes it (a delayed-ACK-aware minimum, Super Fast Retransmit) hooks
+//! there, through `RtoConfig` or by wrapping the estimator.
 
 use crate::profile::RtoConfig;
 use crate::time::Duration;
@@ -15,13 +20,43 @@ pub struct RttEstimator {
     rto: Duration,
     /// Number of back-offs since the last valid sample (RFC 6298 (5.5)).
     pub backoff: u32,
+    /// Linux: mdev (×4, as tp->mdev_us), its maximum in this window (mdev_max_us), rttvar
+    /// (rttvar_us) and the sequence that ends the window (rtt_seq).
+    mdev: u64,
+    mdev_max: u64,
+    rttvar_l: u64,
+    rtt_seq: u64,
+    /// SND.UNA and SND.NXT when the next sample is taken (Linux's window of samples).
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// Timers count in jiffies of this length (Linux usecs_to_jiffies rounds up).
+    jiffy: Option<Duration>,
 }
 
 impl RttEstimator {
     pub fn new(cfg: RtoConfig) -> Self {
         // RFC 6298 (2.1): until a sample is taken, RTO = the initial value.
         let rto = cfg.initial.min(cfg.max);
-        Self { cfg, srtt: None, rttvar: Duration::ZERO, rto, backoff: 0 }
+        Self { cfg, srtt: None, rttvar: Duration::ZERO, rto, backoff: 0, mdev: 0, mdev_max: 0, rttvar_l: 0, rtt_seq: 0, snd_una: 0, snd_nxt: 0, jiffy: None }
+    }
+
+    /// Linux: timers in jiffies of `jiffy` (CONFIG_HZ 250: 4 ms).
+    pub fn with_jiffy(mut self, jiffy: Option<Duration>) -> Self {
+        self.jiffy = jiffy;
+        self
+    }
+
+    /// The configured minimum RTO.
+    pub fn min_rto(&self) -> Duration {
+        self.cfg.min
+    }
+
+    /// Rounds a timeout up to whole jiffies when timers count in them.
+    pub fn to_jiffies(&self, d: Duration) -> Duration {
+        match self.jiffy {
+            Some(j) if j.0 > 0 => Duration(d.0.div_ceil(j.0) * j.0),
+            _ => d,
+        }
     }
 
     pub fn srtt(&self) -> Option<Duration> {
@@ -45,6 +80,10 @@ impl RttEstimator {
     /// A valid RTT measurement (Karn: never from a retransmitted segment; the caller
     /// guarantees that). Clears the back-off.
     pub fn sample(&mut self, r: Duration) {
+        if self.cfg.min_on_variance {
+            self.sample_linux(r);
+            return;
+        }
         match self.srtt {
             // RFC 6298 (2.2): SRTT = R, RTTVAR = R/2.
             None => {
@@ -60,14 +99,59 @@ impl RttEstimator {
         }
         let srtt = self.srtt.unwrap_or(r);
         let var = Duration(K * self.rttvar.0);
-        self.rto = if self.cfg.min_on_variance {
-            // Linux: RTO = SRTT + max(rto_min, 4·RTTVAR).
-            srtt + var.max(self.cfg.min)
-        } else {
-            // RFC 6298 (2.3) RTO = SRTT + max(G, K·RTTVAR); (2.4) at least the minimum.
-            (srtt + var.max(self.cfg.granularity)).max(self.cfg.min)
+        // RFC 6298 (2.3) RTO = SRTT + max(G, K·RTTVAR); (2.4) at least the minimum.
+        self.rto = (srtt + var.max(self.cfg.granularity)).max(self.cfg.min).min(self.cfg.max); // (2.5)
+        self.backoff = 0;
+    }
+
+    /// tcp_rtt_estimator (Jacobson's SIGCOMM '88 filter as Linux runs it): mdev grows at
+    /// once but shrinks by 1/32 when the RTT falls; rttvar is the largest mdev of the last
+    /// window of data, never below the minimum RTO, and decays by 1/4 per window.
+    /// Then tcp_set_rto: RTO = SRTT + rttvar.
+    fn sample_linux(&mut self, r: Duration) {
+        let m = r.0.max(1) as i64;
+        let rto_min = self.cfg.min.0;
+        match self.srtt {
+            Some(srtt) => {
+                let srtt8 = 8 * srtt.0 as i64;
+                let mut err = m - (srtt8 >> 3);
+                let srtt8 = srtt8 + err;
+                if err < 0 {
+                    err = -err - (self.mdev as i64 >> 2);
+                    if err > 0 {
+                        err >>= 3;
+                    }
+                } else {
+                    err -= self.mdev as i64 >> 2;
+                }
+                self.mdev = (self.mdev as i64 + err).max(0) as u64;
+                if self.mdev > self.mdev_max {
+                    self.mdev_max = self.mdev;
+                    if self.mdev_max > self.rttvar_l {
+                        self.rttvar_l = self.mdev_max;
+                    }
+                }
+                if self.snd_una > self.rtt_seq {
+                    if self.mdev_max < self.rttvar_l {
+                        self.rttvar_l -= (self.rttvar_l - self.mdev_max) >> 2;
+                    }
+                    self.rtt_seq = self.snd_nxt;
+                    self.mdev_max = rto_min;
+                }
+                self.srtt = Some(Duration((srtt8.max(8) >> 3) as u64));
+                // Keep SRTT's fraction: Linux holds it ×8; we hold nanoseconds, fine enough.
+            }
+            None => {
+                self.srtt = Some(Duration(m as u64));
+                self.mdev = (m as u64) << 1;
+                self.rttvar_l = self.mdev.max(rto_min);
+                self.mdev_max = self.rttvar_l;
+                self.rtt_seq = self.snd_nxt;
+            }
         }
-        .min(self.cfg.max); // (2.5)
+        self.rttvar = Duration(self.rttvar_l / 4);
+        let srtt = self.srtt.unwrap_or(r);
+        self.rto = self.to_jiffies(srtt + Duration(self.rttvar_l)).min(self.cfg.max);
         self.backoff = 0;
     }
 
@@ -78,6 +162,7 @@ impl RttEstimator {
 
     /// RFC 6298 (5.7): a SYN was lost and no sample exists: start data with this RTO.
     pub fn reset_after_syn_loss(&mut self, rto: Duration) {
+        let rto = self.to_jiffies(rto);
         if self.srtt.is_none() {
             self.rto = rto.min(self.cfg.max);
         }

@@ -2,7 +2,7 @@
 //! retransmission timer, and what happens when it expires.
 
 use super::{State, Tcb, TimerKind};
-use crate::packet::{Segment, ACK, FIN, PSH, SYN};
+use crate::packet::{SackBlocks, Segment, SynOptions, ACK, FIN, PSH, SYN};
 use crate::time::Instant;
 
 impl Tcb {
@@ -10,22 +10,71 @@ impl Tcb {
     pub(super) fn emit(&mut self, flags: u8, off: u64, len: u32, now: Instant) {
         let _ = now;
         let has_ack = flags & ACK != 0;
-        let seg = Segment {
+        let syn = flags & SYN != 0;
+        let window = match self.lrcv.as_deref_mut() {
+            Some(r) if syn => r.syn_window(),
+            Some(r) => r.select_window(self.rcv_nxt),
+            None => self.cfg.receive_window,
+        };
+        let mut seg = Segment {
             conn: self.conn,
             from_client: self.is_client,
             seq: self.wire_seq(off),
             ack: if has_ack { self.irs.wrapping_add(self.rcv_nxt as u32) } else { 0 },
             flags,
             len,
-            window: self.cfg.receive_window,
-            mss: if flags & SYN != 0 { Some(self.cfg.mss.min(65_535) as u16) } else { None },
+            window,
+            mss: if syn { Some(self.cfg.mss.min(65_535) as u16) } else { None },
+            syn_opts: if syn { self.syn_options() } else { SynOptions::default() },
+            ts: !syn && self.ts_on,
+            sack: SackBlocks::default(),
+            dsack: false,
         };
+        if has_ack && !syn && self.sack_on {
+            self.fill_sack_blocks(&mut seg);
+        }
         if has_ack {
             // Every segment with ACK carries the acknowledgement: nothing is left delayed.
             self.ack_state.sent();
             self.timers[TimerKind::DelayedAck as usize] = None;
+            if let Some(r) = self.lrcv.as_deref_mut() {
+                r.ack_sent();
+            }
         }
         self.out.push(seg);
+    }
+
+    /// The options this end's SYN (or SYN/ACK) carries: what the profile has, and on a
+    /// SYN/ACK only what the SYN offered too (RFC 7323 2.2, RFC 2018 2).
+    fn syn_options(&self) -> SynOptions {
+        let client = self.is_client;
+        SynOptions {
+            sack_permitted: if client { self.cfg.sack } else { self.sack_on },
+            timestamps: if client { self.cfg.timestamps } else { self.ts_on },
+            window_scale: if (client && self.cfg.window_scaling) || (!client && self.wscale_ok) {
+                Some(self.lrcv.as_ref().map_or(0, |r| r.wscale))
+            } else {
+                None
+            },
+        }
+    }
+
+    /// RFC 2018 4: the first block reports the most recently received segment, then the
+    /// others most recent first, as many as fit (3 with timestamps, 4 without); a D-SACK
+    /// (RFC 2883) goes first, once.
+    fn fill_sack_blocks(&mut self, seg: &mut Segment) {
+        let max = if self.ts_on { 3 } else { 4 };
+        let wire = |me: &Self, (l, r): (u64, u64)| (me.irs.wrapping_add(l as u32), me.irs.wrapping_add(r as u32));
+        if let Some(d) = self.dsack_pending.take() {
+            seg.sack.push(wire(self, d));
+            seg.dsack = true;
+        }
+        for &b in self.rcv_sacks.iter() {
+            if usize::from(seg.sack.n) >= max {
+                break;
+            }
+            seg.sack.push(wire(self, b));
+        }
     }
 
     /// A pure ACK of everything received so far.
@@ -35,7 +84,7 @@ impl Tcb {
 
     /// Length of the segment starting at `off`, and whether the FIN rides on it; None if
     /// there is nothing to send there.
-    fn segment_at(&self, off: u64) -> Option<(u32, bool)> {
+    pub(super) fn segment_at(&self, off: u64) -> Option<(u32, bool)> {
         if off < self.data_end {
             let mut end = (off + u64::from(self.mss)).min(self.data_end);
             if !self.cfg.coalesce_writes {
@@ -78,11 +127,17 @@ impl Tcb {
 
     /// RFC 6298 (5.1)/(5.3): (re)start the retransmission timer.
     pub(super) fn arm_rto(&mut self, now: Instant) {
-        self.timers[TimerKind::Retransmit as usize] = Some(now + self.rto_timer());
+        // The hook's timer (Super Fast Retransmit, document 004's minimum) or the estimator's.
+        let timeout = self.rto_timer();
+        self.arm_xmit(now, timeout);
     }
 
     /// Sends what the windows allow.
     pub(super) fn output(&mut self, now: Instant) {
+        if self.sack_sender {
+            self.output_sack(now);
+            return;
+        }
         if self.state != State::Established {
             return;
         }
@@ -108,7 +163,7 @@ impl Tcb {
     }
 
     /// RFC 5681 4.1: after more than one RTO without sending, restart from the initial window.
-    fn restart_after_idle(&mut self, now: Instant) {
+    pub(super) fn restart_after_idle(&mut self, now: Instant) {
         if !self.cfg.slow_start_after_idle || self.snd_una != self.snd_max {
             return;
         }
@@ -134,6 +189,7 @@ impl Tcb {
         if self.snd_una >= self.snd_max {
             return;
         }
+        self.note_xmit_fired();
         self.stats.timeouts += 1;
         if self.rtte.backoff == 0 {
             // RFC 5681 (4), only for the first timeout of this data.

@@ -8,6 +8,7 @@
 //! One file per algorithm, each with its own tests; profiles choose one by name
 //! (`StackConfig::congestion_control`, resolved by `by_name`).
 
+pub mod cubic;
 pub mod reno;
 
 use crate::time::{Duration, Instant};
@@ -42,6 +43,9 @@ pub struct AckEvent {
     /// The sender is limited by the application or the receive window, not by cwnd
     /// (Linux tcp_is_cwnd_limited: the window does not grow then).
     pub cwnd_limited: bool,
+    /// SND.UNA after this ACK and SND.NXT (HyStart's rounds).
+    pub snd_una: u64,
+    pub snd_nxt: u64,
 }
 
 /// A congestion control algorithm. Every hook but `on_ack` and `ssthresh` does nothing
@@ -79,12 +83,13 @@ pub trait CongestionControl {
 }
 
 /// Names `by_name` knows.
-pub const NAMES: &[&str] = &["reno"];
+pub const NAMES: &[&str] = &["reno", "cubic"];
 
 /// The algorithm called `name`, configured from `cfg`; None for an unknown name.
 pub fn by_name(name: &str, cfg: &crate::profile::StackConfig) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno::new(cfg.abc_limit))),
+        "cubic" => Some(Box::new(cubic::Cubic::new(cfg.hystart))),
         _ => None,
     }
 }

@@ -7,7 +7,9 @@
 //! (`StackConfig::recovery`, resolved by `by_name`).
 
 pub mod newreno;
+pub mod prr;
 pub mod reno;
+pub mod rfc6675;
 
 use super::cc::Window;
 
@@ -24,6 +26,8 @@ pub struct RecoveryAck {
     pub recover: u64,
     /// Bytes in flight after this ACK (RFC 6675 pipe, or SND.NXT − SND.UNA without SACK).
     pub in_flight: u64,
+    /// Bytes newly marked lost by this ACK.
+    pub newly_lost: u64,
 }
 
 /// What the endpoint does after a recovery algorithm saw an ACK of new data.
@@ -55,13 +59,20 @@ pub trait RecoveryOps {
 }
 
 /// Names `by_name` knows.
-pub const NAMES: &[&str] = &["reno", "newreno"];
+pub const NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
+
+/// Whether the algorithm needs SACK (its sender keeps a scoreboard).
+pub fn needs_sack(name: &str) -> bool {
+    matches!(name, "rfc6675" | "prr")
+}
 
 /// The recovery algorithm called `name`; None for an unknown name.
 pub fn by_name(name: &str) -> Option<Box<dyn RecoveryOps>> {
     match name {
         "reno" => Some(Box::new(reno::Reno)),
         "newreno" => Some(Box::new(newreno::NewReno)),
+        "rfc6675" => Some(Box::new(rfc6675::Rfc6675)),
+        "prr" => Some(Box::new(prr::Prr::default())),
         _ => None,
     }
 }

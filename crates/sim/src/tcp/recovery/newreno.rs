@@ -45,10 +45,10 @@ mod tests {
         r.enter(&mut w, 10_000);
         assert_eq!(w.cwnd, 8000);
         // A partial ACK of two segments: 8000 − 2000 + 1000.
-        let partial = RecoveryAck { ack: 3001, acked: 2000, delivered: 2000, recover: 10_001, in_flight: 7000 };
+        let partial = RecoveryAck { ack: 3001, acked: 2000, delivered: 2000, recover: 10_001, in_flight: 7000, newly_lost: 0 };
         assert_eq!(r.on_ack(&mut w, &partial), RecoveryStep::RetransmitHead);
         assert_eq!(w.cwnd, 7000);
-        let full = RecoveryAck { ack: 10_001, acked: 7000, delivered: 7000, recover: 10_001, in_flight: 0 };
+        let full = RecoveryAck { ack: 10_001, acked: 7000, delivered: 7000, recover: 10_001, in_flight: 0, newly_lost: 0 };
         assert_eq!(r.on_ack(&mut w, &full), RecoveryStep::Exit);
         assert_eq!(w.cwnd, 2000, "min(ssthresh, max(FlightSize, SMSS) + SMSS)");
     }

@@ -37,7 +37,7 @@ mod tests {
         let mut r = Reno;
         r.enter(&mut w, 10_000);
         assert_eq!(w.cwnd, 8000);
-        let ev = RecoveryAck { ack: 1, acked: 0, delivered: 1000, recover: 10_001, in_flight: 9000 };
+        let ev = RecoveryAck { ack: 1, acked: 0, delivered: 1000, recover: 10_001, in_flight: 9000, newly_lost: 0 };
         r.on_dupack(&mut w, &ev);
         assert_eq!(w.cwnd, 9000);
         assert_eq!(r.on_ack(&mut w, &RecoveryAck { acked: 1000, ..ev }), RecoveryStep::Exit);

@@ -1,0 +1,371 @@
+//! The sender with SACK (RFC 2018): the scoreboard, loss detection by RACK (RFC 8985) or
+//! DupThresh SACKed segments (RFC 6675 IsLost), recovery through the `recovery` plug-in
+//! (PRR for Linux, RFC 6675 for the RFC profiles), tail loss probes, and the RTO with
+//! everything outstanding marked lost (Linux tcp_enter_loss). The ACK path follows
+//! net/ipv4/tcp_input.c tcp_ack → tcp_sacktag_write_queue, tcp_clean_rtx_queue,
+//! tcp_ack_update_rtt, tcp_fastretrans_alert, tcp_cong_control, tcp_set_xmit_timer.
+
+use super::cc::AckEvent;
+use super::rack::probe_timeout;
+use super::recovery::{RecoveryAck, RecoveryStep};
+use super::scoreboard::Delivered;
+use super::{State, Tcb, TimerKind, XmitTimer};
+use crate::packet::{Segment, ACK, FIN, PSH};
+use crate::time::{Duration, Instant};
+
+impl Tcb {
+    /// Unwraps the SACK edges against SND.UNA (no allocation: at most four blocks).
+    fn sack_offsets(&self, seg: &Segment) -> ([(u64, u64); 4], usize) {
+        let mut out = [(0, 0); 4];
+        let mut n = 0;
+        for &(l, r) in seg.sack.as_slice() {
+            let (l, r) = (self.ack_offset(l), self.ack_offset(r));
+            if l >= 0 && r > l && r as u64 <= self.snd_max {
+                out[n] = (l as u64, r as u64);
+                n += 1;
+            }
+        }
+        (out, n)
+    }
+
+    pub(super) fn process_ack_sack(&mut self, seg: &Segment, now: Instant) {
+        let ack = self.ack_offset(seg.ack);
+        if ack < 0 || ack as u64 > self.snd_max || (ack as u64) < self.snd_una {
+            return; // acknowledges something never sent, or an old ACK
+        }
+        let ack = ack as u64;
+        self.snd_wnd = u64::from(seg.window);
+        let (sack_buf, n_sacks) = self.sack_offsets(seg);
+        let sacks = &sack_buf[..n_sacks];
+        let prior_una = self.snd_una;
+        let mut d = Delivered::default();
+        self.sb.on_ack(ack, sacks, &mut d);
+        if d.dsack || seg.dsack {
+            self.stats.dsacks += 1;
+        }
+        let advanced = ack > prior_una;
+        if advanced {
+            self.snd_una = ack;
+            self.snd_nxt = self.snd_nxt.max(ack);
+        }
+        // tcp_ack_update_rtt: the oldest never-retransmitted segment acknowledged; with
+        // timestamps, the echo gives a sample even for a retransmission.
+        let clean = d.first_clean_xmit.map(|t| now.since(t));
+        let sample = clean.or_else(|| if self.ts_on && advanced { d.newest.map(|(t, _, _)| now.since(t)) } else { None });
+        if let Some(r) = sample {
+            self.rtte.snd_una = self.snd_una;
+            self.rtte.snd_nxt = self.snd_nxt;
+            self.rtte.sample(r);
+            self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        }
+        // The CC's RTT sample is the newest delivered segment's (ca_rtt_us).
+        let ca_rtt = d.newest.filter(|&(_, _, re)| !re).map(|(t, _, _)| now.since(t));
+        if let Some((xmit, end, re)) = d.newest {
+            self.rack.advance(xmit, end, re, now, self.min_rtt);
+        }
+        if let Some(h) = self.tlp_high_seq {
+            if ack >= h {
+                self.tlp_high_seq = None; // tcp_process_tlp_ack: the probe was answered
+            }
+        }
+        let mut newly_lost = 0;
+        let mut reo_wait = None;
+        let dubious = !advanced || !sacks.is_empty() || self.recover.is_some() || self.in_loss;
+        if dubious && !self.sb.is_empty() {
+            let (lost, bytes, wait) = self.detect_losses(now);
+            newly_lost = bytes;
+            self.stats.rack_losses += if self.cfg.rack { lost } else { 0 };
+            reo_wait = wait;
+        }
+        if self.in_loss && ack >= self.high_seq {
+            self.in_loss = false; // TCP_CA_Loss ends when everything sent before the RTO is acked
+        }
+        let ev = RecoveryAck { ack, acked: ack - prior_una, delivered: d.bytes, recover: self.recover.unwrap_or(0), in_flight: self.sb.in_flight(), newly_lost };
+        match self.recover {
+            Some(_) if advanced => match self.rec.on_ack(&mut self.w, &ev) {
+                RecoveryStep::Exit => {
+                    self.recover = None;
+                    self.cc.on_recovery_exit(&mut self.w, now);
+                }
+                RecoveryStep::Continue | RecoveryStep::RetransmitHead => {}
+            },
+            Some(_) => self.rec.on_dupack(&mut self.w, &ev),
+            None if self.sb.lost_bytes() > 0 && !self.in_loss => {
+                // tcp_time_to_recover → tcp_enter_recovery, then this ACK's reduction.
+                self.enter_sack_recovery(now);
+                let ev = RecoveryAck { recover: self.recover.unwrap_or(0), ..ev };
+                self.rec.on_dupack(&mut self.w, &ev);
+            }
+            // tcp_may_raise_cwnd: only an ACK that advances SND.UNA (FLAG_DATA_ACKED) grows
+            // the window, by everything it delivered (acked_sacked).
+            None if advanced => {
+                let cwnd_limited = self.cwnd_limited();
+                let ev = AckEvent {
+                    acked: d.bytes,
+                    now,
+                    rtt: ca_rtt,
+                    min_rtt: self.min_rtt,
+                    prior_in_flight: 0,
+                    cwnd_limited,
+                    snd_una: self.snd_una,
+                    snd_nxt: self.snd_nxt,
+                };
+                self.cc.on_ack(&mut self.w, &ev);
+            }
+            None => {}
+        }
+        if self.snd_una >= self.max_packets_seq {
+            self.is_cwnd_limited = false;
+        }
+        if let Some(wait) = reo_wait {
+            // tcp_rack_mark_lost: the reordering timer, + TCP_TIMEOUT_MIN (2 jiffies).
+            let extra = self.cfg.jiffy.map_or(Duration::ZERO, |j| Duration(2 * j.0));
+            let rto_at = self.timers[TimerKind::Retransmit as usize];
+            let at = self.deadline(now, wait + extra);
+            if rto_at.is_none_or(|r| at < r) || self.xmit_timer != XmitTimer::Rto {
+                self.xmit_timer = XmitTimer::Reorder;
+                self.arm_xmit(now, wait + extra);
+            }
+        } else if advanced {
+            self.set_xmit_timer(now);
+        }
+    }
+
+    /// RACK (RFC 8985 6.2) or, without it, RFC 6675 IsLost: DupThresh segments SACKed above.
+    fn detect_losses(&mut self, now: Instant) -> (u32, u64, Option<Duration>) {
+        if self.cfg.rack {
+            let reo = self.rack.reo_wnd(self.recover.is_some() || self.in_loss, self.sb.sacked_segments(), self.cfg.dupack_threshold, self.min_rtt, self.rtte.srtt());
+            return self.rack.detect_loss(&mut self.sb, now, reo);
+        }
+        let mss = u64::from(self.mss);
+        let thresh = u64::from(self.cfg.dupack_threshold);
+        let (mut sacked_above, mut sacked_bytes_above) = (0u64, 0u64);
+        let mut lost = (0, 0);
+        for i in (0..self.sb.len()).rev() {
+            let s = *self.sb.get(i).expect("index in range");
+            if s.sacked {
+                sacked_above += 1;
+                sacked_bytes_above += s.len();
+            } else if !s.lost
+                && !s.retrans
+                && (sacked_above >= thresh || sacked_bytes_above > (thresh - 1) * mss)
+                && self.sb.mark_lost(i)
+            {
+                // RFC 6675 IsLost: DupThresh discontiguous SACKed segments, or more than
+                // (DupThresh − 1)·SMSS bytes SACKed, above it.
+                lost.0 += 1;
+                lost.1 += s.len();
+            }
+        }
+        (lost.0, lost.1, None)
+    }
+
+    fn enter_sack_recovery(&mut self, now: Instant) {
+        let flight = self.sb.in_flight() + self.sb.lost_bytes();
+        self.w.ssthresh = self.cc.ssthresh(&self.w, flight, now);
+        self.recover = Some(self.snd_max);
+        self.high_seq = self.snd_max;
+        self.stats.fast_retransmits += 1;
+        self.rec.enter(&mut self.w, flight);
+    }
+
+    /// Linux tcp_is_cwnd_limited: in slow start, cwnd < 2·max_packets_out; afterwards,
+    /// whether the last window of data was sent up to cwnd.
+    fn cwnd_limited(&self) -> bool {
+        if self.w.in_slow_start() {
+            self.w.cwnd < 2 * self.max_packets_out * self.w.mss
+        } else {
+            self.is_cwnd_limited
+        }
+    }
+
+    /// tcp_set_xmit_timer: a loss probe if one may be scheduled, else the RTO.
+    fn set_xmit_timer(&mut self, now: Instant) {
+        if !self.schedule_loss_probe(now, true) {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// tcp_rearm_rto: from now, or, when a probe or the reordering timer held the slot,
+    /// what is left of the RTO of the oldest outstanding segment.
+    fn rearm_rto(&mut self, now: Instant) {
+        if self.sb.is_empty() {
+            self.timers[TimerKind::Retransmit as usize] = None;
+            return;
+        }
+        let mut rto = self.rto_timer(); // a mechanism's hook (SFR, 004) applies here too
+        if self.xmit_timer != XmitTimer::Rto {
+            let head = self.sb.get(0).map_or(now, |s| s.xmit);
+            let used = now.since(head);
+            rto = if rto > used { rto - used } else { Duration(1_000) };
+        }
+        self.xmit_timer = XmitTimer::Rto;
+        self.arm_xmit(now, rto);
+    }
+
+    /// tcp_schedule_loss_probe: arms the probe timer when allowed (SACK, TLP on, in Open
+    /// state, something outstanding).
+    fn schedule_loss_probe(&mut self, now: Instant, advancing_rto: bool) -> bool {
+        if !self.cfg.tlp || self.sb.is_empty() || self.recover.is_some() || self.in_loss {
+            return false;
+        }
+        let rto = self.rtte.timer();
+        let rto_left = if advancing_rto {
+            Some(rto)
+        } else {
+            let head = self.sb.get(0).map_or(now, |s| s.xmit);
+            let used = now.since(head);
+            (rto > used).then(|| rto - used)
+        };
+        let pto = probe_timeout(self.rtte.srtt(), self.sb.len(), self.rtte.min_rto(), rto_left, self.cfg.jiffy);
+        self.xmit_timer = XmitTimer::Probe;
+        self.arm_xmit(now, pto);
+        true
+    }
+
+    /// The retransmission slot fired: RTO, loss probe or RACK's reordering timer.
+    pub(super) fn xmit_timer_fired(&mut self, now: Instant) {
+        if self.sb.is_empty() {
+            return;
+        }
+        self.note_xmit_fired();
+        match self.xmit_timer {
+            XmitTimer::Rto => self.sack_rto(now),
+            XmitTimer::Probe => self.send_loss_probe(now),
+            XmitTimer::Reorder => {
+                // tcp_rack_reo_timeout
+                let (lost, _, wait) = self.detect_losses(now);
+                self.stats.rack_losses += lost;
+                if lost > 0 && self.recover.is_none() && !self.in_loss {
+                    self.enter_sack_recovery(now);
+                    let ev = RecoveryAck { ack: self.snd_una, acked: 0, delivered: self.w.mss, recover: self.snd_max, in_flight: self.sb.in_flight(), newly_lost: 1 };
+                    self.rec.on_dupack(&mut self.w, &ev);
+                }
+                match wait {
+                    Some(w) => self.arm_xmit(now, w),
+                    None => self.rearm_rto(now),
+                }
+                self.output(now);
+            }
+        }
+    }
+
+    /// tcp_send_loss_probe (RFC 8985 7.3): new data if the windows allow, else the last
+    /// segment again; one probe outstanding at a time; then the RTO from now.
+    fn send_loss_probe(&mut self, now: Instant) {
+        if self.tlp_high_seq.is_none() {
+            let sent_new = match self.segment_at(self.snd_nxt) {
+                Some((len, fin)) if self.snd_nxt + u64::from(len) - self.snd_una <= self.snd_wnd.max(1) => {
+                    self.send_new_sack(self.snd_nxt, len, fin, now);
+                    true
+                }
+                _ => false,
+            };
+            if !sent_new {
+                if let Some(last) = self.sb.last().copied() {
+                    self.retransmit_sack(last.start, last.end, now);
+                }
+            }
+            self.tlp_high_seq = Some(self.snd_nxt);
+            self.stats.tlp_probes += 1;
+            self.xmit_timer = XmitTimer::Rto; // "Reset s.t. tcp_rearm_rto will restart timer from now"
+        }
+        self.rearm_rto(now);
+    }
+
+    /// tcp_retransmit_timer with SACK: tcp_enter_loss marks everything not SACKed lost,
+    /// cwnd becomes one more than what is in flight, the head goes again, the RTO backs off.
+    fn sack_rto(&mut self, now: Instant) {
+        self.stats.timeouts += 1;
+        if self.rtte.backoff == 0 || !self.in_loss {
+            let flight = self.sb.in_flight() + self.sb.lost_bytes();
+            self.w.ssthresh = self.cc.ssthresh(&self.w, flight, now);
+        }
+        self.cc.on_rto(&mut self.w, now);
+        self.sb.mark_all_lost();
+        self.in_loss = true;
+        self.high_seq = self.snd_max;
+        self.recover = None;
+        self.tlp_high_seq = None;
+        self.w.cwnd = (self.sb.in_flight_pkts() + 1) * self.w.mss;
+        self.rtte.back_off();
+        self.xmit_timer = XmitTimer::Rto;
+        let rto = self.rto_timer();
+        self.arm_xmit(now, rto);
+        self.output(now);
+    }
+
+    /// Resends [start, end) (a scoreboard segment).
+    fn retransmit_sack(&mut self, start: u64, end: u64, now: Instant) {
+        let fin = self.fin_off.is_some_and(|f| f + 1 == end);
+        let len = (end - start - u64::from(fin)) as u32;
+        let push = len > 0 && (start + u64::from(len) == self.data_end || self.write_ends.contains(&(start + u64::from(len))));
+        let flags = ACK | if push { PSH } else { 0 } | if fin { FIN } else { 0 };
+        self.emit(flags, start, len, now);
+        self.stats.retransmissions += 1;
+        self.sb.retransmitted(start, now);
+        if self.recover.is_some() {
+            self.rec.on_sent(end - start);
+        }
+        self.last_data_sent = Some(now);
+    }
+
+    fn send_new_sack(&mut self, off: u64, len: u32, fin: bool, now: Instant) {
+        let prior_empty = self.sb.is_empty();
+        let end = off + u64::from(len) + u64::from(fin);
+        let push = len > 0 && (end - u64::from(fin) == self.data_end || self.write_ends.contains(&(off + u64::from(len))));
+        let flags = ACK | if push { PSH } else { 0 } | if fin { FIN } else { 0 };
+        self.emit(flags, off, len, now);
+        self.sb.sent_new(off, end, now);
+        if self.recover.is_some() {
+            self.rec.on_sent(end - off);
+        }
+        self.snd_nxt = end;
+        self.snd_max = self.snd_max.max(end);
+        self.last_data_sent = Some(now);
+        // tcp_event_new_data_sent: the RTO starts with the first segment outstanding.
+        if prior_empty || self.xmit_timer == XmitTimer::Probe {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// tcp_write_xmit after tcp_xmit_retransmit_queue: lost segments first, then new data,
+    /// while the pipe is below cwnd (in segments, as Linux counts) and the peer's window allows.
+    pub(super) fn output_sack(&mut self, now: Instant) {
+        if self.state != State::Established {
+            return;
+        }
+        self.restart_after_idle(now);
+        let mss = self.w.mss.max(1);
+        let cwnd_pkts = (self.w.cwnd / mss).max(1);
+        let mut sent_new = false;
+        loop {
+            if self.sb.in_flight_pkts() >= cwnd_pkts {
+                self.is_cwnd_limited = true;
+                break;
+            }
+            if let Some(lost) = self.sb.first_lost() {
+                self.retransmit_sack(lost.start, lost.end, now);
+                continue;
+            }
+            let Some((len, fin)) = self.segment_at(self.snd_nxt) else { break };
+            if self.snd_nxt + u64::from(len) - self.snd_una > self.snd_wnd && self.snd_nxt > self.snd_una {
+                break; // the receive window is full
+            }
+            self.send_new_sack(self.snd_nxt, len, fin, now);
+            sent_new = true;
+        }
+        // tcp_cwnd_validate: the largest flight of this window of data.
+        let out = self.sb.len() as u64;
+        if self.snd_una >= self.max_packets_seq || out > self.max_packets_out {
+            self.max_packets_out = out;
+            self.max_packets_seq = self.snd_nxt;
+        }
+        if sent_new && self.timers[TimerKind::Retransmit as usize].is_some() && self.xmit_timer != XmitTimer::Reorder {
+            self.schedule_loss_probe(now, false);
+        }
+        while self.write_ends.front().is_some_and(|&e| e <= self.snd_una) {
+            self.write_ends.pop_front();
+        }
+    }
+}
