@@ -173,7 +173,7 @@ fn min_rto_004_reports_the_cost_of_each_timeout() {
     assert!(c.rto_costs[0] > 5.0, "{:?}", c.rto_costs);
     let d = data_sends(&rec);
     let gap = d[3].0 - d[2].0;
-    assert!(gap >= 0.250 && gap < 0.27, "resend {gap} s after the original");
+    assert!((0.250..0.27).contains(&gap), "resend {gap} s after the original");
     // A loss in the middle of a train is timed without a floor (C(f) = 1).
     let (r, _) = run(DELACK, &["mechanisms.min_rto_004={extended=\"250ms\"}", "drop.data=[1]", "workload.requests=1", "workload.response=\"4000B\""], false);
     assert!(r.connections[0].rto_costs.iter().all(|&c| c == 1.0), "{:?}", r.connections[0].rto_costs);

@@ -3,6 +3,7 @@
 //! * `sfr`: Super Fast Retransmit (document 001), a second timer beside the RTO;
 //! * `min_rto_004`: the delayed-ACK-aware minimum RTO (document 004), a retransmission-
 //!   timer hook.
+//!
 //! (The SYN optimizer of document 000 lives in `crate::synopt`.)
 
 pub mod min_rto_004;
