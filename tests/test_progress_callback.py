@@ -33,7 +33,7 @@ def test_exception_in_progress_callback_is_raised(tmp_path: Path) -> None:
     t = threading.Thread(target=writer)
     t.start()
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, total: int, packets: int) -> None:
         raise Stop("from the callback")
 
     try:
