@@ -338,3 +338,33 @@ def generate(path: str | os.PathLike[str], **options: Any) -> dict[str, int]:
     Options are those of ``shortflow generate`` (see ``shortflow generate --help``).
     """
     return dict(_core.generate(Path(path), **options))
+
+
+def _fmt(x: Any) -> str:
+    """A Table 1 cell: thousands separated, ratios to three decimals, absent as a dash."""
+    if x is None:
+        return "–"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, float):
+        return f"{x:,.3f}" if x < 100 else f"{x:,.0f}"
+    return f"{x:,}"
+
+
+def table1_rows(a: Analysis) -> list[tuple[str, str, str]]:
+    """Document 000's Table 1 as (row, SYN, SYN/ACK) strings."""
+    s, k = a.summary, a.synack
+    rows = [
+        ("connection tries total", s["connection_tries"], k["connections_with_synack"]),
+        ("  successful", s["successful"], k["successful"]),
+        ("  not successful", s["unsuccessful"], k["unsuccessful"]),
+        ("multiple SYNs (SYN/ACKs)", s["multiple_syns"], k["multiple_synacks"]),
+        ("  for successful conn.", s["multiple_syns_successful"], k["multiple_synacks_successful"]),
+        ("  for unsuccessful conn.", s["multiple_syns_unsuccessful"], k["multiple_synacks_unsuccessful"]),
+        ("  outside standard interval", s["multiple_syns_outside_standard"], k["multiple_synacks_outside_standard"]),
+        ("packets per successful conn.", s["syns_per_successful"], k["synacks_per_successful"]),
+        ("duplicate every X connections", s["duplicate_syn_every"], k["duplicate_synack_every"]),
+        ("retransmissions", s["syn_retransmissions"], k["synack_retransmissions"]),
+        ("open at the end of the capture", a.raw_summary.get("open_tries", 0), None),
+    ]
+    return [(name, _fmt(x), _fmt(y)) for name, x, y in rows]

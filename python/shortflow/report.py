@@ -70,7 +70,7 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from shortflow.cli.analyze import table1_rows
+    from shortflow.analyze import table1_rows
     from shortflow.plot.gaps import duplicate_gap_histogram
     from shortflow.plot.tsg import draw, packets
 
