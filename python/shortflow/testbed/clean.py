@@ -18,10 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from shortflow.host.netns import kill_namespace, links, namespaces, owner_alive
 from shortflow.testbed.names import PREFIX, RUN_OBJECT
 from shortflow.testbed.system import TestbedError, require_root
 from shortflow.testbed.system import run as run_checked
-from shortflow.testbed.topology import kill_namespace
 
 BPF_FS = Path("/sys/fs/bpf")
 #: The comment on every rule of a synopt daemon (crates/synopt/src/rules.rs).
@@ -41,11 +41,8 @@ sys.exit(1)
 
 def leftovers() -> dict[str, list[str]]:
     """Objects with our run prefix that exist now (empty lists: clean)."""
-    ns = [line.split()[0] for line in run(["ip", "netns", "list"], check=False).stdout.splitlines() if line.strip()]
-    links = []
-    for line in run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
-        name = line.split(":", 2)[1].strip().split("@")[0] if ":" in line else ""
-        links.append(name)
+    ns = namespaces()
+    names = links()
     rules = [r for r in _iptables_rules() if "sf-" in r and _rule_is_ours(r)]
     pins = [p.name for p in BPF_FS.iterdir()] if BPF_FS.is_dir() else []
     cgroups = [str(p) for p in _cgroup_roots() for p in p.glob("sf-*")]
@@ -54,7 +51,7 @@ def leftovers() -> dict[str, list[str]]:
     return {
         "mounts": [m for m in mounts if any(RUN_OBJECT.match(part) for part in Path(m).parts)],
         "namespaces": [n for n in ns if RUN_OBJECT.match(n)],
-        "links": [n for n in links if RUN_OBJECT.match(n)],
+        "links": [n for n in names if RUN_OBJECT.match(n)],
         "iptables_rules": rules,
         "bpf_pins": [n for n in pins if RUN_OBJECT.match(n)],
         "cgroups": [c for c in cgroups if RUN_OBJECT.match(Path(c).name)],
@@ -76,15 +73,16 @@ def _synopt_alive(run_id: str, netns: str | None) -> bool:
     return run(["ip", "netns", "exec", netns, sys.executable, "-c", _ALIVE_PROBE, run_id]).returncode == 0
 
 
-def stale_synopt_rules(namespaces: list[str | None] | None = None) -> list[tuple[str | None, str, str]]:
+def stale_synopt_rules(in_namespaces: list[str | None] | None = None) -> list[tuple[str | None, str, str]]:
     """(namespace or None for the root one, tool, rule as `-S` prints it) of every synopt
-    rule whose daemon is gone, in `namespaces` (default: the root namespace and every named
+    rule whose daemon is gone, in `in_namespaces` (default: the root namespace and every named
     one except our runs', which `clean` deletes whole)."""
     found = []
-    if namespaces is None:
-        names = [line.split()[0] for line in run(["ip", "netns", "list"]).stdout.splitlines() if line.strip()]
-        namespaces = [None, *(n for n in names if not RUN_OBJECT.match(n))]
-    for netns in namespaces:
+    if in_namespaces is None:
+        wanted = [None, *(n for n in namespaces() if not RUN_OBJECT.match(n))]
+    else:
+        wanted = in_namespaces
+    for netns in wanted:
         for tool in ("iptables", "ip6tables"):
             args = [tool, "-w", "-t", "mangle", "-S"]
             r = run(["ip", "netns", "exec", netns, *args] if netns else args)
@@ -135,20 +133,6 @@ def remove_stale_synopt_rules(namespaces: list[str | None] | None = None, run_id
     return done
 
 
-OWNER_FILE = "owner"
-
-
-def process_identity(pid: int) -> str | None:
-    """`pid` and its start time (field 22 of /proc/PID/stat), which together name one
-    process even after the pid is reused; None when no such process runs."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
-
-
 def live_runs() -> dict[str, int]:
     """Run ids whose owning process still runs (from the `owner` file a topology writes
     into its work directory), with that process's pid."""
@@ -157,12 +141,8 @@ def live_runs() -> dict[str, int]:
         m = RUN_OBJECT.match(d.name)
         if not m:
             continue
-        try:
-            owner = (d / OWNER_FILE).read_text().strip()
-        except OSError:
-            continue
-        pid = int(owner.split()[0]) if owner.split() and owner.split()[0].isdigit() else 0
-        if pid and process_identity(pid) == owner:
+        pid = owner_alive(d)
+        if pid is not None:
             live[d.name.split("-")[1]] = pid
     return live
 
