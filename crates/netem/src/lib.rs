@@ -14,6 +14,7 @@ mod stats;
 use clap::Parser;
 use std::ffi::OsString;
 
+use shortflow_scenario::units::UnitError;
 use shortflow_sim::loss::LossModel;
 use shortflow_sim::scenario::{DropConfig, LossConfig, RandomLossConfig};
 
@@ -54,10 +55,25 @@ struct Args {
     stats: Option<std::path::PathBuf>,
 }
 
+/// What is wrong with an option's value; the message names the option and the value.
+#[derive(Debug, thiserror::Error)]
+pub enum OptionError {
+    #[error("--drop {0:?}: expected KIND:N, e.g. syn:1")]
+    DropShape(String),
+    #[error("--drop {0:?}: kind must be syn, synack, ack, data or client_data")]
+    DropKind(String),
+    #[error("--drop {0:?}: N must be a whole number ≥ 1")]
+    DropOccurrence(String),
+    #[error("{option} {value}: a probability is between 0 and 1")]
+    Probability { option: &'static str, value: f64 },
+    #[error(transparent)]
+    Duration(#[from] UnitError),
+}
+
 /// Adds `KIND:N` to the scripted drops.
-fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), String> {
+fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), OptionError> {
     let Some((kind, nth)) = spec.split_once(':') else {
-        return Err(format!("--drop {spec:?}: expected KIND:N, e.g. syn:1"));
+        return Err(OptionError::DropShape(spec.into()));
     };
     let list = match kind {
         "syn" => &mut script.syn,
@@ -65,25 +81,25 @@ fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), String> {
         "ack" => &mut script.ack,
         "data" => &mut script.data,
         "client_data" => &mut script.client_data,
-        _ => return Err(format!("--drop {spec:?}: kind must be syn, synack, ack, data or client_data")),
+        _ => return Err(OptionError::DropKind(spec.into())),
     };
-    let nth: u32 = nth.parse().ok().filter(|&n| n >= 1).ok_or_else(|| format!("--drop {spec:?}: N must be a whole number ≥ 1"))?;
+    let nth: u32 = nth.parse().ok().filter(|&n| n >= 1).ok_or_else(|| OptionError::DropOccurrence(spec.into()))?;
     list.push(nth);
     Ok(())
 }
 
-fn config(args: &Args) -> Result<emulator::Config, String> {
+fn config(args: &Args) -> Result<emulator::Config, OptionError> {
     let mut script = DropConfig::default();
     for spec in &args.drops {
         add_drop(&mut script, spec)?;
     }
     for (name, p) in [("--loss-forward", args.loss_forward), ("--loss-reverse", args.loss_reverse)] {
         if !(0.0..=1.0).contains(&p) {
-            return Err(format!("{name} {p}: a probability is between 0 and 1"));
+            return Err(OptionError::Probability { option: name, value: p });
         }
     }
     let delay = |name: &str, s: &str| {
-        shortflow_scenario::units::duration_ns(s).map_err(|e| e.for_subject(name).to_string())
+        shortflow_scenario::units::duration_ns(s).map_err(|e| OptionError::from(e.for_subject(name)))
     };
     let random = RandomLossConfig {
         forward: LossConfig::Bernoulli(args.loss_forward),
@@ -157,9 +173,10 @@ mod tests {
         add_drop(&mut d, "client_data:2").unwrap();
         assert_eq!((d.syn, d.data, d.client_data), (vec![1], vec![3], vec![2]));
         let mut d = DropConfig::default();
-        assert!(add_drop(&mut d, "syn:0").is_err());
-        assert!(add_drop(&mut d, "fin:1").is_err());
-        assert!(add_drop(&mut d, "syn").is_err());
-        assert!(add_drop(&mut d, "forward:syn:1").is_err());
+        assert!(matches!(add_drop(&mut d, "syn:0"), Err(OptionError::DropOccurrence(_))));
+        assert!(matches!(add_drop(&mut d, "fin:1"), Err(OptionError::DropKind(_))));
+        assert!(matches!(add_drop(&mut d, "syn"), Err(OptionError::DropShape(_))));
+        assert!(matches!(add_drop(&mut d, "forward:syn:1"), Err(OptionError::DropKind(_))));
+        assert_eq!(add_drop(&mut d, "syn:x").unwrap_err().to_string(), "--drop \"syn:x\": N must be a whole number ≥ 1");
     }
 }
