@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import shortflow
-from shortflow.sweep import parse_grid, sweep
+from shortflow.sweeps import parse_grid, sweep
 
 SHORTFLOW = [sys.executable, "-m", "shortflow"]
 
