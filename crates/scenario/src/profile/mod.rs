@@ -4,10 +4,12 @@
 //! (`[client]`/`[server]`). Each profile cites where its numbers come from; where a number
 //! is a model of an OS's behaviour rather than a documented constant, the comment says so.
 
+use serde::{Deserialize, Serialize};
+
 use crate::time::Duration;
 
 /// How the retransmission timer is computed (RFC 6298 section 2).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RtoConfig {
     /// RTO before any RTT sample, also the SYN and SYN/ACK timer (RFC 6298 (2.1)).
     pub initial: Duration,
@@ -27,7 +29,8 @@ pub struct RtoConfig {
 }
 
 /// The initial congestion window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum InitialWindow {
     /// A fixed number of segments (`ip route ... initcwnd N`, Solaris tcp_slow_start_initial).
     Segments(u32),
@@ -47,7 +50,8 @@ impl InitialWindow {
 }
 
 /// When the receiver's delayed-ACK timer fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DelayedAck {
     /// Every segment is acknowledged at once (Linux `quickack`).
     Off,
@@ -61,7 +65,8 @@ pub enum DelayedAck {
 }
 
 /// What counts toward "ACK every second segment".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AckCount {
     /// Bytes: ACK once `ack_every`·MSS bytes are unacknowledged (BSD tcp_output sends a
     /// window update when the window opens by two maximum segments; RFC 5681 "every second
@@ -72,7 +77,7 @@ pub enum AckCount {
 }
 
 /// The receiver's acknowledgement policy.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AckPolicy {
     pub delayed: DelayedAck,
     /// ACK at once when this many segments (or full segments' worth of bytes) are unacked.
@@ -84,7 +89,8 @@ pub struct AckPolicy {
 }
 
 /// SYN (and SYN/ACK) retransmission schedule.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SynBackoff {
     /// Doubling each time (RFC 6298 (5.5)).
     Exponential,
@@ -93,7 +99,7 @@ pub enum SynBackoff {
 }
 
 /// The receive side as Linux runs it (`tcp::linux_rcv`): buffer sizes and autotuning.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinuxReceiver {
     /// net.ipv4.tcp_rmem: min, default (the buffer a connection starts with) and max (what
     /// autotuning may grow it to; with net.core.rmem_max it also sets the window scale).
@@ -121,7 +127,7 @@ impl Default for LinuxReceiver {
 }
 
 /// Everything one TCP endpoint does differently from another.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StackConfig {
     pub profile: String,
     pub rto: RtoConfig,
@@ -346,6 +352,18 @@ pub fn profile(name: &str) -> Option<StackConfig> {
     Some(c)
 }
 
+/// Congestion controls a profile or a scenario may name (the simulator has a plug-in for
+/// each: `shortflow_sim::tcp::cc::by_name`; a test there holds the two together).
+pub const CONGESTION_CONTROL_NAMES: &[&str] = &["reno", "cubic"];
+
+/// Loss recoveries a profile or a scenario may name (`shortflow_sim::tcp::recovery`).
+pub const RECOVERY_NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
+
+/// Whether the recovery needs SACK (its sender keeps a scoreboard).
+pub fn needs_sack(recovery: &str) -> bool {
+    matches!(recovery, "rfc6675" | "prr")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,8 +380,8 @@ mod tests {
     fn every_profile_names_known_plug_ins() {
         for name in PROFILE_NAMES {
             let c = profile(name).unwrap();
-            assert!(crate::tcp::cc::by_name(&c.congestion_control, &c).is_some(), "{name}");
-            assert!(crate::tcp::recovery::by_name(&c.recovery).is_some(), "{name}");
+            assert!(CONGESTION_CONTROL_NAMES.contains(&c.congestion_control.as_str()), "{name}");
+            assert!(RECOVERY_NAMES.contains(&c.recovery.as_str()), "{name}");
         }
     }
 

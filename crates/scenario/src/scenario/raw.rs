@@ -7,6 +7,10 @@ use serde::Deserialize;
 use crate::time::Duration;
 use crate::units;
 
+fn duration(text: &str) -> Result<Duration, units::UnitError> {
+    units::duration_ns(text).map(Duration)
+}
+
 macro_rules! unit_type {
     ($name:ident, $inner:ty, $parse:path, $expect:literal) => {
         #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,9 +40,9 @@ macro_rules! unit_type {
     };
 }
 
-unit_type!(Dur, Duration, units::duration, "\"200ms\"");
-unit_type!(Size, u64, units::size, "\"13549B\"");
-unit_type!(Rate, u64, units::rate, "\"100Mbit\"");
+unit_type!(Dur, Duration, duration, "\"200ms\"");
+unit_type!(Size, u64, units::size_bytes, "\"13549B\"");
+unit_type!(Rate, u64, units::rate_bps, "\"100Mbit\"");
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
