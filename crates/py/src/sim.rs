@@ -35,13 +35,33 @@ fn check_scenario(py: Python<'_>, scenario_text: &str, source_name: &str, overri
     scenario::load(scenario_text, source_name, &overrides).map(|s| s.name).map_err(|e| scenario_error(py, e))
 }
 
-/// The scenario's TOML document with the overrides applied, as JSON text (unchecked: the
-/// testbed applies its own rules to it).
+/// The resolved scenario (every default filled in, every value normalised: durations in
+/// ns, sizes in bytes, rates in bit/s), as JSON text: what the testbed realises.
 #[pyfunction]
 #[pyo3(signature = (scenario_text, source_name, overrides=Vec::new()))]
-fn scenario_document(py: Python<'_>, scenario_text: &str, source_name: &str, overrides: Vec<String>) -> PyResult<String> {
-    let doc = scenario::document(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
-    Ok(serde_json::to_string(&doc).expect("a TOML table is plain data"))
+fn resolve_scenario(py: Python<'_>, scenario_text: &str, source_name: &str, overrides: Vec<String>) -> PyResult<String> {
+    let sc = scenario::load(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
+    Ok(serde_json::to_string(&sc).expect("a resolved scenario is plain data"))
+}
+
+/// The named stack profiles as JSON text: {name: {"source": citation, "config": StackConfig}}.
+#[pyfunction]
+fn stack_profiles() -> String {
+    use shortflow_scenario::profile;
+    let all: serde_json::Map<String, serde_json::Value> = profile::PROFILE_NAMES
+        .iter()
+        .map(|n| {
+            let v = serde_json::json!({ "source": profile::profile_source(n), "config": profile::profile(n) });
+            (n.to_string(), v)
+        })
+        .collect();
+    serde_json::Value::Object(all).to_string()
+}
+
+/// Every StackConfig field with its Linux knob, as JSON text: [{field, kind, knob}].
+#[pyfunction]
+fn linux_knobs() -> String {
+    serde_json::to_string(shortflow_scenario::profile::LINUX_KNOBS).expect("plain data")
 }
 
 /// Runs a scenario; returns the report as JSON text. With `pcap`, writes what the
@@ -91,6 +111,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationLimitError", m.py().get_type::<SimulationLimitError>())?;
     m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-    m.add_function(wrap_pyfunction!(scenario_document, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(linux_knobs, m)?)?;
     Ok(())
 }

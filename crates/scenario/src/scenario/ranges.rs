@@ -56,6 +56,7 @@ pub const RANGES: &[Range] = &[
     r("workload.port", Unit::Count, 1, 65_535, "a TCP port"),
     r("mechanisms.syn_optimizer.delay", Unit::Nanos, MS, RTO_MAX, "1 ms to TCP_RTO_MAX (120 s)"),
     r("mechanisms.syn_optimizer.retries", Unit::Count, 0, 127, "as many as the kernel's SYN retries (MAX_TCP_SYNCNT)"),
+    r("mechanisms.syn_optimizer.port", Unit::Count, 1, 65_535, "a TCP port"),
     r("drop.*", Unit::Count, 1, 1_000_000, "occurrence numbers start at 1; at most 10,000 per list"),
 ];
 
@@ -142,6 +143,7 @@ pub fn check_scenario(sc: &Scenario, src: &str) -> Result<(), ScenarioError> {
     if let Some(o) = &sc.syn_optimizer {
         values.push(("mechanisms.syn_optimizer.delay", o.delay.0));
         values.push(("mechanisms.syn_optimizer.retries", u64::from(o.retries)));
+        values.push(("mechanisms.syn_optimizer.port", u64::from(o.port)));
     }
     for (key, value) in values {
         check(src, key, find(RANGES, key), value)?;
