@@ -26,6 +26,13 @@ from shortflow.testbed.scenario_real import NS, RealScenario
 MS = 1_000_000
 #: Linux's jiffy at HZ 250: route and BPF timers are whole jiffies (kernel-facts.md).
 JIFFY_NS = 4 * MS
+#: Fields that say how the simulator models the kernel, not what the kernel does.
+MODEL_ONLY = {
+    "rto.granularity": "the model's clock granularity G; the kernel measures RTTs in microseconds",
+    "jiffy": "the model's timer resolution; the kernel's timers always run on 4 ms jiffies (HZ 250)",
+    "timer_slack": "whether the model adds the timer wheel's slack; the kernel always has it",
+    "jiffies_origin_ns": "the model's jiffies phase, drawn from the seed",
+}
 #: The testbed's links carry 1500-byte frames: 536 (RFC 879) to 1460 payload bytes.
 MSS_RANGE = (536, 1460)
 
@@ -210,7 +217,7 @@ class _Realizer:
             "recovery", "ack.delayed", "mss", "receive_window", "linux_receiver", "hystart",
         }
         key = lambda f: f"{side}.{f}"  # noqa: E731
-        self.decide(key("stack"), "same" if h["profile"] == "linux" else "set", "", h["profile"],
+        self.decide(key("profile"), "same" if h["profile"] == "linux" else "set", "the knobs of its fields below", h["profile"],
                     "each field below is the profile's unless the file sets it")
         self.rto(side, h, lin, plan)
         self.window(side, h, lin, plan)
@@ -219,7 +226,9 @@ class _Realizer:
             if f in handled:
                 continue
             v, d = _get(h, f), _get(lin, f)
-            if k["kind"] == "sysctl":
+            if f in MODEL_ONLY:
+                self.decide(key(f), "model only", k["knob"], json.dumps(v), MODEL_ONLY[f])
+            elif k["kind"] == "sysctl":
                 self.sysctl(side, f, k["knob"], v, d, plan)
             elif v == d:
                 self.decide(key(f), "same", k["knob"], json.dumps(v))
@@ -247,7 +256,6 @@ class _Realizer:
         """A field the kernel has no knob for: accepted only where it cannot act."""
         key = f"{side}.{f}"
         relevant = {
-            "rto.granularity": None, "jiffy": None, "timer_slack": None, "jiffies_origin_ns": None,
             "rto.min_on_variance": self.data_loss(side),
             "rto.after_syn_loss": self.data_loss(side) and (self.handshake_drops() > 0 or self.random_loss()),
             "synack_backoff": side == "server" and (len(self.r["drop"]["synack"]) > 1 or self.random_loss()),
@@ -262,7 +270,7 @@ class _Realizer:
             # tcp_init_transfer: cwnd 1 only after more than one SYN/SYN-ACK retransmission.
             n = self.handshake_drops()
             if self.segments_sent(side) <= 1:
-                self.decide(key, "no effect", knob, why=f"the {side} sends one segment")
+                self.decide(key, "no effect", knob, json.dumps(v), f"the {side} sends one segment")
             elif self.random_loss():
                 raise self.refuse(key, f"{v}: Linux sets cwnd to 1 only after more than one handshake retransmission "
                                        f"({knob}); with random loss the handshake may lose one or two")
@@ -274,9 +282,7 @@ class _Realizer:
             return
         if f not in relevant:
             raise self.refuse(key, f"{json.dumps(v)}: Linux has no knob for it ({knob}); the kernel's is {json.dumps(d)}")
-        if relevant[f] is None:
-            self.decide(key, "model only", knob, json.dumps(v), "how the simulator models the kernel's clock")
-        elif not relevant[f]:
+        if not relevant[f]:
             self.decide(key, "no effect", knob, json.dumps(v), "cannot act in this scenario (no loss, or one segment)")
         else:
             raise self.refuse(key, f"{json.dumps(v)}: Linux has no knob for it ({knob}); the kernel's is {json.dumps(d)}")
@@ -373,6 +379,8 @@ class _Realizer:
             self.decide(f"{side}.recovery", "no effect", "net.ipv4.tcp_sack", rec, "no data loss in this scenario")
         # The receiver: Linux's buffer and first window, or the model's fixed window.
         lr, window = h["linux_receiver"], int(h["receive_window"])
+        self.decide(f"{side}.linux_receiver", "same" if lr == lin["linux_receiver"] else "set" if lr else "model only",
+                    "net.ipv4.tcp_rmem", why="" if lr else "the model's fixed window and ACK policy instead of Linux's receiver")
         if lr is None:
             if self.r["workload"]["request" if side == "server" else "response"] > window:
                 raise self.refuse(f"{side}.stack ({h['profile']})", f"a fixed {window} B receive window: Linux's receiver "
@@ -396,7 +404,7 @@ class _Realizer:
 
     def ack(self, side: str, h: dict[str, Any], lin: dict[str, Any], plan: RolePlan) -> None:
         d = h["ack"]["delayed"]
-        key = f"{side}.delayed_ack"
+        key = f"{side}.ack.delayed"
         if d == "off":
             plan.route += ["quickack", "1"]
             self.decide(key, "set", "route quickack", "1")
@@ -405,7 +413,7 @@ class _Realizer:
         elif self.segments_sent(_peer(side)) <= 1:
             self.decide(key, "no effect", "", json.dumps(d), f"the {side} receives one segment per connection")
         elif "tick" in d:
-            raise self.refuse(key, "\"bsd_tick\": Linux's delayed ACK is a per-connection timer, never a tick since boot")
+            raise self.refuse(f"{side}.delayed_ack", "\"bsd_tick\": Linux's delayed ACK is a per-connection timer, never a tick since boot")
         else:
             raise self.refuse(f"{side}.delayed_ack_timeout", f"{_ms(d['timer'])}: Linux's delayed-ACK timer adapts from "
                                                              "40ms (TCP_ATO_MIN, tcp_event_data_recv); no knob fixes it")
