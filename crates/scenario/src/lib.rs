@@ -7,6 +7,7 @@
 pub mod error;
 pub mod profile;
 pub mod scenario;
+pub mod schema;
 pub mod sizes;
 pub mod time;
 pub mod units;
