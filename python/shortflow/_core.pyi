@@ -84,6 +84,15 @@ def stack_profiles() -> str:
 def linux_knobs() -> str:
     """Every StackConfig field with its Linux knob, as JSON text: [{"field", "kind", "knob"}]."""
 
+def scenario_keys() -> str:
+    """Every key of the scenario file as JSON text: [{"key", "kind", "unit", "default", "range", "help"}]."""
+
+def scenario_keys_markdown() -> str:
+    """The keys as the Markdown table of docs/scenario.md."""
+
+def scenario_schema() -> str:
+    """The JSON Schema of a scenario file, as pretty JSON text."""
+
 def simulate(
     scenario_text: str,
     source_name: str,

@@ -64,6 +64,24 @@ fn linux_knobs() -> String {
     serde_json::to_string(shortflow_scenario::profile::LINUX_KNOBS).expect("plain data")
 }
 
+/// Every key of the scenario file (key, kind, unit, default, range, help), as JSON text.
+#[pyfunction]
+fn scenario_keys() -> String {
+    serde_json::to_string(&shortflow_scenario::schema::keys()).expect("plain data")
+}
+
+/// The keys as the Markdown table of docs/scenario.md.
+#[pyfunction]
+fn scenario_keys_markdown() -> String {
+    shortflow_scenario::schema::keys_markdown()
+}
+
+/// The JSON Schema of a scenario file, as pretty JSON text (ends with a newline).
+#[pyfunction]
+fn scenario_schema() -> String {
+    serde_json::to_string_pretty(&shortflow_scenario::schema::json_schema()).expect("a schema is JSON") + "\n"
+}
+
 /// Runs a scenario; returns the report as JSON text. With `pcap`, writes what the
 /// scenario's capture point saw; with `rate`, a rate-driven workload runs at that many
 /// connections/s instead of its own rate or load. Runs with the GIL released, within
@@ -114,5 +132,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(stack_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(linux_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_keys_markdown, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     Ok(())
 }
