@@ -216,7 +216,10 @@ class _Realizer:
             "profile", "rto.initial", "rto.min", "rto.max", "syn_backoff", "initial_window", "congestion_control",
             "recovery", "ack.delayed", "mss", "receive_window", "linux_receiver", "hystart",
         }
-        key = lambda f: f"{side}.{f}"  # noqa: E731
+
+        def key(f: str) -> str:
+            return f"{side}.{f}"
+
         self.decide(key("profile"), "same" if h["profile"] == "linux" else "set", "the knobs of its fields below", h["profile"],
                     "each field below is the profile's unless the file sets it")
         self.rto(side, h, lin, plan)

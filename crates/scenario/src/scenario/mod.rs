@@ -282,7 +282,12 @@ pub const MAX_FILE_BYTES: usize = 4 << 20;
 
 /// `line L, column C: ` of byte `at` in `text` (both from 1, columns in characters).
 fn line_column(text: &str, at: usize) -> String {
-    let before = &text[..text.floor_char_boundary(at.min(text.len()))];
+    // The char boundary at or before `at` (str::floor_char_boundary is newer than our MSRV).
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     format!("line {line}, column {column}: ")
