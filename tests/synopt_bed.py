@@ -104,8 +104,8 @@ def bed(tmp_path: Path, *, rtt: str = "20ms", drop: str = "") -> Iterator[Bed]:
     """))
     s = testbed.load(scenario)
     with Topology() as topo:
-        stack.apply(topo, "client", s.client)
-        stack.apply(topo, "server", s.server)
+        stack.apply(topo, "client", s.plan.client)
+        stack.apply(topo, "server", s.plan.server)
         Link(topo, s).start()
         Nginx(topo, [RESPONSE]).start()
         caps = Captures(topo, tmp_path / "pcap")

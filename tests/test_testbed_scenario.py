@@ -12,7 +12,6 @@ from shortflow.cli import app
 from shortflow.exceptions import ScenarioError
 from shortflow.testbed import load
 from shortflow.testbed.link import netem_args
-from shortflow.testbed.stack import check, route_options
 
 
 def write(tmp_path, body: str):
@@ -53,21 +52,30 @@ def test_full_scenario_is_read(tmp_path):
     assert (s.rtt_s, s.bandwidth_bps, s.queue_packets) == (0.02, 10e6, 50)
     assert (s.drop_syn, s.drop_data, s.loss_forward, s.seed) == ([1], [1, 3], 0.01, 7)
     assert (s.request_bytes, s.response_bytes, s.connections, s.interval_s) == (300, 35_000, 3, 2.0)
-    assert route_options(s.server) == ["initcwnd", "4", "rto_min", "50ms", "quickack", "1", "congctl", "cubic"]
+    assert s.plan.server.route == ["rto_min", "50ms", "initcwnd", "4", "congctl", "cubic", "quickack", "1"]
+    assert s.plan.client.route == ["congctl", "cubic"]
     args = netem_args(s)
     assert args[:4] == ["--delay-forward", "10000us", "--delay-reverse", "10000us"]
     assert "syn:1" in args and "data:3" in args and "data:1" in args
-    check(s)
 
 
 @pytest.mark.parametrize(("body", "words"), [
-    ('[path]\nrtt = "20ms"\n[client]\nstack = "solaris"\n', ["client.stack", "Solaris"]),
+    ('[path]\nrtt = "20ms"\n[client]\nstack = "solaris"\n', ["client.delayed_ack_timeout", "200ms", "'solaris'"]),
+    ('[path]\nrtt = "20ms"\n[client]\nstack = "bsd"\n', ["client.delayed_ack", "bsd_tick"]),
+    ('[path]\nrtt = "20ms"\n[server]\nabc_limit = 1\n[workload]\nresponse = "35kB"\n', ["server.abc_limit", "tcp_slow_start"]),
+    ('[path]\nrtt = "20ms"\n[client]\nquick_acks = 0\n', ["client.ack.quick_acks", "TCP_MAX_QUICKACKS"]),
+    ('[path]\nrtt = "20ms"\n[server]\nrto_min_on_variance = false\n[random_loss]\nforward = 0.01\n',
+     ["server.rto.min_on_variance"]),
+    ('[path]\nrtt = "20ms"\n[server]\nmss = "9000B"\n', ["server.mss", "1460"]),
+    ('[path]\nrtt = "20ms"\n[workload]\nrequests = 2\n', ["workload.requests", "one request"]),
+    ('[path]\nrtt = "20ms"\n[drop]\nsyn = [1]\n[server]\nstack = "rfc6298"\nrto_min = "200ms"\n',
+     ["server.iw_one_after_handshake_loss", "1 handshake drops"]),
     # The simulator's own checks come first: the file must be a valid scenario.
     ('[path]\nrtt = "20ms"\n[path.extra]\n', ["path.extra", "unknown key"]),
     ('[path]\nrtt = "20"\n', ["path.rtt", "no unit"]),
     ('[path]\nbandwidth = "1Mbit"\n', ["path.rtt", "missing"]),
     ('[path]\nrtt = "20ms"\nqueue = { kind = "red", packets = 50, min_threshold = 5.0, max_threshold = 15.0 }\n',
-     ["path.queue.kind", "drop-tail"]),
+     ["path.queue", "drop-tail"]),
     ('[path]\nrtt = "20ms"\n[drop]\nsyn = [0]\n', ["drop.syn"]),
     ('[path]\nrtt = "20ms"\n[random_loss]\nforward = 1.5\n', ["random_loss.forward", "probability"]),
     ('[path]\nrtt = "20ms"\n[workload]\nkind = "ftp"\n', ["workload.kind"]),
@@ -85,17 +93,16 @@ def test_refusals_name_key_and_file(tmp_path, body, words):
 
 
 def test_syn_rto_without_bpf_tools_is_refused(tmp_path, monkeypatch):
-    s = load(write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nstack = "rfc2988"\n'))
     monkeypatch.setattr("shutil.which", lambda name: None)
-    with pytest.raises(ScenarioError, match=r"client\.stack \('rfc2988'\).*3 s needs BPF"):
-        check(s)
+    with pytest.raises(ScenarioError, match=r"client\.syn_rto: a SYN RTO of 3000ms needs BPF"):
+        load(write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nsyn_rto = "3s"\n'))
 
 
 def test_cli_bad_scenario_exits_2_with_message(tmp_path):
     p = write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nstack = "windows"\n')
     r = CliRunner().invoke(app, ["testbed", "run", str(p)])
     assert r.exit_code == 2
-    assert "client.stack" in r.output and "Traceback" not in r.output
+    assert "client.delayed_ack_timeout" in r.output and "'windows'" in r.output and "Traceback" not in r.output
 
 
 def test_cli_without_root_exits_2(tmp_path, monkeypatch):
@@ -116,8 +123,11 @@ def test_kernel_defaults_a_scenario_turns_off_reach_both_worlds(tmp_path):
         timer_slack = true
         """)
     s = load(p)
-    assert (s.client.timestamps, s.client.tlp, s.client.sack) == (False, False, None)
-    with pytest.raises(ScenarioError, match=r"client\.recovery.*PRR"):
-        load(write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nrecovery = "newreno"\n'))
+    assert (s.client["timestamps"], s.client["tlp"], s.client["sack"]) == (False, False, True)
+    assert s.plan.client.sysctls["net.ipv4.tcp_timestamps"] == 0
+    assert s.plan.client.sysctls["net.ipv4.tcp_early_retrans"] == 0
+    assert "net.ipv4.tcp_sack" not in s.plan.client.sysctls, "the kernel's own value is left alone"
+    with pytest.raises(ScenarioError, match=r"server\.recovery.*'prr'"):
+        load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nrecovery = "rfc6675"\n[drop]\ndata = [2]\n'))
     with pytest.raises(ScenarioError, match=r"server\.hystart"):
-        load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nhystart = false\n'))
+        load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nhystart = false\n[workload]\nresponse = "35kB"\n'))

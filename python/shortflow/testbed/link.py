@@ -24,7 +24,8 @@ def netem_args(s: RealScenario) -> list[str]:
     args = ["--delay-forward", delay, "--delay-reverse", delay,
             "--loss-forward", repr(s.loss_forward), "--loss-reverse", repr(s.loss_reverse), "--seed", str(s.seed)]
     # [drop] by its own key names: the emulator decides with the simulator's loss model.
-    for kind, nths in (("syn", s.drop_syn), ("synack", s.drop_synack), ("ack", s.drop_ack), ("data", s.drop_data)):
+    for kind, nths in (("syn", s.drop_syn), ("synack", s.drop_synack), ("ack", s.drop_ack), ("data", s.drop_data),
+                       ("client_data", s.drop_client_data)):
         args += [a for n in nths for a in ("--drop", f"{kind}:{n}")]
     return args
 
