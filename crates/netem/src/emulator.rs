@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use nfq::{Message, Queue, Verdict};
 
 use shortflow_sim::loss::{Fate, Kind, LossModel};
-use shortflow_trace::wire::{decode, LinkType};
+use shortflow_wire::{decode, LinkType};
 
 use crate::clock::{self, now_ns};
 use crate::stats::{Dir, Stats};

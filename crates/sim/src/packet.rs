@@ -47,7 +47,7 @@ pub struct Segment {
     pub flags: u8,
     pub len: u32,
     /// Advertised window in bytes, already a multiple of the sender's window scale (the
-    /// pcap shows it capped at 65535: the writer has no window-scale option to write).
+    /// pcap writes it shifted by that scale once both SYNs carried the option).
     pub window: u32,
     /// MSS option (SYN and SYN/ACK only).
     pub mss: Option<u16>,
@@ -55,6 +55,10 @@ pub struct Segment {
     pub syn_opts: SynOptions,
     /// The timestamps option (RFC 7323) rides on this segment (12 bytes with its padding).
     pub ts: bool,
+    /// The option's values when it rides (on a SYN or SYN/ACK: when `syn_opts.timestamps`):
+    /// the sender's millisecond clock, and the peer's TSval it echoes (RFC 7323 3, 4.3).
+    pub tsval: u32,
+    pub tsecr: u32,
     /// SACK blocks, D-SACK first (RFC 2018, RFC 2883).
     pub sack: SackBlocks,
     /// The first SACK block reports a duplicate (RFC 2883 D-SACK).

@@ -139,6 +139,8 @@ pub struct Tcb {
     ack_state: AckState,
     /// Options both ends agreed on in the handshake.
     ts_on: bool,
+    /// TS.Recent: the peer's TSval our segments echo (RFC 7323 4.3).
+    ts_recent: Option<u32>,
     sack_on: bool,
     wscale_ok: bool,
     /// The sender keeps a scoreboard and recovers with SACK (negotiated, and the profile's
@@ -218,6 +220,7 @@ impl Tcb {
             fin_received: false,
             ack_state: AckState::default(),
             ts_on: false,
+            ts_recent: None,
             sack_on: false,
             wscale_ok: false,
             sack_sender: false,
@@ -305,11 +308,32 @@ impl Tcb {
             self.fail();
             return;
         }
+        self.note_timestamp(seg);
         match self.state {
             State::SynSent => self.syn_sent_receive(seg, now),
             State::SynReceived => self.syn_received_receive(seg, now),
             State::Established => self.established_receive(seg, now),
             State::Failed => {}
+        }
+    }
+
+    /// RFC 7323 4.3: TS.Recent takes the TSval of a SYN, and later of a segment at or before
+    /// what we acknowledge (SEG.SEQ ≤ Last.ACK.sent) whose TSval is not older.
+    fn note_timestamp(&mut self, seg: &Segment) {
+        let carries = seg.ts || (seg.has(SYN) && seg.syn_opts.timestamps);
+        if !carries {
+            return;
+        }
+        let newer = |recent: u32| seg.tsval.wrapping_sub(recent) < 0x8000_0000;
+        let in_order = || {
+            let rcv_nxt = self.irs.wrapping_add(self.rcv_nxt as u32);
+            rcv_nxt.wrapping_sub(seg.seq) < 0x8000_0000
+        };
+        match self.ts_recent {
+            _ if seg.has(SYN) => self.ts_recent = Some(seg.tsval),
+            Some(r) if newer(r) && in_order() => self.ts_recent = Some(seg.tsval),
+            None if in_order() => self.ts_recent = Some(seg.tsval),
+            _ => {}
         }
     }
 

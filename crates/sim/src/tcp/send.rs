@@ -8,7 +8,6 @@ use crate::time::Instant;
 impl Tcb {
     /// Builds a segment at send offset `off` and queues it for transmission.
     pub(super) fn emit(&mut self, flags: u8, off: u64, len: u32, now: Instant) {
-        let _ = now;
         let has_ack = flags & ACK != 0;
         let syn = flags & SYN != 0;
         let window = match self.lrcv.as_deref_mut() {
@@ -27,6 +26,10 @@ impl Tcb {
             mss: if syn { Some(self.cfg.mss.min(65_535) as u16) } else { None },
             syn_opts: if syn { self.syn_options() } else { SynOptions::default() },
             ts: !syn && self.ts_on,
+            // Linux's TSval is a millisecond clock (tcp_time_stamp_ms); TSecr echoes
+            // TS.Recent, 0 on a SYN (RFC 7323 3.2: not valid without ACK).
+            tsval: (now.0 / 1_000_000) as u32,
+            tsecr: if has_ack { self.ts_recent.unwrap_or(0) } else { 0 },
             sack: SackBlocks::default(),
             dsack: false,
         };
