@@ -248,8 +248,9 @@ pub enum Skip {
     Malformed,
 }
 
-/// TCP fixed-header field offsets (RFC 9293 section 3.1).
-mod field {
+/// TCP fixed-header field offsets (RFC 9293 section 3.1); the ICMP decoder reads the
+/// quoted header with the same offsets.
+pub(super) mod field {
     use std::ops::Range;
     pub const SRC_PORT: Range<usize> = 0..2;
     pub const DST_PORT: Range<usize> = 2..4;
@@ -262,12 +263,12 @@ mod field {
 }
 
 #[inline]
-fn be16(b: &[u8], r: std::ops::Range<usize>) -> u16 {
+pub(super) fn be16(b: &[u8], r: std::ops::Range<usize>) -> u16 {
     u16::from_be_bytes([b[r.start], b[r.start + 1]])
 }
 
 #[inline]
-fn be32(b: &[u8], r: std::ops::Range<usize>) -> u32 {
+pub(super) fn be32(b: &[u8], r: std::ops::Range<usize>) -> u32 {
     u32::from_be_bytes([b[r.start], b[r.start + 1], b[r.start + 2], b[r.start + 3]])
 }
 
