@@ -40,6 +40,7 @@ TABLE1_KEYS = (
 DIAGNOSIS_KEYS = (
     "open_tries",
     "refused_rst",
+    "refused_icmp",
     "syn_retries_after_rst",
     "capture_duplicates",
     "fast_open",

@@ -131,6 +131,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
         d.set_item("tcp_packets", f.tcp_packets)?;
         d.set_item("skipped_not_ip", f.skipped_not_ip)?;
         d.set_item("skipped_not_tcp", f.skipped_not_tcp)?;
+        d.set_item("icmp_unreachable", f.icmp_unreachable)?;
         d.set_item("skipped_fragment", f.skipped_fragment)?;
         d.set_item("skipped_malformed", f.skipped_malformed)?;
         d.set_item("first_ts_s", f.first_ts_ns.map(|t| t as f64 / 1e9))?;
@@ -201,6 +202,7 @@ fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("vantage_unknown", s.vantage_unknown)?;
     d.set_item("open_tries", s.open_tries)?;
     d.set_item("refused_rst", s.refused_rst)?;
+    d.set_item("refused_icmp", s.refused_icmp)?;
     d.set_item("syn_retries_after_rst", s.syn_retries_after_rst)?;
     d.set_item("capture_duplicates", s.capture_duplicates)?;
     d.set_item("fast_open", s.fast_open)?;

@@ -12,6 +12,7 @@ use crate::diag::{ConnectionTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
 use crate::track::{Tracker, TrackerConfig};
+use crate::wire::decode_unreachable;
 use crate::wire::segment::{decode_ext, Skip};
 
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +38,9 @@ pub struct FileStats {
     pub tcp_packets: u64,
     pub skipped_not_ip: u64,
     pub skipped_not_tcp: u64,
+    /// ICMP/ICMPv6 destination-unreachable messages quoting a TCP segment (among the
+    /// packets skipped as not TCP).
+    pub icmp_unreachable: u64,
     pub skipped_fragment: u64,
     pub skipped_malformed: u64,
     pub first_ts_ns: Option<u64>,
@@ -120,7 +124,14 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
                 let _ = tracker.observe_ext(ts, &seg, &extra);
             }
             Err(Skip::NotIp) => stats.skipped_not_ip += 1,
-            Err(Skip::NotTcp) => stats.skipped_not_tcp += 1,
+            Err(Skip::NotTcp) => {
+                stats.skipped_not_tcp += 1;
+                // Rare and off the TCP path: decoded only when the frame is not TCP.
+                if let Some(msg) = decode_unreachable(pkt.link, pkt.data) {
+                    stats.icmp_unreachable += 1;
+                    let _ = tracker.observe_icmp(ts, &msg);
+                }
+            }
             Err(Skip::Fragment) => stats.skipped_fragment += 1,
             Err(Skip::Malformed) => stats.skipped_malformed += 1,
         }

@@ -133,6 +133,8 @@ pub struct Summary {
     /// Tries still waiting for an answer when the capture ended: neither successful nor not.
     pub open_tries: u64,
     pub refused_rst: u64,
+    /// Tries refused by an ICMP destination-unreachable quoting their SYN.
+    pub refused_icmp: u64,
     pub syn_retries_after_rst: u64,
     pub capture_duplicates: u64,
     pub fast_open: u64,
@@ -166,6 +168,7 @@ impl Summary {
             self.open_tries += 1;
         }
         self.refused_rst += u64::from(c.handshake == Handshake::RefusedRst);
+        self.refused_icmp += u64::from(c.handshake == Handshake::RefusedIcmp);
         self.syn_retries_after_rst += u64::from(c.syn_retries_after_rst);
         self.capture_duplicates += u64::from(c.capture_duplicates);
         self.fast_open += u64::from(c.fast_open);
@@ -217,6 +220,7 @@ impl Summary {
         self.vantage_unknown += o.vantage_unknown;
         self.open_tries += o.open_tries;
         self.refused_rst += o.refused_rst;
+        self.refused_icmp += o.refused_icmp;
         self.syn_retries_after_rst += o.syn_retries_after_rst;
         self.capture_duplicates += o.capture_duplicates;
         self.fast_open += o.fast_open;

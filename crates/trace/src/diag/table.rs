@@ -137,7 +137,7 @@ schema! {
     "syn_count": "uint32", "", "SYN transmissions (capture duplicates and retries after a RST excluded)";
     "synack_count": "uint32", "", "SYN/ACK transmissions";
     "established": "bool", "", "the handshake completed (a SYN/ACK, or the client's ACK of one)";
-    "handshake": "dictionary<values=string, indices=int8, ordered=0>", "", "answered, refused_rst, never_answered, open (cut off by the capture's end) or not_seen";
+    "handshake": "dictionary<values=string, indices=int8, ordered=0>", "", "answered, refused_rst, refused_icmp (an ICMP destination-unreachable quoted the SYN), never_answered, open (cut off by the capture's end) or not_seen";
     "handshake_rtt_s": "double", "s", "SYN→SYN/ACK plus SYN/ACK→ACK as seen at the capture point";
     "synack_delay_s": "double", "s", "last SYN to the SYN/ACK answering it";
     "ack_delay_s": "double", "s", "last SYN/ACK to the handshake ACK";

@@ -2,7 +2,7 @@
 //! sender (`Half`) and where its time went (`Cause`).
 
 use super::half::{Half, RetxClass, SendEvent, MS};
-use crate::wire::{Endpoint, Segment, SegmentExtra};
+use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
 /// Where a stretch of a connection's time went. Every gap between two of its packets is
 /// given to one cause (or split between two), so the causes add up to its duration.
@@ -49,10 +49,12 @@ pub enum Handshake {
     Open = 3,
     /// Seen mid-stream, without its SYN.
     NotSeen = 4,
+    /// An ICMP destination-unreachable quoting the SYN, and no answer after it.
+    RefusedIcmp = 5,
 }
 
 impl Handshake {
-    pub const NAMES: [&'static str; 5] = ["answered", "refused_rst", "never_answered", "open", "not_seen"];
+    pub const NAMES: [&'static str; 6] = ["answered", "refused_rst", "never_answered", "open", "not_seen", "refused_icmp"];
 }
 
 /// What the tracker made of one packet, for drawing a connection's time-sequence graph.
@@ -206,6 +208,8 @@ pub struct Conn {
     /// SYNs with the client's ISN re-sent after the server refused with a RST.
     pub syn_retries_after_rst: u32,
     pub refused_rst: bool,
+    /// The first ICMP destination-unreachable that quoted this connection's SYN.
+    pub refused_icmp: Option<Unreachable>,
     /// TCP Fast Open: data or a cookie on the SYN (RFC 7413).
     pub fast_open: bool,
     pub handshake: Handshake,
@@ -296,6 +300,8 @@ impl Conn {
             Handshake::Answered
         } else if self.refused_rst {
             Handshake::RefusedRst
+        } else if self.refused_icmp.is_some() {
+            Handshake::RefusedIcmp
         } else if reason == EndReason::Open && trace_end.is_some_and(|t| t.saturating_sub(self.last_ts) < self.next_syn_due_ns()) {
             Handshake::Open
         } else {
@@ -577,6 +583,30 @@ impl Conn {
         let amount = amount.min(self.lost_ns[Cause::DelayedAck as usize]);
         self.lost_ns[Cause::DelayedAck as usize] -= amount;
         self.add_network(amount);
+    }
+
+    /// An ICMP destination-unreachable about a segment of this connection (the tracker
+    /// found it by the quoted 4-tuple). It refuses the try when it quotes the client's SYN
+    /// before any answer: Linux ends a connection in SYN-SENT on any such message
+    /// (`tcp_v4_err`/`tcp_v6_err`, RFC 1122 4.2.3.9 lets a host treat port/protocol
+    /// unreachable as hard errors), other stacks keep retrying on their timer, and a
+    /// SYN/ACK that comes later still makes the try answered. Messages about later segments
+    /// are soft errors (RFC 1122 4.2.3.9) and leave the connection as it is. The wait
+    /// before the message is the path's time.
+    pub fn on_unreachable(&mut self, ts: u64, msg: &IcmpUnreachable) {
+        let q = &msg.quoted;
+        let quotes_syn = q.flags.is_none_or(|f| f.syn() && !f.ack());
+        if !(self.syn_seen && q.src == self.client && q.seq == self.client_isn && quotes_syn) {
+            return;
+        }
+        if self.synacks.count > 0 || self.established_ts.is_some() || self.refused_icmp.is_some() {
+            return;
+        }
+        self.refused_icmp = Some(msg.reason);
+        let gap = ts.saturating_sub(self.last_ts);
+        self.last_ts = self.last_ts.max(ts);
+        self.max_idle_ns = self.max_idle_ns.max(gap);
+        self.add_network(gap);
     }
 
     fn on_synack(&mut self, ts: u64, seg: &Segment) {

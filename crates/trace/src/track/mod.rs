@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, S2C};
 pub use half::{Half, RetxClass};
 
-use crate::wire::{Endpoint, Segment, SegmentExtra};
+use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra};
 
 /// Unordered pair of endpoints: both directions of a connection map to one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,10 +25,15 @@ struct FlowKey(Endpoint, Endpoint);
 impl FlowKey {
     #[inline]
     fn of(seg: &Segment) -> Self {
-        if seg.src <= seg.dst {
-            Self(seg.src, seg.dst)
+        Self::pair(seg.src, seg.dst)
+    }
+
+    #[inline]
+    fn pair(a: Endpoint, b: Endpoint) -> Self {
+        if a <= b {
+            Self(a, b)
         } else {
-            Self(seg.dst, seg.src)
+            Self(b, a)
         }
     }
 }
@@ -151,6 +156,17 @@ impl<F: FnMut(Conn)> Tracker<F> {
         };
         self.open.insert(key, slot);
         out
+    }
+
+    /// Accounts an ICMP destination-unreachable: it goes to the open connection whose
+    /// 4-tuple it quotes (if any), which decides whether it refused its SYN. Returns the
+    /// connection's id.
+    pub fn observe_icmp(&mut self, ts_ns: u64, msg: &IcmpUnreachable) -> Option<u64> {
+        self.last_ts = self.last_ts.max(ts_ns);
+        let &slot = self.open.get(&FlowKey::pair(msg.quoted.src, msg.quoted.dst))?;
+        let conn = &mut self.slab[slot as usize].conn;
+        conn.on_unreachable(ts_ns, msg);
+        Some(conn.id)
     }
 
     /// Ends connections that have been idle too long or closed long enough.
