@@ -43,6 +43,7 @@ DIAGNOSIS_KEYS = (
     "refused_icmp",
     "syn_retries_after_rst",
     "capture_duplicates",
+    "late_packets",
     "fast_open",
     "timeout_retransmissions",
     "fast_retransmissions",

@@ -50,7 +50,7 @@ fn analyze<'py>(
         return Err(PyValueError::new_err("idle_timeout_s must be > 0 and close_linger_s >= 0"));
     }
     let opts = Options {
-        tracker: TrackerConfig { idle_timeout_ns: (idle_timeout_s * 1e9) as u64, close_linger_ns: (close_linger_s * 1e9) as u64 },
+        tracker: TrackerConfig { idle_timeout_ns: (idle_timeout_s * 1e9) as u64, close_linger_ns: (close_linger_s * 1e9) as u64, ..defaults },
         workers: workers.max(1),
         table,
     };
@@ -205,6 +205,7 @@ fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("refused_icmp", s.refused_icmp)?;
     d.set_item("syn_retries_after_rst", s.syn_retries_after_rst)?;
     d.set_item("capture_duplicates", s.capture_duplicates)?;
+    d.set_item("late_packets", s.late_packets)?;
     d.set_item("fast_open", s.fast_open)?;
     d.set_item("timeout_retransmissions", s.timeout_retransmissions)?;
     d.set_item("fast_retransmissions", s.fast_retransmissions)?;

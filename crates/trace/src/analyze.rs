@@ -157,10 +157,19 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
     stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
     stats.warnings = reader.take_warnings();
     progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
+    let late = tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.
     let _ = tracker.finish();
     table.sort_by_conn_id();
+    summary.late_packets += late.len() as u64;
+    if build_table {
+        for p in &late {
+            // Every late packet's connection left the tracker before it, so has a row.
+            let found = table.add_late_packet(p.conn_id);
+            debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
+        }
+    }
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;

@@ -137,6 +137,8 @@ pub struct Summary {
     pub refused_icmp: u64,
     pub syn_retries_after_rst: u64,
     pub capture_duplicates: u64,
+    /// Packets after their connection's close linger (see `track::LatePacket`).
+    pub late_packets: u64,
     pub fast_open: u64,
     /// Data retransmissions by class (segments), and the spurious ones among them.
     pub timeout_retransmissions: u64,
@@ -223,6 +225,7 @@ impl Summary {
         self.refused_icmp += o.refused_icmp;
         self.syn_retries_after_rst += o.syn_retries_after_rst;
         self.capture_duplicates += o.capture_duplicates;
+        self.late_packets += o.late_packets;
         self.fast_open += o.fast_open;
         self.timeout_retransmissions += o.timeout_retransmissions;
         self.fast_retransmissions += o.fast_retransmissions;

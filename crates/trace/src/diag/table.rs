@@ -149,6 +149,7 @@ schema! {
     "syn_ladder": "string", "", "the whole SYN retry sequence's ladder(s): rfc6298, rfc2988, linux_linear, bsd, windows_3s (| when several fit), outside, or empty";
     "syn_retries_after_rst": "uint32", "", "the same SYN sent again after the server's RST";
     "capture_duplicates": "uint32", "", "packets recorded twice by the capture (not counted anywhere else)";
+    "late_packets": "uint32", "", "packets after the close linger, within TIME-WAIT (a FIN or data resent late): this connection's, not a new one; counted only here";
     "fast_open": "bool", "", "TCP Fast Open: data or the option on the SYN";
     "outcome": "dictionary<values=string, indices=int8, ordered=0>", "", "how the connection left the tracker: fin, rst, idle, reused or open";
     "packets_c2s": "uint32", "", "packets client to server";
@@ -220,6 +221,7 @@ pub struct ConnectionTable {
     pub syn_ladder: StringColumn,
     pub syn_retries_after_rst: Vec<u32>,
     pub capture_duplicates: Vec<u32>,
+    pub late_packets: Vec<u32>,
     pub fast_open: Vec<bool>,
     pub outcome: Vec<u8>,
     pub packets_c2s: Vec<u32>,
@@ -277,7 +279,7 @@ macro_rules! plain_columns {
     ($m:ident) => {
         $m!(trace, conn_id, client_port, server_port, syn_seen, client_isn, first_seen, duration_s,
             syn_count, synack_count, established, handshake, handshake_rtt_s, synack_delay_s, ack_delay_s,
-            vantage, syn_retries_after_rst, capture_duplicates, fast_open, outcome, packets_c2s,
+            vantage, syn_retries_after_rst, capture_duplicates, late_packets, fast_open, outcome, packets_c2s,
             packets_s2c, bytes_c2s, bytes_s2c, rtt_samples, rtt_min_s, rtt_mean_s, rtt_max_s, rtt_std_s,
             rtt_ratio, retx_timeout_c2s, retx_timeout_s2c, retx_fast_c2s, retx_fast_s2c, retx_tlp_c2s,
             retx_tlp_s2c, retx_spurious_c2s, retx_spurious_s2c, rto_events, rto_backoff_max,
@@ -331,6 +333,7 @@ impl ConnectionTable {
         }
         self.syn_retries_after_rst.push(c.syn_retries_after_rst);
         self.capture_duplicates.push(c.capture_duplicates);
+        self.late_packets.push(0);
         self.fast_open.push(c.fast_open);
         self.outcome.push(c.end as u8);
         self.packets_c2s.push(c.packets[0]);
@@ -400,6 +403,18 @@ impl ConnectionTable {
         self.syn_gap_class = permute_list(&self.syn_gap_class, &perm);
         self.synack_gaps_s = permute_list(&self.synack_gaps_s, &perm);
         self.synack_gap_class = permute_list(&self.synack_gap_class, &perm);
+    }
+
+    /// Counts a late packet (see `track::LatePacket`) on its connection's row; the table
+    /// must be sorted by `conn_id` (one file's rows). False when no row has that id.
+    pub fn add_late_packet(&mut self, conn_id: u64) -> bool {
+        match self.conn_id.binary_search(&conn_id) {
+            Ok(row) => {
+                self.late_packets[row] += 1;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Appends another table's rows (several traces into one result).

@@ -61,7 +61,8 @@ impl Handshake {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PacketNote {
     /// 0 nothing new (pure ACK, SYN…), 1 new data, 2 timeout retransmission, 3 fast
-    /// retransmission, 4 tail loss probe, 5 capture duplicate.
+    /// retransmission, 4 tail loss probe, 5 capture duplicate, 6 late (after the close
+    /// linger, counted in `late_packets` only).
     pub event: u8,
     /// The cause given the gap before this packet (`Cause`; the larger part when split).
     pub cause: u8,
@@ -70,7 +71,8 @@ pub struct PacketNote {
 }
 
 impl PacketNote {
-    pub const EVENTS: [&'static str; 6] = ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate"];
+    pub const EVENTS: [&'static str; 7] = ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate", "late"];
+    pub const LATE: u8 = 6;
 }
 
 /// The header fields that tell a second recording of the same packet from a new one.
