@@ -196,10 +196,15 @@ fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("unsuccessful", s.unsuccessful())?;
     d.set_item("syn", counts(py, &s.syn)?)?;
     d.set_item("synack", counts(py, &s.synack)?)?;
-    d.set_item("vantage", Vantage::NAMES[s.vantage() as usize])?;
+    let (vantage, basis) = s.vantage_with_basis();
+    d.set_item("vantage", Vantage::NAMES[vantage as usize])?;
+    d.set_item("vantage_basis", basis)?;
     d.set_item("vantage_client", s.vantage_client)?;
     d.set_item("vantage_server", s.vantage_server)?;
     d.set_item("vantage_unknown", s.vantage_unknown)?;
+    d.set_item("vantage_ttl_client", s.vantage_ttl_client)?;
+    d.set_item("vantage_ttl_server", s.vantage_ttl_server)?;
+    d.set_item("one_directional", s.one_directional)?;
     d.set_item("open_tries", s.open_tries)?;
     d.set_item("refused_rst", s.refused_rst)?;
     d.set_item("refused_icmp", s.refused_icmp)?;

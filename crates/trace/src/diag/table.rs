@@ -8,8 +8,15 @@ use std::fmt::Write as _;
 use super::ladder::GapClass;
 use crate::track::{Cause, Conn, C2S, S2C};
 
-/// Where the capture was taken, inferred from the handshake's timing: near the client the
-/// SYN → SYN/ACK gap holds the round trip; near the server the SYN/ACK → ACK gap does.
+/// Where the capture was taken.
+///
+/// From a complete handshake's timing first: near the client the SYN → SYN/ACK gap holds
+/// the round trip, near the server the SYN/ACK → ACK gap does. Without one (a capture that
+/// saw one direction only, or no SYN/ACK → ACK pair), from the hop count: a side whose
+/// packets carry an initial TTL had no router between it and the capture point. Timing
+/// cannot stand in for it there: seen from one direction only, every gap (SYN → SYN retry,
+/// SYN → ACK) is the same near the sender and near the receiver, shifted by the one-way
+/// delay; only the jitter of the path differs, too little to tell on a LAN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Vantage {
@@ -18,13 +25,38 @@ pub enum Vantage {
     Server = 2,
 }
 
+/// The TTL / hop limit an IP sender starts with: 64 (Linux, macOS, the BSDs; RFC 1700's
+/// recommendation), 128 (Windows), 255 (Solaris, network gear; the IPv6 maximum), 32
+/// (old Windows).
+pub const INITIAL_TTLS: [u8; 4] = [32, 64, 128, 255];
+
 impl Vantage {
     pub const NAMES: [&'static str; 3] = ["unknown", "client", "server"];
 
+    /// The handshake's timing, else the hop count (see the type's documentation).
     pub fn of(conn: &Conn) -> Self {
+        match Self::by_timing(conn) {
+            Self::Unknown => Self::by_ttl(conn),
+            v => v,
+        }
+    }
+
+    /// From a complete handshake: SYN → SYN/ACK and SYN/ACK → ACK both seen in order.
+    pub fn by_timing(conn: &Conn) -> Self {
         match (conn.synack_delay_ns(), conn.ack_delay_ns()) {
             (Some(a), Some(b)) if a > b => Self::Client,
             (Some(a), Some(b)) if b > a => Self::Server,
+            _ => Self::Unknown,
+        }
+    }
+
+    /// From the first TTL of each side: the side that starts at an initial value while
+    /// the other does not (or was not seen: a one-directional capture) is the near one.
+    pub fn by_ttl(conn: &Conn) -> Self {
+        let initial = |side: usize| conn.packets[side] > 0 && INITIAL_TTLS.contains(&conn.first_ttl[side]);
+        match (initial(C2S), initial(S2C)) {
+            (true, false) => Self::Client,
+            (false, true) => Self::Server,
             _ => Self::Unknown,
         }
     }
@@ -141,7 +173,7 @@ schema! {
     "handshake_rtt_s": "double", "s", "SYN→SYN/ACK plus SYN/ACK→ACK as seen at the capture point";
     "synack_delay_s": "double", "s", "last SYN to the SYN/ACK answering it";
     "ack_delay_s": "double", "s", "last SYN/ACK to the handshake ACK";
-    "vantage": "dictionary<values=string, indices=int8, ordered=0>", "", "capture point inferred from this handshake: client, server or unknown";
+    "vantage": "dictionary<values=string, indices=int8, ordered=0>", "", "capture point: client or server from this handshake's timing, else from which side's packets carry an initial TTL; unknown";
     "syn_gaps_s": "list<item: double>", "s", "gap before each repeated SYN";
     "syn_gap_class": "list<item: dictionary<values=string, indices=int8, ordered=0>>", "", "each SYN gap's RTO ladder step or outside";
     "synack_gaps_s": "list<item: double>", "s", "gap before each repeated SYN/ACK";

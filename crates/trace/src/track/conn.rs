@@ -197,6 +197,9 @@ pub struct Conn {
     pub fin_from_server: bool,
     pub rst: bool,
     pub packets: [u32; 2],
+    /// IPv4 TTL / IPv6 hop limit of each side's first packet (0: none seen): an initial
+    /// value (64, 128, 255) means no router between that side and the capture point.
+    pub first_ttl: [u8; 2],
     pub payload_bytes: [u64; 2],
     pub end: EndReason,
     /// Each direction's sender: [client → server, server → client].
@@ -392,6 +395,9 @@ impl Conn {
         let gap = ts.saturating_sub(self.last_ts);
         self.last_ts = self.last_ts.max(ts);
         self.max_idle_ns = self.max_idle_ns.max(gap);
+        if self.packets[dir] == 0 {
+            self.first_ttl[dir] = extra.ttl;
+        }
         self.packets[dir] += 1;
         self.payload_bytes[dir] += u64::from(seg.payload_len);
         let f = seg.flags;
