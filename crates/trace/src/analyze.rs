@@ -12,6 +12,7 @@ use crate::diag::{ConnectionTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
 use crate::track::{Tracker, TrackerConfig};
+use crate::wire::decode_unreachable;
 use crate::wire::segment::{decode_ext, Skip};
 
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +38,9 @@ pub struct FileStats {
     pub tcp_packets: u64,
     pub skipped_not_ip: u64,
     pub skipped_not_tcp: u64,
+    /// ICMP/ICMPv6 destination-unreachable messages quoting a TCP segment (among the
+    /// packets skipped as not TCP).
+    pub icmp_unreachable: u64,
     pub skipped_fragment: u64,
     pub skipped_malformed: u64,
     pub first_ts_ns: Option<u64>,
@@ -120,7 +124,14 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
                 let _ = tracker.observe_ext(ts, &seg, &extra);
             }
             Err(Skip::NotIp) => stats.skipped_not_ip += 1,
-            Err(Skip::NotTcp) => stats.skipped_not_tcp += 1,
+            Err(Skip::NotTcp) => {
+                stats.skipped_not_tcp += 1;
+                // Rare and off the TCP path: decoded only when the frame is not TCP.
+                if let Some(msg) = decode_unreachable(pkt.link, pkt.data) {
+                    stats.icmp_unreachable += 1;
+                    let _ = tracker.observe_icmp(ts, &msg);
+                }
+            }
             Err(Skip::Fragment) => stats.skipped_fragment += 1,
             Err(Skip::Malformed) => stats.skipped_malformed += 1,
         }
@@ -146,10 +157,19 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
     stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
     stats.warnings = reader.take_warnings();
     progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
+    let late = tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.
     let _ = tracker.finish();
     table.sort_by_conn_id();
+    summary.late_packets += late.len() as u64;
+    if build_table {
+        for p in &late {
+            // Every late packet's connection left the tracker before it, so has a row.
+            let found = table.add_late_packet(p.conn_id);
+            debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
+        }
+    }
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;

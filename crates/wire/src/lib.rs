@@ -10,6 +10,7 @@
 //! link   LinkType, ip_payload: Ethernet (802.1Q/802.1ad tags), Linux SLL/SLL2, BSD loopback, raw
 //! ip     Ipv4Packet / Ipv6Packet views (version, lengths, addresses, header checksum)
 //! tcp    TcpPacket view (fixed header, option bytes, checksum), TcpOptions, sequence arithmetic
+//! icmp   ICMP/ICMPv6 destination unreachable with the quoted TCP header (a SYN refused by ICMP)
 //! segment  decode / decode_ext: frame → Segment (+ IP id, TTL, TcpOptions), the analyzer's hot path
 //! emit   Segment (+ SegmentExtra) → a frame for any link type, checksums filled
 //! checksum  the Internet checksum (RFC 1071) and the TCP pseudo-header sums
@@ -17,12 +18,14 @@
 
 pub mod checksum;
 pub mod emit;
+pub mod icmp;
 pub mod ip;
 pub mod link;
 pub mod segment;
 pub mod tcp;
 
 pub use emit::{encode_frame, Framing};
+pub use icmp::{decode_unreachable, IcmpUnreachable, QuotedTcp, Unreachable};
 pub use ip::{Ipv4Packet, Ipv6Packet};
 pub use link::{IpVersion, LinkType};
 pub use segment::{decode, decode_ext, decode_ip, Endpoint, Segment, SegmentExtra, Skip, TcpFlags, TcpOptions};

@@ -37,14 +37,15 @@ def print_table1(a: Analysis) -> None:
     emit_table("Document 000, Table 1: connection tries and duplicate SYNs", ["row", "SYN", "SYN/ACK"],
                [list(r) for r in table1_rows(a)], right=[False, True, True])
     say(f"packets {s['packets']:,} · connections tracked {s['connections']:,}")
-    v = a.vantage_counts
     where = {
         "client": "near the client: every SYN the client sent is seen; a duplicate SYN/ACK only if it arrived",
         "server": "near the server: every SYN/ACK the server sent is seen; a duplicate SYN only if it arrived",
-        "unknown": "undecided (no completed handshake, or as many on each side)",
+        "unknown": "undecided",
     }[a.vantage]
-    say(f"capture point: {where} (handshakes timed as near client {v['client']:,}, "
-        f"near server {v['server']:,}, unknown {v['unknown']:,})")
+    # The basis says what the point was inferred from (handshake timing or hop counts) or
+    # why it could not be, with the counts.
+    basis = a.vantage_basis.removeprefix("undecided: ")
+    say(f"capture point: {where} ({basis})")
 
 
 #: How the breakdown line names each cause.
