@@ -155,6 +155,11 @@ pub struct StackConfig {
     /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) or "prr" (RFC 6937,
     /// Linux tcp_cwnd_reduction) with SACK.
     pub recovery: String,
+    /// Spurious-timeout detection and response by name (`tcp::spurious::NAMES`): "off",
+    /// "frto" (RFC 5682 with the RFC 4015 response, ns-2's frto_enabled_ and
+    /// spurious_response_ 1) or "linux" (net.ipv4.tcp_frto = 2: tcp_process_loss,
+    /// tcp_try_undo_loss).
+    pub spurious_rto: String,
     /// TCP timestamps (RFC 7323; Linux net.ipv4.tcp_timestamps = 1): when both ends offer
     /// them, every segment carries 12 option bytes, so the payload is MSS − 12 (1448 B on a
     /// 1500 B MTU).
@@ -216,6 +221,7 @@ fn base(profile: &str) -> StackConfig {
         congestion_control: "reno".to_string(),
         hystart: false,
         recovery: "newreno".to_string(),
+        spurious_rto: "off".to_string(),
         timestamps: false,
         sack: false,
         window_scaling: false,
@@ -282,6 +288,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.congestion_control = "cubic".to_string();
             c.hystart = true;
             c.recovery = "prr".to_string();
+            c.spurious_rto = "linux".to_string(); // net.ipv4.tcp_frto = 2
             c.timestamps = true;
             c.sack = true;
             c.window_scaling = true;
@@ -364,6 +371,7 @@ mod tests {
             let c = profile(name).unwrap();
             assert!(crate::tcp::cc::by_name(&c.congestion_control, &c).is_some(), "{name}");
             assert!(crate::tcp::recovery::by_name(&c.recovery).is_some(), "{name}");
+            assert!(crate::tcp::spurious::by_name(&c.spurious_rto).is_some(), "{name}");
         }
     }
 

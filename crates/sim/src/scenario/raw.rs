@@ -205,6 +205,8 @@ pub struct RawHost {
     pub coalesce_writes: Option<bool>,
     /// Loss recovery by name: "reno", "newreno", "rfc6675", "prr".
     pub recovery: Option<String>,
+    /// Spurious-timeout detection: "off", "frto", "linux".
+    pub spurious_rto: Option<String>,
     pub timestamps: Option<bool>,
     pub sack: Option<bool>,
     pub window_scaling: Option<bool>,
