@@ -74,6 +74,8 @@ class Host:
     window_scaling: bool | None = None
     rack: bool | None = None
     tlp: bool | None = None
+    #: tcp_frto (F-RTO, 2 by default): `spurious_rto = "linux"` or `"off"`.
+    frto: bool | None = None
 
     @property
     def profile(self) -> StackProfile:
@@ -210,6 +212,12 @@ def _host(path: Path, doc: dict[str, Any], side: str) -> Host:
         setattr(host, key, r.get(key, bool))
     if host.sack is False and (host.rack or host.tlp):
         raise r.fail("sack", "RACK and the tail loss probe need SACK")
+    spurious = r.get("spurious_rto", str)
+    if spurious is not None:
+        if spurious not in ("linux", "off"):
+            raise r.fail("spurious_rto", f"{spurious!r}: the kernel runs its own F-RTO (\"linux\", net.ipv4.tcp_frto) "
+                                         "or none (\"off\"); RFC 4015's response is not among its choices")
+        host.frto = spurious == "linux"
     # How the simulator models this kernel; nothing to set on the real one.
     r.get("timer_slack", bool)
     if r.get("hystart", bool) is False:

@@ -67,7 +67,7 @@ def apply(topo: Topology, role: str, host: Host) -> None:
     # `linux` profile has them too); a scenario that turns one off says so to both worlds.
     for key, sysctl, on, off in (("timestamps", "tcp_timestamps", 1, 0), ("sack", "tcp_sack", 1, 0),
                                  ("window_scaling", "tcp_window_scaling", 1, 0), ("rack", "tcp_recovery", 1, 0),
-                                 ("tlp", "tcp_early_retrans", 3, 0)):
+                                 ("tlp", "tcp_early_retrans", 3, 0), ("frto", "tcp_frto", 2, 0)):
         value = getattr(host, key)
         if value is not None:
             topo.sysctl(role, f"net.ipv4.{sysctl}", on if value else off)
