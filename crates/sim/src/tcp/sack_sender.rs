@@ -344,6 +344,7 @@ impl Tcb {
         let mss = self.w.mss.max(1);
         let cwnd_pkts = (self.w.cwnd / mss).max(1);
         let mut sent_new = false;
+        let (armed_before, mut train) = (self.timers[TimerKind::Retransmit as usize].is_some(), 0);
         // F-RTO step 2b (tcp_xmit_recovery with REXMIT_NEW): new data before the lost.
         let new_first = self.frto.take_send_new();
         loop {
@@ -361,7 +362,10 @@ impl Tcb {
             }
             self.send_new_sack(self.snd_nxt, len, fin, now);
             sent_new = true;
+            train += 1;
         }
+        // A timer hook (document 004's minimum RTO) sees the train of new segments.
+        self.train_sent(train, armed_before, now);
         if new_first && !sent_new {
             self.frto.stop(); // nothing new could go: conventional recovery after all
             self.output_sack(now);
