@@ -145,8 +145,13 @@ def test_reproduce_001_quick(web_rows):
 
 def test_reproduce_004_quick(web_rows):
     rows = [r for r in web_rows if r.document == "004"]
-    linux, modified = [r for r in rows if r.figure.startswith("5:")]
-    assert linux.ours >= 1 and modified.ours == 0
+    fig5 = {r.case: r.ours for r in rows if r.figure.startswith("5:")}
+    # The paper's set-up (timestamps, F-RTO as its "spurious response"): the 200 ms floor
+    # times out spuriously (nearly) every time the ACK is delayed (49 of the 50 responses
+    # when this was written), the delayed-ACK-aware one never, and F-RTO cannot tell with
+    # one segment outstanding.
+    assert fig5["Linux server, 200 ms floor"] >= 45 and fig5["modified server (delayed-ACK-aware)"] == 0, fig5
+    assert fig5["Linux server, 200 ms floor: timeouts F-RTO found spurious"] == 0, fig5
     per = [r for r in rows if r.figure.startswith("7(a)") and r.case.startswith("PER 3%")]
     g = {r.case.split(": ")[1]: r.ours for r in per}
     # At 3 % loss the 1 s floor costs most; no floor but the odd-train one costs least.

@@ -131,3 +131,7 @@ def test_kernel_defaults_a_scenario_turns_off_reach_both_worlds(tmp_path):
         load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nrecovery = "rfc6675"\n[drop]\ndata = [2]\n'))
     with pytest.raises(ScenarioError, match=r"server\.hystart"):
         load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nhystart = false\n[workload]\nresponse = "35kB"\n'))
+    # F-RTO: the kernel's own (net.ipv4.tcp_frto, per namespace) or none, never RFC 4015's.
+    assert load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nspurious_rto = "off"\n')).plan.server.sysctls["net.ipv4.tcp_frto"] == 0
+    with pytest.raises(ScenarioError, match=r"server\.spurious_rto.*tcp_frto"):
+        load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nspurious_rto = "frto"\n[drop]\ndata = [2]\n'))

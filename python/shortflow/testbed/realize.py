@@ -247,6 +247,12 @@ class _Realizer:
         if f in ("rack", "tlp", "timestamps", "sack", "window_scaling", "slow_start_after_idle"):
             on = {"rack": 1, "tlp": 3}.get(f, 1)
             value: int = on if v else 0
+        elif f == "spurious_rto":
+            # tcp_frto (tcp_enter_loss/tcp_process_loss): 2 is Linux's SACK-enhanced F-RTO, 0 none.
+            if v not in ("linux", "off"):
+                raise self.refuse(key, f"{v!r}: the kernel runs its own F-RTO (\"linux\", {knob} = 2) or none "
+                                       f"(\"off\", 0); RFC 4015's response is not among its choices")
+            value = 2 if v == "linux" else 0
         else:
             value = int(v)
         if v == d:

@@ -161,6 +161,11 @@ pub struct StackConfig {
     /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) or "prr" (RFC 6937,
     /// Linux tcp_cwnd_reduction) with SACK.
     pub recovery: String,
+    /// Spurious-timeout detection and response by name (`tcp::spurious::NAMES`): "off",
+    /// "frto" (RFC 5682 with the RFC 4015 response, ns-2's frto_enabled_ and
+    /// spurious_response_ 1) or "linux" (net.ipv4.tcp_frto = 2: tcp_process_loss,
+    /// tcp_try_undo_loss).
+    pub spurious_rto: String,
     /// TCP timestamps (RFC 7323; Linux net.ipv4.tcp_timestamps = 1): when both ends offer
     /// them, every segment carries 12 option bytes, so the payload is MSS − 12 (1448 B on a
     /// 1500 B MTU).
@@ -222,6 +227,7 @@ fn base(profile: &str) -> StackConfig {
         congestion_control: "reno".to_string(),
         hystart: false,
         recovery: "newreno".to_string(),
+        spurious_rto: "off".to_string(),
         timestamps: false,
         sack: false,
         window_scaling: false,
@@ -288,6 +294,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.congestion_control = "cubic".to_string();
             c.hystart = true;
             c.recovery = "prr".to_string();
+            c.spurious_rto = "linux".to_string(); // net.ipv4.tcp_frto = 2
             c.timestamps = true;
             c.sack = true;
             c.window_scaling = true;
@@ -426,6 +433,7 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("window_scaling", KnobKind::Sysctl, "net.ipv4.tcp_window_scaling"),
     k("rack", KnobKind::Sysctl, "net.ipv4.tcp_recovery"),
     k("tlp", KnobKind::Sysctl, "net.ipv4.tcp_early_retrans"),
+    k("spurious_rto", KnobKind::Sysctl, "net.ipv4.tcp_frto"),
     k("linux_receiver", KnobKind::Sysctl, "net.ipv4.tcp_rmem"),
     k("jiffy", KnobKind::Fixed, "CONFIG_HZ=250"),
     k("timer_slack", KnobKind::Fixed, "kernel/time/timer.c (the timer wheel)"),
@@ -447,6 +455,11 @@ pub const CONGESTION_CONTROL_NAMES: &[&str] = &["reno", "cubic"];
 
 /// Loss recoveries a profile or a scenario may name (`shortflow_sim::tcp::recovery`).
 pub const RECOVERY_NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
+
+/// Spurious-timeout detections a profile or a scenario may name
+/// (`shortflow_sim::tcp::spurious`): none, RFC 5682 F-RTO with RFC 4015's response, or
+/// Linux's SACK-enhanced F-RTO (`tcp_frto`, net.ipv4.tcp_frto = 2).
+pub const SPURIOUS_RTO_NAMES: &[&str] = &["off", "frto", "linux"];
 
 /// Whether the recovery needs SACK (its sender keeps a scoreboard).
 pub fn needs_sack(recovery: &str) -> bool {
@@ -492,6 +505,7 @@ mod tests {
             let c = profile(name).unwrap();
             assert!(CONGESTION_CONTROL_NAMES.contains(&c.congestion_control.as_str()), "{name}");
             assert!(RECOVERY_NAMES.contains(&c.recovery.as_str()), "{name}");
+            assert!(SPURIOUS_RTO_NAMES.contains(&c.spurious_rto.as_str()), "{name}");
         }
     }
 

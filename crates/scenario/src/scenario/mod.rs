@@ -616,6 +616,13 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
         }
         c.recovery = r.clone();
     }
+    if let Some(s) = &h.spurious_rto {
+        if !profile::SPURIOUS_RTO_NAMES.contains(&s.as_str()) {
+            let known = profile::SPURIOUS_RTO_NAMES.join(", ");
+            return Err(err(src, &key("spurious_rto"), format!("{s:?}: unknown spurious-timeout response (known: {known})")));
+        }
+        c.spurious_rto = s.clone();
+    }
     if !c.sack {
         let needs = profile::needs_sack(&c.recovery);
         for (on, k) in [(needs, "recovery"), (c.rack, "rack"), (c.tlp, "tlp")] {
@@ -923,6 +930,17 @@ mod tests {
         assert_eq!(e.key, "client.stack");
         let e = load(MINIMAL, "s.toml", &["workload.response_writes=[\"1kB\"]".into()]).unwrap_err();
         assert_eq!(e.key, "workload.response_writes");
+    }
+
+    #[test]
+    fn spurious_rto_defaults_by_profile_and_names_what_it_knows() {
+        let s = load(MINIMAL, "s.toml", &["client.stack=rfc2988".into()]).unwrap();
+        assert_eq!((s.client.spurious_rto.as_str(), s.server.spurious_rto.as_str()), ("off", "linux"));
+        let s = load(MINIMAL, "s.toml", &["client.stack=rfc2988".into(), "client.spurious_rto=frto".into()]).unwrap();
+        assert_eq!(s.client.spurious_rto, "frto");
+        let e = load(MINIMAL, "s.toml", &["server.spurious_rto=eifel".into()]).unwrap_err();
+        assert_eq!(e.key, "server.spurious_rto");
+        assert!(e.message.contains("known: off, frto, linux"), "{e}");
     }
 
     #[test]

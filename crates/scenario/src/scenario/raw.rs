@@ -283,6 +283,8 @@ pub struct RawHost {
     pub coalesce_writes: Option<bool>,
     /// Loss recovery by name: "reno", "newreno", "rfc6675", "prr".
     pub recovery: Option<String>,
+    /// Spurious-timeout detection: "off", "frto", "linux".
+    pub spurious_rto: Option<String>,
     /// TCP timestamps (RFC 7323): 12 option bytes in every segment.
     pub timestamps: Option<bool>,
     /// SACK (RFC 2018) and D-SACK (RFC 2883).

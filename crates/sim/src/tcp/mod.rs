@@ -24,9 +24,12 @@ pub mod rtte;
 mod sack_sender;
 pub mod scoreboard;
 mod send;
+pub mod spurious;
 pub mod timer;
 #[cfg(test)]
 mod karn_tests;
+#[cfg(test)]
+mod spurious_tests;
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -81,7 +84,7 @@ pub struct TcbStats {
     pub rack_losses: u32,
     /// Tail loss probes sent (Linux TCPLossProbes).
     pub tlp_probes: u32,
-    /// Timeouts found spurious (F-RTO, Linux TCPSpuriousRTOs): not modelled yet, always 0.
+    /// Timeouts found spurious by F-RTO (`spurious`; Linux TCPSpuriousRTOs).
     pub spurious_timeouts: u32,
     /// D-SACKs received (Linux TCPDSACKRecv).
     pub dsacks: u32,
@@ -178,6 +181,8 @@ pub struct Tcb {
     pub last_handshake_sent: Option<Instant>,
     /// A mechanism consulted when the retransmission timer is armed (see `hooks`).
     pub rto_hook: Option<Box<dyn hooks::RtoHook>>,
+    /// Spurious-timeout detection and response (F-RTO).
+    frto: spurious::Frto,
 }
 
 impl Tcb {
@@ -188,6 +193,8 @@ impl Tcb {
             .unwrap_or_else(|| panic!("congestion control {:?} is checked by the scenario", cfg.congestion_control));
         let rec = recovery::by_name(&cfg.recovery)
             .unwrap_or_else(|| panic!("recovery {:?} is checked by the scenario", cfg.recovery));
+        let frto = spurious::by_name(&cfg.spurious_rto)
+            .unwrap_or_else(|| panic!("spurious_rto {:?} is checked by the scenario", cfg.spurious_rto));
         Self {
             cfg,
             conn,
@@ -245,6 +252,7 @@ impl Tcb {
             established_at: None,
             last_handshake_sent: None,
             rto_hook: None,
+            frto: spurious::Frto::new(frto),
         }
     }
 

@@ -107,7 +107,7 @@ impl Tcb {
     }
 
     /// Sends the segment at `off`; counts retransmissions and keeps Karn's rule.
-    fn send_at(&mut self, off: u64, len: u32, fin: bool, now: Instant) {
+    pub(super) fn send_at(&mut self, off: u64, len: u32, fin: bool, now: Instant) {
         let end = off + u64::from(len) + u64::from(fin);
         let push = len > 0 && (off + u64::from(len) == self.data_end || self.write_ends.contains(&(off + u64::from(len))));
         let flags = ACK | if push { PSH } else { 0 } | if fin { FIN } else { 0 };
@@ -194,6 +194,7 @@ impl Tcb {
         }
         self.note_xmit_fired();
         self.stats.timeouts += 1;
+        self.frto_on_timeout(self.rtte.backoff == 0, now); // F-RTO step 1
         if self.rtte.backoff == 0 {
             // RFC 5681 (4), only for the first timeout of this data.
             self.w.ssthresh = self.cc.ssthresh(&self.w, self.snd_max - self.snd_una, now);
