@@ -119,6 +119,8 @@ class RealScenario:
     seed: int = 1
     request_bytes: int = 300
     response_bytes: int = 13549
+    #: `workload.response_headers` as the scenario states it (None: not stated).
+    response_headers: int | None = None
     connections: int = 1
     interval_s: float = 0.0
     syn_optimizer: SynOptimizer | None = None
@@ -341,6 +343,10 @@ def _workload(path: Path, doc: dict[str, Any], s: RealScenario) -> None:
     response = r.unit("response", parse_size)
     s.request_bytes = int(request) if request is not None else s.request_bytes
     s.response_bytes = int(response) if response is not None else s.response_bytes
+    # nginx's own headers are what they are: the value the scenario states is checked
+    # against what the client received (`testbed compare`), never imposed.
+    headers = r.unit("response_headers", parse_size)
+    s.response_headers = int(headers) if headers is not None else None
     if s.request_bytes < 64:
         raise r.fail("request", f"{s.request_bytes} B: an HTTP GET with its headers needs at least 64B")
     s.connections = r.get("connections", int, 1)

@@ -140,6 +140,15 @@ pub struct StackConfig {
     pub initial_window: InitialWindow,
     /// RFC 5681 section 3.1: after a lost SYN or SYN/ACK the initial window is one segment.
     pub iw_one_after_handshake_loss: bool,
+    /// Linux's handshake after a retransmission (net/ipv4): with timestamps the echoed SYN
+    /// or SYN/ACK gives an RTT sample even after a resend (tcp_ack_update_rtt →
+    /// tcp_rtt_tsopt_us), so no TCP_TIMEOUT_FALLBACK; the initial window drops to one
+    /// segment only after more than one handshake resend with a timeout that the echo does
+    /// not show spurious (tcp_init_transfer: `total_retrans > 1 && undo_marker`,
+    /// tcp_try_undo_spurious_syn; the server's undo_marker is set by a SYN/ACK timeout,
+    /// tcp_create_openreq_child); and a duplicate SYN's SYN/ACK pushes the SYN/ACK timer
+    /// back (tcp_check_req: mod_timer_pending(jiffies + tcp_reqsk_timeout(req))).
+    pub linux_handshake: bool,
     /// RFC 5681 section 4.1: after an idle period longer than the RTO, cwnd restarts from
     /// the initial window (Linux net.ipv4.tcp_slow_start_after_idle).
     pub slow_start_after_idle: bool,
@@ -211,6 +220,7 @@ fn base(profile: &str) -> StackConfig {
         synack_on_duplicate_syn: true,
         initial_window: InitialWindow::Rfc3390,
         iw_one_after_handshake_loss: false,
+        linux_handshake: false,
         slow_start_after_idle: true,
         abc_limit: 1,
         congestion_control: "reno".to_string(),
@@ -274,6 +284,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             // 1, 1, 1, 1, 1, 2 s. SYN/ACKs still double.
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
             c.initial_window = InitialWindow::Segments(10);
+            c.linux_handshake = true;
             c.abc_limit = 0;
             // The sender: CUBIC with HyStart (net.ipv4.tcp_congestion_control; this machine's
             // default is BBR, the testbed sets cubic on its routes), SACK, RACK-TLP and PRR

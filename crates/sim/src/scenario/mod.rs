@@ -185,6 +185,9 @@ pub struct WorkloadConfig {
     pub response: u64,
     /// How the server's application hands the response to TCP (sizes sum to `response`).
     pub response_writes: Vec<u64>,
+    /// Header bytes the server writes before the body, with the first write (the testbed's
+    /// nginx sends ~245 B with `tcp_nopush`, in the same segments as the body's start).
+    pub response_headers: u64,
     pub think_time: Duration,
     pub requests: u32,
     /// Idle gap between a complete response and the next request on the same connection.
@@ -791,6 +794,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
     only(w.http_1_1.is_some() && kind_name != "packmime", "http_1_1", "\"packmime\"")?;
     only((w.flows.is_some() || w.size.is_some() || w.spacing.is_some()) && kind_name != "bulk", "flows", "\"bulk\"")?;
     only((w.request_dist.is_some() || w.response_dist.is_some()) && kind_name != "poisson", "response_dist", "\"poisson\"")?;
+    only(w.response_headers.is_some() && kind_name != "http", "response_headers", "\"http\"")?;
     let open_loop = matches!(kind_name, "poisson" | "packmime");
     only((w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop, "load", "\"poisson\" or \"packmime\"")?;
     let kind = match kind_name {
@@ -825,6 +829,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
             writes
         }
     };
+    let response_headers = w.response_headers.map_or(0, |s| s.0);
     let close = match w.close.as_deref().unwrap_or("server") {
         "server" => Closer::Server,
         "client" => Closer::Client,
@@ -845,6 +850,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
         request,
         response,
         response_writes,
+        response_headers,
         think_time: w.think_time.map_or(Duration::ZERO, |d| d.0),
         requests,
         idle: w.idle.map_or(Duration::ZERO, |d| d.0),

@@ -48,6 +48,7 @@ pub const RANGES: &[Range] = &[
     r("workload.response", Unit::Bytes, 1, 1_000_000_000, "an HTTP response has at least one byte (its header), and \
        a zero-byte one would complete on the kernel but never in a model that waits for data; 1 GB at most"),
     r("workload.response_writes", Unit::Count, 1, 10_000, "number of writes"),
+    r("workload.response_headers", Unit::Bytes, 0, 1_000_000, "HTTP headers of a megabyte are already absurd"),
     r("workload.requests", Unit::Count, 1, 100_000, "requests per connection"),
     r("workload.connections", Unit::Count, 1, 1_000_000, "each connection keeps its report in memory"),
     r("workload.think_time", Unit::Nanos, 0, 3600 * S, "an hour at most"),
@@ -128,6 +129,7 @@ pub fn check_scenario(sc: &Scenario, src: &str) -> Result<(), ScenarioError> {
         ("workload.request", sc.workload.request),
         ("workload.response", sc.workload.response),
         ("workload.response_writes", sc.workload.response_writes.len() as u64),
+        ("workload.response_headers", sc.workload.response_headers),
         ("workload.requests", u64::from(sc.workload.requests)),
         ("workload.connections", u64::from(sc.workload.connections)),
         ("workload.think_time", sc.workload.think_time.0),

@@ -285,6 +285,8 @@ pub struct RawWorkload {
     pub request: Option<Size>,
     pub response: Option<Size>,
     pub response_writes: Option<Vec<Size>>,
+    /// HTTP response headers sent before the body, in the first write (nginx: ~245 B).
+    pub response_headers: Option<Size>,
     pub think_time: Option<Dur>,
     pub requests: Option<u32>,
     pub idle: Option<Dur>,
