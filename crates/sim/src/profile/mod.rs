@@ -186,6 +186,10 @@ pub struct StackConfig {
     /// level's granularity, 8^level jiffies, so a 1 s timer fires up to 32 ms late at
     /// HZ 250), with the jiffies counter's phase drawn from the seed.
     pub timer_slack: bool,
+    /// The time this host takes to answer a segment: each arriving segment reaches its TCP
+    /// this much later (document 003: "'Immediately' is still four to five milliseconds
+    /// processing time for an Irix Indy"). 0: at once.
+    pub processing_time: Duration,
     /// The jiffies clock's reading at simulated time 0, in nanoseconds (its phase within a
     /// tick and the wheel's buckets): drawn from the scenario's seed.
     pub jiffies_origin_ns: u64,
@@ -234,6 +238,7 @@ fn base(profile: &str) -> StackConfig {
         linux_receiver: None,
         jiffy: None,
         timer_slack: false,
+        processing_time: Duration::ZERO,
         jiffies_origin_ns: 0,
         dupack_threshold: 3,
         ack: AckPolicy {

@@ -596,6 +596,9 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
     set!(c.tlp, h.tlp);
     set!(c.hystart, h.hystart);
     set!(c.timer_slack, h.timer_slack);
+    if let Some(p) = h.processing_time {
+        c.processing_time = p.0;
+    }
     if let Some(r) = &h.recovery {
         if crate::tcp::recovery::by_name(r).is_none() {
             let known = crate::tcp::recovery::NAMES.join(", ");

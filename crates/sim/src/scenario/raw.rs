@@ -213,6 +213,8 @@ pub struct RawHost {
     pub hystart: Option<bool>,
     /// Model Linux's timer-wheel slack (profiles with jiffies).
     pub timer_slack: Option<bool>,
+    /// The time the host takes to answer a segment (document 003's IRIX Indy: 4-5 ms).
+    pub processing_time: Option<Dur>,
 }
 
 #[derive(Debug, Deserialize, Default)]
