@@ -190,6 +190,10 @@ pub struct StackConfig {
     /// this much later (document 003: "'Immediately' is still four to five milliseconds
     /// processing time for an Irix Indy"). 0: at once.
     pub processing_time: Duration,
+    /// How much later than their slot on the jiffies clock (and wheel) this host's timers
+    /// run: the timer softirq of a loaded machine runs late, so a timer and a packet that
+    /// arrive in the same jiffy can come in either order. 0: at the slot.
+    pub timer_lag: Duration,
     /// The jiffies clock's reading at simulated time 0, in nanoseconds (its phase within a
     /// tick and the wheel's buckets): drawn from the scenario's seed.
     pub jiffies_origin_ns: u64,
@@ -239,6 +243,7 @@ fn base(profile: &str) -> StackConfig {
         jiffy: None,
         timer_slack: false,
         processing_time: Duration::ZERO,
+        timer_lag: Duration::ZERO,
         jiffies_origin_ns: 0,
         dupack_threshold: 3,
         ack: AckPolicy {

@@ -599,6 +599,12 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
     if let Some(p) = h.processing_time {
         c.processing_time = p.0;
     }
+    if let Some(l) = h.timer_lag {
+        if c.jiffy.is_none() {
+            return Err(err(src, &key("timer_lag"), format!("the {:?} profile has no jiffies timers to run late", c.profile)));
+        }
+        c.timer_lag = l.0;
+    }
     if let Some(r) = &h.recovery {
         if crate::tcp::recovery::by_name(r).is_none() {
             let known = crate::tcp::recovery::NAMES.join(", ");

@@ -215,6 +215,8 @@ pub struct RawHost {
     pub timer_slack: Option<bool>,
     /// The time the host takes to answer a segment (document 003's IRIX Indy: 4-5 ms).
     pub processing_time: Option<Dur>,
+    /// How late this host's jiffies timers run after their slot (a loaded timer softirq).
+    pub timer_lag: Option<Dur>,
 }
 
 #[derive(Debug, Deserialize, Default)]

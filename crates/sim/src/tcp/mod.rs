@@ -389,7 +389,7 @@ impl Tcb {
     /// When a timer armed now for `timeout` fires (exactly, or on Linux's jiffies and wheel).
     pub(super) fn deadline(&self, now: Instant, timeout: crate::time::Duration) -> Instant {
         match self.clock() {
-            Some(c) => c.deadline(now, timeout),
+            Some(c) => c.deadline(now, timeout) + self.cfg.timer_lag,
             None => now + timeout,
         }
     }

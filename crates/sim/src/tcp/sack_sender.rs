@@ -339,12 +339,14 @@ impl Tcb {
         let mss = self.w.mss.max(1);
         let cwnd_pkts = (self.w.cwnd / mss).max(1);
         let mut sent_new = false;
+        let mut resent_head = false;
         loop {
             if self.sb.in_flight_pkts() >= cwnd_pkts {
                 self.is_cwnd_limited = true;
                 break;
             }
             if let Some(lost) = self.sb.first_lost() {
+                resent_head |= self.sb.get(0).is_some_and(|h| h.start == lost.start);
                 self.retransmit_sack(lost.start, lost.end, now);
                 continue;
             }
@@ -361,7 +363,11 @@ impl Tcb {
             self.max_packets_out = out;
             self.max_packets_seq = self.snd_nxt;
         }
-        if sent_new && self.timers[TimerKind::Retransmit as usize].is_some() && self.xmit_timer != XmitTimer::Reorder {
+        if resent_head && self.xmit_timer != XmitTimer::Reorder {
+            // tcp_xmit_retransmit_queue: resending the head re-arms the RTO, which also
+            // takes the slot from a pending loss probe (tcp_rearm_rto).
+            self.rearm_rto(now);
+        } else if sent_new && self.timers[TimerKind::Retransmit as usize].is_some() && self.xmit_timer != XmitTimer::Reorder {
             self.schedule_loss_probe(now, false);
         }
         while self.write_ends.front().is_some_and(|&e| e <= self.snd_una) {
