@@ -2,7 +2,12 @@
 //! forwarded packets of each direction to an NFQUEUE (forward = client → server on queue N,
 //! reverse on N+1); this program holds each one for its direction's one-way delay and then
 //! accepts it, or drops it when a scripted drop or the seeded loss says so. The kernel still
-//! routes; only the verdict's timing is ours. Rate limits are `tbf` on the veths, not here.
+//! routes; only the verdict's timing is ours. Rate limits are `tbf` on the veths, not here:
+//! tbf spaces packets at the rate but lets each go as soon as the bucket holds its tokens,
+//! while a link sends a packet's last bit size/rate after its first. `--rate` with
+//! `--serialize-hops N` adds that time, N times (one per store-and-forward link of the
+//! simulator's path), to each packet's hold, so tbf with a one-frame bucket and this hold
+//! deliver each packet when the simulator's links would.
 //!
 //! Prints `ready` on stdout once bound; on SIGTERM/SIGINT writes its statistics (JSON) to
 //! `--stats` and exits 0.
@@ -44,6 +49,14 @@ struct Args {
     /// occurrence of that kind, retransmissions counted. Repeatable.
     #[arg(long = "drop", value_name = "KIND:N")]
     drops: Vec<String>,
+    /// The path's rate (e.g. 10Mbit), for `--serialize-hops`.
+    #[arg(long)]
+    rate: Option<String>,
+    /// Add this many serialization times of each packet (IP length + 18 B Ethernet header
+    /// and FCS, the simulator's accounting, at `--rate`) to its hold: the links of the
+    /// simulator's path that tbf does not serialize (0: none).
+    #[arg(long, default_value_t = 0)]
+    serialize_hops: u32,
     /// Busy-wait this long before each release instead of sleeping (precision).
     #[arg(long, default_value = "300us")]
     spin: String,
@@ -66,8 +79,10 @@ pub enum OptionError {
     DropOccurrence(String),
     #[error("{option} {value}: a probability is between 0 and 1")]
     Probability { option: &'static str, value: f64 },
+    #[error("--serialize-hops needs --rate (above 0)")]
+    HopsWithoutRate,
     #[error(transparent)]
-    Duration(#[from] UnitError),
+    Unit(#[from] UnitError),
 }
 
 /// Adds `KIND:N` to the scripted drops.
@@ -106,8 +121,16 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
         reverse: LossConfig::Bernoulli(args.loss_reverse),
         seed: args.seed,
     };
+    let rate_bps = match &args.rate {
+        None => None,
+        Some(r) => Some(shortflow_scenario::units::rate_bps(r).map_err(|e| OptionError::from(e.for_subject("--rate")))?),
+    };
+    if args.serialize_hops > 0 && rate_bps.is_none_or(|r| r == 0) {
+        return Err(OptionError::HopsWithoutRate);
+    }
     Ok(emulator::Config {
         queue: args.queue,
+        serialize: rate_bps.filter(|_| args.serialize_hops > 0).map(|r| (r, args.serialize_hops)),
         delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
         spin_ns: delay("--spin", &args.spin)?,
         loss: LossModel::new(script, random),

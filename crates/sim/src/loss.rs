@@ -137,7 +137,7 @@ mod tests {
     use crate::scenario::GilbertConfig;
 
     fn seg(from_client: bool, flags: u8, len: u32) -> Segment {
-        Segment { conn: 0, from_client, seq: 0, ack: 0, flags, len, window: 0, mss: None, syn_opts: Default::default(), ts: false, tsval: 0, tsecr: 0, sack: Default::default(), dsack: false }
+        Segment { conn: 0, from_client, seq: 0, ack: 0, flags, len, window: 0, mss: None, syn_opts: Default::default(), ts: false, tsval: 0, tsecr: 0, sack: Default::default(), dsack: false, hs_sent: 0, hs_echo: 0 }
     }
 
     #[test]

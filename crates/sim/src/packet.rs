@@ -63,6 +63,13 @@ pub struct Segment {
     pub sack: SackBlocks,
     /// The first SACK block reports a duplicate (RFC 2883 D-SACK).
     pub dsack: bool,
+    /// Handshake bookkeeping that stands for the timestamps' values (RFC 7323): which
+    /// transmission of its SYN or SYN/ACK this is (1 = the first; 0 on other segments),
+    /// and which transmission of the peer's SYN or SYN/ACK the timestamp echo carries
+    /// (0: none). Linux tells a spurious handshake timeout and measures the handshake's RTT
+    /// after a retransmission from the echo (tcp_try_undo_spurious_syn, tcp_rtt_tsopt_us).
+    pub hs_sent: u8,
+    pub hs_echo: u8,
 }
 
 impl Segment {

@@ -19,7 +19,7 @@ use crate::report::{ConnReport, LinkReport, RequestReport, RunReport, Summary};
 use crate::scenario::{CapturePoint, Scenario, Side};
 use crate::synopt::SynOptimizer;
 use crate::tcp::{State, Tcb, TimerKind, TIMER_KINDS};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::topology::Topology;
 use crate::workload::{self, ConnSpec, Workload};
 
@@ -59,6 +59,8 @@ enum Event {
     Respond { conn: u32 },
     /// Super Fast Retransmit's timer on one side.
     Sfr { conn: u32, client: bool },
+    /// A segment that arrived at a host with a `processing_time` reaches its TCP.
+    Process { seg: Segment, client: bool },
 }
 
 struct Conn {
@@ -78,6 +80,8 @@ struct Conn {
     /// Super Fast Retransmit per side ([client, server]) where it runs.
     sfr: [Option<Sfr>; 2],
     sfr_scheduled: [Option<Instant>; 2],
+    /// Per side: when the last segment that arrived reaches TCP (`processing_time`).
+    processed_until: [Instant; 2],
 }
 
 impl Conn {
@@ -97,6 +101,7 @@ impl Conn {
             done: false,
             sfr: [None, None],
             sfr_scheduled: [None; 2],
+            processed_until: [Instant::ZERO; 2],
         }
     }
 }
@@ -262,6 +267,7 @@ impl World {
                 self.pump(conn, false, now);
             }
             Event::Sfr { conn, client } => self.sfr_fire(conn, client, now),
+            Event::Process { seg, client } => self.endpoint_process(seg, client, now),
         }
     }
 
@@ -348,15 +354,35 @@ impl World {
         if self.captured_at(client) {
             self.capture.records.push((now, seg));
         }
+        if client && seg.is_synack() {
+            if let Some(c) = self.conns.get_mut(&seg.conn).filter(|c| c.first_synack_at_client.is_none()) {
+                c.first_synack_at_client = Some(now);
+                c.last_syn_before_synack = c.client.as_ref().and_then(|t| t.last_handshake_sent);
+            }
+        }
+        // The host's processing time: a segment with data reaches TCP that much later, while
+        // the capture saw it arrive; segments reach TCP in the order they arrived.
+        let p = if client { self.client_cfg.processing_time } else { self.server_cfg.processing_time };
+        if p > Duration::ZERO {
+            if let Some(c) = self.conns.get_mut(&seg.conn) {
+                let side = usize::from(!client);
+                let at = (now + if seg.len > 0 { p } else { Duration::ZERO }).max(c.processed_until[side]);
+                c.processed_until[side] = at;
+                if at > now {
+                    self.q.schedule(at, Event::Process { seg, client });
+                    return;
+                }
+            }
+        }
+        self.endpoint_process(seg, client, now);
+    }
+
+    fn endpoint_process(&mut self, seg: Segment, client: bool, now: Instant) {
         let conn = seg.conn;
         let optimizer = self.sc.syn_optimizer;
         let Some(c) = self.conns.get_mut(&conn) else { return };
         if let Some(cfg) = optimizer.filter(|o| (o.side == Side::Client) == client) {
             c.optimizer.incoming(&cfg, &seg);
-        }
-        if client && seg.is_synack() && c.first_synack_at_client.is_none() {
-            c.first_synack_at_client = Some(now);
-            c.last_syn_before_synack = c.client.as_ref().and_then(|t| t.last_handshake_sent);
         }
         let side = usize::from(!client);
         let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };

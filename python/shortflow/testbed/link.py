@@ -16,6 +16,9 @@ from shortflow.testbed.system import TestbedError, in_ns
 from shortflow.testbed.topology import Topology, stop
 
 MTU_FRAME = 1514
+#: Store-and-forward links of the simulator's path per direction (the host's access link
+#: and the bottleneck, both at `bandwidth`: `path.access_bandwidth` is refused here).
+SIM_HOPS = 2
 
 
 def netem_args(s: RealScenario) -> list[str]:
@@ -27,6 +30,10 @@ def netem_args(s: RealScenario) -> list[str]:
     for kind, nths in (("syn", s.drop_syn), ("synack", s.drop_synack), ("ack", s.drop_ack), ("data", s.drop_data),
                        ("client_data", s.drop_client_data)):
         args += [a for n in nths for a in ("--drop", f"{kind}:{n}")]
+    if s.bandwidth_bps:
+        # tbf (below) spaces packets at the rate; each link of the simulator's path also
+        # takes a packet's own size/rate to send it, which tbf does not: the emulator adds it.
+        args += ["--rate", f"{int(s.bandwidth_bps)}bit", "--serialize-hops", str(SIM_HOPS)]
     return args
 
 
@@ -58,8 +65,10 @@ class Link:
 
     def _tbf_args(self) -> list[str]:
         rate = self.s.bandwidth_bps or 0
-        # Burst: at least two frames, else one millisecond of the rate (tbf needs > MTU).
-        burst = max(2 * MTU_FRAME, int(rate / 8 / 1000))
+        # Burst: one frame. A larger bucket lets the first frames of every flight through
+        # at once, which no link does (the simulator's links serialize every packet; the
+        # emulator adds each packet's own serialization time before tbf).
+        burst = MTU_FRAME
         # The simulator's default queue (scenario: `path.queue` absent) is 1000 packets:
         # the same here, so neither world drops what the other would carry.
         limit = (self.s.queue_packets or 1000) * MTU_FRAME

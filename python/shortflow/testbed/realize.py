@@ -32,6 +32,7 @@ MODEL_ONLY = {
     "jiffy": "the model's timer resolution; the kernel's timers always run on 4 ms jiffies (HZ 250)",
     "timer_slack": "whether the model adds the timer wheel's slack; the kernel always has it",
     "jiffies_origin_ns": "the model's jiffies phase, drawn from the seed",
+    "timer_lag": "how late the model's timer softirq runs; the kernel's runs as late as this machine's load makes it",
 }
 #: The testbed's links carry 1500-byte frames: 536 (RFC 879) to 1460 payload bytes.
 MSS_RANGE = (536, 1460)

@@ -144,6 +144,8 @@ def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv:
         "established": hs.get("established"),
         "response_flights": wire.flights(sv.data_times[1], gap) if sv else None,
         "response_bytes": probe.get("body_bytes"),
+        # nginx's header bytes before the body (the simulator is told them: compare).
+        "response_headers": probe.get("header_bytes"),
         "status": probe.get("status"),
         "error": probe.get("error"),
     }

@@ -128,6 +128,14 @@ class RealScenario:
         return int(self.resolved["workload"]["response"])
 
     @property
+    def response_headers(self) -> int | None:
+        """`workload.response_headers` when the scenario states a count; None when it is 0
+        (the model's default). nginx always sends headers, so a stated 0 cannot hold on the
+        real server either, and `testbed compare` then tells the simulator nginx's count."""
+        n = int(self.resolved["workload"].get("response_headers", 0))
+        return n or None
+
+    @property
     def connections(self) -> int:
         return int(self.resolved["workload"]["connections"])
 

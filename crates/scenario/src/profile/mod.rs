@@ -146,6 +146,15 @@ pub struct StackConfig {
     pub initial_window: InitialWindow,
     /// RFC 5681 section 3.1: after a lost SYN or SYN/ACK the initial window is one segment.
     pub iw_one_after_handshake_loss: bool,
+    /// Linux's handshake after a retransmission (net/ipv4): with timestamps the echoed SYN
+    /// or SYN/ACK gives an RTT sample even after a resend (tcp_ack_update_rtt →
+    /// tcp_rtt_tsopt_us), so no TCP_TIMEOUT_FALLBACK; the initial window drops to one
+    /// segment only after more than one handshake resend with a timeout that the echo does
+    /// not show spurious (tcp_init_transfer: `total_retrans > 1 && undo_marker`,
+    /// tcp_try_undo_spurious_syn; the server's undo_marker is set by a SYN/ACK timeout,
+    /// tcp_create_openreq_child); and a duplicate SYN's SYN/ACK pushes the SYN/ACK timer
+    /// back (tcp_check_req: mod_timer_pending(jiffies + tcp_reqsk_timeout(req))).
+    pub linux_handshake: bool,
     /// RFC 5681 section 4.1: after an idle period longer than the RTO, cwnd restarts from
     /// the initial window (Linux net.ipv4.tcp_slow_start_after_idle).
     pub slow_start_after_idle: bool,
@@ -188,6 +197,14 @@ pub struct StackConfig {
     /// level's granularity, 8^level jiffies, so a 1 s timer fires up to 32 ms late at
     /// HZ 250), with the jiffies counter's phase drawn from the seed.
     pub timer_slack: bool,
+    /// The time this host takes to answer a segment: each arriving segment reaches its TCP
+    /// this much later (document 003: "'Immediately' is still four to five milliseconds
+    /// processing time for an Irix Indy"). 0: at once.
+    pub processing_time: Duration,
+    /// How much later than their slot on the jiffies clock (and wheel) this host's timers
+    /// run: the timer softirq of a loaded machine runs late, so a timer and a packet that
+    /// arrive in the same jiffy can come in either order. 0: at the slot.
+    pub timer_lag: Duration,
     /// The jiffies clock's reading at simulated time 0, in nanoseconds (its phase within a
     /// tick and the wheel's buckets): drawn from the scenario's seed.
     pub jiffies_origin_ns: u64,
@@ -222,6 +239,7 @@ fn base(profile: &str) -> StackConfig {
         synack_on_duplicate_syn: true,
         initial_window: InitialWindow::Rfc3390,
         iw_one_after_handshake_loss: false,
+        linux_handshake: false,
         slow_start_after_idle: true,
         abc_limit: 1,
         congestion_control: "reno".to_string(),
@@ -236,6 +254,8 @@ fn base(profile: &str) -> StackConfig {
         linux_receiver: None,
         jiffy: None,
         timer_slack: false,
+        processing_time: Duration::ZERO,
+        timer_lag: Duration::ZERO,
         jiffies_origin_ns: 0,
         dupack_threshold: 3,
         ack: AckPolicy {
@@ -286,6 +306,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             // 1, 1, 1, 1, 1, 2 s. SYN/ACKs still double.
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
             c.initial_window = InitialWindow::Segments(10);
+            c.linux_handshake = true;
             c.abc_limit = 0;
             // The sender: CUBIC with HyStart (net.ipv4.tcp_congestion_control; this machine's
             // default is BBR, the testbed sets cubic on its routes), SACK, RACK-TLP and PRR
@@ -437,6 +458,8 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("linux_receiver", KnobKind::Sysctl, "net.ipv4.tcp_rmem"),
     k("jiffy", KnobKind::Fixed, "CONFIG_HZ=250"),
     k("timer_slack", KnobKind::Fixed, "kernel/time/timer.c (the timer wheel)"),
+    k("timer_lag", KnobKind::Fixed, "run_timer_softirq (how late the timer softirq runs under load)"),
+    k("processing_time", KnobKind::Fixed, "(the host's own speed: microseconds on a modern machine)"),
     k("jiffies_origin_ns", KnobKind::Fixed, "jiffies at the run's start"),
     k("dupack_threshold", KnobKind::Sysctl, "net.ipv4.tcp_reordering"),
     k("ack.delayed", KnobKind::Route, "quickack"),

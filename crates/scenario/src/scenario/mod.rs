@@ -193,6 +193,9 @@ pub struct WorkloadConfig {
     pub response: u64,
     /// How the server's application hands the response to TCP (sizes sum to `response`).
     pub response_writes: Vec<u64>,
+    /// Header bytes the server writes before the body, with the first write (the testbed's
+    /// nginx sends ~245 B with `tcp_nopush`, in the same segments as the body's start).
+    pub response_headers: u64,
     pub think_time: Duration,
     pub requests: u32,
     /// Idle gap between a complete response and the next request on the same connection.
@@ -609,6 +612,15 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
     set!(c.tlp, h.tlp);
     set!(c.hystart, h.hystart);
     set!(c.timer_slack, h.timer_slack);
+    if let Some(p) = h.processing_time {
+        c.processing_time = p.0;
+    }
+    if let Some(l) = h.timer_lag {
+        if c.jiffy.is_none() {
+            return Err(err(src, &key("timer_lag"), format!("the {:?} profile has no jiffies timers to run late", c.profile)));
+        }
+        c.timer_lag = l.0;
+    }
     if let Some(r) = &h.recovery {
         if !profile::RECOVERY_NAMES.contains(&r.as_str()) {
             let known = profile::RECOVERY_NAMES.join(", ");
@@ -814,6 +826,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
     only(w.http_1_1.is_some() && kind_name != "packmime", "http_1_1", "\"packmime\"")?;
     only((w.flows.is_some() || w.size.is_some() || w.spacing.is_some()) && kind_name != "bulk", "flows", "\"bulk\"")?;
     only((w.request_dist.is_some() || w.response_dist.is_some()) && kind_name != "poisson", "response_dist", "\"poisson\"")?;
+    only(w.response_headers.is_some() && kind_name != "http", "response_headers", "\"http\"")?;
     let open_loop = matches!(kind_name, "poisson" | "packmime");
     only((w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop, "load", "\"poisson\" or \"packmime\"")?;
     let kind = match kind_name {
@@ -848,6 +861,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
             writes
         }
     };
+    let response_headers = w.response_headers.map_or(0, |s| s.0);
     let close = match w.close.as_deref().unwrap_or("server") {
         "server" => Closer::Server,
         "client" => Closer::Client,
@@ -868,6 +882,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
         request,
         response,
         response_writes,
+        response_headers,
         think_time: w.think_time.map_or(Duration::ZERO, |d| d.0),
         requests,
         idle: w.idle.map_or(Duration::ZERO, |d| d.0),

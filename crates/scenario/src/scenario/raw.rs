@@ -299,6 +299,10 @@ pub struct RawHost {
     pub hystart: Option<bool>,
     /// Model Linux's timer-wheel slack (profiles with jiffies).
     pub timer_slack: Option<bool>,
+    /// The time the host takes to answer a segment (document 003's IRIX Indy: 4-5 ms).
+    pub processing_time: Option<Dur>,
+    /// How late this host's jiffies timers run after their slot (a loaded timer softirq).
+    pub timer_lag: Option<Dur>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -397,6 +401,8 @@ pub struct RawWorkload {
     pub response: Option<Size>,
     /// How the server's application hands the response to TCP (sizes summing to response).
     pub response_writes: Option<Vec<Size>>,
+    /// HTTP response headers sent before the body, in the first write (nginx: ~245 B).
+    pub response_headers: Option<Size>,
     /// Pause between a response and the next request (closed loop).
     pub think_time: Option<Dur>,
     /// Requests per connection.

@@ -46,6 +46,9 @@ use scoreboard::Scoreboard;
 use timer::Jiffies;
 use rtte::RttEstimator;
 
+/// Handshake transmissions whose send times are kept (later ones give no RTT sample).
+const HS_SENT_KEPT: usize = 8;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
     SynSent,
@@ -134,6 +137,12 @@ pub struct Tcb {
     handshake_retries: u32,
     /// The server resent its SYN/ACK for a duplicate SYN (the handshake was not clean).
     handshake_resent_by_syn: bool,
+    /// Which transmission of the peer's SYN (SYN/ACK) we answered: what our timestamp
+    /// echo carries during the handshake (`Segment::hs_echo`).
+    peer_hs: u8,
+    /// When our first handshake transmissions left (the echo of one of them gives Linux an
+    /// RTT sample after a resend).
+    hs_sent_at: [Option<Instant>; HS_SENT_KEPT],
     // Receive side, offsets from `irs`.
     rcv_nxt: u64,
     ooo: Vec<(u64, u64)>,
@@ -221,6 +230,8 @@ impl Tcb {
             last_data_sent: None,
             handshake_retries: 0,
             handshake_resent_by_syn: false,
+            peer_hs: 0,
+            hs_sent_at: [None; HS_SENT_KEPT],
             rcv_nxt: 0,
             ooo: Vec::new(),
             peer_fin: None,
@@ -410,7 +421,7 @@ impl Tcb {
     /// When a timer armed now for `timeout` fires (exactly, or on Linux's jiffies and wheel).
     pub(super) fn deadline(&self, now: Instant, timeout: crate::time::Duration) -> Instant {
         match self.clock() {
-            Some(c) => c.deadline(now, timeout),
+            Some(c) => c.deadline(now, timeout) + self.cfg.timer_lag,
             None => now + timeout,
         }
     }

@@ -27,9 +27,12 @@ impl Tcb {
                 }
                 self.ooo.push((start, end));
                 self.ooo.sort_unstable();
-                if self.sack_on {
-                    self.add_sack_block(start, end);
-                }
+            }
+            if self.sack_on {
+                // The block covers the FIN's sequence number too (Linux SACKs the skb's
+                // end_seq, tcp_sack_new_ofo_skb): without it the sender's scoreboard
+                // never sees a last segment with FIN delivered.
+                self.add_sack_block(start, end + u64::from(fin));
             }
             self.send_ack(now);
             return;
@@ -56,14 +59,14 @@ impl Tcb {
                 self.dsack_pending = Some((start, end)); // RFC 2883 4.1.1 (tcp_dsack_set)
             }
         }
-        if self.sack_on && self.rcv_nxt > before {
-            let nxt = self.rcv_nxt;
-            self.rcv_sacks.retain(|&(_, r)| r > nxt); // tcp_sack_remove
-        }
         if !self.fin_received && self.peer_fin == Some(self.rcv_nxt) {
             self.rcv_nxt += 1;
             self.fin_received = true;
             ack_at_once = true; // a FIN is acknowledged at once (BSD tcp_input: ACKNOW)
+        }
+        if self.sack_on && self.rcv_nxt > before {
+            let nxt = self.rcv_nxt;
+            self.rcv_sacks.retain(|&(_, r)| r > nxt); // tcp_sack_remove
         }
         if self.lrcv.is_some() {
             self.linux_ack_check(seg.len, self.rcv_nxt > before, ack_at_once, now);

@@ -347,12 +347,14 @@ impl Tcb {
         let (armed_before, mut train) = (self.timers[TimerKind::Retransmit as usize].is_some(), 0);
         // F-RTO step 2b (tcp_xmit_recovery with REXMIT_NEW): new data before the lost.
         let new_first = self.frto.take_send_new();
+        let mut resent_head = false;
         loop {
             if self.sb.in_flight_pkts() >= cwnd_pkts {
                 self.is_cwnd_limited = true;
                 break;
             }
             if let Some(lost) = self.sb.first_lost().filter(|_| !new_first) {
+                resent_head |= self.sb.get(0).is_some_and(|h| h.start == lost.start);
                 self.retransmit_sack(lost.start, lost.end, now);
                 continue;
             }
@@ -377,7 +379,11 @@ impl Tcb {
             self.max_packets_out = out;
             self.max_packets_seq = self.snd_nxt;
         }
-        if sent_new && self.timers[TimerKind::Retransmit as usize].is_some() && self.xmit_timer != XmitTimer::Reorder {
+        if resent_head && self.xmit_timer != XmitTimer::Reorder {
+            // tcp_xmit_retransmit_queue: resending the head re-arms the RTO, which also
+            // takes the slot from a pending loss probe (tcp_rearm_rto).
+            self.rearm_rto(now);
+        } else if sent_new && self.timers[TimerKind::Retransmit as usize].is_some() && self.xmit_timer != XmitTimer::Reorder {
             self.schedule_loss_probe(now, false);
         }
         while self.write_ends.front().is_some_and(|&e| e <= self.snd_una) {

@@ -32,6 +32,8 @@ impl Tcb {
             tsecr: if has_ack { self.ts_recent.unwrap_or(0) } else { 0 },
             sack: SackBlocks::default(),
             dsack: false,
+            hs_sent: if syn { self.stats.handshake_segments.saturating_add(1).min(255) as u8 } else { 0 },
+            hs_echo: if self.ts_on || syn { self.peer_hs } else { 0 },
         };
         if has_ack && !syn && self.sack_on {
             self.fill_sack_blocks(&mut seg);
