@@ -270,6 +270,12 @@ class _Realizer:
             "rto.after_syn_loss": self.data_loss(side) and (self.handshake_drops() > 0 or self.random_loss()),
             "synack_backoff": side == "server" and (len(self.r["drop"]["synack"]) > 1 or self.random_loss()),
             "synack_on_duplicate_syn": side == "server" and (self.handshake_drops() > 0 or self.random_loss()),
+            # Linux's handshake rules act after a resend: an RTT from the timestamp echo (seen
+            # only when data is lost later), IW 1 after more than one resend, and a duplicate
+            # SYN that pushes the server's SYN/ACK timer back.
+            "linux_handshake": self.random_loss() or (self.handshake_drops() > 0 and (
+                self.data_loss(side) or self.handshake_drops() > 1
+                or (side == "server" and len(self.r["drop"]["synack"]) > 0))),
             "abc_limit": self.segments_sent(side) > self.initial_window_segments(self.r[side]),
             "coalesce_writes": len(self.r["workload"]["response_writes"]) > 1,
             "ack.ack_every": self.segments_sent(_peer(side)) > 1,

@@ -444,6 +444,7 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("synack_on_duplicate_syn", KnobKind::Fixed, "tcp_check_req (a duplicate SYN gets the SYN/ACK again)"),
     k("initial_window", KnobKind::Route, "initcwnd"),
     k("iw_one_after_handshake_loss", KnobKind::Fixed, "tcp_init_transfer (cwnd 1 only after more than one SYN or SYN/ACK retransmission)"),
+    k("linux_handshake", KnobKind::Fixed, "tcp_rtt_tsopt_us, tcp_init_transfer, tcp_check_req (Linux's rules after a handshake resend)"),
     k("slow_start_after_idle", KnobKind::Sysctl, "net.ipv4.tcp_slow_start_after_idle"),
     k("abc_limit", KnobKind::Fixed, "tcp_slow_start (cwnd grows by every segment acknowledged)"),
     k("congestion_control", KnobKind::Route, "congctl"),
