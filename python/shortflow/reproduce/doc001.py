@@ -121,9 +121,9 @@ def _why(reno: Outcome, sfr: Outcome | None = None) -> str:
                  f"those connections from {mean_ci(reno.rto_subset)[0]:.3f} s to {mean_ci(sfr.rto_subset)[0]:.3f} s "
                  "on average (SYN losses and multiple losses it cannot help), while the others went from "
                  f"{mean_ci(reno.other_subset)[0]:.4f} s to {mean_ci(sfr.other_subset)[0]:.4f} s; "
-                 f"{mean_ci([float(s - r) for s, r in zip(sfr.spurious, reno.spurious)])[0]:.0f} more spurious "
-                 "resends a run than Reno's (SFR fires spuriously when queueing delay passes factor × handshake "
-                 "RTT − RTT: real in the paper's set-up too at high load, where its gain was smallest)")
+                 f"spurious resends a run {mean_ci([float(s - r) for s, r in zip(sfr.spurious, reno.spurious)])[0]:+.0f} "
+                 "against Reno's (SFR fires spuriously once queueing delay passes (factor − 1) × handshake RTT: "
+                 "real in the paper's set-up too at high load, where its gain was smallest)")
     return text + " (ns-2's own loss and RTO share are not in the paper). " + SETUP
 
 

@@ -78,6 +78,23 @@ pub struct LossAck {
     pub can_send_new: bool,
 }
 
+/// The sender's state when its retransmission timer fired, before the window is reduced.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeout {
+    /// The window now.
+    pub w: Window,
+    /// Data outstanding.
+    pub flight: u64,
+    /// This timeout takes a new ssthresh (the first of an episode).
+    pub reduces: bool,
+    /// Fast recovery was under way.
+    pub in_recovery: bool,
+    /// An earlier timeout of the same data fired (icsk_retransmits > 0).
+    pub recurring: bool,
+    pub snd_max: u64,
+    pub now: Instant,
+}
+
 /// What the sender does after `Frto::on_ack`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -128,11 +145,9 @@ impl Frto {
     }
 
     /// The retransmission timer fired (tcp_enter_loss), before the window is reduced.
-    /// `w`: the window now; `flight`: data outstanding; `reduces`: this timeout takes a new
-    /// ssthresh (the first of an episode); `in_recovery`: fast recovery was under way;
-    /// `recurring`: an earlier timeout of the same data fired (icsk_retransmits > 0).
-    pub fn on_timeout(&mut self, w: &Window, flight: u64, reduces: bool, in_recovery: bool, recurring: bool, snd_max: u64, now: Instant) {
-        if reduces {
+    pub fn on_timeout(&mut self, t: &Timeout) {
+        let (w, flight, in_recovery) = (&t.w, t.flight, t.in_recovery);
+        if t.reduces {
             let ssthresh = match self.kind {
                 // RFC 4015 (0): pipe_prev <- max(FlightSize, ssthresh).
                 Kind::Frto | Kind::Off => flight.max(w.ssthresh),
@@ -144,10 +159,10 @@ impl Frto {
         }
         // tcp_enter_loss (RFC 5682 3.1 step 1): "if no previous loss recovery is underway
         // except recurring timeout(s) on the same SND.UNA" (section 2.2 for the latter).
-        let armed = self.kind != Kind::Off && (!in_recovery || recurring);
+        let armed = self.kind != Kind::Off && (!in_recovery || t.recurring);
         self.step = if armed { Step::AfterRto } else { Step::Idle };
-        self.recover = snd_max;
-        self.rto_at = now;
+        self.recover = t.snd_max;
+        self.rto_at = t.now;
         self.send_new = false;
     }
 
@@ -212,11 +227,16 @@ impl Frto {
 impl Tcb {
     /// The retransmission timer fired in ESTABLISHED, before either sender reduces the window.
     pub(super) fn frto_on_timeout(&mut self, reduces: bool, now: Instant) {
-        let in_recovery = self.recover.is_some();
-        let recurring = self.rtte.backoff > 0;
-        let flight = self.snd_max.min(self.data_end).saturating_sub(self.snd_una);
-        let w = self.w;
-        self.frto.on_timeout(&w, flight, reduces, in_recovery, recurring, self.snd_max, now);
+        let t = Timeout {
+            w: self.w,
+            flight: self.snd_max.min(self.data_end).saturating_sub(self.snd_una),
+            reduces,
+            in_recovery: self.recover.is_some(),
+            recurring: self.rtte.backoff > 0,
+            snd_max: self.snd_max,
+            now,
+        };
+        self.frto.on_timeout(&t);
     }
 
     /// New data may go beyond SND.MAX: there is some, and the peer's window has room.

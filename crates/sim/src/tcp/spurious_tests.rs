@@ -48,7 +48,7 @@ impl Wire {
         let mut at = self.now + ONE_WAY;
         if let Some((from, to, extra)) = self.spike {
             if self.now >= from && self.now < to {
-                at = at + extra;
+                at += extra;
             }
         }
         for seg in std::mem::take(&mut self.client.out) {
