@@ -20,7 +20,7 @@ from typing import Any
 
 from shortflow import synopt
 from shortflow.testbed.clean import synopt_rules
-from shortflow.testbed.system import TestbedError, in_ns
+from shortflow.testbed.system import TestbedError
 from shortflow.testbed.topology import Topology, stop
 
 
