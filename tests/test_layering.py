@@ -21,8 +21,9 @@ ALLOWED = {
     "shortflow-scenario": set(),
     "shortflow-trace": {"shortflow-wire", "shortflow-scenario"},
     "shortflow-sim": {"shortflow-wire", "shortflow-scenario", "shortflow-trace"},
-    "shortflow-netem": {"shortflow-wire", "shortflow-scenario", "shortflow-sim", "shortflow-trace"},
-    "shortflow-synopt": {"shortflow-wire", "shortflow-scenario", "shortflow-trace"},
+    # The daemons read packets through the wire layer, never through the analyzer.
+    "shortflow-netem": {"shortflow-wire", "shortflow-scenario", "shortflow-sim"},
+    "shortflow-synopt": {"shortflow-wire", "shortflow-scenario"},
     "shortflow-py": {"shortflow-wire", "shortflow-scenario", "shortflow-trace", "shortflow-sim", "shortflow-netem",
                      "shortflow-synopt"},
 }

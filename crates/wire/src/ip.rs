@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn ipv6_checks_payload_length() {
-        let mut p = vec![0u8; 44];
+        let mut p = [0u8; 44];
         p[0] = 0x60;
         p[5] = 4;
         p[6] = 6;

@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn view_reads_fields_and_refuses_bad_offsets() {
-        let mut t = vec![0u8; 24];
+        let mut t = [0u8; 24];
         t[0..2].copy_from_slice(&40000u16.to_be_bytes());
         t[4..8].copy_from_slice(&7u32.to_be_bytes());
         t[12] = 6 << 4;
