@@ -4,7 +4,7 @@
 //! `shortflow scenario keys` prints and `docs/scenario.md` shows.
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::scenario::ranges::{self, Range, Unit};
 use crate::scenario::raw::RawScenario;
@@ -69,32 +69,43 @@ pub struct KeyDoc {
 /// The JSON Schema (draft 2020-12) of a scenario file, with defaults and ranges.
 pub fn json_schema() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(RawScenario)).expect("a schema is JSON");
-    let defs = schema.get("$defs").cloned().unwrap_or_default();
     let obj = schema.as_object_mut().expect("an object schema");
     obj.insert("$id".into(), json!("https://shortflow.invalid/scenario.schema.json"));
     obj.insert("title".into(), json!("shortflow scenario file"));
     obj.insert("description".into(), json!("One TOML file drives the simulator and the testbed (docs/scenario.md)."));
-    annotate(&mut schema, "", &defs);
-    if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
-        let host = defs.get_mut("RawHost").expect("RawHost is a definition");
-        annotate(host, "{side}", &Value::Null);
+    // Each table's definition is annotated once, for the first key it appears under: the
+    // tables used twice (path.queue and dumbbell.queue, the two hosts as `{side}`, ...)
+    // have the same ranges wherever they appear.
+    let mut todo = annotate(&mut schema, "");
+    let mut done = std::collections::HashSet::new();
+    while let Some((name, key)) = todo.pop() {
+        if !done.insert(name.clone()) {
+            continue;
+        }
+        let prefix = if name == "RawHost" { "{side}".to_string() } else { key };
+        if let Some(def) = schema.get_mut("$defs").and_then(|d| d.get_mut(&name)) {
+            todo.extend(annotate(def, &prefix));
+        }
     }
     schema
 }
 
-/// The definition a `$ref` (or an `Option`'s `anyOf [$ref, null]`) points to.
-fn target<'a>(node: &'a Value, defs: &'a Value) -> Option<(&'a str, &'a Value)> {
+/// The definition name a `$ref` (or an `Option`'s `anyOf [$ref, null]`) points to.
+fn ref_name(node: &Value) -> Option<String> {
     let r = node.get("$ref").or_else(|| node.get("anyOf")?.as_array()?.iter().find_map(|v| v.get("$ref")))?;
-    let name = r.as_str()?.strip_prefix("#/$defs/")?;
-    Some((name, defs.get(name)?))
+    Some(r.as_str()?.strip_prefix("#/$defs/")?.to_string())
 }
 
-/// Adds default and range to each property of `node` (keys under `prefix`), recursing into
-/// the tables defined in place (not into `RawHost`, annotated once for both sides).
-fn annotate(node: &mut Value, prefix: &str, defs: &Value) {
-    let Some(Value::Object(props)) = node.get_mut("properties") else { return };
+/// Adds default and range to each property of `node` (keys under `prefix`); returns the
+/// definitions its properties refer to, with their keys.
+fn annotate(node: &mut Value, prefix: &str) -> Vec<(String, String)> {
+    let mut refs = Vec::new();
+    let Some(Value::Object(props)) = node.get_mut("properties") else { return refs };
     for (name, prop) in props.iter_mut() {
         let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        if let Some(def) = ref_name(prop) {
+            refs.push((def, key.clone()));
+        }
         let p = prop.as_object_mut().expect("a property schema");
         // serde(default) tables get their Default as a JSON default: noise, not a value.
         if p.get("default").is_some_and(|d| d.is_object()) {
@@ -111,19 +122,8 @@ fn annotate(node: &mut Value, prefix: &str, defs: &Value) {
                 p.insert("maximum".into(), json!(range.max));
             }
         }
-        if !defs.is_null() {
-            if let Some((name, _)) = target(prop, defs) {
-                if name != "RawHost" {
-                    if let Some(mut def) = defs.get(name).cloned() {
-                        annotate(&mut def, &key, defs);
-                        if let Some(props) = def.get("properties").cloned() {
-                            prop.as_object_mut().unwrap().insert("x-keys".into(), props);
-                        }
-                    }
-                }
-            }
-        }
     }
+    refs
 }
 
 /// The range of `key` (host keys as `{side}.key`).
@@ -136,12 +136,11 @@ fn range_of(key: &str) -> Option<(&'static Range, bool)> {
     ranges::RANGES.iter().find(|r| r.key == k).map(|r| (r, false))
 }
 
-/// Every key of the scenario file, in the order of the document's structs.
+/// Every key of the scenario file (tables in alphabetical order, host keys once as `{side}.`).
 pub fn keys() -> Vec<KeyDoc> {
     let schema = json_schema();
-    let defs = schema["$defs"].clone();
     let mut out = Vec::new();
-    walk(&schema, "", &defs, &mut out);
+    walk(&schema, "", &schema["$defs"], &mut out);
     out
 }
 
@@ -149,25 +148,19 @@ fn walk(node: &Value, prefix: &str, defs: &Value, out: &mut Vec<KeyDoc>) {
     let Some(Value::Object(props)) = node.get("properties") else { return };
     for (name, prop) in props {
         let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
-        if let Some((def_name, def)) = target(prop, defs) {
-            if def_name == "RawHost" {
+        let def = ref_name(prop).and_then(|n| Some((n.clone(), defs.get(&n)?)));
+        match def {
+            Some((n, def)) if n == "RawHost" => {
                 if name == "client" {
                     walk(def, "{side}", defs, out);
                 }
-                continue;
             }
-            if def.get("properties").is_some() {
-                // A table: its keys, annotated for this path.
-                let annotated = Value::Object(Map::from_iter([("properties".to_string(), prop.get("x-keys").cloned().unwrap_or_default())]));
-                let here = if annotated["properties"].is_object() { &annotated } else { def };
+            Some((_, def)) => {
                 out.push(doc(&key, prop, Some(def)));
-                walk(here, &key, defs, out);
-                continue;
+                walk(def, &key, defs, out);
             }
-            out.push(doc(&key, prop, Some(def)));
-            continue;
+            None => out.push(doc(&key, prop, None)),
         }
-        out.push(doc(&key, prop, None));
     }
 }
 

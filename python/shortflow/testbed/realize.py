@@ -140,13 +140,18 @@ class _Realizer:
         """Can a data segment `side` sends (or the ACK clocking it) be lost?"""
         d = self.r["drop"]
         own = d["client_data"] if side == "client" else d["data"] + d["ack"]
-        return self.random_loss() or bool(own)
+        # The router's drop-tail queue can overflow only when a flight can outgrow it.
+        overflow = self.segments_sent(side) > self.r["path"]["queue"].get("drop_tail_packets", 0)
+        return self.random_loss() or bool(own) or overflow
 
     def segments_sent(self, side: str) -> int:
+        """Segments of one request (client) or response (server), at the smaller MSS of the
+        two ends less the timestamp option (RFC 7323: 12 bytes) when both use it."""
         w = self.r["workload"]
-        host = self.r[side]
+        c, sv = self.r["client"], self.r["server"]
+        mss = min(int(c["mss"]), int(sv["mss"])) - (12 if c["timestamps"] and sv["timestamps"] else 0)
         payload = w["request"] if side == "client" else w["response"]
-        return -(-int(payload) // int(host["mss"]))
+        return -(-int(payload) // mss)
 
     def initial_window_segments(self, host: dict[str, Any]) -> int:
         iw = host["initial_window"]
