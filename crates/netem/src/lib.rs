@@ -107,7 +107,7 @@ fn config(args: &Args) -> Result<emulator::Config, String> {
         None => None,
         Some(r) => Some(shortflow_scenario::units::rate_bps(r).map_err(|e| e.for_subject("--rate").to_string())?),
     };
-    if args.serialize_hops > 0 && rate_bps.is_none_or(|r| r == 0) {
+    if args.serialize_hops > 0 && !rate_bps.is_some_and(|r| r > 0) {
         return Err("--serialize-hops needs --rate (above 0)".into());
     }
     Ok(emulator::Config {
