@@ -73,7 +73,10 @@ def test_cli_compare_writes_both_worlds(tmp_path):
                                  "--json", str(out)])
     assert r.exit_code == 0, r.output
     data = json.loads(out.read_text())
-    assert data["overrides"] == ["drop.syn=[]"] and data["agree"] is True
+    # The kernel runs first; nginx's header bytes reach the simulator as a visible override.
+    assert data["overrides"][0] == "drop.syn=[]" and data["agree"] is True
+    assert len(data["overrides"]) == 2 and data["overrides"][1].startswith("workload.response_headers=")
+    assert data["overrides"][1] == f"workload.response_headers={data['real'][0]['response_headers']}B"
     assert data["simulator"][0]["syn_transmissions"] == data["real"][0]["syn_transmissions"] == 1
 
 
