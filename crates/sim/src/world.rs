@@ -440,10 +440,21 @@ impl World {
         let side = usize::from(!client);
         let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
         let Some(tcb) = tcb else { return };
-        if tcb.timers[kind as usize] != Some(now) || c.scheduled[side][kind as usize] != Some(now) {
-            return; // cancelled or moved
+        if c.scheduled[side][kind as usize] != Some(now) {
+            return; // superseded by an earlier event for this timer
         }
         c.scheduled[side][kind as usize] = None;
+        match tcb.timers[kind as usize] {
+            Some(at) if at == now => {}
+            // Moved later since this event was queued: wait again (one event per timer
+            // instead of one per re-arm: Linux re-arms the RTO on every ACK).
+            Some(at) if at > now => {
+                c.scheduled[side][kind as usize] = Some(at);
+                self.q.schedule(at, Event::Timer { conn, client, kind });
+                return;
+            }
+            _ => return, // cancelled
+        }
         if kind == TimerKind::Retransmit && tcb.state == State::Established && tcb.outstanding() > 0 {
             // Document 004's cost function for the timer that just expired.
             if let Some(cost) = tcb.rto_cost() {
@@ -502,10 +513,12 @@ impl World {
         }
         for k in TIMER_KINDS {
             let want = tcb.timers[k as usize];
-            if let Some(at) = want.filter(|&t| Some(t) != c.scheduled[side][k as usize]) {
+            // A queued event at or before the deadline stays: when it fires it waits again
+            // for a deadline that moved later (`timer`). Only an earlier deadline is queued.
+            if let Some(at) = want.filter(|&t| c.scheduled[side][k as usize].is_none_or(|s| t < s)) {
                 self.q.schedule(at, Event::Timer { conn, client, kind: k });
+                c.scheduled[side][k as usize] = Some(at);
             }
-            c.scheduled[side][k as usize] = want;
         }
         let out = std::mem::take(&mut tcb.out);
         if let Some(sfr) = c.sfr[side].as_mut() {

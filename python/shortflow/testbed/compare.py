@@ -102,7 +102,8 @@ def compare(scenario: str | Path | Scenario, overrides: Iterable[str] = (), pcap
     elif real_scenario.response_headers is not None and headers and headers != {real_scenario.response_headers}:
         notes.append(f"the scenario states workload.response_headers = {real_scenario.response_headers} B, "
                      f"nginx sent {sorted(headers)} B")
-    sim_rows, verdicts, phase = _judge(sc, real["connections"])
+    sim_rows, verdicts = _judge(sc, real["connections"])
+    phase: int | None = None
     if not all(v is not False for row in verdicts for v in row.values()) and _linux_both(real_scenario):
         # The kernel's outcome may hinge on where the jiffies counter stood when the timers
         # were armed (a SYN/ACK timer against the client's resent SYN, both 1 s on the
@@ -115,7 +116,7 @@ def compare(scenario: str | Path | Scenario, overrides: Iterable[str] = (), pcap
         for k in range(1, PHASES + 1):
             for lag in LAGS:
                 trial = sc.with_overrides(*_phase(sc, real_scenario.seed, k), *lag)
-                rows, v, _ = _judge(trial, real["connections"])
+                rows, v = _judge(trial, real["connections"])
                 if all(x is not False for row in v for x in row.values()):
                     sc, sim_rows, verdicts, phase = trial, rows, v, k
                     break
@@ -143,11 +144,12 @@ def _phase(sc: Scenario, loss_seed: int, k: int) -> tuple[str, ...]:
     return (*keep, f"seed={1000 + k}", "client.timer_slack=true", "server.timer_slack=true")
 
 
-def _judge(sc: Scenario, real: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, bool | None]], int | None]:
+def _judge(sc: Scenario, real: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, bool | None]]]:
+    """The simulator's rows for `sc` and each figure's verdict against the kernel's."""
     sim = simulate(sc)
     verdicts = []
     for i, s in enumerate(sim.connections):
         r = real[i] if i < len(real) else {}
         slack = float(s.get("timer_slack_s") or 0.0)
         verdicts.append({k: agrees(k, s.get(k), r.get(k), slack) for k in KEYS})
-    return sim.connections, verdicts, None
+    return sim.connections, verdicts

@@ -105,8 +105,13 @@ impl Tcb {
             let slot = &mut self.timers[TimerKind::DelayedAck as usize];
             *slot = Some(slot.map_or(at, |t| t.min(at)));
         }
+        // tcp_rcv_space_adjust runs once per receiver RTT (tp->rcv_rtt_est, measured from the
+        // data's timestamp echoes, tcp_rcv_rtt_measure_ts), not per SRTT: after a resent SYN
+        // the SRTT starts from the echo of the first SYN (a second or more), while the
+        // receiver's estimate is the path's. The smallest RTT seen stands for it.
+        let rcv_rtt = self.min_rtt.or(srtt);
         if let Some(r) = self.lrcv.as_deref_mut() {
-            r.on_read(rcv_nxt, now, srtt);
+            r.on_read(rcv_nxt, now, rcv_rtt);
         }
     }
 
