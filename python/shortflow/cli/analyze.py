@@ -68,6 +68,9 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
         f"{doc['spurious_retransmissions']:,} spurious · delayed-ACK stalls {doc['delayed_ack_stalls']:,} · "
         f"zero-window stalls {doc['zero_window_stalls']:,} · capture duplicates {doc['capture_duplicates']:,} · "
         f"SYN retries after RST {doc['syn_retries_after_rst']:,}")
+    say(f"tries refused: {doc['refused_rst']:,} by RST, {doc['refused_icmp']:,} by ICMP · "
+        f"late packets after the close linger {doc['late_packets']:,} · "
+        f"connections seen in one direction only {doc['one_directional']:,}")
     total = doc["duration_s"]
     shares = sorted(((v, k) for k, v in doc["time_lost_share"].items() if v), reverse=True)
     if total > 0 and shares:

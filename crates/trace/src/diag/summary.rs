@@ -296,14 +296,14 @@ impl Summary {
         }
         let (tc, ts) = (self.vantage_ttl_client, self.vantage_ttl_server);
         let one_way = if self.one_directional > 0 {
-            format!(" ({} of {} connections seen in one direction only)", self.one_directional, self.connections)
+            format!("; {} of {} connections seen in one direction only", self.one_directional, self.connections)
         } else {
             String::new()
         };
         let by_ttl = majority(tc, ts);
         if by_ttl != Vantage::Unknown {
             let text = format!(
-                "hop counts, no timed handshake to decide{one_way}: the client's packets left with an initial TTL (32, 64, 128, 255) and the server's did not or were not seen in {tc} connections, the reverse in {ts}"
+                "hop counts, no timed handshake to decide{one_way}: the client's packets left with an initial TTL (32, 64, 128, 255) while the server's did not or were not seen in {tc} connections, the reverse in {ts}"
             );
             return (by_ttl, text);
         }
@@ -313,7 +313,7 @@ impl Summary {
             format!("undecided: {c} timed handshakes put the capture near the client, as many near the server, and hop counts do not decide")
         } else {
             format!(
-                "undecided: no handshake timed in both halves{one_way}, and no side's packets carry an initial TTL while the other's do not (a capture on the path, past routers both ways, or on one LAN)"
+                "undecided: no handshake timed in both halves{one_way}; and no side's packets carry an initial TTL while the other's do not (a capture on the path, past routers both ways, or on one LAN)"
             )
         };
         (Vantage::Unknown, why)
