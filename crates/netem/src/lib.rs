@@ -153,7 +153,7 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
         None => None,
         Some(r) => Some(shortflow_scenario::units::rate_bps(r).map_err(|e| OptionError::from(e.for_subject("--rate")))?),
     };
-    if args.serialize_hops > 0 && rate_bps.is_none_or(|r| r == 0) {
+    if args.serialize_hops > 0 && !rate_bps.is_some_and(|r| r > 0) {
         return Err(OptionError::HopsWithoutRate);
     }
     Ok(emulator::Config {
