@@ -4,6 +4,7 @@ the key and the file named (no root needed)."""
 from __future__ import annotations
 
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 from shortflow.cli import app
 from shortflow.exceptions import ScenarioError
 from shortflow.testbed import load
-from shortflow.testbed.link import netem_args
+from shortflow.testbed.link import Link
 
 
 def write(tmp_path, body: str):
@@ -50,13 +51,36 @@ def test_full_scenario_is_read(tmp_path):
         point = "client"
     """))
     assert (s.rtt_s, s.bandwidth_bps, s.queue_packets) == (0.02, 10e6, 50)
-    assert (s.drop_syn, s.drop_data, s.loss_forward, s.seed) == ([1], [1, 3], 0.01, 7)
+    assert s.seed == 7
     assert (s.request_bytes, s.response_bytes, s.connections, s.interval_s) == (300, 35_000, 3, 2.0)
     assert s.plan.server.route == ["rto_min", "50ms", "initcwnd", "4", "congctl", "cubic", "quickack", "1"]
     assert s.plan.client.route == ["congctl", "cubic"]
-    args = netem_args(s)
-    assert args[:4] == ["--delay-forward", "10000us", "--delay-reverse", "10000us"]
-    assert "syn:1" in args and "data:3" in args and "data:1" in args
+
+
+def test_the_emulator_gets_the_scenario_the_testbed_resolved(tmp_path):
+    # Not translated: the same text and overrides, the text kept in the run's directory.
+    # (Its delays, drops and losses from it: crates/netem/src/scenario.rs; on the kernel:
+    # test_testbed_real.py.)
+    text = '[path]\nrtt = "20ms"\n[random_loss]\ngilbert_forward = { p_good_to_bad = 0.1, p_bad_to_good = 0.5 }\n'
+    s = load(write(tmp_path, text), ["path.rtt=30ms", "drop.syn=[2]"])
+    run = tmp_path / "run"
+    run.mkdir()
+    args = Link(SimpleNamespace(workdir=run), s)._scenario_args()  # type: ignore[arg-type]
+    assert args == ["--scenario", str(run / "scenario.toml"), "--set", "path.rtt=30ms", "--set", "drop.syn=[2]"]
+    assert (run / "scenario.toml").read_text() == text
+
+
+def test_gilbert_elliott_loss_is_realised_not_refused(tmp_path):
+    s = load(write(tmp_path, """
+        [path]
+        rtt = "20ms"
+        [random_loss]
+        gilbert_reverse = { p_good_to_bad = 0.05, p_bad_to_good = 0.4, loss_bad = 0.5 }
+    """))
+    assert s.plan is not None
+    decided = {d.key: d for d in s.plan.decisions}
+    assert decided["random_loss"].action == "set" and "shortflow-netem" in decided["random_loss"].knob
+    assert "gilbert" in s.resolved["random_loss"]["reverse"]
 
 
 @pytest.mark.parametrize(("body", "words"), [

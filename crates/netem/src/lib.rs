@@ -9,23 +9,38 @@
 //! simulator's path), to each packet's hold, so tbf with a one-frame bucket and this hold
 //! deliver each packet when the simulator's links would.
 //!
+//! `--scenario FILE` takes all of that from a scenario file instead, resolved by the one
+//! scenario model (see [`scenario`]): the same delays, scripted drops and seeded random
+//! loss (Bernoulli or Gilbert-Elliott) as the simulator's path for that file.
+//!
 //! Prints `ready` on stdout once bound; on SIGTERM/SIGINT writes its statistics (JSON) to
 //! `--stats` and exits 0.
 
 mod clock;
 mod emulator;
+pub mod scenario;
 mod stats;
 
 use clap::Parser;
 use std::ffi::OsString;
 
 use shortflow_scenario::units::UnitError;
+use shortflow_scenario::ScenarioError;
 use shortflow_sim::loss::LossModel;
 use shortflow_sim::scenario::{DropConfig, LossConfig, RandomLossConfig};
 
 #[derive(Parser, Debug)]
 #[command(name = "shortflow-netem", version, about = "NFQUEUE link emulator: one-way delay, seeded loss, scripted drops")]
 struct Args {
+    /// Scenario file (TOML): the path's delays, rate, scripted drops and random loss come
+    /// from it, resolved as the simulator resolves it (replaces --delay-*, --loss-*, --seed,
+    /// --drop, --rate and --serialize-hops).
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["delay_forward", "delay_reverse", "loss_forward", "loss_reverse", "seed", "drops", "rate", "serialize_hops"])]
+    scenario: Option<std::path::PathBuf>,
+    /// Override a scenario key, as `shortflow simulate --set` (e.g. path.rtt=100ms). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "scenario")]
+    set: Vec<String>,
     /// Queue number of the forward (client → server) direction; reverse uses this + 1.
     #[arg(long, default_value_t = 0)]
     queue: u16,
@@ -83,6 +98,8 @@ pub enum OptionError {
     HopsWithoutRate,
     #[error(transparent)]
     Unit(#[from] UnitError),
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
 }
 
 /// Adds `KIND:N` to the scripted drops.
@@ -104,6 +121,17 @@ fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), OptionError> {
 }
 
 fn config(args: &Args) -> Result<emulator::Config, OptionError> {
+    let spin_ns = shortflow_scenario::units::duration_ns(&args.spin).map_err(|e| OptionError::from(e.for_subject("--spin")))?;
+    if let Some(path) = &args.scenario {
+        let link = scenario::link(&scenario::read(path, &args.set)?)?;
+        return Ok(emulator::Config {
+            queue: args.queue,
+            delay_ns: link.delay_ns,
+            spin_ns,
+            loss: link.loss,
+            serialize: link.serialize,
+        });
+    }
     let mut script = DropConfig::default();
     for spec in &args.drops {
         add_drop(&mut script, spec)?;
@@ -132,7 +160,7 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
         queue: args.queue,
         serialize: rate_bps.filter(|_| args.serialize_hops > 0).map(|r| (r, args.serialize_hops)),
         delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
-        spin_ns: delay("--spin", &args.spin)?,
+        spin_ns,
         loss: LossModel::new(script, random),
     })
 }
@@ -201,5 +229,40 @@ mod tests {
         assert!(matches!(add_drop(&mut d, "syn"), Err(OptionError::DropShape(_))));
         assert!(matches!(add_drop(&mut d, "forward:syn:1"), Err(OptionError::DropKind(_))));
         assert_eq!(add_drop(&mut d, "syn:x").unwrap_err().to_string(), "--drop \"syn:x\": N must be a whole number ≥ 1");
+    }
+
+    fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("shortflow-netem").chain(argv.iter().copied()))
+    }
+
+    #[test]
+    fn scenario_refuses_the_flags_it_replaces_naming_both() {
+        for flag in [&["--drop", "syn:1"][..], &["--seed", "3"], &["--delay-forward", "5ms"], &["--loss-reverse", "0.1"], &["--rate", "10Mbit"]] {
+            let argv: Vec<&str> = ["--scenario", "s.toml"].iter().chain(flag).copied().collect();
+            let e = parse(&argv).unwrap_err().to_string();
+            assert!(e.contains("--scenario") && e.contains(flag[0]), "{e}");
+        }
+        // What a scenario does not say stays an option beside it.
+        let a = parse(&["--scenario", "s.toml", "--set", "path.rtt=10ms", "--queue", "4", "--spin", "100us"]).unwrap();
+        assert_eq!((a.queue, a.set.as_slice()), (4, &["path.rtt=10ms".to_string()][..]));
+        let e = parse(&["--set", "path.rtt=10ms"]).unwrap_err().to_string();
+        assert!(e.contains("--scenario"), "{e}");
+    }
+
+    #[test]
+    fn a_scenario_file_gives_the_emulators_config() {
+        let dir = std::env::temp_dir().join(format!("sf-netem-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.toml");
+        std::fs::write(&path, "[path]\nrtt = \"40ms\"\nbandwidth = \"5Mbit\"\n[drop]\nsyn = [1]\n").unwrap();
+        let p = path.to_str().unwrap();
+        let cfg = config(&parse(&["--scenario", p, "--set", "path.rtt=60ms", "--queue", "2"]).unwrap()).unwrap();
+        assert_eq!((cfg.queue, cfg.delay_ns, cfg.serialize), (2, [30_000_000, 30_000_000], Some((5_000_000, 2))));
+        let mut loss = cfg.loss;
+        assert_eq!(loss.decide_kind(true, Some(shortflow_sim::loss::Kind::Syn)), shortflow_sim::loss::Fate::Scripted);
+        // Errors name the file and the key, overrides included.
+        let e = config(&parse(&["--scenario", p, "--set", "path.rtt=fast"]).unwrap()).err().unwrap().to_string();
+        assert!(e.starts_with(&format!("{p}: path.rtt: ")), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::packet::{Segment, ACK, FIN, RST, SYN};
-use crate::scenario::{DropConfig, LossConfig, RandomLossConfig};
+use crate::scenario::{DropConfig, LossConfig, RandomLossConfig, Scenario};
 
 /// The kinds `[drop]` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +77,12 @@ impl LossModel {
     pub fn new(script: DropConfig, config: RandomLossConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed);
         Self { script, seen: [0; 5], config, rng, gilbert: [Gilbert { bad: false }, Gilbert { bad: false }] }
+    }
+
+    /// The router's model for scenario `sc`: its scripted drops and its seeded random loss.
+    /// The simulator and the emulator (`shortflow-netem --scenario`) both build it here.
+    pub fn for_scenario(sc: &Scenario) -> Self {
+        Self::new(sc.drop.clone(), sc.random_loss.clone())
     }
 
     /// How many packets of `kind` have been decided so far (the last one's occurrence number).

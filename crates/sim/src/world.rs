@@ -147,7 +147,7 @@ impl World {
             Some(d) => Topology::dumbbell(d),
             None => Topology::single(&sc.path),
         };
-        let loss = LossModel::new(sc.drop.clone(), sc.random_loss.clone());
+        let loss = LossModel::for_scenario(&sc);
         let mut workload = workload::build(&sc, topo.pairs(), rate);
         let first = workload.first();
         let mut w = World {

@@ -179,9 +179,6 @@ class _Realizer:
         if p["access_bandwidth_bps"] != p["bandwidth_bps"]:
             raise self.refuse("path.access_bandwidth", "the testbed's hosts sit on veths with no rate of their own: "
                                                        "only the router's egress (path.bandwidth) is shaped")
-        for d in ("forward", "reverse"):
-            if "bernoulli" not in r["random_loss"][d]:
-                raise self.refuse(f"random_loss.gilbert_{d}", "the emulator draws Bernoulli losses only")
         w = r["workload"]
         if w["kind"] != "http":
             kind = w["kind"] if isinstance(w["kind"], str) else next(iter(w["kind"]))
@@ -206,6 +203,10 @@ class _Realizer:
         if o is not None:
             self.decide("mechanisms.syn_optimizer", "set", f"shortflow synopt in the {o['side']} namespace",
                         f"delay {_ms(o['delay'])}, {o['retries']} retries, port {o['port']}")
+        # The emulator reads the scenario itself and decides with the simulator's loss
+        # model (shortflow-netem --scenario): every drop and loss shape is carried as is.
+        for key in ("drop", "random_loss"):
+            self.decide(key, "set", "shortflow-netem --scenario", why="the simulator's loss model, same seed")
         self.decide("path", "set", "shortflow-netem + tbf",
                     f"rtt {_ms(p['rtt'])}, {p['bandwidth_bps'] / 1e6:g} Mbit/s, {q['drop_tail_packets']} packets")
         # The testbed always captures both router links, Ethernet-framed.

@@ -43,11 +43,14 @@ class SynOptimizer:
 
 @dataclass
 class RealScenario:
-    """A resolved scenario (`resolved`, the model's JSON) and the plan realising it here."""
+    """A resolved scenario (`resolved`, the model's JSON), the scenario it was resolved
+    from (text and overrides, handed as they are to the emulator) and the plan realising it
+    here."""
 
     path: Path
     resolved: dict[str, Any]
     plan: LinuxPlan | None = field(default=None, repr=False)
+    scenario: Scenario | None = field(default=None, repr=False)
 
     # The values the testbed acts on, read from the resolved scenario.
     @property
@@ -67,10 +70,6 @@ class RealScenario:
         return float(self.resolved["path"]["rtt"]) / NS
 
     @property
-    def one_way_delay_s(self) -> float:
-        return self.rtt_s / 2
-
-    @property
     def bandwidth_bps(self) -> float:
         return float(self.resolved["path"]["bandwidth_bps"])
 
@@ -80,43 +79,9 @@ class RealScenario:
         q = self.resolved["path"]["queue"]
         return int(q["drop_tail_packets"]) if isinstance(q, dict) and "drop_tail_packets" in q else None
 
-    def _drops(self, kind: str) -> list[int]:
-        return sorted(set(self.resolved["drop"][kind]))
-
-    @property
-    def drop_syn(self) -> list[int]:
-        return self._drops("syn")
-
-    @property
-    def drop_synack(self) -> list[int]:
-        return self._drops("synack")
-
-    @property
-    def drop_ack(self) -> list[int]:
-        return self._drops("ack")
-
-    @property
-    def drop_data(self) -> list[int]:
-        return self._drops("data")
-
-    @property
-    def drop_client_data(self) -> list[int]:
-        return self._drops("client_data")
-
-    def _bernoulli(self, direction: str) -> float:
-        loss = self.resolved["random_loss"][direction]
-        return float(loss["bernoulli"]) if "bernoulli" in loss else 0.0
-
-    @property
-    def loss_forward(self) -> float:
-        return self._bernoulli("forward")
-
-    @property
-    def loss_reverse(self) -> float:
-        return self._bernoulli("reverse")
-
     @property
     def seed(self) -> int:
+        """The random losses' seed (the emulator reads it from the scenario itself)."""
         return int(self.resolved["random_loss"]["seed"])
 
     @property
@@ -165,6 +130,6 @@ def load(scenario: str | Path | Scenario, overrides: Iterable[str] = ()) -> Real
     extra = tuple(overrides)
     if extra:
         sc = sc.with_overrides(*extra)
-    s = RealScenario(Path(sc.source), resolve(sc))
+    s = RealScenario(Path(sc.source), resolve(sc), scenario=sc)
     s.plan = realize(s)
     return s
