@@ -14,7 +14,7 @@ pub mod half;
 use rustc_hash::FxHashMap;
 
 pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, S2C};
-pub use half::{Half, RetxClass};
+pub use half::{FlightBuffer, Half, RetxClass};
 
 use crate::wire::{Endpoint, Segment, SegmentExtra};
 
@@ -63,6 +63,10 @@ impl TrackerConfig {
     }
 }
 
+/// Spare in-flight buffers kept at most (a few hundred kB): enough for the connections
+/// one sweep ends to be replaced by new ones without the allocator.
+const MAX_SPARE_BUFFERS: usize = 1 << 14;
+
 /// One slot of the connection slab.
 struct Slot {
     key: FlowKey,
@@ -79,6 +83,8 @@ pub struct Tracker<F: FnMut(Conn)> {
     open: FxHashMap<FlowKey, u32>,
     slab: Vec<Slot>,
     free: Vec<u32>,
+    /// In-flight buffers of ended connections, for new ones (see `Half::take_flight_buffer`).
+    spare: Vec<FlightBuffer>,
     config: TrackerConfig,
     next_id: u64,
     next_sweep_ns: u64,
@@ -93,6 +99,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
             open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()),
             slab: Vec::new(),
             free: Vec::new(),
+            spare: Vec::new(),
             config,
             next_id: 0,
             next_sweep_ns: 0,
@@ -128,15 +135,17 @@ impl<F: FnMut(Conn)> Tracker<F> {
                 return (conn.id, conn.last_note);
             }
             // Port reuse or a new ISN: the old connection ends here.
-            let old = std::mem::take(conn);
-            (self.sink)(old.ended(EndReason::Reused));
-            let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+            let mut old = std::mem::take(conn).ended(EndReason::Reused);
+            let buffers = old.take_flight_buffers();
+            (self.sink)(old);
+            let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
             let out = (conn.id, conn.last_note);
             self.slab[slot as usize].conn = conn;
             self.next_id += 1;
             return out;
         }
-        let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+        let buffers = [self.spare.pop().unwrap_or_default(), self.spare.pop().unwrap_or_default()];
+        let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
         let out = (conn.id, conn.last_note);
         self.next_id += 1;
         let slot = match self.free.pop() {
@@ -171,7 +180,13 @@ impl<F: FnMut(Conn)> Tracker<F> {
                 None
             };
             if let Some(reason) = end {
-                (self.sink)(std::mem::take(c).ended(reason));
+                let mut old = std::mem::take(c).ended(reason);
+                for b in old.take_flight_buffers() {
+                    if b.capacity() > 0 && self.spare.len() < MAX_SPARE_BUFFERS {
+                        self.spare.push(b);
+                    }
+                }
+                (self.sink)(old);
                 slot.live = false;
                 self.open.remove(&slot.key);
                 self.free.push(i as u32);
