@@ -11,8 +11,9 @@ use std::sync::Mutex;
 use crate::diag::{ConnectionTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
-use crate::track::{Tracker, TrackerConfig};
+use crate::track::{Conn, Tracker, TrackerConfig};
 use crate::wire::segment::{decode_ext, Skip};
+use crate::wire::{Segment, SegmentExtra};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -21,11 +22,15 @@ pub struct Options {
     pub workers: usize,
     /// Build the per-connection table (false: the summary only, which is all Table 1 needs).
     pub table: bool,
+    /// Threads tracking the connections of one file (sharded by 4-tuple) beside the one
+    /// that reads and decodes it; 1 tracks on the reading thread. `analyze_paths` gives
+    /// each file `workers / files in parallel` of them.
+    pub shards: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { tracker: TrackerConfig::default(), workers: 1, table: true }
+        Self { tracker: TrackerConfig::default(), workers: 1, table: true, shards: 1 }
     }
 }
 
@@ -89,20 +94,20 @@ pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress
     }
 }
 
-/// Analyzes an opened capture (a file, or bytes in memory for tests and fuzzing).
-pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+/// Where the reader loop hands each decoded TCP segment: one tracker, or the shards of
+/// `crate::shard`.
+pub(crate) trait SegmentSink {
+    fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra);
+    /// Every `PUBLISH_EVERY` packets and at the end: the open connections are sampled for
+    /// `FileStats::peak_open_connections`.
+    fn sample(&mut self);
+}
+
+/// Reads every packet of `reader` into `sink`, counting them in `stats` and publishing
+/// progress; stops at the first read error (kept in `stats`) or on cancel.
+pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progress: &Progress, sink: &mut impl SegmentSink) {
     let path = reader.path().to_owned();
-    let mut stats = FileStats { path: path.clone(), gzip: reader.is_gzip(), ..Default::default() };
-    let mut table = ConnectionTable::default();
-    let mut summary = Summary::default();
     let mut published = 0u64;
-    let build_table = opts.table;
-    let mut tracker = Tracker::new(opts.tracker, |c| {
-        summary.add_conn(&c);
-        if build_table {
-            table.push(trace, &c);
-        }
-    });
     loop {
         let pkt = match reader.next_packet() {
             Ok(Some(p)) => p,
@@ -117,7 +122,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         match decode_ext(pkt.link, pkt.data) {
             Ok((seg, extra)) => {
                 stats.tcp_packets += 1;
-                let _ = tracker.observe_ext(ts, &seg, &extra);
+                sink.segment(ts, &seg, &extra);
             }
             Err(Skip::NotIp) => stats.skipped_not_ip += 1,
             Err(Skip::NotTcp) => stats.skipped_not_tcp += 1,
@@ -127,7 +132,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         stats.first_ts_ns.get_or_insert(ts);
         stats.last_ts_ns = Some(ts);
         if stats.packets.is_multiple_of(PUBLISH_EVERY) {
-            stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
+            sink.sample();
             let pos = reader.file_position();
             progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
             progress.packets_done.fetch_add(PUBLISH_EVERY, Ordering::Relaxed);
@@ -143,12 +148,51 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
             }
         }
     }
-    stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
+    sink.sample();
     stats.warnings = reader.take_warnings();
     progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
+}
+
+struct Serial<'a, F: FnMut(Conn)> {
+    tracker: Tracker<F>,
+    peak: &'a mut usize,
+}
+
+impl<F: FnMut(Conn)> SegmentSink for Serial<'_, F> {
+    #[inline]
+    fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
+        let _ = self.tracker.observe_ext(ts, seg, extra);
+    }
+
+    fn sample(&mut self) {
+        *self.peak = (*self.peak).max(self.tracker.open_connections());
+    }
+}
+
+/// Analyzes an opened capture (a file, or bytes in memory for tests and fuzzing) on this
+/// thread; with `opts.shards` > 1 its connections are tracked on that many threads
+/// (`crate::shard`), with the same results.
+pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+    if opts.shards > 1 {
+        return crate::shard::analyze_sharded(reader, trace, opts, progress);
+    }
+    let mut stats = FileStats { path: reader.path().to_owned(), gzip: reader.is_gzip(), ..Default::default() };
+    let mut table = ConnectionTable::default();
+    let mut summary = Summary::default();
+    let build_table = opts.table;
+    let mut peak = 0;
+    let tracker = Tracker::new(opts.tracker, |c| {
+        summary.add_conn(&c);
+        if build_table {
+            table.push(trace, &c);
+        }
+    });
+    let mut serial = Serial { tracker, peak: &mut peak };
+    read_loop(&mut reader, &mut stats, progress, &mut serial);
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.
-    let _ = tracker.finish();
+    let _ = serial.tracker.finish();
+    stats.peak_open_connections = peak;
     table.sort_by_conn_id();
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
@@ -163,6 +207,10 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
     let results: Vec<Mutex<Option<(ConnectionTable, Summary, FileStats)>>> = paths.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicU64::new(0);
     let workers = opts.workers.clamp(1, paths.len().max(1));
+    // Cores left over when there are fewer files than workers track each file's
+    // connections in parallel (one file on two cores: a reader and two trackers).
+    let per_file = Options { shards: (opts.workers / workers).max(opts.shards).max(1), ..*opts };
+    let opts = &per_file;
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {

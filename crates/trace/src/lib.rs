@@ -10,6 +10,7 @@ pub mod diag;
 pub mod error;
 pub mod gen;
 pub mod read;
+mod shard;
 pub mod track;
 pub mod wire;
 pub mod write;

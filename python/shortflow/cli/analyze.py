@@ -126,7 +126,7 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[str, typer.Option("--format", help="table format: parquet, csv or jsonl")] = "parquet",
         summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 and the diagnosis as JSON to this file (- for standard output)")] = None,
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
-        workers: Annotated[int, typer.Option("--workers", min=1, max=1024, help="files read in parallel, one thread each")] = 1,
+        workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=1024, help="threads: files read in parallel; with fewer files than threads, the rest track each file's connections in parallel [default: one per core]")] = None,
         idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = f"{_core.DEFAULT_IDLE_TIMEOUT_S:g}s",
         close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
         report: Annotated[Optional[Path], typer.Option("--report", help="write a self-contained HTML report (report.html) into this directory")] = None,
@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
         # percentiles do).
         need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
         with progress("reading") as step:
-            result = analyze(traces, workers=workers, table=need_table,
+            result = analyze(traces, workers=workers or common.cores(), table=need_table,
                              progress=lambda done, total, *_: step(done, total or None), **timeouts)
         for f in result.files:
             for w in f.get("warnings") or ():

@@ -33,6 +33,14 @@ impl FlowKey {
     }
 }
 
+/// Which of `shards` shards a segment's connection belongs to (both directions agree).
+#[inline]
+pub(crate) fn shard_of(seg: &Segment, shards: usize) -> usize {
+    use std::hash::BuildHasher;
+    // The high bits: Fx's low bits are weak for keys that differ only in a port.
+    ((rustc_hash::FxBuildHasher.hash_one(FlowKey::of(seg)) >> 32) as usize) % shards
+}
+
 /// Timeouts that decide when a connection leaves the table.
 #[derive(Debug, Clone, Copy)]
 pub struct TrackerConfig {
@@ -58,7 +66,7 @@ impl TrackerConfig {
     /// sweep visits every open connection, so it runs at a quarter of the shorter timeout:
     /// connections leave at most 25 % late, and sweeping costs O(table) a few times per
     /// timeout instead of every second.
-    fn sweep_every_ns(&self) -> u64 {
+    pub(crate) fn sweep_every_ns(&self) -> u64 {
         (self.idle_timeout_ns.min(self.close_linger_ns) / 4).max(SECOND / 10)
     }
 }
@@ -88,6 +96,9 @@ pub struct Tracker<F: FnMut(Conn)> {
     config: TrackerConfig,
     next_id: u64,
     next_sweep_ns: u64,
+    /// The caller decides when to sweep (`sweep_at`): a shard of a file tracked on several
+    /// threads sweeps when the whole file's clock says so, as the one tracker would.
+    caller_sweeps: bool,
     /// Latest timestamp seen: where the capture ended, for connections still open then.
     last_ts: u64,
     sink: F,
@@ -103,9 +114,32 @@ impl<F: FnMut(Conn)> Tracker<F> {
             config,
             next_id: 0,
             next_sweep_ns: 0,
+            caller_sweeps: false,
             last_ts: 0,
             sink,
         }
+    }
+
+    /// A tracker for one shard of a file's connections (see `crate::shard`): it sweeps
+    /// only when told (`sweep_at`) and numbers each new connection as told (`set_next_id`).
+    pub(crate) fn new_shard(config: TrackerConfig, sink: F) -> Self {
+        Self { caller_sweeps: true, ..Self::new(config, sink) }
+    }
+
+    /// The id the next new connection gets.
+    pub(crate) fn set_next_id(&mut self, id: u64) {
+        self.next_id = id;
+    }
+
+    /// Sweeps as the single tracker would have at `now` (a shard's `caller_sweeps`).
+    pub(crate) fn sweep_at(&mut self, now: u64) {
+        self.sweep(now);
+    }
+
+    /// Like `finish`, for a shard: `last_ts` is the whole file's latest timestamp.
+    pub(crate) fn finish_at(mut self, last_ts: u64) -> F {
+        self.last_ts = last_ts;
+        self.finish()
     }
 
     pub fn open_connections(&self) -> usize {
@@ -123,7 +157,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
     #[inline]
     pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) -> (u64, PacketNote) {
         self.last_ts = self.last_ts.max(ts_ns);
-        if ts_ns >= self.next_sweep_ns {
+        if ts_ns >= self.next_sweep_ns && !self.caller_sweeps {
             self.sweep(ts_ns);
         }
         let key = FlowKey::of(seg);
