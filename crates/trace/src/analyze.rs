@@ -202,6 +202,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
 
 /// Analyzes several files, `opts.workers` at a time, into one table (rows in file order).
 pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> Analysis {
+    crate::mem::return_large_blocks();
     let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     progress.bytes_total.store(total, Ordering::Relaxed);
     let results: Vec<Mutex<Option<(ConnectionTable, Summary, FileStats)>>> = paths.iter().map(|_| Mutex::new(None)).collect();

@@ -10,6 +10,7 @@ pub mod diag;
 pub mod error;
 pub mod gen;
 pub mod read;
+mod mem;
 mod shard;
 pub mod track;
 pub mod wire;

@@ -163,14 +163,15 @@ pub(crate) fn analyze_sharded(mut reader: CaptureReader, trace: u32, opts: &Opti
         drop(router);
         handles.into_iter().map(|h| h.join().expect("a shard panicked")).collect()
     });
-    let mut table = ConnectionTable::default();
     let mut summary = Summary::default();
     let samples = results.iter().map(|r| r.samples.len()).max().unwrap_or(0);
     stats.peak_open_connections = (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
+    let mut tables = Vec::with_capacity(results.len());
     for r in results {
-        table.append(r.table);
         summary.add(&r.summary);
+        tables.push(r.table);
     }
+    let mut table = ConnectionTable::concat(tables);
     table.sort_by_conn_id();
     // Ids were the opening segments' indices; in that order they are 0, 1, 2 …
     for (i, id) in table.conn_id.iter_mut().enumerate() {
