@@ -1,7 +1,8 @@
 //! Reads traces, tracks their connections and builds the table and summary.
 //!
 //! Each file is read on one thread in constant memory; several files can be spread over
-//! worker threads. A read error ends that file only: what was read before it is kept and
+//! worker threads, and the threads left over when there are fewer files track one file's
+//! connections in parallel (`crate::shard`, same results). A read error ends that file only: what was read before it is kept and
 //! the error is returned beside the results.
 
 use std::path::PathBuf;
