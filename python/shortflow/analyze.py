@@ -232,7 +232,8 @@ def _present_values(col: pa.ChunkedArray) -> np.ndarray:
     """A numeric column's non-null values as floats, read from its buffers (`to_numpy`
     on a column with nulls imports pandas: ~0.3 s of the CLI's start)."""
     if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
-        return col.to_numpy(zero_copy_only=False).astype(float)
+        values: np.ndarray = col.to_numpy(zero_copy_only=False).astype(float)
+        return values
     dtype = np.dtype(col.type.to_pandas_dtype())
     parts = []
     for chunk in col.chunks:
