@@ -18,11 +18,11 @@ from __future__ import annotations
 import statistics
 import sys
 import textwrap
-from pathlib import Path
 
+from shortflow.scenario import Scenario
 from shortflow.testbed import names as N
 from shortflow.testbed.link import Link
-from shortflow.testbed.scenario_real import Host, RealScenario
+from shortflow.testbed.scenario_real import RealScenario, load
 from shortflow.testbed.system import in_ns
 from shortflow.testbed.topology import Topology
 from shortflow.units import parse_duration
@@ -59,9 +59,10 @@ BLAST = textwrap.dedent("""
 """)
 
 
-def scenario(rtt_s: float) -> RealScenario:
-    return RealScenario(path=Path("bench"), name="bench", rtt_s=rtt_s, bandwidth_bps=None,  # type: ignore[arg-type]
-                        queue_packets=None, client=Host(), server=Host())
+def scenario(rtt_s: float, *overrides: str) -> RealScenario:
+    """A resolved scenario of this RTT (the model's defaults otherwise), realised for the kernel."""
+    text = f'name = "bench"\n[path]\nrtt = "{rtt_s * 1e6:.0f}us"\n'
+    return load(Scenario.from_text(text, source="bench.toml", overrides=overrides))
 
 
 def delay(rtt_text: str, probes: int = 300) -> None:
@@ -105,8 +106,8 @@ def handshake(rtt_text: str, connections: int = 30) -> None:
     from shortflow.testbed.runner import run as run_scenario
 
     rtt = parse_duration(rtt_text)
-    s = scenario(rtt)
-    s.connections, s.interval_s, s.response_bytes = connections, 0.05 + rtt, 1000
+    s = scenario(rtt, f"workload.connections={connections}", f"workload.interval={(0.05 + rtt) * 1e6:.0f}us",
+                 "workload.response=1000B")
     r = run_scenario(s)
     err_ms = [(c["handshake_rtt_s"] - rtt) * 1e3 for c in r["connections"]]
     print(f"handshake RTT {rtt_text}: {len(err_ms)} connections, error mean {statistics.mean(err_ms):+.3f} ms, "

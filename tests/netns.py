@@ -88,5 +88,6 @@ def namespace_pair() -> Iterator[Pair]:
 
 def leftovers(run_id: str) -> list[str]:
     """Namespaces or links of this run still present (should be none)."""
-    names = sh("ip", "netns", "list").stdout + sh("ip", "-o", "link").stdout
-    return [line for line in names.splitlines() if run_id in line]
+    from shortflow.host.netns import links, namespaces
+
+    return [name for name in namespaces() + links() if run_id in name]

@@ -18,6 +18,7 @@ from shortflow import testbed
 from shortflow.testbed import names as N
 from shortflow.testbed import stack, wire
 from shortflow.testbed.capture import Captures
+from shortflow.testbed.clean import synopt_rules
 from shortflow.testbed.link import Link
 from shortflow.testbed.server import Nginx, body_path
 from shortflow.testbed.synopt import SynoptDaemon
@@ -63,8 +64,12 @@ class Bed:
         return self.daemons[p.pid].stop()
 
     def synopt_rules(self, role: str) -> list[str]:
-        out = in_ns(self.ns(role), "iptables-save").stdout + in_ns(self.ns(role), "ip6tables-save").stdout
-        return [line for line in out.splitlines() if "-synopt" in line]
+        """The rules of the synopt tables in `role`'s namespace (`nft list` text)."""
+        return synopt_rules(self.ns(role))
+
+    def nft_ruleset(self, role: str) -> str:
+        """Everything nftables holds in `role`'s namespace."""
+        return in_ns(self.ns(role), "nft", "list", "ruleset").stdout
 
     def fetch(self, timeout_s: float = 10) -> float:
         """One HTTP GET from the client namespace; returns curl's connect time (s)."""
@@ -104,8 +109,8 @@ def bed(tmp_path: Path, *, rtt: str = "20ms", drop: str = "") -> Iterator[Bed]:
     """))
     s = testbed.load(scenario)
     with Topology() as topo:
-        stack.apply(topo, "client", s.client)
-        stack.apply(topo, "server", s.server)
+        stack.apply(topo, "client", s.plan.client)
+        stack.apply(topo, "server", s.plan.server)
         Link(topo, s).start()
         Nginx(topo, [RESPONSE]).start()
         caps = Captures(topo, tmp_path / "pcap")

@@ -17,12 +17,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Each crate and the shortflow crates it may depend on (floors below it only).
 ALLOWED = {
+    "shortflow-wire": set(),
     "shortflow-scenario": set(),
-    "shortflow-trace": {"shortflow-scenario"},
-    "shortflow-sim": {"shortflow-scenario", "shortflow-trace"},
-    "shortflow-netem": {"shortflow-scenario", "shortflow-sim", "shortflow-trace"},
-    "shortflow-synopt": {"shortflow-scenario", "shortflow-trace"},
-    "shortflow-py": {"shortflow-scenario", "shortflow-trace", "shortflow-sim", "shortflow-netem", "shortflow-synopt"},
+    "shortflow-trace": {"shortflow-wire", "shortflow-scenario"},
+    "shortflow-sim": {"shortflow-wire", "shortflow-scenario", "shortflow-trace"},
+    # The daemons read packets through the wire layer, never through the analyzer.
+    "shortflow-netem": {"shortflow-wire", "shortflow-scenario", "shortflow-sim"},
+    "shortflow-synopt": {"shortflow-wire", "shortflow-scenario"},
+    "shortflow-py": {"shortflow-wire", "shortflow-scenario", "shortflow-trace", "shortflow-sim", "shortflow-netem",
+                     "shortflow-synopt"},
 }
 
 

@@ -1,6 +1,8 @@
 """A killed synopt daemon never blocks traffic (its rules only copy packets: NFLOG), and its
-leftover rules are removed by the next start of the daemon or by `shortflow testbed clean`'s
-stale-rule pass — but never the rules of a daemon that is still running."""
+leftover nftables table is deleted by the next start of the daemon or by `shortflow testbed
+clean`'s stale-table pass — but never the table of a daemon that is still running. After a
+normal exit, SIGINT, SIGTERM, or SIGKILL and that clean-up, `nft list ruleset` holds nothing
+of ours: no rule, no chain, no empty table."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import signal
 
 import pytest
 
-from shortflow.testbed.clean import remove_stale_synopt_rules, stale_synopt_rules
+from shortflow.testbed.clean import remove_stale_synopt_tables, stale_synopt_tables
 from synopt_bed import bed, wait_for
 
 pytestmark = pytest.mark.netns
@@ -21,8 +23,8 @@ def test_killed_daemon_fails_open_and_its_rules_are_removed(tmp_path):
         client = b.ns("client")
         d = b.start_synopt("client", *ARGS)
         rules = b.synopt_rules("client")
-        assert len(rules) == 6  # 3 per family: SYN copy, SYN/ACK and RST answers
-        assert stale_synopt_rules([client]) == [], "a live daemon's rules are not stale"
+        assert len(rules) == 3  # SYN copy, SYN/ACK and RST answers (one inet table: both families)
+        assert stale_synopt_tables([client]) == [], "a live daemon's table is not stale"
         d.send_signal(signal.SIGKILL)
         d.wait(timeout=5)
         # The rules stay, but with nobody on the queue the kernel lets packets through.
@@ -32,17 +34,17 @@ def test_killed_daemon_fails_open_and_its_rules_are_removed(tmp_path):
         # The next start removes the dead run's rules and installs its own.
         d2 = b.start_synopt("client", *ARGS)
         now = b.synopt_rules("client")
-        assert len(now) == 6 and not set(now) & set(rules)
+        assert len(now) == 3 and not set(now) & set(rules)
         _, err = b.stop_synopt(d2)
-        assert err.count("removed stale rule of a dead run") == 6, err
-        assert b.synopt_rules("client") == [], "SIGTERM removes the daemon's own rules"
+        assert err.count("removed the nftables table of a dead run") == 1, err
+        assert "synopt" not in b.nft_ruleset("client"), "SIGTERM deletes the daemon's whole table"
         # Killed again: `shortflow testbed clean`'s pass finds and removes them.
         d3 = b.start_synopt("client", *ARGS)
         d3.send_signal(signal.SIGKILL)
         d3.wait(timeout=5)
-        assert wait_for(lambda: len(stale_synopt_rules([client])) == 6)
-        removed = remove_stale_synopt_rules([client])
-        assert len(removed) == 6 and b.synopt_rules("client") == []
+        assert wait_for(lambda: len(stale_synopt_tables([client])) == 1)
+        removed = remove_stale_synopt_tables([client])
+        assert len(removed) == 1 and "synopt" not in b.nft_ruleset("client")
         assert b.fetch(timeout_s=3) < 0.5
 
 
@@ -57,4 +59,4 @@ def test_sigint_removes_rules_and_reports_counters(tmp_path):
         err = d.stderr.read() if d.stderr else ""
         assert d.returncode == 0, err
         assert "answered 1" in err and "resends 0" in err
-        assert b.synopt_rules("client") == []
+        assert "synopt" not in b.nft_ruleset("client")

@@ -1,4 +1,4 @@
-"""IPv6: a client-mode synopt resends a lost SYN over IPv6 too (ip6tables rules, IPv6 raw
+"""IPv6: a client-mode synopt resends a lost SYN over IPv6 too (its inet nftables table, IPv6 raw
 socket). Two namespaces joined by a veth with ULA addresses inside them only; the first SYN
 is dropped in the server namespace (`statistic --mode nth`)."""
 
@@ -56,7 +56,7 @@ def test_client_mode_resends_a_lost_ipv6_syn(tmp_path):
         d.wait(timeout=5)
         assert d.returncode == 0
         counters = json.loads(stats.read_text())
-        rules_left = p.exec(p.client, "ip6tables-save").stdout + p.exec(p.client, "iptables-save").stdout
+        rules_left = p.exec(p.client, "nft", "list", "ruleset").stdout
     assert 0.200 <= took <= 0.205 + 0.005, took  # veth RTT ≈ 0.1 ms, Python's connect() around it
     (row,) = shortflow.analyze(pcap).table.to_pylist()
     assert row["syn_count"] == 2 and row["established"], row

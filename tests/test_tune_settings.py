@@ -110,8 +110,10 @@ def test_status_explains_each_refused_knob():
 
 def test_config_map_value_matches_struct_config(monkeypatch):
     """The loader packs `struct config` of tune.bpf.c field by field."""
+    from shortflow.host import bpf
+
     calls = []
-    monkeypatch.setattr(program, "_bpftool", lambda *a: calls.append(a) or "")
+    monkeypatch.setattr(bpf, "bpftool", lambda *a: calls.append(a) or "")
     s = TuneSettings(syn_rto_s=0.2, iw=4, rto_min_s=0.05, delack_max_s=0.01, sfr_factor=2.5, sfr_cutout_bytes=9000, port=443)
     program.write_config(Path("/pins"), s, HZ)
     (args,) = calls

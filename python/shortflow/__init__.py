@@ -11,7 +11,7 @@ from shortflow.analyze import Analysis, analyze, generate
 from shortflow.exceptions import ScenarioError, ShortflowError, TraceReadError
 from shortflow.scenario import Scenario
 from shortflow.simulate import SimulationResult, simulate
-from shortflow.sweep import sweep  # the function; the module stays importable as shortflow.sweep
+from shortflow.sweeps import sweep
 
 __all__ = [
     "Analysis",

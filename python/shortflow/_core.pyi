@@ -75,8 +75,23 @@ def generate(
 def check_scenario(scenario_text: str, source_name: str, overrides: Sequence[str] = ...) -> str:
     """Check a scenario (with ``key=value`` overrides); returns its name or raises ScenarioError."""
 
-def scenario_document(scenario_text: str, source_name: str, overrides: Sequence[str] = ...) -> str:
-    """The scenario's TOML document with the overrides applied, as JSON text (unchecked)."""
+def resolve_scenario(scenario_text: str, source_name: str, overrides: Sequence[str] = ...) -> str:
+    """The resolved scenario (defaults filled in; ns, bytes, bit/s) as JSON text, or raises ScenarioError."""
+
+def stack_profiles() -> str:
+    """The named stack profiles as JSON text: {name: {"source": citation, "config": StackConfig}}."""
+
+def linux_knobs() -> str:
+    """Every StackConfig field with its Linux knob, as JSON text: [{"field", "kind", "knob"}]."""
+
+def scenario_keys() -> str:
+    """Every key of the scenario file as JSON text: [{"key", "kind", "unit", "default", "range", "help"}]."""
+
+def scenario_keys_markdown() -> str:
+    """The keys as the Markdown table of docs/scenario.md."""
+
+def scenario_schema() -> str:
+    """The JSON Schema of a scenario file, as pretty JSON text."""
 
 def simulate(
     scenario_text: str,

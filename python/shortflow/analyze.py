@@ -40,8 +40,11 @@ TABLE1_KEYS = (
 DIAGNOSIS_KEYS = (
     "open_tries",
     "refused_rst",
+    "refused_icmp",
     "syn_retries_after_rst",
     "capture_duplicates",
+    "late_packets",
+    "one_directional",
     "fast_open",
     "timeout_retransmissions",
     "fast_retransmissions",
@@ -67,10 +70,15 @@ SUMMARY_KEYS = (
     "percentiles",
     "synack",
     "vantage",
+    "vantage_basis",
     "vantage_counts",
     "version",
     "files",
 )
+
+#: `vantage_counts`: completed handshakes by their timing, then connections without a timed
+#: handshake by their hop counts, and those seen in one direction only.
+VANTAGE_COUNTS = ("client", "server", "unknown", "ttl_client", "ttl_server")
 
 #: Time-lost causes, as the table's ``time_<cause>_s`` columns name them.
 CAUSES = ("network", "handshake", "slow_start", "timeout", "fast_retransmit", "delayed_ack", "zero_window", "application")
@@ -99,6 +107,9 @@ class Analysis:
     vantage_counts: dict[str, int]
     files: list[dict[str, Any]]
     interrupted: bool = False
+    #: What the capture point was inferred from (handshake timing, hop counts), or why
+    #: it is undecided, in words.
+    vantage_basis: str = ""
     raw_summary: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __iter__(self) -> Iterator[Any]:
@@ -291,6 +302,7 @@ def summary_document(a: Analysis) -> dict[str, Any]:
     doc["percentiles"] = percentiles(a.table) if a.table.num_rows else {}
     doc["synack"] = a.synack
     doc["vantage"] = a.vantage
+    doc["vantage_basis"] = a.vantage_basis
     doc["vantage_counts"] = a.vantage_counts
     doc["version"] = __version__
     files = []
@@ -300,6 +312,7 @@ def summary_document(a: Analysis) -> dict[str, Any]:
         section.update(table1(fs))
         section.update(diagnosis(fs))
         section["vantage"] = fs["vantage"]
+        section["vantage_basis"] = fs["vantage_basis"]
         if len(a.files) == 1:
             section["percentiles"] = doc["percentiles"]
         elif a.table.num_rows:
@@ -378,7 +391,8 @@ def analyze(
         summary=table1(s),
         synack=synack_table(s),
         vantage=s["vantage"],
-        vantage_counts={k: s[f"vantage_{k}"] for k in ("client", "server", "unknown")},
+        vantage_counts={k: s[f"vantage_{k}"] for k in VANTAGE_COUNTS},
+        vantage_basis=s["vantage_basis"],
         files=raw["files"],
         interrupted=raw["interrupted"],
         raw_summary=s,

@@ -1,6 +1,6 @@
 """`shortflow synopt`: the SYN optimizer of document 000 on a real host. This module checks
 the options, finds the Rust daemon `shortflow-synopt` and builds its command line; the
-daemon does the work (NFLOG copies, resends, its own iptables rules). `status()` asks the
+daemon does the work (NFLOG copies, resends, its own nftables table). `status()` asks the
 running daemons of this network namespace for their live counters.
 
 Fail-open by construction: the daemon's rules only copy packets (NFLOG), so a daemon that
@@ -46,6 +46,15 @@ def binary() -> str:
         raise DaemonMissing(f"{BINARY} not found: build it with `make build` (or `cargo build --release -p shortflow-synopt`), "
                             "or set SHORTFLOW_SYNOPT to its path")
     return found
+
+
+def launcher() -> list[str]:
+    """The command that starts the daemon: its binary when there is one (`binary()`), else
+    the extension module's copy (a package installed with pip)."""
+    try:
+        return daemons.command("synopt")
+    except HostError as e:
+        raise DaemonMissing(str(e)) from None
 
 
 def parse_ports(text: str) -> list[int]:
@@ -118,7 +127,7 @@ def command(o: Options, exe: str | None = None) -> list[str]:
     """The daemon's command line for `o` (checked first)."""
     o.check()
     flag = {"client": "-c", "server": "-s", "router": "--router"}[o.mode]
-    args = [exe or binary(), "-d", str(o.delay_ms), "-r", str(o.retries), flag,
+    args = [*([exe] if exe else launcher()), "-d", str(o.delay_ms), "-r", str(o.retries), flag,
             "-p", ",".join(map(str, o.ports)), "--max-held", str(o.max_held), "--group", str(o.group)]
     if o.prefix_budget != DEFAULT_PREFIX_BUDGET:
         args += ["--prefix-budget", str(o.prefix_budget)]
@@ -135,7 +144,7 @@ def exec_daemon(o: Options) -> None:
     """Replaces this process with the daemon (so signals reach it directly)."""
     args = command(o)
     if os.geteuid() != 0:
-        raise PrivilegeError("synopt needs root (iptables rules, NFLOG, raw sockets): run it with sudo or as root")
+        raise PrivilegeError("synopt needs root (nftables table, NFLOG, raw sockets): run it with sudo or as root")
     os.execv(args[0], args)
 
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use nfq::{Message, Queue, Verdict};
 
 use shortflow_sim::loss::{Fate, Kind, LossModel};
-use shortflow_trace::wire::{decode, LinkType};
+use shortflow_wire::{decode, LinkType};
 
 use crate::clock::{self, now_ns};
 use crate::stats::{Dir, Stats};
@@ -20,6 +20,25 @@ pub struct Config {
     pub delay_ns: [u64; 2],
     pub spin_ns: u64,
     pub loss: LossModel,
+    /// (rate in bit/s, hops): each packet is held `hops` serialization times longer.
+    pub serialize: Option<(u64, u32)>,
+}
+
+/// Bytes the simulator counts for a packet on an Ethernet link (`Segment::wire_bytes`):
+/// the IP packet + 14 B header + 4 B FCS, at least a 64 B frame. `ip` starts at the IP
+/// header (NFQUEUE's payload), possibly cut to the copy range: the length is read from it.
+fn frame_bytes(ip: &[u8]) -> u64 {
+    let ip_len = match ip.first().map(|b| b >> 4) {
+        Some(4) if ip.len() >= 4 => u64::from(u16::from_be_bytes([ip[2], ip[3]])),
+        Some(6) if ip.len() >= 6 => 40 + u64::from(u16::from_be_bytes([ip[4], ip[5]])),
+        _ => ip.len() as u64,
+    };
+    (ip_len + 18).max(64)
+}
+
+/// Nanoseconds `hops` links of `rate_bps` take to send `bytes`.
+fn serialization_ns(bytes: u64, rate_bps: u64, hops: u32) -> u64 {
+    (u128::from(bytes) * 8 * 1_000_000_000 * u128::from(hops) / u128::from(rate_bps.max(1))) as u64
 }
 
 /// Bytes of each packet copied to us: IPv4 + TCP headers with options fit in 128.
@@ -110,7 +129,11 @@ fn take_arrivals(q: &mut Queue, cfg: &mut Config, held: &mut [VecDeque<Held>; 2]
             q.verdict(msg)?;
             continue;
         }
-        held[dir.index()].push_back(Held { release_ns: now + cfg.delay_ns[dir.index()], msg });
+        let extra = cfg.serialize.map_or(0, |(rate, hops)| serialization_ns(frame_bytes(msg.get_payload()), rate, hops));
+        // A link never reorders: a small packet behind a large one waits for it.
+        let fifo = &mut held[dir.index()];
+        let release_ns = (now + cfg.delay_ns[dir.index()] + extra).max(fifo.back().map_or(0, |h| h.release_ns));
+        fifo.push_back(Held { release_ns, msg });
     }
 }
 
@@ -137,4 +160,26 @@ fn release_due(q: &mut Queue, held: &mut [VecDeque<Held>; 2], stats: &mut Stats)
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_frame_at_10_mbit_takes_1_2144_ms_per_hop() {
+        // 1500 B IPv4 packet: 1518 B frame, 12,144 bits.
+        let mut ip = vec![0x45, 0, 0x05, 0xdc];
+        ip.resize(128, 0);
+        assert_eq!(frame_bytes(&ip), 1518);
+        assert_eq!(serialization_ns(1518, 10_000_000, 2), 2 * 1_214_400);
+        // A pure ACK with timestamps (52 B IP): 70 B; a bare 20 B header: the 64 B minimum.
+        let ack = [0x45, 0, 0, 52];
+        assert_eq!(frame_bytes(&ack), 70);
+        let tiny = [0x45, 0, 0, 20];
+        assert_eq!(frame_bytes(&tiny), 64);
+        // IPv6: 40 B header + payload length.
+        let v6 = [0x60, 0, 0, 0, 0x05, 0xb4];
+        assert_eq!(frame_bytes(&v6), 40 + 1460 + 18);
+    }
 }

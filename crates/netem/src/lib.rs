@@ -2,24 +2,45 @@
 //! forwarded packets of each direction to an NFQUEUE (forward = client → server on queue N,
 //! reverse on N+1); this program holds each one for its direction's one-way delay and then
 //! accepts it, or drops it when a scripted drop or the seeded loss says so. The kernel still
-//! routes; only the verdict's timing is ours. Rate limits are `tbf` on the veths, not here.
+//! routes; only the verdict's timing is ours. Rate limits are `tbf` on the veths, not here:
+//! tbf spaces packets at the rate but lets each go as soon as the bucket holds its tokens,
+//! while a link sends a packet's last bit size/rate after its first. `--rate` with
+//! `--serialize-hops N` adds that time, N times (one per store-and-forward link of the
+//! simulator's path), to each packet's hold, so tbf with a one-frame bucket and this hold
+//! deliver each packet when the simulator's links would.
+//!
+//! `--scenario FILE` takes all of that from a scenario file instead, resolved by the one
+//! scenario model (see [`scenario`]): the same delays, scripted drops and seeded random
+//! loss (Bernoulli or Gilbert-Elliott) as the simulator's path for that file.
 //!
 //! Prints `ready` on stdout once bound; on SIGTERM/SIGINT writes its statistics (JSON) to
 //! `--stats` and exits 0.
 
 mod clock;
 mod emulator;
+pub mod scenario;
 mod stats;
 
 use clap::Parser;
 use std::ffi::OsString;
 
+use shortflow_scenario::units::UnitError;
+use shortflow_scenario::ScenarioError;
 use shortflow_sim::loss::LossModel;
 use shortflow_sim::scenario::{DropConfig, LossConfig, RandomLossConfig};
 
 #[derive(Parser, Debug)]
 #[command(name = "shortflow-netem", version, about = "NFQUEUE link emulator: one-way delay, seeded loss, scripted drops")]
 struct Args {
+    /// Scenario file (TOML): the path's delays, rate, scripted drops and random loss come
+    /// from it, resolved as the simulator resolves it (replaces --delay-*, --loss-*, --seed,
+    /// --drop, --rate and --serialize-hops).
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["delay_forward", "delay_reverse", "loss_forward", "loss_reverse", "seed", "drops", "rate", "serialize_hops"])]
+    scenario: Option<std::path::PathBuf>,
+    /// Override a scenario key, as `shortflow simulate --set` (e.g. path.rtt=100ms). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "scenario")]
+    set: Vec<String>,
     /// Queue number of the forward (client → server) direction; reverse uses this + 1.
     #[arg(long, default_value_t = 0)]
     queue: u16,
@@ -43,6 +64,14 @@ struct Args {
     /// occurrence of that kind, retransmissions counted. Repeatable.
     #[arg(long = "drop", value_name = "KIND:N")]
     drops: Vec<String>,
+    /// The path's rate (e.g. 10Mbit), for `--serialize-hops`.
+    #[arg(long)]
+    rate: Option<String>,
+    /// Add this many serialization times of each packet (IP length + 18 B Ethernet header
+    /// and FCS, the simulator's accounting, at `--rate`) to its hold: the links of the
+    /// simulator's path that tbf does not serialize (0: none).
+    #[arg(long, default_value_t = 0)]
+    serialize_hops: u32,
     /// Busy-wait this long before each release instead of sleeping (precision).
     #[arg(long, default_value = "300us")]
     spin: String,
@@ -54,10 +83,29 @@ struct Args {
     stats: Option<std::path::PathBuf>,
 }
 
+/// What is wrong with an option's value; the message names the option and the value.
+#[derive(Debug, thiserror::Error)]
+pub enum OptionError {
+    #[error("--drop {0:?}: expected KIND:N, e.g. syn:1")]
+    DropShape(String),
+    #[error("--drop {0:?}: kind must be syn, synack, ack, data or client_data")]
+    DropKind(String),
+    #[error("--drop {0:?}: N must be a whole number ≥ 1")]
+    DropOccurrence(String),
+    #[error("{option} {value}: a probability is between 0 and 1")]
+    Probability { option: &'static str, value: f64 },
+    #[error("--serialize-hops needs --rate (above 0)")]
+    HopsWithoutRate,
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+}
+
 /// Adds `KIND:N` to the scripted drops.
-fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), String> {
+fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), OptionError> {
     let Some((kind, nth)) = spec.split_once(':') else {
-        return Err(format!("--drop {spec:?}: expected KIND:N, e.g. syn:1"));
+        return Err(OptionError::DropShape(spec.into()));
     };
     let list = match kind {
         "syn" => &mut script.syn,
@@ -65,35 +113,54 @@ fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), String> {
         "ack" => &mut script.ack,
         "data" => &mut script.data,
         "client_data" => &mut script.client_data,
-        _ => return Err(format!("--drop {spec:?}: kind must be syn, synack, ack, data or client_data")),
+        _ => return Err(OptionError::DropKind(spec.into())),
     };
-    let nth: u32 = nth.parse().ok().filter(|&n| n >= 1).ok_or_else(|| format!("--drop {spec:?}: N must be a whole number ≥ 1"))?;
+    let nth: u32 = nth.parse().ok().filter(|&n| n >= 1).ok_or_else(|| OptionError::DropOccurrence(spec.into()))?;
     list.push(nth);
     Ok(())
 }
 
-fn config(args: &Args) -> Result<emulator::Config, String> {
+fn config(args: &Args) -> Result<emulator::Config, OptionError> {
+    let spin_ns = shortflow_scenario::units::duration_ns(&args.spin).map_err(|e| OptionError::from(e.for_subject("--spin")))?;
+    if let Some(path) = &args.scenario {
+        let link = scenario::link(&scenario::read(path, &args.set)?)?;
+        return Ok(emulator::Config {
+            queue: args.queue,
+            delay_ns: link.delay_ns,
+            spin_ns,
+            loss: link.loss,
+            serialize: link.serialize,
+        });
+    }
     let mut script = DropConfig::default();
     for spec in &args.drops {
         add_drop(&mut script, spec)?;
     }
     for (name, p) in [("--loss-forward", args.loss_forward), ("--loss-reverse", args.loss_reverse)] {
         if !(0.0..=1.0).contains(&p) {
-            return Err(format!("{name} {p}: a probability is between 0 and 1"));
+            return Err(OptionError::Probability { option: name, value: p });
         }
     }
     let delay = |name: &str, s: &str| {
-        shortflow_scenario::units::duration_ns(s).map_err(|e| e.for_subject(name).to_string())
+        shortflow_scenario::units::duration_ns(s).map_err(|e| OptionError::from(e.for_subject(name)))
     };
     let random = RandomLossConfig {
         forward: LossConfig::Bernoulli(args.loss_forward),
         reverse: LossConfig::Bernoulli(args.loss_reverse),
         seed: args.seed,
     };
+    let rate_bps = match &args.rate {
+        None => None,
+        Some(r) => Some(shortflow_scenario::units::rate_bps(r).map_err(|e| OptionError::from(e.for_subject("--rate")))?),
+    };
+    if args.serialize_hops > 0 && !rate_bps.is_some_and(|r| r > 0) {
+        return Err(OptionError::HopsWithoutRate);
+    }
     Ok(emulator::Config {
         queue: args.queue,
+        serialize: rate_bps.filter(|_| args.serialize_hops > 0).map(|r| (r, args.serialize_hops)),
         delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
-        spin_ns: delay("--spin", &args.spin)?,
+        spin_ns,
         loss: LossModel::new(script, random),
     })
 }
@@ -157,9 +224,45 @@ mod tests {
         add_drop(&mut d, "client_data:2").unwrap();
         assert_eq!((d.syn, d.data, d.client_data), (vec![1], vec![3], vec![2]));
         let mut d = DropConfig::default();
-        assert!(add_drop(&mut d, "syn:0").is_err());
-        assert!(add_drop(&mut d, "fin:1").is_err());
-        assert!(add_drop(&mut d, "syn").is_err());
-        assert!(add_drop(&mut d, "forward:syn:1").is_err());
+        assert!(matches!(add_drop(&mut d, "syn:0"), Err(OptionError::DropOccurrence(_))));
+        assert!(matches!(add_drop(&mut d, "fin:1"), Err(OptionError::DropKind(_))));
+        assert!(matches!(add_drop(&mut d, "syn"), Err(OptionError::DropShape(_))));
+        assert!(matches!(add_drop(&mut d, "forward:syn:1"), Err(OptionError::DropKind(_))));
+        assert_eq!(add_drop(&mut d, "syn:x").unwrap_err().to_string(), "--drop \"syn:x\": N must be a whole number ≥ 1");
+    }
+
+    fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("shortflow-netem").chain(argv.iter().copied()))
+    }
+
+    #[test]
+    fn scenario_refuses_the_flags_it_replaces_naming_both() {
+        for flag in [&["--drop", "syn:1"][..], &["--seed", "3"], &["--delay-forward", "5ms"], &["--loss-reverse", "0.1"], &["--rate", "10Mbit"]] {
+            let argv: Vec<&str> = ["--scenario", "s.toml"].iter().chain(flag).copied().collect();
+            let e = parse(&argv).unwrap_err().to_string();
+            assert!(e.contains("--scenario") && e.contains(flag[0]), "{e}");
+        }
+        // What a scenario does not say stays an option beside it.
+        let a = parse(&["--scenario", "s.toml", "--set", "path.rtt=10ms", "--queue", "4", "--spin", "100us"]).unwrap();
+        assert_eq!((a.queue, a.set.as_slice()), (4, &["path.rtt=10ms".to_string()][..]));
+        let e = parse(&["--set", "path.rtt=10ms"]).unwrap_err().to_string();
+        assert!(e.contains("--scenario"), "{e}");
+    }
+
+    #[test]
+    fn a_scenario_file_gives_the_emulators_config() {
+        let dir = std::env::temp_dir().join(format!("sf-netem-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.toml");
+        std::fs::write(&path, "[path]\nrtt = \"40ms\"\nbandwidth = \"5Mbit\"\n[drop]\nsyn = [1]\n").unwrap();
+        let p = path.to_str().unwrap();
+        let cfg = config(&parse(&["--scenario", p, "--set", "path.rtt=60ms", "--queue", "2"]).unwrap()).unwrap();
+        assert_eq!((cfg.queue, cfg.delay_ns, cfg.serialize), (2, [30_000_000, 30_000_000], Some((5_000_000, 2))));
+        let mut loss = cfg.loss;
+        assert_eq!(loss.decide_kind(true, Some(shortflow_sim::loss::Kind::Syn)), shortflow_sim::loss::Fate::Scripted);
+        // Errors name the file and the key, overrides included.
+        let e = config(&parse(&["--scenario", p, "--set", "path.rtt=fast"]).unwrap()).err().unwrap().to_string();
+        assert!(e.starts_with(&format!("{p}: path.rtt: ")), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use shortflow_trace::wire::decode;
+use shortflow_wire::decode;
 use shortflow_trace::{CaptureReader, ReadError};
 
 use crate::error::TraceReadError;

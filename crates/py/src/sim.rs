@@ -35,13 +35,51 @@ fn check_scenario(py: Python<'_>, scenario_text: &str, source_name: &str, overri
     scenario::load(scenario_text, source_name, &overrides).map(|s| s.name).map_err(|e| scenario_error(py, e))
 }
 
-/// The scenario's TOML document with the overrides applied, as JSON text (unchecked: the
-/// testbed applies its own rules to it).
+/// The resolved scenario (every default filled in, every value normalised: durations in
+/// ns, sizes in bytes, rates in bit/s), as JSON text: what the testbed realises.
 #[pyfunction]
 #[pyo3(signature = (scenario_text, source_name, overrides=Vec::new()))]
-fn scenario_document(py: Python<'_>, scenario_text: &str, source_name: &str, overrides: Vec<String>) -> PyResult<String> {
-    let doc = scenario::document(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
-    Ok(serde_json::to_string(&doc).expect("a TOML table is plain data"))
+fn resolve_scenario(py: Python<'_>, scenario_text: &str, source_name: &str, overrides: Vec<String>) -> PyResult<String> {
+    let sc = scenario::load(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
+    Ok(serde_json::to_string(&sc).expect("a resolved scenario is plain data"))
+}
+
+/// The named stack profiles as JSON text: {name: {"source": citation, "config": StackConfig}}.
+#[pyfunction]
+fn stack_profiles() -> String {
+    use shortflow_scenario::profile;
+    let all: serde_json::Map<String, serde_json::Value> = profile::PROFILE_NAMES
+        .iter()
+        .map(|n| {
+            let v = serde_json::json!({ "source": profile::profile_source(n), "config": profile::profile(n) });
+            (n.to_string(), v)
+        })
+        .collect();
+    serde_json::Value::Object(all).to_string()
+}
+
+/// Every StackConfig field with its Linux knob, as JSON text: [{field, kind, knob}].
+#[pyfunction]
+fn linux_knobs() -> String {
+    serde_json::to_string(shortflow_scenario::profile::LINUX_KNOBS).expect("plain data")
+}
+
+/// Every key of the scenario file (key, kind, unit, default, range, help), as JSON text.
+#[pyfunction]
+fn scenario_keys() -> String {
+    serde_json::to_string(&shortflow_scenario::schema::keys()).expect("plain data")
+}
+
+/// The keys as the Markdown table of docs/scenario.md.
+#[pyfunction]
+fn scenario_keys_markdown() -> String {
+    shortflow_scenario::schema::keys_markdown()
+}
+
+/// The JSON Schema of a scenario file, as pretty JSON text (ends with a newline).
+#[pyfunction]
+fn scenario_schema() -> String {
+    serde_json::to_string_pretty(&shortflow_scenario::schema::json_schema()).expect("a schema is JSON") + "\n"
 }
 
 /// Runs a scenario; returns the report as JSON text. With `pcap`, writes what the
@@ -91,6 +129,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationLimitError", m.py().get_type::<SimulationLimitError>())?;
     m.add_function(wrap_pyfunction!(check_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-    m.add_function(wrap_pyfunction!(scenario_document, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(linux_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_keys_markdown, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     Ok(())
 }

@@ -50,7 +50,7 @@ fn analyze<'py>(
         return Err(PyValueError::new_err("idle_timeout_s must be > 0 and close_linger_s >= 0"));
     }
     let opts = Options {
-        tracker: TrackerConfig { idle_timeout_ns: (idle_timeout_s * 1e9) as u64, close_linger_ns: (close_linger_s * 1e9) as u64 },
+        tracker: TrackerConfig { idle_timeout_ns: (idle_timeout_s * 1e9) as u64, close_linger_ns: (close_linger_s * 1e9) as u64, ..defaults },
         workers: workers.max(1),
         table,
         // `analyze_paths` gives the workers left over by fewer files to each file's tracking.
@@ -133,6 +133,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
         d.set_item("tcp_packets", f.tcp_packets)?;
         d.set_item("skipped_not_ip", f.skipped_not_ip)?;
         d.set_item("skipped_not_tcp", f.skipped_not_tcp)?;
+        d.set_item("icmp_unreachable", f.icmp_unreachable)?;
         d.set_item("skipped_fragment", f.skipped_fragment)?;
         d.set_item("skipped_malformed", f.skipped_malformed)?;
         d.set_item("first_ts_s", f.first_ts_ns.map(|t| t as f64 / 1e9))?;
@@ -197,14 +198,21 @@ fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("unsuccessful", s.unsuccessful())?;
     d.set_item("syn", counts(py, &s.syn)?)?;
     d.set_item("synack", counts(py, &s.synack)?)?;
-    d.set_item("vantage", Vantage::NAMES[s.vantage() as usize])?;
+    let (vantage, basis) = s.vantage_with_basis();
+    d.set_item("vantage", Vantage::NAMES[vantage as usize])?;
+    d.set_item("vantage_basis", basis)?;
     d.set_item("vantage_client", s.vantage_client)?;
     d.set_item("vantage_server", s.vantage_server)?;
     d.set_item("vantage_unknown", s.vantage_unknown)?;
+    d.set_item("vantage_ttl_client", s.vantage_ttl_client)?;
+    d.set_item("vantage_ttl_server", s.vantage_ttl_server)?;
+    d.set_item("one_directional", s.one_directional)?;
     d.set_item("open_tries", s.open_tries)?;
     d.set_item("refused_rst", s.refused_rst)?;
+    d.set_item("refused_icmp", s.refused_icmp)?;
     d.set_item("syn_retries_after_rst", s.syn_retries_after_rst)?;
     d.set_item("capture_duplicates", s.capture_duplicates)?;
+    d.set_item("late_packets", s.late_packets)?;
     d.set_item("fast_open", s.fast_open)?;
     d.set_item("timeout_retransmissions", s.timeout_retransmissions)?;
     d.set_item("fast_retransmissions", s.fast_retransmissions)?;

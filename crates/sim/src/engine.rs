@@ -1,30 +1,37 @@
 //! The discrete-event core: a priority queue of events ordered by (time, insertion number),
 //! so two events at the same nanosecond run in the order they were scheduled and a run is
 //! the same, bit for bit, every time.
+//!
+//! The heap holds only the 24-byte keys; the events (a segment each, ~80 bytes) wait in a
+//! slab beside it. Sifting moves keys, not segments: the heap was a third of a run's time
+//! when it moved whole events.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use crate::time::Instant;
 
-struct Scheduled<E> {
+/// (time, insertion number) orders the events; `slot` says where the event waits.
+#[derive(Clone, Copy)]
+struct Key {
     at: Instant,
     seq: u64,
-    event: E,
+    slot: u32,
 }
 
-impl<E> PartialEq for Scheduled<E> {
+impl PartialEq for Key {
     fn eq(&self, o: &Self) -> bool {
         (self.at, self.seq) == (o.at, o.seq)
     }
 }
-impl<E> Eq for Scheduled<E> {}
-impl<E> PartialOrd for Scheduled<E> {
+impl Eq for Key {}
+
+impl PartialOrd for Key {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl<E> Ord for Scheduled<E> {
+impl Ord for Key {
     // BinaryHeap is a max-heap: the earliest (time, seq) must compare greatest.
     fn cmp(&self, o: &Self) -> Ordering {
         (o.at, o.seq).cmp(&(self.at, self.seq))
@@ -33,7 +40,9 @@ impl<E> Ord for Scheduled<E> {
 
 /// Pending events and the current time.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Scheduled<E>>,
+    heap: BinaryHeap<Key>,
+    slab: Vec<Option<E>>,
+    free: Vec<u32>,
     now: Instant,
     next_seq: u64,
     /// Events that asked for a time before `now` (run at `now` instead). A correct model
@@ -44,7 +53,15 @@ pub struct EventQueue<E> {
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        Self { heap: BinaryHeap::new(), now: Instant::ZERO, next_seq: 0, scheduled_in_past: 0, processed: 0 }
+        Self {
+            heap: BinaryHeap::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            now: Instant::ZERO,
+            next_seq: 0,
+            scheduled_in_past: 0,
+            processed: 0,
+        }
     }
 }
 
@@ -60,7 +77,17 @@ impl<E> EventQueue<E> {
         } else {
             at
         };
-        self.heap.push(Scheduled { at, seq: self.next_seq, event });
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(event);
+                i
+            }
+            None => {
+                self.slab.push(Some(event));
+                u32::try_from(self.slab.len() - 1).expect("fewer than 2^32 events waiting")
+            }
+        };
+        self.heap.push(Key { at, seq: self.next_seq, slot });
         self.next_seq += 1;
     }
 
@@ -73,9 +100,9 @@ impl<E> EventQueue<E> {
         self.heap.is_empty()
     }
 
-    /// Bytes one waiting event takes in the queue.
+    /// Bytes one waiting event takes in the queue (its key and its slab slot).
     pub const fn event_bytes() -> usize {
-        std::mem::size_of::<Scheduled<E>>()
+        std::mem::size_of::<Key>() + std::mem::size_of::<Option<E>>()
     }
 
     /// The next event, advancing `now` to its time; None when nothing is left before `limit`.
@@ -84,11 +111,12 @@ impl<E> EventQueue<E> {
         if next.at > limit {
             return None;
         }
-        let s = self.heap.pop()?;
-        debug_assert!(s.at >= self.now);
-        self.now = s.at;
+        let k = self.heap.pop()?;
+        debug_assert!(k.at >= self.now);
+        self.now = k.at;
         self.processed += 1;
-        Some(s.event)
+        self.free.push(k.slot);
+        self.slab[k.slot as usize].take()
     }
 }
 

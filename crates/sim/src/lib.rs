@@ -16,16 +16,18 @@ pub mod link;
 pub mod loss;
 pub mod mechanisms;
 pub mod packet;
-pub mod profile;
 pub mod queue;
 pub mod report;
-pub mod scenario;
 pub mod synopt;
 pub mod tcp;
 pub mod time;
 pub mod topology;
 pub mod units;
 pub mod workload;
+
+// The scenario model (document, resolution, stack profiles) is its own crate, the floor
+// below this one; the simulator reads scenarios only through it.
+pub use shortflow_scenario::{profile, scenario};
 pub mod world;
 
 pub use capture::Capture;

@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::packet::{Segment, ACK, FIN, RST, SYN};
-use crate::scenario::{DropConfig, LossConfig, RandomLossConfig};
+use crate::scenario::{DropConfig, LossConfig, RandomLossConfig, Scenario};
 
 /// The kinds `[drop]` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +79,12 @@ impl LossModel {
         Self { script, seen: [0; 5], config, rng, gilbert: [Gilbert { bad: false }, Gilbert { bad: false }] }
     }
 
+    /// The router's model for scenario `sc`: its scripted drops and its seeded random loss.
+    /// The simulator and the emulator (`shortflow-netem --scenario`) both build it here.
+    pub fn for_scenario(sc: &Scenario) -> Self {
+        Self::new(sc.drop.clone(), sc.random_loss.clone())
+    }
+
     /// How many packets of `kind` have been decided so far (the last one's occurrence number).
     pub fn occurrence(&self, kind: Kind) -> u32 {
         self.seen[kind as usize]
@@ -137,7 +143,7 @@ mod tests {
     use crate::scenario::GilbertConfig;
 
     fn seg(from_client: bool, flags: u8, len: u32) -> Segment {
-        Segment { conn: 0, from_client, seq: 0, ack: 0, flags, len, window: 0, mss: None, syn_opts: Default::default(), ts: false, sack: Default::default(), dsack: false }
+        Segment { conn: 0, from_client, seq: 0, ack: 0, flags, len, window: 0, mss: None, syn_opts: Default::default(), ts: false, tsval: 0, tsecr: 0, sack: Default::default(), dsack: false, hs_sent: 0, hs_echo: 0 }
     }
 
     #[test]

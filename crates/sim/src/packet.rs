@@ -47,7 +47,7 @@ pub struct Segment {
     pub flags: u8,
     pub len: u32,
     /// Advertised window in bytes, already a multiple of the sender's window scale (the
-    /// pcap shows it capped at 65535: the writer has no window-scale option to write).
+    /// pcap writes it shifted by that scale once both SYNs carried the option).
     pub window: u32,
     /// MSS option (SYN and SYN/ACK only).
     pub mss: Option<u16>,
@@ -55,10 +55,21 @@ pub struct Segment {
     pub syn_opts: SynOptions,
     /// The timestamps option (RFC 7323) rides on this segment (12 bytes with its padding).
     pub ts: bool,
+    /// The option's values when it rides (on a SYN or SYN/ACK: when `syn_opts.timestamps`):
+    /// the sender's millisecond clock, and the peer's TSval it echoes (RFC 7323 3, 4.3).
+    pub tsval: u32,
+    pub tsecr: u32,
     /// SACK blocks, D-SACK first (RFC 2018, RFC 2883).
     pub sack: SackBlocks,
     /// The first SACK block reports a duplicate (RFC 2883 D-SACK).
     pub dsack: bool,
+    /// Handshake bookkeeping that stands for the timestamps' values (RFC 7323): which
+    /// transmission of its SYN or SYN/ACK this is (1 = the first; 0 on other segments),
+    /// and which transmission of the peer's SYN or SYN/ACK the timestamp echo carries
+    /// (0: none). Linux tells a spurious handshake timeout and measures the handshake's RTT
+    /// after a retransmission from the echo (tcp_try_undo_spurious_syn, tcp_rtt_tsopt_us).
+    pub hs_sent: u8,
+    pub hs_echo: u8,
 }
 
 impl Segment {

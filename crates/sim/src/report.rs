@@ -42,7 +42,7 @@ pub struct ConnReport {
     pub rack_losses: u32,
     /// Tail loss probes sent, both ends (Linux TCPLossProbes).
     pub tlp_probes: u32,
-    /// Timeouts found spurious (Linux TCPSpuriousRTOs): F-RTO is not modelled, always 0.
+    /// Timeouts found spurious by F-RTO (`tcp::spurious`; Linux TCPSpuriousRTOs), both ends.
     pub spurious_timeouts: u32,
     /// D-SACKs received, both ends (Linux TCPDSACKRecv).
     pub dsacks: u32,

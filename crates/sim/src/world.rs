@@ -19,7 +19,7 @@ use crate::report::{ConnReport, LinkReport, RequestReport, RunReport, Summary};
 use crate::scenario::{CapturePoint, Scenario, Side};
 use crate::synopt::SynOptimizer;
 use crate::tcp::{State, Tcb, TimerKind, TIMER_KINDS};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::topology::Topology;
 use crate::workload::{self, ConnSpec, Workload};
 
@@ -59,6 +59,8 @@ enum Event {
     Respond { conn: u32 },
     /// Super Fast Retransmit's timer on one side.
     Sfr { conn: u32, client: bool },
+    /// A segment that arrived at a host with a `processing_time` reaches its TCP.
+    Process { seg: Segment, client: bool },
 }
 
 struct Conn {
@@ -78,6 +80,8 @@ struct Conn {
     /// Super Fast Retransmit per side ([client, server]) where it runs.
     sfr: [Option<Sfr>; 2],
     sfr_scheduled: [Option<Instant>; 2],
+    /// Per side: when the last segment that arrived reaches TCP (`processing_time`).
+    processed_until: [Instant; 2],
 }
 
 impl Conn {
@@ -97,6 +101,7 @@ impl Conn {
             done: false,
             sfr: [None, None],
             sfr_scheduled: [None; 2],
+            processed_until: [Instant::ZERO; 2],
         }
     }
 }
@@ -142,7 +147,7 @@ impl World {
             Some(d) => Topology::dumbbell(d),
             None => Topology::single(&sc.path),
         };
-        let loss = LossModel::new(sc.drop.clone(), sc.random_loss.clone());
+        let loss = LossModel::for_scenario(&sc);
         let mut workload = workload::build(&sc, topo.pairs(), rate);
         let first = workload.first();
         let mut w = World {
@@ -262,6 +267,7 @@ impl World {
                 self.pump(conn, false, now);
             }
             Event::Sfr { conn, client } => self.sfr_fire(conn, client, now),
+            Event::Process { seg, client } => self.endpoint_process(seg, client, now),
         }
     }
 
@@ -348,15 +354,35 @@ impl World {
         if self.captured_at(client) {
             self.capture.records.push((now, seg));
         }
+        if client && seg.is_synack() {
+            if let Some(c) = self.conns.get_mut(&seg.conn).filter(|c| c.first_synack_at_client.is_none()) {
+                c.first_synack_at_client = Some(now);
+                c.last_syn_before_synack = c.client.as_ref().and_then(|t| t.last_handshake_sent);
+            }
+        }
+        // The host's processing time: a segment with data reaches TCP that much later, while
+        // the capture saw it arrive; segments reach TCP in the order they arrived.
+        let p = if client { self.client_cfg.processing_time } else { self.server_cfg.processing_time };
+        if p > Duration::ZERO {
+            if let Some(c) = self.conns.get_mut(&seg.conn) {
+                let side = usize::from(!client);
+                let at = (now + if seg.len > 0 { p } else { Duration::ZERO }).max(c.processed_until[side]);
+                c.processed_until[side] = at;
+                if at > now {
+                    self.q.schedule(at, Event::Process { seg, client });
+                    return;
+                }
+            }
+        }
+        self.endpoint_process(seg, client, now);
+    }
+
+    fn endpoint_process(&mut self, seg: Segment, client: bool, now: Instant) {
         let conn = seg.conn;
         let optimizer = self.sc.syn_optimizer;
         let Some(c) = self.conns.get_mut(&conn) else { return };
         if let Some(cfg) = optimizer.filter(|o| (o.side == Side::Client) == client) {
             c.optimizer.incoming(&cfg, &seg);
-        }
-        if client && seg.is_synack() && c.first_synack_at_client.is_none() {
-            c.first_synack_at_client = Some(now);
-            c.last_syn_before_synack = c.client.as_ref().and_then(|t| t.last_handshake_sent);
         }
         let side = usize::from(!client);
         let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
@@ -414,10 +440,21 @@ impl World {
         let side = usize::from(!client);
         let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
         let Some(tcb) = tcb else { return };
-        if tcb.timers[kind as usize] != Some(now) || c.scheduled[side][kind as usize] != Some(now) {
-            return; // cancelled or moved
+        if c.scheduled[side][kind as usize] != Some(now) {
+            return; // superseded by an earlier event for this timer
         }
         c.scheduled[side][kind as usize] = None;
+        match tcb.timers[kind as usize] {
+            Some(at) if at == now => {}
+            // Moved later since this event was queued: wait again (one event per timer
+            // instead of one per re-arm: Linux re-arms the RTO on every ACK).
+            Some(at) if at > now => {
+                c.scheduled[side][kind as usize] = Some(at);
+                self.q.schedule(at, Event::Timer { conn, client, kind });
+                return;
+            }
+            _ => return, // cancelled
+        }
         if kind == TimerKind::Retransmit && tcb.state == State::Established && tcb.outstanding() > 0 {
             // Document 004's cost function for the timer that just expired.
             if let Some(cost) = tcb.rto_cost() {
@@ -476,10 +513,12 @@ impl World {
         }
         for k in TIMER_KINDS {
             let want = tcb.timers[k as usize];
-            if let Some(at) = want.filter(|&t| Some(t) != c.scheduled[side][k as usize]) {
+            // A queued event at or before the deadline stays: when it fires it waits again
+            // for a deadline that moved later (`timer`). Only an earlier deadline is queued.
+            if let Some(at) = want.filter(|&t| c.scheduled[side][k as usize].is_none_or(|s| t < s)) {
                 self.q.schedule(at, Event::Timer { conn, client, kind: k });
+                c.scheduled[side][k as usize] = Some(at);
             }
-            c.scheduled[side][k as usize] = want;
         }
         let out = std::mem::take(&mut tcb.out);
         if let Some(sfr) = c.sfr[side].as_mut() {

@@ -80,5 +80,8 @@ fn router_capture_matches_the_simulator() {
 
 #[test]
 fn server_capture_matches_the_simulator() {
-    check("server", 0.002);
+    // The linux server's SYN/ACK timer runs on jiffies (4 ms): a timed-out SYN/ACK can leave
+    // up to a jiffy before the client's resent SYN arrives, and the server-side view then
+    // times the handshake from that SYN, not from the one the client's clock started with.
+    check("server", 0.002 + 0.004);
 }

@@ -6,9 +6,9 @@
 use shortflow_sim::{simulate, ConnReport, RunOptions};
 use shortflow_trace::{analyze_capture, CaptureReader, ConnectionTable, Options, Progress, Summary};
 
-// The simulator's pcap carries no TCP options (its writer has none yet), so the Linux hosts
-// here run without timestamps (1460 B segments, as the capture shows them) and the sender
-// repairs by duplicate ACKs and timeouts, the cases these tests are about: no RACK, no TLP.
+// The Linux hosts here run without timestamps (1460 B segments) and the sender repairs by
+// duplicate ACKs and timeouts, the cases these tests are about: no RACK, no TLP.
+// (capture_options.rs reads SACK blocks and timestamps from the simulator's pcap.)
 const BASE: &str = r#"
 seed = 3
 [path]

@@ -9,12 +9,12 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
 use crate::observe::Observer;
-use crate::packet::{self, Segment};
 use crate::resend::Sender;
 use crate::rules::Mode;
 use crate::stats::Stats;
 use crate::sys::{self, now_ns, RunLock, REPORT, STOP};
 use crate::table::Table;
+use shortflow_wire::{decode_ip, tcp::fill_checksums, Segment};
 
 /// Longest sleep with nothing held.
 const IDLE_WAKE_NS: u64 = 100_000_000;
@@ -73,15 +73,19 @@ impl Daemon {
         let n = obs.take(BATCH, |pkt, kernel_rt| {
             let now = sys::seen_at(now_ns(), sys::realtime_ns(), kernel_rt);
             stats.packets += 1;
-            let Some(seg) = packet::parse(pkt) else {
+            // Not TCP, a fragment, or shorter than its IP header says: nothing to keep.
+            let Ok((seg, _)) = decode_ip(pkt) else {
                 return;
             };
             table.answer(&seg);
             if keeps(*mode, &seg) {
                 let mut copy = pkt.to_vec();
                 // A locally sent packet seen on OUTPUT still has a partial TCP checksum.
-                packet::fix_checksums(&mut copy);
-                table.hold(now, &seg, &copy);
+                // An IPv6 SYN behind extension headers is not kept (its TCP checksum would
+                // be computed over the wrong bytes); the stack's own RTO still covers it.
+                if fill_checksums(&mut copy).is_ok() {
+                    table.hold(now, &seg, &copy);
+                }
             }
         })?;
         self.stats.bypassed = obs.lost;
@@ -97,10 +101,10 @@ impl Daemon {
             ..
         } = self;
         table.fire_due(now_ns(), |pkt, deadline| {
-            let Some(seg) = packet::parse(pkt) else {
+            let Ok((seg, _)) = decode_ip(pkt) else {
                 return;
             };
-            if sender.send(pkt, seg.flow.dst).is_err() {
+            if sender.send(pkt, seg.dst.ip()).is_err() {
                 stats.send_errors += 1;
             }
             stats.lateness.add(now_ns().saturating_sub(deadline));
@@ -109,5 +113,5 @@ impl Daemon {
 }
 
 fn keeps(mode: Mode, s: &Segment) -> bool {
-    (s.is_syn() && mode.keeps_syn()) || (s.is_synack() && mode.keeps_synack())
+    (s.flags.is_syn() && mode.keeps_syn()) || (s.flags.is_synack() && mode.keeps_synack())
 }

@@ -4,9 +4,9 @@
 //! after the delay —
 //! at most RETRIES times, within a couple of milliseconds of the deadline.
 
+pub mod cli;
 pub mod daemon;
 pub mod observe;
-pub mod packet;
 pub mod resend;
 pub mod rules;
 pub mod stats;

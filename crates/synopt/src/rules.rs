@@ -1,15 +1,17 @@
-//! The daemon's own iptables rules: which packets are copied to it, in which chain, marked
-//! with the comment `sf-<runid>-synopt` so that leftovers of a crashed run can be found.
+//! The daemon's own nftables table, `inet sf-<runid>-synopt`: which packets are copied to
+//! it. The table is created whole in one `nft -f` transaction and deleted whole with one
+//! `delete table`, so the host keeps nothing of ours after the daemon exits — no rule, no
+//! chain, not even an empty table — and a half-installed rule set never exists. One `inet`
+//! table covers IPv4 and IPv6. Its base chains hook at the `mangle` priority (-150); an
+//! accept policy and copy-only rules mean it never changes another table's verdict.
 //!
-//! Rules live in the `mangle` table and are appended, so we skip none of its other rules.
-//!
-//! Fail-open by construction: the target is NFLOG, which sends a *copy* of the packet to the
-//! daemon's netlink group and lets the packet go on (a non-terminating target); nothing in
-//! the kernel ever waits for the daemon, whether it runs, hangs or is gone. `--nflog-threshold
-//! 1` sends each copy at once (the default batching would delay it up to its timeout).
+//! Fail-open by construction: the rules' statement is `log group N` (NFLOG), which sends a
+//! *copy* of the packet to the daemon's netlink group and lets the packet go on; nothing in
+//! the kernel ever waits for the daemon, whether it runs, hangs or is gone.
+//! `queue-threshold 1` sends each copy at once (batching would delay it up to its timeout).
 
-use std::io;
-use std::process::Command;
+use std::io::{self, Write};
+use std::process::{Command, Stdio};
 
 /// Where the daemon runs and which handshake packets it protects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,22 +40,6 @@ impl Mode {
     }
 }
 
-/// The firewall tool of one address family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    V4,
-    V6,
-}
-
-impl Family {
-    pub fn tool(self) -> &'static str {
-        match self {
-            Family::V4 => "iptables",
-            Family::V6 => "ip6tables",
-        }
-    }
-}
-
 /// What the rules need to know.
 #[derive(Debug, Clone)]
 pub struct RuleParams {
@@ -61,187 +47,138 @@ pub struct RuleParams {
     pub ports: Vec<u16>,
     /// NFLOG group the copies go to.
     pub group: u16,
-    /// Our resends carry this mark (SO_MARK) and are excluded, so they are never queued.
+    /// Our resends carry this mark (SO_MARK) and are excluded, so they are never copied.
     pub mark: u32,
-    pub comment: String,
+    /// The table's name, `sf-<runid>-synopt`.
+    pub table: String,
+    /// Copy IPv6 packets too (else the rules match IPv4 only).
+    pub ipv6: bool,
 }
 
-/// Packets of the handshake's first ACK: the 2nd to 6th packet of the connection in the
-/// client → server direction (`connbytes`, which needs conntrack), so that a server's whole
-/// ACK stream does not pass through user space.
-const FIRST_ACKS: [&str; 12] = [
-    "--tcp-flags",
-    "SYN,ACK,RST",
-    "ACK",
-    "-m",
-    "connbytes",
-    "--connbytes",
-    "2:6",
-    "--connbytes-dir",
-    "original",
-    "--connbytes-mode",
-    "packets",
-    "",
-];
+/// The flags a rule tests, under the mask SYN|ACK|RST (iptables' `--tcp-flags`).
+const SYN: &str = "tcp flags & (syn | ack | rst) == syn";
+const SYN_ACK: &str = "tcp flags & (syn | ack | rst) == syn | ack";
+const ACK: &str = "tcp flags & (syn | ack | rst) == ack";
+const RST: &str = "tcp flags & rst == rst";
+/// The handshake's first ACK: the 2nd to 6th packet of the connection in the client →
+/// server direction (conntrack's packet counter), so that a server's whole ACK stream does
+/// not pass through user space.
+const FIRST_PACKETS: &str = "ct original packets 2-6";
 
-/// Each rule as `[chain, match…]` without the target (appended by `rule_args`).
-pub fn rule_specs(p: &RuleParams) -> Vec<Vec<String>> {
-    let mut out = vec![];
-    let s = |v: &[&str]| {
-        v.iter()
-            .filter(|x| !x.is_empty())
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
+/// Each rule as `(chain, match)`, without the copy statement (added by [`ruleset`]).
+pub fn rule_specs(p: &RuleParams) -> Vec<(&'static str, String)> {
+    let ports = match p.ports.as_slice() {
+        [one] => one.to_string(),
+        many => format!("{{ {} }}", many.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")),
     };
-    let not_ours = ["-m", "mark", "!", "--mark"];
-    let mark = format!("{:#x}", p.mark);
-    for port in &p.ports {
-        let port = port.to_string();
-        let (copy_chain, answer_chain) = match p.mode {
-            Mode::Router => ("FORWARD", "FORWARD"),
-            _ => ("OUTPUT", "INPUT"),
-        };
-        let mut add = |chain: &str, dir: &str, rest: &[&str], marked: bool| {
-            let mut r = s(&[chain, "-p", "tcp", dir, &port]);
-            r.extend(s(rest));
-            if marked {
-                r.extend(s(&not_ours));
-                r.push(mark.clone());
-            }
-            out.push(r);
-        };
-        if p.mode.keeps_syn() {
-            add(
-                copy_chain,
-                "--dport",
-                &["--tcp-flags", "SYN,ACK,RST", "SYN"],
-                true,
-            );
-            // The answers to a SYN: the SYN/ACK (in router mode also a copy to keep) or a RST.
-            add(
-                answer_chain,
-                "--sport",
-                &["--tcp-flags", "SYN,ACK,RST", "SYN,ACK"],
-                false,
-            );
-            add(
-                answer_chain,
-                "--sport",
-                &["--tcp-flags", "RST", "RST"],
-                false,
-            );
-        }
-        if p.mode == Mode::Server {
-            add(
-                copy_chain,
-                "--sport",
-                &["--tcp-flags", "SYN,ACK,RST", "SYN,ACK"],
-                true,
-            );
-        }
-        if p.mode.keeps_synack() {
-            add(answer_chain, "--dport", &FIRST_ACKS, false);
-            add(
-                answer_chain,
-                "--dport",
-                &["--tcp-flags", "RST", "RST"],
-                false,
-            );
-        }
+    let family = if p.ipv6 { "" } else { "meta nfproto ipv4 " };
+    let not_ours = format!(" meta mark != {:#x}", p.mark);
+    let (copy_chain, answer_chain) = match p.mode {
+        Mode::Router => ("forward", "forward"),
+        _ => ("output", "input"),
+    };
+    let mut out = vec![];
+    let mut add = |chain, dir: &str, rest: &str, marked: bool| {
+        let mark = if marked { not_ours.as_str() } else { "" };
+        out.push((chain, format!("{family}tcp {dir} {ports} {rest}{mark}")));
+    };
+    if p.mode.keeps_syn() {
+        add(copy_chain, "dport", SYN, true);
+        // The answers to a SYN: the SYN/ACK (in router mode also a copy to keep) or a RST.
+        add(answer_chain, "sport", SYN_ACK, false);
+        add(answer_chain, "sport", RST, false);
+    }
+    if p.mode == Mode::Server {
+        add(copy_chain, "sport", SYN_ACK, true);
+    }
+    if p.mode.keeps_synack() {
+        add(answer_chain, "dport", &format!("{ACK} {FIRST_PACKETS}"), false);
+        add(answer_chain, "dport", RST, false);
     }
     out
 }
 
-/// The `iptables` arguments after the action (`-A`/`-D`) for one spec.
-fn rule_args(spec: &[String], p: &RuleParams) -> Vec<String> {
-    let mut a = vec![spec[0].clone()];
-    a.extend(spec[1..].iter().cloned());
-    a.extend(["-m", "comment", "--comment", &p.comment].map(String::from));
-    a.extend(
-        [
-            "-j",
-            "NFLOG",
-            "--nflog-group",
-            &p.group.to_string(),
-            "--nflog-size",
-            &crate::observe::COPY_RANGE.to_string(),
-            "--nflog-threshold",
-            "1",
-        ]
-        .map(String::from),
-    );
-    a
+/// The `nft -f` script that creates the table whole. `add` + `delete` first: a table of the
+/// same name left by a dead run (ids are taken under the run lock, so it cannot be a live
+/// one) goes in the same transaction.
+pub fn ruleset(p: &RuleParams) -> String {
+    let specs = rule_specs(p);
+    let copy = format!("log group {} snaplen {} queue-threshold 1", p.group, crate::observe::COPY_RANGE);
+    let mut s = format!("add table inet {t}\ndelete table inet {t}\ntable inet {t} {{\n", t = p.table);
+    for chain in ["output", "input", "forward"] {
+        let rules: Vec<_> = specs.iter().filter(|(c, _)| *c == chain).collect();
+        if rules.is_empty() {
+            continue;
+        }
+        s += &format!("  chain {chain} {{\n    type filter hook {chain} priority mangle; policy accept;\n");
+        for (_, m) in rules {
+            s += &format!("    {m} {copy}\n");
+        }
+        s += "  }\n";
+    }
+    s + "}\n"
 }
 
-fn iptables(family: Family, args: &[String]) -> io::Result<()> {
-    let out = Command::new(family.tool())
-        .args(["-w", "-t", "mangle"])
-        .args(args)
-        .output()?;
+/// Runs `nft` with `args`, feeding `stdin` when given; the error names the command and
+/// carries nft's message.
+fn nft(args: &[&str], stdin: Option<&str>) -> io::Result<String> {
+    let mut cmd = Command::new("nft");
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.spawn().map_err(|e| {
+        io::Error::new(e.kind(), format!("cannot run `nft` ({e}): the nftables package provides it"))
+    })?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
     if out.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        let msg = String::from_utf8_lossy(&out.stderr);
         Err(io::Error::other(format!(
-            "`{} -t mangle {}` failed: {}",
-            family.tool(),
+            "`nft {}` failed: {}",
             args.join(" "),
-            msg.trim()
+            String::from_utf8_lossy(&out.stderr).trim()
         )))
     }
 }
 
-/// Installed rules; removed when dropped (normal exit, error, panic unwinding).
+/// The installed table; deleted when dropped (normal exit, error, panic unwinding).
 #[derive(Debug)]
 pub struct Installed {
-    rules: Vec<(Family, Vec<String>)>,
+    table: Option<String>,
+    rules: usize,
 }
 
 impl Installed {
-    /// Installs the rules of `p` for each family; on any failure removes what was added.
-    pub fn install(p: &RuleParams, families: &[Family]) -> io::Result<Installed> {
-        let mut done = Installed { rules: vec![] };
-        for &f in families {
-            for spec in rule_specs(p) {
-                let args = rule_args(&spec, p);
-                let mut add = vec!["-A".to_string()];
-                add.extend(args.iter().cloned());
-                iptables(f, &add)?; // on error `done` drops and removes the rules so far
-                done.rules.push((f, args));
-            }
-        }
-        Ok(done)
+    /// Creates the table of `p` in one transaction: all of it, or nothing.
+    pub fn install(p: &RuleParams) -> io::Result<Installed> {
+        nft(&["-f", "-"], Some(&ruleset(p)))?;
+        Ok(Installed { table: Some(p.table.clone()), rules: rule_specs(p).len() })
     }
 
     pub fn count(&self) -> usize {
-        self.rules.len()
+        self.rules
     }
 
-    /// Removes every rule; returns the errors (rules someone else already removed).
-    pub fn remove(&mut self) -> Vec<String> {
-        let mut errors = vec![];
-        for (f, args) in self.rules.drain(..).rev() {
-            let mut del = vec!["-D".to_string()];
-            del.extend(args);
-            // Once more on failure: a signal sent to our whole process group (as `timeout`
-            // does) may have hit the first iptables child.
-            if let Err(e) = iptables(f, &del).or_else(|_| iptables(f, &del)) {
-                errors.push(e.to_string());
-            }
-        }
-        errors
+    /// Deletes the table (once more on failure: a signal sent to our whole process group,
+    /// as `timeout` does, may have hit the first nft child).
+    pub fn remove(&mut self) -> io::Result<()> {
+        let Some(t) = self.table.take() else { return Ok(()) };
+        let args = ["delete", "table", "inet", t.as_str()];
+        nft(&args, None).or_else(|_| nft(&args, None)).map(drop)
     }
 }
 
 impl Drop for Installed {
     fn drop(&mut self) {
-        for e in self.remove() {
+        if let Err(e) = self.remove() {
             eprintln!("shortflow-synopt: {e}");
         }
     }
 }
 
-/// The run id in a synopt comment (`sf-<6 hex>-synopt`), if `token` is one.
+/// The run id in a synopt table name (`sf-<6 hex>-synopt`), if `token` is one.
 pub fn run_id_of(token: &str) -> Option<&str> {
     let id = token
         .trim_matches('"')
@@ -254,37 +191,16 @@ pub fn run_id_of(token: &str) -> Option<&str> {
     .then_some(id)
 }
 
-/// Removes synopt rules of runs whose daemon is gone (`alive(run_id)` false) from the
-/// `mangle` table of `family`; returns the removed rules (as `iptables -S` printed them).
-pub fn remove_stale(family: Family, alive: impl Fn(&str) -> bool) -> io::Result<Vec<String>> {
-    let out = Command::new(family.tool())
-        .args(["-w", "-t", "mangle", "-S"])
-        .output()?;
-    if !out.status.success() {
-        return Err(io::Error::other(format!(
-            "`{} -t mangle -S` failed",
-            family.tool()
-        )));
-    }
+/// Deletes the synopt tables of runs whose daemon is gone (`alive(run_id)` false); returns
+/// their names.
+pub fn remove_stale(alive: impl Fn(&str) -> bool) -> io::Result<Vec<String>> {
     let mut removed = vec![];
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some(rest) = line.strip_prefix("-A ") else {
-            continue;
-        };
-        let tokens: Vec<String> = rest
-            .split_whitespace()
-            .map(|t| t.trim_matches('"').to_string())
-            .collect();
-        let Some(id) = tokens.iter().find_map(|t| run_id_of(t)) else {
-            continue;
-        };
-        if alive(id) {
-            continue;
-        }
-        let mut del = vec!["-D".to_string()];
-        del.extend(tokens.iter().cloned());
-        if iptables(family, &del).is_ok() {
-            removed.push(line.to_string());
+    for line in nft(&["list", "tables", "inet"], None)?.lines() {
+        // `table inet NAME`
+        let Some(name) = line.trim().strip_prefix("table inet ") else { continue };
+        let Some(id) = run_id_of(name) else { continue };
+        if !alive(id) && nft(&["delete", "table", "inet", name], None).is_ok() {
+            removed.push(name.to_string());
         }
     }
     Ok(removed)
@@ -300,42 +216,61 @@ mod tests {
             ports: vec![80, 8080],
             group: 7100,
             mark: 0x5f0e,
-            comment: "sf-abc123-synopt".into(),
+            table: "sf-abc123-synopt".into(),
+            ipv6: true,
         }
     }
 
     #[test]
     fn client_rules_copy_syns_on_output_and_watch_input() {
         let specs = rule_specs(&params(Mode::Client));
-        assert_eq!(specs.len(), 6);
-        let first = specs[0].join(" ");
+        assert_eq!(specs.len(), 3);
         assert_eq!(
-            first,
-            "OUTPUT -p tcp --dport 80 --tcp-flags SYN,ACK,RST SYN -m mark ! --mark 0x5f0e"
+            specs[0],
+            ("output", "tcp dport { 80, 8080 } tcp flags & (syn | ack | rst) == syn meta mark != 0x5f0e".to_string())
         );
-        assert!(specs.iter().all(|s| s[0] == "OUTPUT" || s[0] == "INPUT"));
-        let args = rule_args(&specs[0], &params(Mode::Client)).join(" ");
-        assert!(args.ends_with(
-            "-m comment --comment sf-abc123-synopt -j NFLOG --nflog-group 7100 --nflog-size 65535 --nflog-threshold 1"
-        ));
+        assert!(specs[1..].iter().all(|(c, _)| *c == "input"));
+        let text = ruleset(&params(Mode::Client));
+        assert!(text.starts_with("add table inet sf-abc123-synopt\ndelete table inet sf-abc123-synopt\n"));
+        assert!(text.contains("type filter hook output priority mangle; policy accept;"));
+        assert!(text.contains("log group 7100 snaplen 65535 queue-threshold 1"));
+        assert!(!text.contains("chain forward"), "no empty chains");
     }
 
     #[test]
     fn server_and_router_rules() {
         let server = rule_specs(&params(Mode::Server));
-        assert!(server.iter().any(|s| s
-            .join(" ")
-            .starts_with("OUTPUT -p tcp --sport 80 --tcp-flags SYN,ACK,RST SYN,ACK")));
-        assert!(server.iter().any(|s| s
-            .join(" ")
-            .contains("INPUT -p tcp --dport 80 --tcp-flags SYN,ACK,RST ACK -m connbytes")));
+        assert!(server.iter().any(|(c, m)| *c == "output" && m.starts_with("tcp sport { 80, 8080 } tcp flags & (syn | ack | rst) == syn | ack")));
+        assert!(server.iter().any(|(c, m)| *c == "input" && m.ends_with("== ack ct original packets 2-6")));
         let router = rule_specs(&params(Mode::Router));
-        assert!(router.iter().all(|s| s[0] == "FORWARD"));
-        assert_eq!(router.len(), 10);
+        assert!(router.iter().all(|(c, _)| *c == "forward"));
+        assert_eq!(router.len(), 5);
+        let v4 = RuleParams { ipv6: false, ports: vec![80], ..params(Mode::Client) };
+        assert!(rule_specs(&v4).iter().all(|(_, m)| m.starts_with("meta nfproto ipv4 tcp ") && m.contains(" 80 ")));
+    }
+
+    /// The script is valid nft syntax: `nft -c` (check only, changes nothing) accepts it.
+    #[test]
+    fn nft_accepts_the_script() {
+        let Ok(out) = Command::new("nft").arg("--version").output() else {
+            eprintln!("skipped: nft is not installed");
+            return;
+        };
+        assert!(out.status.success());
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: `nft -c` needs root (CAP_NET_ADMIN) to check against the kernel");
+            return;
+        }
+        for mode in [Mode::Client, Mode::Server, Mode::Router] {
+            let text = ruleset(&params(mode));
+            let r = nft(&["-c", "-f", "-"], Some(&text));
+            assert!(r.is_ok(), "{mode:?}: {r:?}\n{text}");
+        }
     }
 
     #[test]
-    fn run_ids_in_comments() {
+    fn run_ids_in_table_names() {
         assert_eq!(run_id_of("sf-abc123-synopt"), Some("abc123"));
         assert_eq!(run_id_of("\"sf-abc123-synopt\""), Some("abc123"));
         assert_eq!(run_id_of("sf-abc123-netem"), None);

@@ -17,7 +17,24 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::IpAddr;
 
-use crate::packet::{seq_ge, Flow, Segment, ACK};
+use shortflow_wire::{seq_ge, Endpoint, Segment};
+
+/// One direction of a connection: who sends to whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Flow {
+    pub src: Endpoint,
+    pub dst: Endpoint,
+}
+
+impl Flow {
+    pub fn of(seg: &Segment) -> Flow {
+        Flow { src: seg.src, dst: seg.dst }
+    }
+    /// The same connection seen from the other end.
+    pub fn reversed(&self) -> Flow {
+        Flow { src: self.dst, dst: self.src }
+    }
+}
 
 /// What the table is asked to do.
 #[derive(Debug, Clone, Copy)]
@@ -103,23 +120,20 @@ impl Table {
     /// The initiator's address masked to the budget's prefix length: the SYN's source, or
     /// the SYN/ACK's destination.
     fn prefix_of(&self, seg: &Segment) -> IpAddr {
-        let who = if seg.is_synack() {
-            seg.flow.dst
-        } else {
-            seg.flow.src
-        };
-        mask(who, self.cfg.prefix_len_v4, self.cfg.prefix_len_v6)
+        let who = if seg.flags.is_synack() { seg.dst } else { seg.src };
+        mask(who.ip(), self.cfg.prefix_len_v4, self.cfg.prefix_len_v6)
     }
 
     /// Keeps a copy of `pkt` (whose TCP facts are `seg`), seen at `now`, unless the policy
     /// sheds it; true when it was taken.
     pub fn hold(&mut self, now: u64, seg: &Segment, pkt: &[u8]) -> bool {
-        if let Some(c) = self.copies.get(&seg.flow) {
+        let flow = Flow::of(seg);
+        if let Some(c) = self.copies.get(&flow) {
             if c.isn == seg.seq {
                 self.counters.duplicates += 1;
                 return false;
             }
-            self.remove(&seg.flow);
+            self.remove(&flow);
             self.counters.replaced += 1;
         }
         let prefix = self.prefix_of(seg);
@@ -137,7 +151,7 @@ impl Table {
         self.next_id += 1;
         let data_len = seg.payload_len;
         self.copies.insert(
-            seg.flow,
+            flow,
             Copy {
                 pkt: pkt.into(),
                 prefix,
@@ -150,7 +164,7 @@ impl Table {
         );
         *self.per_prefix.entry(prefix).or_insert(0) += 1;
         self.timers
-            .push(Reverse((now + self.cfg.delay_ns, id, seg.flow)));
+            .push(Reverse((now + self.cfg.delay_ns, id, flow)));
         self.counters.taken += 1;
         self.counters.held_max = self.counters.held_max.max(self.copies.len() as u64);
         self.compact();
@@ -172,10 +186,10 @@ impl Table {
     /// Forgets the copy `seg` answers, if any: a segment of the reverse flow acknowledging
     /// the copy's SYN (ack = ISN + 1, or past SYN data; RFC 9293 3.5). True when it did.
     pub fn answer(&mut self, seg: &Segment) -> bool {
-        if seg.flags & ACK == 0 {
+        if !seg.flags.ack() {
             return false;
         }
-        let key = seg.flow.reversed();
+        let key = Flow::of(seg).reversed();
         let answered = self.copies.get(&key).is_some_and(|c| {
             let lo = c.isn.wrapping_add(1);
             seq_ge(seg.ack, lo) && seq_ge(lo.wrapping_add(c.data_len), seg.ack)
@@ -267,8 +281,39 @@ pub fn mask(addr: IpAddr, v4: u8, v6: u8) -> IpAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::tests::syn_v4;
-    use crate::packet::{parse, RST, SYN};
+    use shortflow_wire::tcp::fill_checksums;
+    use shortflow_wire::{decode_ip, TcpFlags};
+
+    const SYN: u8 = TcpFlags::SYN;
+    const ACK: u8 = TcpFlags::ACK;
+    const RST: u8 = TcpFlags::RST;
+
+    /// An IPv4 SYN 10.231.1.1:40000 → 10.231.2.1:80, ISN `isn`, with an MSS option, and
+    /// valid checksums (bytes laid out here, read back through the wire layer).
+    pub fn syn_v4(isn: u32, flags: u8, ack: u32) -> Vec<u8> {
+        let mut p = vec![0u8; 44];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&44u16.to_be_bytes());
+        p[8] = 64;
+        p[9] = 6;
+        p[12..16].copy_from_slice(&[10, 231, 1, 1]);
+        p[16..20].copy_from_slice(&[10, 231, 2, 1]);
+        let t = &mut p[20..];
+        t[0..2].copy_from_slice(&40000u16.to_be_bytes());
+        t[2..4].copy_from_slice(&80u16.to_be_bytes());
+        t[4..8].copy_from_slice(&isn.to_be_bytes());
+        t[8..12].copy_from_slice(&ack.to_be_bytes());
+        t[12] = 6 << 4;
+        t[13] = flags;
+        t[14..16].copy_from_slice(&64240u16.to_be_bytes());
+        t[20..24].copy_from_slice(&[2, 4, 0x05, 0xb4]);
+        fill_checksums(&mut p).unwrap();
+        p
+    }
+
+    fn parse(p: &[u8]) -> Option<Segment> {
+        decode_ip(p).ok().map(|(s, _)| s)
+    }
 
     const MS: u64 = 1_000_000;
 
@@ -288,7 +333,7 @@ mod tests {
         let mut p = syn_v4(isn, SYN, 0);
         p[12..16].copy_from_slice(&src);
         p[20..22].copy_from_slice(&port.to_be_bytes());
-        crate::packet::fix_checksums(&mut p);
+        fill_checksums(&mut p).unwrap();
         p
     }
 
@@ -303,10 +348,12 @@ mod tests {
     fn answer_to(isn: u32, flags: u8) -> Segment {
         let syn = parse(&syn_v4(isn, SYN, 0)).unwrap();
         Segment {
-            flow: syn.flow.reversed(),
-            flags,
+            src: syn.dst,
+            dst: syn.src,
+            flags: TcpFlags(flags),
             seq: 5,
             ack: isn.wrapping_add(1),
+            window: 0,
             payload_len: 0,
         }
     }
@@ -375,7 +422,7 @@ mod tests {
         assert!(!t.answer(&wrong));
         assert!(
             !t.answer(&Segment {
-                flags: SYN,
+                flags: TcpFlags(SYN),
                 ..answer_to(50, SYN)
             }),
             "no ACK flag: no answer"
@@ -448,10 +495,12 @@ mod tests {
         // Answered copies free their prefix's budget.
         let first = parse(&syn_from([192, 0, 2, 0], 2000, 0)).unwrap();
         assert!(t.answer(&Segment {
-            flow: first.flow.reversed(),
-            flags: SYN | ACK,
+            src: first.dst,
+            dst: first.src,
+            flags: TcpFlags(SYN | ACK),
             seq: 1,
             ack: 1,
+            window: 0,
             payload_len: 0
         }));
         let again = syn_from([192, 0, 2, 9], 9000, 9);

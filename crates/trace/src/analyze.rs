@@ -13,6 +13,7 @@ use crate::diag::{ConnectionTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
 use crate::track::{Conn, Tracker, TrackerConfig};
+use crate::wire::{decode_unreachable, IcmpUnreachable};
 use crate::wire::segment::{decode_ext, Skip};
 use crate::wire::{Segment, SegmentExtra};
 
@@ -43,6 +44,9 @@ pub struct FileStats {
     pub tcp_packets: u64,
     pub skipped_not_ip: u64,
     pub skipped_not_tcp: u64,
+    /// ICMP/ICMPv6 destination-unreachable messages quoting a TCP segment (among the
+    /// packets skipped as not TCP).
+    pub icmp_unreachable: u64,
     pub skipped_fragment: u64,
     pub skipped_malformed: u64,
     pub first_ts_ns: Option<u64>,
@@ -102,6 +106,8 @@ pub(crate) trait SegmentSink {
     /// Every `PUBLISH_EVERY` packets and at the end: the open connections are sampled for
     /// `FileStats::peak_open_connections`.
     fn sample(&mut self);
+    /// An ICMP destination-unreachable quoting a TCP segment (rare: off the hot path).
+    fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable);
 }
 
 /// Reads every packet of `reader` into `sink`, counting them in `stats` and publishing
@@ -126,7 +132,14 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
                 sink.segment(ts, &seg, &extra);
             }
             Err(Skip::NotIp) => stats.skipped_not_ip += 1,
-            Err(Skip::NotTcp) => stats.skipped_not_tcp += 1,
+            Err(Skip::NotTcp) => {
+                stats.skipped_not_tcp += 1;
+                // Rare and off the TCP path: decoded only when the frame is not TCP.
+                if let Some(msg) = decode_unreachable(pkt.link, pkt.data) {
+                    stats.icmp_unreachable += 1;
+                    sink.icmp(ts, &msg);
+                }
+            }
             Err(Skip::Fragment) => stats.skipped_fragment += 1,
             Err(Skip::Malformed) => stats.skipped_malformed += 1,
         }
@@ -168,6 +181,10 @@ impl<F: FnMut(Conn)> SegmentSink for Serial<'_, F> {
     fn sample(&mut self) {
         *self.peak = (*self.peak).max(self.tracker.open_connections());
     }
+
+    fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
+        let _ = self.tracker.observe_icmp(ts, msg);
+    }
 }
 
 /// Analyzes an opened capture (a file, or bytes in memory for tests and fuzzing) on this
@@ -190,11 +207,20 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
     });
     let mut serial = Serial { tracker, peak: &mut peak };
     read_loop(&mut reader, &mut stats, progress, &mut serial);
+    let late = serial.tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.
     let _ = serial.tracker.finish();
     stats.peak_open_connections = peak;
     table.sort_by_conn_id();
+    summary.late_packets += late.len() as u64;
+    if build_table {
+        for p in &late {
+            // Every late packet's connection left the tracker before it, so has a row.
+            let found = table.add_late_packet(p.conn_id);
+            debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
+        }
+    }
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;

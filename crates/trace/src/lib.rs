@@ -13,11 +13,13 @@ pub mod read;
 mod mem;
 mod shard;
 pub mod track;
-pub mod wire;
 pub mod write;
 
 pub use analyze::{analyze_capture, analyze_file, analyze_paths, Analysis, FileStats, Options, Progress};
 pub use diag::{ConnectionTable, GapClass, Summary, Vantage};
 pub use error::{ReadError, ReadErrorKind};
 pub use read::{CaptureReader, RawPacket};
-pub use wire::{Endpoint, LinkType, Segment, TcpFlags};
+/// The wire layer (link types, IP, TCP) is its own crate, one floor down; re-exported so
+/// `shortflow_trace::wire::…` keeps naming it.
+pub use shortflow_wire as wire;
+pub use shortflow_wire::{Endpoint, LinkType, Segment, TcpFlags};

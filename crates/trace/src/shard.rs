@@ -18,13 +18,15 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use crate::analyze::{read_loop, FileStats, Options, Progress, SegmentSink};
 use crate::diag::{ConnectionTable, Summary};
 use crate::read::CaptureReader;
-use crate::track::{shard_of, Tracker, TrackerConfig};
-use crate::wire::{Segment, SegmentExtra};
+use crate::track::{shard_of, shard_of_pair, LatePacket, Tracker, TrackerConfig};
+use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 enum Msg {
     Segment { ts: u64, index: u64, seg: Segment, extra: SegmentExtra },
     /// Sweep as the single tracker would at this time.
     Sweep(u64),
+    /// An ICMP destination-unreachable, for the shard of the 4-tuple it quotes.
+    Icmp { ts: u64, msg: IcmpUnreachable },
     /// Record the open connections (for the file's peak).
     Sample,
 }
@@ -98,6 +100,13 @@ impl SegmentSink for Router {
     fn sample(&mut self) {
         self.broadcast(|| Msg::Sample);
     }
+
+    fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
+        // `Tracker::observe_icmp` moves the clock too, but sweeps only with a segment.
+        self.last_ts = self.last_ts.max(ts);
+        let i = shard_of_pair(msg.quoted.src, msg.quoted.dst, self.shards.len());
+        self.push(i, Msg::Icmp { ts, msg: *msg });
+    }
 }
 
 /// What one shard found.
@@ -106,6 +115,8 @@ struct ShardResult {
     summary: Summary,
     /// Open connections at each `Msg::Sample`.
     samples: Vec<usize>,
+    /// Packets after their connection's linger, by the shard's ids (opening segments' indices).
+    late: Vec<LatePacket>,
 }
 
 fn run_shard(config: TrackerConfig, trace: u32, build_table: bool, rx: Receiver<Vec<Msg>>, back: Sender<Vec<Msg>>, last_ts: &std::sync::Mutex<u64>) -> ShardResult {
@@ -126,14 +137,18 @@ fn run_shard(config: TrackerConfig, trace: u32, build_table: bool, rx: Receiver<
                     let _ = tracker.observe_ext(ts, &seg, &extra);
                 }
                 Msg::Sweep(now) => tracker.sweep_at(now),
+                Msg::Icmp { ts, msg } => {
+                    let _ = tracker.observe_icmp(ts, &msg);
+                }
                 Msg::Sample => samples.push(tracker.open_connections()),
             }
         }
         let _ = back.send(batch);
     }
     let end = *last_ts.lock().expect("the reader does not panic holding it");
+    let late = tracker.take_late_packets();
     let _ = tracker.finish_at(end);
-    ShardResult { table, summary, samples }
+    ShardResult { table, summary, samples, late }
 }
 
 /// `analyze_capture` with `opts.shards` tracker threads.
@@ -167,12 +182,22 @@ pub(crate) fn analyze_sharded(mut reader: CaptureReader, trace: u32, opts: &Opti
     let samples = results.iter().map(|r| r.samples.len()).max().unwrap_or(0);
     stats.peak_open_connections = (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
     let mut tables = Vec::with_capacity(results.len());
+    let mut late = Vec::new();
     for r in results {
         summary.add(&r.summary);
         tables.push(r.table);
+        late.extend(r.late);
     }
+    summary.late_packets += late.len() as u64;
     let mut table = ConnectionTable::concat(tables);
     table.sort_by_conn_id();
+    // Late packets are counted on their rows while the ids are still the shards' own.
+    if opts.table {
+        for p in &late {
+            let found = table.add_late_packet(p.conn_id);
+            debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
+        }
+    }
     // Ids were the opening segments' indices; in that order they are 0, 1, 2 …
     for (i, id) in table.conn_id.iter_mut().enumerate() {
         *id = i as u64;

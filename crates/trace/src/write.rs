@@ -7,9 +7,7 @@
 
 use std::io::{self, Write};
 
-use etherparse::{PacketBuilder, TcpOptionElement};
-
-use crate::wire::{Endpoint, LinkType, Segment, SegmentExtra};
+use shortflow_wire::{encode_frame, Framing, LinkType, Segment, SegmentExtra, TcpOptions};
 
 /// Timestamp resolution of a classic pcap file (its magic number says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,125 +202,23 @@ impl Default for SegmentOptions {
     }
 }
 
-const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
-const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
-
 /// Appends the frame of `seg` for `link` to `out`.
 pub fn encode_segment(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &SegmentOptions) -> io::Result<()> {
     encode_segment_with(out, link, seg, opts, None)
 }
 
-/// Appends the frame of `seg` with the IP identification, TTL and TCP options of `extra`
-/// (without it: ID 0, TTL 64, and `opts.mss` alone on a SYN).
+/// Appends the frame of `seg` (built by the wire layer) with the IP identification, TTL and
+/// TCP options of `extra` (without it: ID 0, TTL 64, and `opts.mss` alone on a SYN).
 pub fn encode_segment_with(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &SegmentOptions, extra: Option<&SegmentExtra>) -> io::Result<()> {
-    let start = out.len();
-    encode_frame(out, link, seg, opts, extra)?;
-    if let Some(x) = extra {
-        let link_len = match link {
-            LinkType::Ethernet => 14 + if opts.vlan.is_some() { 4 } else { 0 },
-            LinkType::Null | LinkType::Loop => 4,
-            LinkType::LinuxSll => 16,
-            LinkType::LinuxSll2 => 20,
-            _ => 0,
-        };
-        patch_ip(&mut out[start + link_len..], x.ip_id, x.ttl);
-    }
-    Ok(())
-}
-
-/// Sets the IPv4 identification and TTL (and the header checksum), or the IPv6 hop limit.
-fn patch_ip(ip: &mut [u8], id: u16, ttl: u8) {
-    match ip.first().map(|b| b >> 4) {
-        Some(4) => {
-            let ihl = usize::from(ip[0] & 0x0f) * 4;
-            ip[4..6].copy_from_slice(&id.to_be_bytes());
-            ip[8] = ttl;
-            ip[10..12].copy_from_slice(&[0, 0]);
-            let sum: u32 = ip[..ihl].chunks_exact(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
-            let folded = (sum & 0xffff) + (sum >> 16);
-            let folded = (folded & 0xffff) + (folded >> 16);
-            ip[10..12].copy_from_slice(&(!(folded as u16)).to_be_bytes());
+    let plain;
+    let extra = match extra {
+        Some(x) => x,
+        None => {
+            plain = SegmentExtra { ip_id: 0, ttl: 64, opts: TcpOptions { mss: opts.mss, ..TcpOptions::default() } };
+            &plain
         }
-        Some(6) => ip[7] = ttl,
-        _ => {}
-    }
-}
-
-fn encode_frame(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &SegmentOptions, extra: Option<&SegmentExtra>) -> io::Result<()> {
-    let tcp = extra.map(|x| &x.opts);
-    let v4 = seg.src.ip().is_ipv4() && seg.dst.ip().is_ipv4();
-    // LINKTYPE_IPV4 (228) and LINKTYPE_IPV6 (229) name the packets' version: a reader
-    // decodes what follows as that version without looking (tshark would find no TCP).
-    if (link == LinkType::Ipv4 && !v4) || (link == LinkType::Ipv6 && v4) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("link type {} carries only IPv{} packets, not this IPv{} segment",
-                    if v4 { "ipv6 (229)" } else { "ipv4 (228)" }, if v4 { 6 } else { 4 }, if v4 { 4 } else { 6 }),
-        ));
-    }
-    let ethertype: u16 = if v4 { 0x0800 } else { 0x86dd };
-    match link {
-        LinkType::Ethernet => {}
-        LinkType::Null => out.extend_from_slice(&(if v4 { 2u32 } else { 30 }).to_le_bytes()),
-        LinkType::Loop => out.extend_from_slice(&(if v4 { 2u32 } else { 24 }).to_be_bytes()),
-        LinkType::LinuxSll => {
-            out.extend_from_slice(&[0, 0, 0, 1, 0, 6]); // packet type, ARPHRD_ETHER, addr len
-            out.extend_from_slice(&MAC_A);
-            out.extend_from_slice(&[0, 0]);
-            out.extend_from_slice(&ethertype.to_be_bytes());
-        }
-        LinkType::LinuxSll2 => {
-            out.extend_from_slice(&ethertype.to_be_bytes());
-            out.extend_from_slice(&[0, 0, 0, 0, 0, 2, 0, 1, 0, 6]); // rsv, ifindex, hatype, pkttype, len
-            out.extend_from_slice(&MAC_A);
-            out.extend_from_slice(&[0, 0]);
-        }
-        LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => {}
-        LinkType::Other(c) => return Err(io::Error::other(format!("cannot encode link type {c}"))),
-    }
-    let payload = vec![0u8; seg.payload_len as usize];
-    let (s, d) = (seg.src, seg.dst);
-    macro_rules! finish {
-        ($step:expr) => {{
-            let mut t = $step.tcp(s.port, d.port, seg.seq, seg.window);
-            if seg.flags.syn() { t = t.syn(); }
-            if seg.flags.fin() { t = t.fin(); }
-            if seg.flags.rst() { t = t.rst(); }
-            if seg.flags.0 & crate::wire::TcpFlags::PSH != 0 { t = t.psh(); }
-            if seg.flags.ack() { t = t.ack(seg.ack); }
-            if let Some(o) = tcp {
-                t = t.options_raw(&o.emit(seg.flags.syn())).map_err(io::Error::other)?;
-            } else if let (true, Some(mss)) = (seg.flags.syn(), opts.mss) {
-                t = t.options(&[TcpOptionElement::MaximumSegmentSize(mss)]).map_err(io::Error::other)?;
-            }
-            t.write(out, &payload).map_err(io::Error::other)
-        }};
-    }
-    if link != LinkType::Ethernet {
-        // The link header (if any) was written above; build from the IP layer.
-        return if v4 {
-            finish!(PacketBuilder::ipv4(v4_of(&s), v4_of(&d), 64))
-        } else {
-            finish!(PacketBuilder::ipv6(s.addr, d.addr, 64))
-        };
-    }
-    let eth = PacketBuilder::ethernet2(MAC_A, MAC_B);
-    match opts.vlan {
-        Some(id) => {
-            let tagged = eth.single_vlan(etherparse::VlanId::try_new(id).map_err(io::Error::other)?);
-            if v4 {
-                finish!(tagged.ipv4(v4_of(&s), v4_of(&d), 64))
-            } else {
-                finish!(tagged.ipv6(s.addr, d.addr, 64))
-            }
-        }
-        None if v4 => finish!(eth.ipv4(v4_of(&s), v4_of(&d), 64)),
-        None => finish!(eth.ipv6(s.addr, d.addr, 64)),
-    }
-}
-
-fn v4_of(e: &Endpoint) -> [u8; 4] {
-    [e.addr[12], e.addr[13], e.addr[14], e.addr[15]]
+    };
+    encode_frame(out, link, &Framing { vlan: opts.vlan }, seg, extra)
 }
 
 fn put16(v: &mut Vec<u8>, order: ByteOrder, x: u16) {

@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "shortflow.cli.generate",
     "shortflow.cli.demo",
     "shortflow.cli.simulate",
+    "shortflow.cli.scenario",
     "shortflow.cli.reproduce",
     "shortflow.cli.sweep",
     "shortflow.cli.testbed",

@@ -41,14 +41,15 @@ def print_table1(a: Analysis) -> None:
     emit_table("Document 000, Table 1: connection tries and duplicate SYNs", ["row", "SYN", "SYN/ACK"],
                [list(r) for r in table1_rows(a)], right=[False, True, True])
     say(f"packets {s['packets']:,} · connections tracked {s['connections']:,}")
-    v = a.vantage_counts
     where = {
         "client": "near the client: every SYN the client sent is seen; a duplicate SYN/ACK only if it arrived",
         "server": "near the server: every SYN/ACK the server sent is seen; a duplicate SYN only if it arrived",
-        "unknown": "undecided (no completed handshake, or as many on each side)",
+        "unknown": "undecided",
     }[a.vantage]
-    say(f"capture point: {where} (handshakes timed as near client {v['client']:,}, "
-        f"near server {v['server']:,}, unknown {v['unknown']:,})")
+    # The basis says what the point was inferred from (handshake timing or hop counts) or
+    # why it could not be, with the counts.
+    basis = a.vantage_basis.removeprefix("undecided: ")
+    say(f"capture point: {where} ({basis})")
 
 
 #: How the breakdown line names each cause.
@@ -73,6 +74,9 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
         f"{doc['spurious_retransmissions']:,} spurious · delayed-ACK stalls {doc['delayed_ack_stalls']:,} · "
         f"zero-window stalls {doc['zero_window_stalls']:,} · capture duplicates {doc['capture_duplicates']:,} · "
         f"SYN retries after RST {doc['syn_retries_after_rst']:,}")
+    say(f"tries refused: {doc['refused_rst']:,} by RST, {doc['refused_icmp']:,} by ICMP · "
+        f"late packets after the close linger {doc['late_packets']:,} · "
+        f"connections seen in one direction only {doc['one_directional']:,}")
     total = doc["duration_s"]
     shares = sorted(((v, k) for k, v in doc["time_lost_share"].items() if v), reverse=True)
     if total > 0 and shares:

@@ -18,7 +18,7 @@ from shortflow.reproduce import DOCUMENTS, REAL_DOCUMENTS, Row, reproduce
 def _fmt(x: float | None, unit: str) -> str:
     if x is None:
         return "–"
-    if unit == "B" or unit == "ACKs":
+    if unit in ("B", "ACKs", "packets"):
         return f"{x:,.0f}"
     return f"{x:.3f}"
 
@@ -46,6 +46,22 @@ def print_rows(rows: list[Row]) -> None:
         emit_table(f"document {doc} · {figure} · {group[0].scenario}", headers, table, caption=caption, right=right)
 
 
+def print_packets() -> None:
+    """Document 003's figures packet by packet: the paper's time and packet, ours, ours − paper."""
+    from shortflow.reproduce import doc003
+
+    def ms(x: object) -> str:
+        return "–" if x is None else f"{1000 * float(x):.3f}"  # type: ignore[arg-type]
+
+    for figure in doc003.CASES:
+        name, overrides = doc003.CASES[figure]
+        rows = [[str(r["n"]), ms(r["paper_s"]), str(r["paper"]), ms(r["ours_s"]), str(r["ours"] or "–"), ms(r["delta_s"])]
+                for r in doc003.packet_table(figure)]
+        emit_table(f"document 003 · figure {figure} · scenarios/{name}.toml {' '.join(overrides)}",
+                   ["#", "paper ms", "paper packet", "ours ms", "our packet", "ours − paper ms"], rows,
+                   right=[True, True, False, True, False, True])
+
+
 def register(app: typer.Typer) -> None:
     @app.command("reproduce")
     def reproduce_cmd(
@@ -56,6 +72,8 @@ def register(app: typer.Typer) -> None:
         commands: Annotated[bool, typer.Option("--commands", help="print the simulate command of every row")] = False,
         real: Annotated[bool, typer.Option("--real", help="also run document 000's cases on this machine's kernel "
                                                           "in the testbed (root; takes minutes: real timeouts)")] = False,
+        packets: Annotated[bool, typer.Option("--packets", help="document 003: every packet of each figure beside "
+                                                                "the simulator's same packet")] = False,
     ) -> None:
         """Run the shipped scenario files and print each paper figure beside ours."""
         docs = DOCUMENTS if document == "all" else (document,)
@@ -63,6 +81,8 @@ def register(app: typer.Typer) -> None:
             fail(f"document {clip(document)!r}: expected one of {', '.join(DOCUMENTS)} or all", USAGE)
         if real and not any(d in REAL_DOCUMENTS for d in docs):
             fail(f"--real: only document {', '.join(REAL_DOCUMENTS)} has a real-kernel column", USAGE)
+        if packets and "003" not in docs:
+            fail("--packets: only document 003 prints its packets (its figures are packet traces)", USAGE)
         if real and os.geteuid() != 0:
             fail("--real runs the testbed, which needs root (network namespaces, iptables, BPF)", USAGE)
         if json_out is not None:
@@ -75,6 +95,8 @@ def register(app: typer.Typer) -> None:
             fail(e)
         if not is_stdout(json_out):
             print_rows(rows)
+            if packets:
+                print_packets()
             if commands:
                 for r in rows:
                     say(f"{r.document} {r.figure} {r.case}: {r.command}")

@@ -32,8 +32,8 @@ def register(app: typer.Typer) -> None:
                                                               "(default: the first --grid)")] = None,
     ) -> None:
         """Run a scenario over the product of parameter grids on Dask; one Parquet table."""
-        from shortflow.sweep import SUMMARY_COLUMNS, parse_grid, spread, sweep
-        from shortflow.sweep import plot as draw
+        from shortflow.sweeps import SUMMARY_COLUMNS, parse_grid, spread, sweep
+        from shortflow.sweeps import plot as draw
 
         try:
             g = parse_grid(grid)

@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Resend a lost SYN or SYN/ACK after DELAY_MS instead of the kernel's 1 s (needs root).
 
-        Fail-open: the daemon's iptables rules only copy packets (NFLOG), so traffic flows if the daemon hangs or dies; it removes its rules on SIGINT/SIGTERM, and its next start or `shortflow testbed clean` removes those of a killed daemon.
+        Fail-open: the rules in the daemon's own nftables table (inet sf-<run id>-synopt) only copy packets (NFLOG), so traffic flows if the daemon hangs or dies; it deletes its whole table on SIGINT/SIGTERM, and its next start or `shortflow testbed clean` deletes that of a killed daemon.
         """
         from shortflow import synopt
 

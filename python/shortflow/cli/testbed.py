@@ -91,6 +91,39 @@ def run_cmd(
         _table(f"{result['scenario']} — real kernel (run {result['run_id']})", [("real", result["connections"])])
 
 
+@testbed_app.command("plan")
+def plan_cmd(
+    scenario: Annotated[Path, typer.Argument(help="Scenario file (TOML) or a shipped scenario's name.")],
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="key=value, as for `shortflow simulate`.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the plan as JSON here (- for standard output).")] = None,
+) -> None:
+    """Print how SCENARIO would be realised on this kernel, field by field: the sysctl,
+    route metric or BPF hook that sets it, the kernel's own behaviour, or why it has no
+    effect here. Exits 2 naming the field when Linux cannot run it. Needs no root."""
+    from shortflow import testbed
+
+    if json_out is not None:
+        check_output_file(json_out, "--json")
+    try:
+        s = testbed.load(scenario, overrides or [])
+    except ScenarioError as e:
+        fail(e, USAGE)
+    assert s.plan is not None
+    if json_out:
+        write_json(json_out, s.plan.as_json())
+    if is_stdout(json_out):
+        return
+    rows = [[d.key, d.action, d.knob, d.value, d.why] for d in s.plan.decisions]
+    emit_table(f"{s.name} — plan for the real kernel", ["field", "action", "knob", "value", "why"], rows)
+    for role in ("client", "server"):
+        p = s.plan.role(role)
+        say(f"{role}: ip route ... {' '.join(p.route)}")
+        for k, v in p.sysctls.items():
+            say(f"{role}: sysctl {k}={v}")
+        if p.syn_rto_s is not None:
+            say(f"{role}: BPF sock_ops SYN RTO {p.syn_rto_s * 1000:g}ms")
+
+
 @testbed_app.command("clean")
 def clean_cmd(
     force: Annotated[bool, typer.Option("--force", help="Also remove the objects of runs that are still running.")] = False,

@@ -18,8 +18,7 @@ from shortflow import _core
 from shortflow.host.commands import HostError
 
 #: Daemons the extension module carries, by name: the function that runs one's command line.
-#: (The SYN optimizer is not among them yet: its binary is needed.)
-_IN_EXTENSION = {"netem": "run_netem"}
+_IN_EXTENSION = {"netem": "run_netem", "synopt": "run_synopt"}
 
 
 def find_binary(name: str) -> str | None:

@@ -12,6 +12,8 @@ PREFIX = "sf-"
 RUN_ID_PREFIX_ENV = "SHORTFLOW_RUN_ID_PREFIX"
 #: `sf-` + 6 hex digits + `-`: what `testbed clean` recognises as ours.
 RUN_OBJECT = re.compile(r"^sf-[0-9a-f]{6}-")
+#: A testbed run's per-role objects (namespaces, and the cgroups its processes run in).
+TESTBED_ROLE_OBJECT = re.compile(r"^sf-[0-9a-f]{6}-(client|router|server)$")
 
 
 def fresh_run_id() -> str:

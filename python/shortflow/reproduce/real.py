@@ -47,7 +47,7 @@ def add_real_column(rows: list[Row], progress: Callable[[int, int, Row], None] |
         if r.real is None:
             r.real_note = f"the real connection did not complete ({c.get('error') or 'no request seen'})"
         elif r.ours is not None and not agrees(MEASURE, r.ours, r.real):
-            late = max(s.client.effective_syn_rto_s, s.server.effective_syn_rto_s) > 1.0 and r.real > r.ours
+            late = max(s.client["rto"]["initial"], s.server["rto"]["initial"]) > 1e9 and r.real > r.ours
             r.real_note = f"{r.real - r.ours:+.3f} s: " + (TIMER_WHEEL if late else "unexplained: see BENCHMARKS.md")
 
 

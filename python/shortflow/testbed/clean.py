@@ -1,7 +1,7 @@
 """`shortflow testbed clean`: removes whatever earlier runs left, found by the `sf-<id>-`
 prefix — namespaces (with their processes, veths, iptables rules and qdiscs), veths or
 iptables rules in the root namespace, BPF pins under /sys/fs/bpf, cgroups, work
-directories in the temp directory, and the `mangle` rules (iptables and ip6tables) of a
+directories in the temp directory, and the nftables table (`inet sf-<id>-synopt`) of a
 killed `shortflow synopt` daemon in the root namespace or any other named namespace. Each
 removal is reported."""
 
@@ -18,14 +18,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from shortflow.host.netns import kill_namespace, links, namespaces, owner_alive
 from shortflow.testbed.names import PREFIX, RUN_OBJECT
 from shortflow.testbed.system import TestbedError, require_root
 from shortflow.testbed.system import run as run_checked
-from shortflow.testbed.topology import kill_namespace
 
 BPF_FS = Path("/sys/fs/bpf")
-#: The comment on every rule of a synopt daemon (crates/synopt/src/rules.rs).
-SYNOPT_COMMENT = re.compile(r"\bsf-([0-9a-f]{6})-synopt\b")
+#: A synopt daemon's own nftables table, as `nft list tables` prints it (crates/synopt/src/rules.rs).
+SYNOPT_TABLE = re.compile(r"^table inet (sf-([0-9a-f]{6})-synopt)$")
 #: Exits 0 when a synopt daemon of run argv[1] is alive in this namespace: it holds the
 #: abstract socket `sf-<id>-synopt` for its lifetime (crates/synopt/src/sys.rs, RunLock).
 _ALIVE_PROBE = """
@@ -41,11 +41,8 @@ sys.exit(1)
 
 def leftovers() -> dict[str, list[str]]:
     """Objects with our run prefix that exist now (empty lists: clean)."""
-    ns = [line.split()[0] for line in run(["ip", "netns", "list"], check=False).stdout.splitlines() if line.strip()]
-    links = []
-    for line in run(["ip", "-o", "link", "show"], check=False).stdout.splitlines():
-        name = line.split(":", 2)[1].strip().split("@")[0] if ":" in line else ""
-        links.append(name)
+    ns = namespaces()
+    names = links()
     rules = [r for r in _iptables_rules() if "sf-" in r and _rule_is_ours(r)]
     pins = [p.name for p in BPF_FS.iterdir()] if BPF_FS.is_dir() else []
     cgroups = [str(p) for p in _cgroup_roots() for p in p.glob("sf-*")]
@@ -54,12 +51,12 @@ def leftovers() -> dict[str, list[str]]:
     return {
         "mounts": [m for m in mounts if any(RUN_OBJECT.match(part) for part in Path(m).parts)],
         "namespaces": [n for n in ns if RUN_OBJECT.match(n)],
-        "links": [n for n in links if RUN_OBJECT.match(n)],
+        "links": [n for n in names if RUN_OBJECT.match(n)],
         "iptables_rules": rules,
         "bpf_pins": [n for n in pins if RUN_OBJECT.match(n)],
         "cgroups": [c for c in cgroups if RUN_OBJECT.match(Path(c).name)],
         "work_dirs": [n for n in tmp if RUN_OBJECT.match(n)],
-        "synopt_rules": [f"{ns or '(root)'} {tool} {rule}" for ns, tool, rule in stale_synopt_rules()],
+        "synopt_tables": [f"{ns or '(root)'} {table}" for ns, table in stale_synopt_tables()],
     }
 
 
@@ -76,22 +73,39 @@ def _synopt_alive(run_id: str, netns: str | None) -> bool:
     return run(["ip", "netns", "exec", netns, sys.executable, "-c", _ALIVE_PROBE, run_id]).returncode == 0
 
 
-def stale_synopt_rules(namespaces: list[str | None] | None = None) -> list[tuple[str | None, str, str]]:
-    """(namespace or None for the root one, tool, rule as `-S` prints it) of every synopt
-    rule whose daemon is gone, in `namespaces` (default: the root namespace and every named
-    one except our runs', which `clean` deletes whole)."""
+def _in(netns: str | None, args: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", netns, *args] if netns else args
+
+
+def synopt_tables(netns: str | None = None) -> list[tuple[str, str]]:
+    """(table name, run id) of every synopt daemon's nftables table in `netns` (None: this
+    namespace), live or not."""
+    r = run(_in(netns, ["nft", "list", "tables", "inet"]))
+    return [(m.group(1), m.group(2)) for line in r.stdout.splitlines() if (m := SYNOPT_TABLE.match(line.strip()))]
+
+
+def synopt_rules(netns: str | None = None) -> list[str]:
+    """Every rule of the synopt tables in `netns`, as `TABLE: RULE` (`nft list` text)."""
+    rules = []
+    for table, _ in synopt_tables(netns):
+        text = run(_in(netns, ["nft", "list", "table", "inet", table])).stdout
+        rules += [f"{table}: {line.strip()}" for line in text.splitlines() if " log group " in line]
+    return rules
+
+
+def stale_synopt_tables(in_namespaces: list[str | None] | None = None) -> list[tuple[str | None, str]]:
+    """(namespace or None for the root one, table name) of every synopt table whose daemon
+    is gone, in `in_namespaces` (default: the root namespace and every named one except our
+    runs', which `clean` deletes whole)."""
     found = []
-    if namespaces is None:
-        names = [line.split()[0] for line in run(["ip", "netns", "list"]).stdout.splitlines() if line.strip()]
-        namespaces = [None, *(n for n in names if not RUN_OBJECT.match(n))]
-    for netns in namespaces:
-        for tool in ("iptables", "ip6tables"):
-            args = [tool, "-w", "-t", "mangle", "-S"]
-            r = run(["ip", "netns", "exec", netns, *args] if netns else args)
-            for line in r.stdout.splitlines():
-                m = SYNOPT_COMMENT.search(line)
-                if line.startswith("-A ") and m and not _synopt_alive(m.group(1), netns):
-                    found.append((netns, tool, line))
+    if in_namespaces is None:
+        wanted = [None, *(n for n in namespaces() if not RUN_OBJECT.match(n))]
+    else:
+        wanted = in_namespaces
+    for netns in wanted:
+        for table, run_id in synopt_tables(netns):
+            if not _synopt_alive(run_id, netns):
+                found.append((netns, table))
     return found
 
 
@@ -121,32 +135,17 @@ def _cgroup_roots() -> list[Path]:
     return roots
 
 
-def remove_stale_synopt_rules(namespaces: list[str | None] | None = None, run_id: str | None = None) -> list[str]:
-    """Removes the rules `stale_synopt_rules(namespaces)` finds (only those of daemon run
-    `run_id` when given); one line per rule removed. A live daemon's rules are never touched:
-    it removes them itself when it stops."""
+def remove_stale_synopt_tables(namespaces: list[str | None] | None = None, run_id: str | None = None) -> list[str]:
+    """Deletes the tables `stale_synopt_tables(namespaces)` finds (only that of daemon run
+    `run_id` when given), each whole in one command; one line per table. A live daemon's
+    table is never touched: it deletes it itself when it stops."""
     done = []
-    for netns, tool, rule in stale_synopt_rules(namespaces):
-        if run_id is not None and f"{PREFIX}{run_id}-synopt" not in rule:
+    for netns, table in stale_synopt_tables(namespaces):
+        if run_id is not None and table != f"{PREFIX}{run_id}-synopt":
             continue
-        args = [tool, "-w", "-t", "mangle", "-D", *shlex.split(rule[3:])]
-        if run(["ip", "netns", "exec", netns, *args] if netns else args).returncode == 0:
-            done.append(f"synopt rule ({netns or 'root namespace'}, {tool}) {rule}")
+        if run(_in(netns, ["nft", "delete", "table", "inet", table])).returncode == 0:
+            done.append(f"synopt table ({netns or 'root namespace'}) inet {table}")
     return done
-
-
-OWNER_FILE = "owner"
-
-
-def process_identity(pid: int) -> str | None:
-    """`pid` and its start time (field 22 of /proc/PID/stat), which together name one
-    process even after the pid is reused; None when no such process runs."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
 
 
 def live_runs() -> dict[str, int]:
@@ -157,12 +156,8 @@ def live_runs() -> dict[str, int]:
         m = RUN_OBJECT.match(d.name)
         if not m:
             continue
-        try:
-            owner = (d / OWNER_FILE).read_text().strip()
-        except OSError:
-            continue
-        pid = int(owner.split()[0]) if owner.split() and owner.split()[0].isdigit() else 0
-        if pid and process_identity(pid) == owner:
+        pid = owner_alive(d)
+        if pid is not None:
             live[d.name.split("-")[1]] = pid
     return live
 
@@ -193,7 +188,7 @@ def clean(force: bool = False, only: str | None = None) -> list[str]:
         # `-A CHAIN spec` → `-D CHAIN spec`.
         if run(["iptables", "-D", *shlex.split(rule[3:])], check=False).returncode == 0:
             done.append(f"iptables rule {rule}")
-    done += remove_stale_synopt_rules(run_id=only)
+    done += remove_stale_synopt_tables(run_id=only)
     for pin in found["bpf_pins"]:
         if pin.endswith("-tune"):
             # A host's tuning, not a testbed run's: its journal knows how to undo it.

@@ -1,6 +1,11 @@
 """The emulated link in the router namespace: `shortflow-netem` on NFQUEUE for delay, loss
 and scripted drops (this kernel has no netem qdisc), `tbf` on the router's two egress veths
-for the bottleneck rate and its drop-tail queue."""
+for the bottleneck rate and its drop-tail queue.
+
+The emulator is handed the scenario itself (`--scenario`, the same text and overrides the
+testbed resolved) and resolves it through the same model as the simulator: its delays,
+serialization, scripted drops and random loss (Bernoulli or Gilbert-Elliott) are the
+simulator's, and nothing here translates them."""
 
 from __future__ import annotations
 
@@ -18,29 +23,19 @@ from shortflow.testbed.topology import Topology, stop
 MTU_FRAME = 1514
 
 
-def netem_args(s: RealScenario) -> list[str]:
-    """Command-line of the emulator for scenario `s`: half the RTT each way."""
-    delay = f"{s.one_way_delay_s * 1e6:.0f}us"
-    args = ["--delay-forward", delay, "--delay-reverse", delay,
-            "--loss-forward", repr(s.loss_forward), "--loss-reverse", repr(s.loss_reverse), "--seed", str(s.seed)]
-    # [drop] by its own key names: the emulator decides with the simulator's loss model.
-    for kind, nths in (("syn", s.drop_syn), ("synack", s.drop_synack), ("ack", s.drop_ack), ("data", s.drop_data)):
-        args += [a for n in nths for a in ("--drop", f"{kind}:{n}")]
-    return args
-
-
 class Link:
     """Started by `start()`, stopped by `stop()` (which returns the emulator's statistics)."""
 
     def __init__(self, topo: Topology, s: RealScenario) -> None:
         self.topo, self.s = topo, s
         self.stats_path = topo.workdir / "netem-stats.json"
+        self.scenario_path = topo.workdir / "scenario.toml"
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
         n: RunNames = self.topo.names
         router = n.ns("router")
-        args = [*daemons.command("netem"), "--queue", "0", "--stats", str(self.stats_path), *netem_args(self.s)]
+        args = [*daemons.command("netem"), "--queue", "0", "--stats", str(self.stats_path), *self._scenario_args()]
         self.proc = self.topo.spawn("shortflow-netem", "router", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
@@ -55,10 +50,22 @@ class Link:
             for dev in (n.router_client_dev, n.router_server_dev):
                 in_ns(router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", *self._tbf_args())
 
+    def _scenario_args(self) -> list[str]:
+        """`--scenario FILE --set K=V ...`: the text and overrides the testbed resolved,
+        the text written into the run's work directory (a shipped scenario, or one built
+        from text, has no file of its own; the run keeps what its emulator read)."""
+        sc = self.s.scenario
+        if sc is None:
+            raise TestbedError("the emulator needs the scenario's text: load it with shortflow.testbed.load")
+        self.scenario_path.write_text(sc.text)
+        return ["--scenario", str(self.scenario_path), *(a for o in sc.overrides for a in ("--set", o))]
+
     def _tbf_args(self) -> list[str]:
         rate = self.s.bandwidth_bps or 0
-        # Burst: at least two frames, else one millisecond of the rate (tbf needs > MTU).
-        burst = max(2 * MTU_FRAME, int(rate / 8 / 1000))
+        # Burst: one frame. A larger bucket lets the first frames of every flight through
+        # at once, which no link does (the simulator's links serialize every packet; the
+        # emulator adds each packet's own serialization time before tbf).
+        burst = MTU_FRAME
         # The simulator's default queue (scenario: `path.queue` absent) is 1000 packets:
         # the same here, so neither world drops what the other would carry.
         limit = (self.s.queue_packets or 1000) * MTU_FRAME

@@ -18,6 +18,7 @@ from shortflow.testbed import names as N
 from shortflow.testbed import stack, wire
 from shortflow.testbed.capture import Captures
 from shortflow.testbed.link import Link
+from shortflow.testbed.realize import realize
 from shortflow.testbed.scenario_real import RealScenario
 from shortflow.testbed.server import Nginx, body_path
 from shortflow.testbed.synopt import SynoptDaemon
@@ -34,10 +35,10 @@ def run(s: RealScenario, pcap_dir: Path | None = None, cgroup: Path | None = Non
     `cgroup`, the processes of `cgroup_roles` run in that cgroup (unless the stack needs its
     own for a SYN RTO): where `shortflow tune`'s program is attached. `sysctls`: per role,
     set in its namespace after the stack's own."""
-    stack.check(s)
+    plan = s.plan if s.plan is not None else realize(s)
     with Topology() as topo:
-        stack.apply(topo, "client", s.client)
-        stack.apply(topo, "server", s.server)
+        stack.apply(topo, "client", plan.client)
+        stack.apply(topo, "server", plan.server)
         for role, values in (sysctls or {}).items():
             for key, value in values.items():
                 topo.sysctl(role, key, value)
@@ -143,6 +144,8 @@ def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv:
         "established": hs.get("established"),
         "response_flights": wire.flights(sv.data_times[1], gap) if sv else None,
         "response_bytes": probe.get("body_bytes"),
+        # nginx's header bytes before the body (the simulator is told them: compare).
+        "response_headers": probe.get("header_bytes"),
         "status": probe.get("status"),
         "error": probe.get("error"),
     }

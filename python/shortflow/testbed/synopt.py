@@ -19,7 +19,8 @@ import sys
 from typing import Any
 
 from shortflow import synopt
-from shortflow.testbed.system import TestbedError, in_ns
+from shortflow.testbed.clean import synopt_rules
+from shortflow.testbed.system import TestbedError
 from shortflow.testbed.topology import Topology, stop
 
 
@@ -51,10 +52,8 @@ class SynoptDaemon:
         return line.split()[1]
 
     def rules(self) -> list[str]:
-        """The daemon's rules as iptables-save/ip6tables-save print them."""
-        ns = self.topo.names.ns(self.role)
-        text = in_ns(ns, "iptables-save").stdout + in_ns(ns, "ip6tables-save", check=False).stdout
-        return [line for line in text.splitlines() if "-synopt" in line]
+        """The rules of the synopt tables in the daemon's namespace, as `nft list` prints them."""
+        return synopt_rules(self.topo.names.ns(self.role))
 
     def kill(self) -> None:
         """SIGKILL: the daemon cannot remove its rules (they stay, fail-open)."""

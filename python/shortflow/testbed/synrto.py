@@ -1,33 +1,24 @@
-"""The SYN RTO of a namespace's connections, set with BPF sock_ops (`bpf/syn_rto.bpf.c`):
+"""The SYN RTO of a namespace's connections, set with the tuner's BPF sock_ops program
+(`bpf/tune.bpf.c`, loaded through `shortflow.host.bpf`) configured with the SYN RTO alone:
 Linux has no sysctl or route metric for it (kernel-facts: route rtt/rttvar do not move it).
+The program answers BPF_SOCK_OPS_TIMEOUT_INIT for the SYNs a client sends and for the
+SYN/ACKs a listener sends; every other field of its configuration stays 0 (the kernel's own).
 
-The program is compiled with clang into the run's work directory, pinned in a bpffs mounted
-there for this run only, and attached to a cgroup `sf-<id>-<role>` under the cgroup-v2
-mount; the testbed starts the role's processes (client, nginx) inside that cgroup. All of it
-is undone when the topology closes.
+The object is written into the run's work directory, pinned in a bpffs mounted there for
+this run only, and attached to a cgroup `sf-<id>-<role>` under the cgroup-v2 mount; the
+testbed starts the role's processes (client, nginx) inside that cgroup. All of it is undone
+when the topology closes.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
+from shortflow.host import HostError, bpf
 from shortflow.host.kernel import cgroup2_root, kernel_hz
 from shortflow.testbed.system import TestbedError, run
 from shortflow.testbed.topology import Topology
-
-SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "syn_rto.bpf.c"
-
-
-def _compile(out: Path) -> Path:
-    clang = shutil.which("clang")
-    if clang is None or not SOURCE.is_file():
-        raise TestbedError(f"setting a SYN RTO needs clang and {SOURCE} (`make deps` installs clang)")
-    triple = run(["gcc", "-dumpmachine"], check=False).stdout.strip() or "x86_64-linux-gnu"
-    obj = out / "syn_rto.bpf.o"
-    run([clang, "-O2", "-g", "-target", "bpf", f"-I/usr/include/{triple}", "-c", str(SOURCE), "-o", str(obj)], timeout=60)
-    return obj
 
 
 class SynRto:
@@ -37,30 +28,36 @@ class SynRto:
         self.topo, self.role, self.seconds = topo, role, seconds
         self.dir = topo.workdir / f"bpf-{role}"
         self.fs = self.dir / "bpffs"
+        self.pins = self.fs / "tune"
         self.cgroup = cgroup2_root() / f"{topo.names.prefix}{role}"
         self.jiffies = round(seconds * kernel_hz())
+        self.prog: int | None = None
 
     def start(self) -> None:
         if shutil.which("bpftool") is None:
             raise TestbedError("setting a SYN RTO needs bpftool (`make deps` installs it)")
         self.dir.mkdir(parents=True, exist_ok=True)
-        obj = _compile(self.dir)
+        try:
+            obj = bpf.program_object(self.dir)
+        except HostError as e:
+            raise TestbedError(f"setting a SYN RTO of {self.seconds:g} s: {e}") from None
         self.fs.mkdir()
         self.topo.add_cleanup(self.stop)
         # A bpffs of our own: the pins vanish with the unmount, nothing lands in /sys/fs/bpf.
         run(["mount", "-t", "bpf", "bpf", str(self.fs)])
-        prog, maps = self.fs / "prog", self.fs / "maps"
-        run(["bpftool", "prog", "load", str(obj), str(prog), "type", "sockops", "pinmaps", str(maps)])
-        value = [str(b) for b in self.jiffies.to_bytes(4, "little")]
-        run(["bpftool", "map", "update", "pinned", str(maps / "syn_rto_jiffies"), "key", "0", "0", "0", "0", "value", *value])
+        self.prog = bpf.load(obj, self.pins)
+        bpf.write_config(self.pins, bpf.Config(syn_rto_jiffies=self.jiffies))
         self.cgroup.mkdir()
-        run(["bpftool", "cgroup", "attach", str(self.cgroup), "sock_ops", "pinned", str(prog)])
+        bpf.attach(self.cgroup, self.pins)
         self.topo.cgroups[self.role] = self.cgroup
 
     def stop(self) -> None:
         """Detach, unmount (unpins), remove the cgroup; each step tolerates a missing object."""
-        if self.cgroup.exists():
-            run(["bpftool", "cgroup", "detach", str(self.cgroup), "sock_ops", "pinned", str(self.fs / "prog")], check=False)
+        if self.prog is not None and self.cgroup.exists():
+            try:
+                bpf.detach(self.cgroup, self.prog)
+            except HostError:
+                pass  # the cgroup's removal below detaches it too
         if os.path.ismount(self.fs):
             run(["umount", str(self.fs)], check=False)
         if self.cgroup.exists():

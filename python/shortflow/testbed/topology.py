@@ -14,11 +14,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
 
+from shortflow.host.netns import kill_namespace, write_owner
 from shortflow.testbed import names as N
 from shortflow.testbed.system import TestbedError, in_ns, require_root, run
 
@@ -43,9 +43,7 @@ class Topology:
         self.workdir = Path(tempfile.mkdtemp(prefix=self.names.prefix))
         self.workdir.chmod(0o755)  # nginx workers (user nobody) read the bodies here
         # Who owns this run: `testbed clean` leaves the objects of a live run alone.
-        from shortflow.testbed.clean import OWNER_FILE, process_identity
-
-        (self.workdir / OWNER_FILE).write_text(f"{process_identity(os.getpid())}\n")
+        write_owner(self.workdir)
         self.cgroups: dict[str, Path] = {}
         self._cleanups: list[Callable[[], None]] = []
         self._closed = False
@@ -164,22 +162,3 @@ def stop(p: subprocess.Popen[str], sig: signal.Signals, grace: float = 3.0) -> N
     except subprocess.TimeoutExpired:
         pass
 
-
-def kill_namespace(ns: str) -> bool:
-    """Kills every process inside `ns` and deletes it. False when it did not exist."""
-    r = run(["ip", "netns", "pids", ns], check=False)
-    if r.returncode != 0:
-        return False
-    pids = [int(x) for x in r.stdout.split()]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        if not pids:
-            break
-        time.sleep(0.2)
-        pids = [int(x) for x in run(["ip", "netns", "pids", ns], check=False).stdout.split()]
-    run(["ip", "netns", "del", ns], check=False)
-    return True

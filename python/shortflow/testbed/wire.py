@@ -48,6 +48,9 @@ class Flow:
     retransmissions: list[int] = field(default_factory=lambda: [0, 0])  # client→server, server→client
     data_times: list[list[float]] = field(default_factory=lambda: [[], []])
     _high: list[int | None] = field(default_factory=lambda: [None, None])
+    #: The response's bytes seen so far, as merged [start, end) offsets from its first byte.
+    _covered: list[list[int]] = field(default_factory=list)
+    _base: int | None = None
 
     def add(self, s: Segment, from_client: bool) -> None:
         d = 0 if from_client else 1
@@ -66,11 +69,37 @@ class Flow:
             self.retransmissions[d] += 1
         else:
             self._high[d] = end
-            if not from_client:
-                self.complete = s.ts  # last time new response bytes passed this point
+        if not from_client and self._cover(s.seq, s.payload):
+            # The last time response bytes not seen before passed this point: the response
+            # was whole here then (a hole's repair counts, though below the highest byte).
+            self.complete = s.ts
         self.data_times[d].append(s.ts)
         if from_client and self.request_sent is None:
             self.request_sent = s.ts
+
+    def _cover(self, seq: int, length: int) -> bool:
+        """Adds [seq, seq + length) of the response; True when some of it was new."""
+        if self._base is None:
+            self._base = seq
+        start = (seq - self._base) & 0xFFFFFFFF
+        if start >= 0x80000000:  # before the first byte seen (its original was lost): rebase
+            shift = (self._base - seq) & 0xFFFFFFFF
+            self._base, start = seq, 0
+            self._covered = [[a + shift, b + shift] for a, b in self._covered]
+        end = start + length
+        merged: list[list[int]] = []
+        new = True
+        for a, b in self._covered:
+            if a <= start and end <= b:
+                new = False
+            if b < start or a > end:
+                merged.append([a, b])
+            else:
+                start, end = min(a, start), max(b, end)
+        merged.append([start, end])
+        merged.sort()
+        self._covered = merged
+        return new
 
 
 def _after(a: int, b: int) -> bool:

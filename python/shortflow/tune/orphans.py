@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shortflow.host import HostError, run
+from shortflow.host.runid import TESTBED_ROLE_OBJECT
 from shortflow.tune.journal import BUILD_DIR, PIN_DIR
 
 PROG_NAME = "tune"
@@ -72,6 +73,10 @@ def attached() -> list[Program]:
     found = []
     for entry in tree if isinstance(tree, list) else []:
         if not isinstance(entry, dict):
+            continue
+        if TESTBED_ROLE_OBJECT.match(Path(str(entry.get("cgroup", ""))).name):
+            # A testbed run's cgroup (`sf-<id>-client`): the testbed attaches the same program
+            # there for a scenario's SYN RTO, and `testbed clean` owns what a run leaves.
             continue
         for p in entry.get("programs", []):
             if p.get("attach_type") not in ("sock_ops", "cgroup_sock_ops") or p.get("name") != PROG_NAME:

@@ -17,6 +17,8 @@ impl Tcb {
         let ack = ack as u64;
         let window_changed = u64::from(seg.window) != self.snd_wnd;
         self.snd_wnd = u64::from(seg.window);
+        let (prior_una, prior_nxt) = (self.snd_una, self.snd_nxt);
+        let mut dup = false;
         if ack > self.snd_una {
             self.new_ack(ack, now);
         } else if ack == self.snd_una
@@ -26,9 +28,11 @@ impl Tcb {
             && self.snd_max > self.snd_una
         {
             // RFC 5681 section 2's definition of a duplicate ACK.
+            dup = true;
             self.dupacks += 1;
             self.duplicate_ack(now);
         }
+        self.frto_ack(prior_una, prior_nxt, dup, now); // RFC 5682 steps 2-3
     }
 
     fn new_ack(&mut self, ack: u64, now: Instant) {

@@ -58,6 +58,7 @@ impl Tcb {
         t.state = State::SynReceived;
         t.irs = syn.seq;
         t.rcv_nxt = 1;
+        t.peer_hs = syn.hs_sent; // the request sock keeps the first SYN's timestamp
         t.snd_wnd = u64::from(syn.window);
         t.negotiate(&syn.syn_opts, syn.mss);
         // tcp_openreq_init_rwin: the SYN/ACK's window is quantised to MSS − timestamps.
@@ -70,6 +71,9 @@ impl Tcb {
     /// Sends (or resends) the SYN or SYN/ACK and arms the handshake timer.
     fn send_handshake(&mut self, now: Instant) {
         let flags = if self.is_client { SYN } else { SYN | ACK };
+        if let Some(slot) = self.hs_sent_at.get_mut(self.stats.handshake_segments as usize) {
+            *slot = Some(now);
+        }
         self.emit(flags, 0, 0, now);
         self.snd_nxt = 1;
         self.snd_max = 1;
@@ -78,7 +82,16 @@ impl Tcb {
         if self.handshake_retries == 0 {
             self.timed = Some((1, now));
         }
-        self.timers[TimerKind::Retransmit as usize] = Some(now + self.handshake_timer());
+        self.arm_handshake_timer(now);
+    }
+
+    /// The SYN (SYN/ACK) timer from `now`: on Linux a wheel timer like the others (the
+    /// client's icsk retransmit timer, the request sock's rsk_timer), so it lands on jiffies
+    /// and, with `timer_slack`, on the wheel's grid.
+    fn arm_handshake_timer(&mut self, now: Instant) {
+        let timeout = self.handshake_timer();
+        self.xmit_timeout = timeout;
+        self.timers[TimerKind::Retransmit as usize] = Some(self.deadline(now, timeout));
     }
 
     /// The SYN (SYN/ACK) timer after `handshake_retries` retries: doubling from the initial
@@ -99,6 +112,7 @@ impl Tcb {
     pub(super) fn handshake_timeout(&mut self, now: Instant) {
         let limit = if self.is_client { self.cfg.syn_retries } else { self.cfg.synack_retries };
         self.stats.timeouts += 1;
+        self.note_xmit_fired();
         if self.handshake_retries >= limit {
             self.fail();
             return;
@@ -115,9 +129,10 @@ impl Tcb {
         }
         self.irs = seg.seq;
         self.rcv_nxt = 1;
+        self.peer_hs = seg.hs_sent;
         self.negotiate(&seg.syn_opts, seg.mss);
         self.snd_wnd = u64::from(seg.window);
-        self.establish(now);
+        self.establish(now, seg.hs_echo);
         self.send_ack(now);
     }
 
@@ -131,6 +146,11 @@ impl Tcb {
                 self.stats.handshake_segments += 1;
                 self.last_handshake_sent = Some(now);
                 self.handshake_resent_by_syn = true;
+                if self.cfg.linux_handshake {
+                    // tcp_check_req: "Reset timer after retransmitting SYNACK", to
+                    // tcp_reqsk_timeout(req) from now (mod_timer_pending).
+                    self.arm_handshake_timer(now);
+                }
             }
             return;
         }
@@ -138,21 +158,31 @@ impl Tcb {
             return;
         }
         self.snd_wnd = u64::from(seg.window);
-        self.establish(now);
+        self.establish(now, seg.hs_echo);
         // The ACK may carry data (the handshake ACK was lost, the request arrives).
         self.established_receive(seg, now);
     }
 
-    /// Both sides: the handshake is over.
-    fn establish(&mut self, now: Instant) {
+    /// Both sides: the handshake is over. `echo`: which of our handshake transmissions the
+    /// peer's timestamp echoes (`Segment::hs_echo`).
+    fn establish(&mut self, now: Instant, echo: u8) {
         self.state = State::Established;
         self.established_at = Some(now);
         self.snd_una = 1;
         self.timers[TimerKind::Retransmit as usize] = None;
         let retransmitted = self.handshake_retries > 0 || self.handshake_resent_by_syn;
-        match self.timed.take() {
+        let echoed = (self.cfg.linux_handshake && self.ts_on && echo > 0)
+            .then(|| self.hs_sent_at.get(usize::from(echo) - 1).copied().flatten())
+            .flatten();
+        let timed = match (self.timed.take(), echoed) {
+            // tcp_ack_update_rtt: no clean sample, but the timestamp echo gives one
+            // (tcp_rtt_tsopt_us), from the SYN or SYN/ACK the peer answered.
+            (_, Some(sent)) => Some((1, sent)),
+            (t, None) => t.filter(|_| !retransmitted),
+        };
+        match timed {
             // Karn's rule: only a handshake segment sent once gives a sample.
-            Some((_, sent)) if !retransmitted => {
+            Some((_, sent)) => {
                 // The handshake's RTT is also the first of the minimum RTT filter (Linux
                 // tcp_update_rtt_min from the SYN/ACK exchange), which RACK uses.
                 let r = now.since(sent);
@@ -172,7 +202,17 @@ impl Tcb {
         if let Some(r) = self.lrcv.as_deref_mut() {
             r.establish(wscale_ok, mss, rcv_nxt, now);
         }
-        self.w.cwnd = if retransmitted && self.cfg.iw_one_after_handshake_loss {
+        let iw_one = if self.cfg.linux_handshake {
+            // tcp_init_transfer: total_retrans > 1 && undo_marker. The undo marker comes with
+            // a handshake timeout and is cleared when the echo is of our first transmission
+            // (tcp_try_undo_spurious_syn: the first got through, the timeout was spurious).
+            let resent = self.stats.handshake_segments.saturating_sub(1);
+            let spurious = self.ts_on && echo == 1;
+            resent > 1 && self.handshake_retries > 0 && !spurious
+        } else {
+            retransmitted && self.cfg.iw_one_after_handshake_loss
+        };
+        self.w.cwnd = if iw_one {
             u64::from(self.mss)
         } else {
             self.cfg.initial_window.bytes(self.mss)

@@ -24,9 +24,12 @@ pub mod rtte;
 mod sack_sender;
 pub mod scoreboard;
 mod send;
+pub mod spurious;
 pub mod timer;
 #[cfg(test)]
 mod karn_tests;
+#[cfg(test)]
+mod spurious_tests;
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -42,6 +45,9 @@ use recovery::RecoveryOps;
 use scoreboard::Scoreboard;
 use timer::Jiffies;
 use rtte::RttEstimator;
+
+/// Handshake transmissions whose send times are kept (later ones give no RTT sample).
+const HS_SENT_KEPT: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -81,7 +87,7 @@ pub struct TcbStats {
     pub rack_losses: u32,
     /// Tail loss probes sent (Linux TCPLossProbes).
     pub tlp_probes: u32,
-    /// Timeouts found spurious (F-RTO, Linux TCPSpuriousRTOs): not modelled yet, always 0.
+    /// Timeouts found spurious by F-RTO (`spurious`; Linux TCPSpuriousRTOs).
     pub spurious_timeouts: u32,
     /// D-SACKs received (Linux TCPDSACKRecv).
     pub dsacks: u32,
@@ -131,6 +137,12 @@ pub struct Tcb {
     handshake_retries: u32,
     /// The server resent its SYN/ACK for a duplicate SYN (the handshake was not clean).
     handshake_resent_by_syn: bool,
+    /// Which transmission of the peer's SYN (SYN/ACK) we answered: what our timestamp
+    /// echo carries during the handshake (`Segment::hs_echo`).
+    peer_hs: u8,
+    /// When our first handshake transmissions left (the echo of one of them gives Linux an
+    /// RTT sample after a resend).
+    hs_sent_at: [Option<Instant>; HS_SENT_KEPT],
     // Receive side, offsets from `irs`.
     rcv_nxt: u64,
     ooo: Vec<(u64, u64)>,
@@ -139,6 +151,8 @@ pub struct Tcb {
     ack_state: AckState,
     /// Options both ends agreed on in the handshake.
     ts_on: bool,
+    /// TS.Recent: the peer's TSval our segments echo (RFC 7323 4.3).
+    ts_recent: Option<u32>,
     sack_on: bool,
     wscale_ok: bool,
     /// The sender keeps a scoreboard and recovers with SACK (negotiated, and the profile's
@@ -176,6 +190,8 @@ pub struct Tcb {
     pub last_handshake_sent: Option<Instant>,
     /// A mechanism consulted when the retransmission timer is armed (see `hooks`).
     pub rto_hook: Option<Box<dyn hooks::RtoHook>>,
+    /// Spurious-timeout detection and response (F-RTO).
+    frto: spurious::Frto,
 }
 
 impl Tcb {
@@ -186,6 +202,8 @@ impl Tcb {
             .unwrap_or_else(|| panic!("congestion control {:?} is checked by the scenario", cfg.congestion_control));
         let rec = recovery::by_name(&cfg.recovery)
             .unwrap_or_else(|| panic!("recovery {:?} is checked by the scenario", cfg.recovery));
+        let frto = spurious::by_name(&cfg.spurious_rto)
+            .unwrap_or_else(|| panic!("spurious_rto {:?} is checked by the scenario", cfg.spurious_rto));
         Self {
             cfg,
             conn,
@@ -212,12 +230,15 @@ impl Tcb {
             last_data_sent: None,
             handshake_retries: 0,
             handshake_resent_by_syn: false,
+            peer_hs: 0,
+            hs_sent_at: [None; HS_SENT_KEPT],
             rcv_nxt: 0,
             ooo: Vec::new(),
             peer_fin: None,
             fin_received: false,
             ack_state: AckState::default(),
             ts_on: false,
+            ts_recent: None,
             sack_on: false,
             wscale_ok: false,
             sack_sender: false,
@@ -242,6 +263,7 @@ impl Tcb {
             established_at: None,
             last_handshake_sent: None,
             rto_hook: None,
+            frto: spurious::Frto::new(frto),
         }
     }
 
@@ -305,11 +327,32 @@ impl Tcb {
             self.fail();
             return;
         }
+        self.note_timestamp(seg);
         match self.state {
             State::SynSent => self.syn_sent_receive(seg, now),
             State::SynReceived => self.syn_received_receive(seg, now),
             State::Established => self.established_receive(seg, now),
             State::Failed => {}
+        }
+    }
+
+    /// RFC 7323 4.3: TS.Recent takes the TSval of a SYN, and later of a segment at or before
+    /// what we acknowledge (SEG.SEQ ≤ Last.ACK.sent) whose TSval is not older.
+    fn note_timestamp(&mut self, seg: &Segment) {
+        let carries = seg.ts || (seg.has(SYN) && seg.syn_opts.timestamps);
+        if !carries {
+            return;
+        }
+        let newer = |recent: u32| seg.tsval.wrapping_sub(recent) < 0x8000_0000;
+        let in_order = || {
+            let rcv_nxt = self.irs.wrapping_add(self.rcv_nxt as u32);
+            rcv_nxt.wrapping_sub(seg.seq) < 0x8000_0000
+        };
+        match self.ts_recent {
+            _ if seg.has(SYN) => self.ts_recent = Some(seg.tsval),
+            Some(r) if newer(r) && in_order() => self.ts_recent = Some(seg.tsval),
+            None if in_order() => self.ts_recent = Some(seg.tsval),
+            _ => {}
         }
     }
 
@@ -378,7 +421,7 @@ impl Tcb {
     /// When a timer armed now for `timeout` fires (exactly, or on Linux's jiffies and wheel).
     pub(super) fn deadline(&self, now: Instant, timeout: crate::time::Duration) -> Instant {
         match self.clock() {
-            Some(c) => c.deadline(now, timeout),
+            Some(c) => c.deadline(now, timeout) + self.cfg.timer_lag,
             None => now + timeout,
         }
     }

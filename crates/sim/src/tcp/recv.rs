@@ -27,9 +27,12 @@ impl Tcb {
                 }
                 self.ooo.push((start, end));
                 self.ooo.sort_unstable();
-                if self.sack_on {
-                    self.add_sack_block(start, end);
-                }
+            }
+            if self.sack_on {
+                // The block covers the FIN's sequence number too (Linux SACKs the skb's
+                // end_seq, tcp_sack_new_ofo_skb): without it the sender's scoreboard
+                // never sees a last segment with FIN delivered.
+                self.add_sack_block(start, end + u64::from(fin));
             }
             self.send_ack(now);
             return;
@@ -56,14 +59,14 @@ impl Tcb {
                 self.dsack_pending = Some((start, end)); // RFC 2883 4.1.1 (tcp_dsack_set)
             }
         }
-        if self.sack_on && self.rcv_nxt > before {
-            let nxt = self.rcv_nxt;
-            self.rcv_sacks.retain(|&(_, r)| r > nxt); // tcp_sack_remove
-        }
         if !self.fin_received && self.peer_fin == Some(self.rcv_nxt) {
             self.rcv_nxt += 1;
             self.fin_received = true;
             ack_at_once = true; // a FIN is acknowledged at once (BSD tcp_input: ACKNOW)
+        }
+        if self.sack_on && self.rcv_nxt > before {
+            let nxt = self.rcv_nxt;
+            self.rcv_sacks.retain(|&(_, r)| r > nxt); // tcp_sack_remove
         }
         if self.lrcv.is_some() {
             self.linux_ack_check(seg.len, self.rcv_nxt > before, ack_at_once, now);
@@ -102,8 +105,13 @@ impl Tcb {
             let slot = &mut self.timers[TimerKind::DelayedAck as usize];
             *slot = Some(slot.map_or(at, |t| t.min(at)));
         }
+        // tcp_rcv_space_adjust runs once per receiver RTT (tp->rcv_rtt_est, measured from the
+        // data's timestamp echoes, tcp_rcv_rtt_measure_ts), not per SRTT: after a resent SYN
+        // the SRTT starts from the echo of the first SYN (a second or more), while the
+        // receiver's estimate is the path's. The smallest RTT seen stands for it.
+        let rcv_rtt = self.min_rtt.or(srtt);
         if let Some(r) = self.lrcv.as_deref_mut() {
-            r.on_read(rcv_nxt, now, srtt);
+            r.on_read(rcv_nxt, now, rcv_rtt);
         }
     }
 

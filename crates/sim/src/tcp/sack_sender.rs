@@ -77,8 +77,12 @@ impl Tcb {
             self.stats.rack_losses += if self.cfg.rack { lost } else { 0 };
             reo_wait = wait;
         }
+        // tcp_process_loss: F-RTO's steps before the end of loss recovery is checked.
+        let sacked_new = d.bytes > ack - prior_una;
+        self.frto_sack_ack(advanced, ack, ack - prior_una, sacked_new, d.first_clean_xmit);
         if self.in_loss && ack >= self.high_seq {
             self.in_loss = false; // TCP_CA_Loss ends when everything sent before the RTO is acked
+            self.frto.stop();
         }
         let ev = RecoveryAck { ack, acked: ack - prior_una, delivered: d.bytes, recover: self.recover.unwrap_or(0), in_flight: self.sb.in_flight(), newly_lost };
         match self.recover {
@@ -277,6 +281,7 @@ impl Tcb {
     /// cwnd becomes one more than what is in flight, the head goes again, the RTO backs off.
     fn sack_rto(&mut self, now: Instant) {
         self.stats.timeouts += 1;
+        self.frto_on_timeout(self.rtte.backoff == 0 || !self.in_loss, now); // F-RTO step 1
         if self.rtte.backoff == 0 || !self.in_loss {
             let flight = self.sb.in_flight() + self.sb.lost_bytes();
             self.w.ssthresh = self.cc.ssthresh(&self.w, flight, now);
@@ -339,12 +344,17 @@ impl Tcb {
         let mss = self.w.mss.max(1);
         let cwnd_pkts = (self.w.cwnd / mss).max(1);
         let mut sent_new = false;
+        let (armed_before, mut train) = (self.timers[TimerKind::Retransmit as usize].is_some(), 0);
+        // F-RTO step 2b (tcp_xmit_recovery with REXMIT_NEW): new data before the lost.
+        let new_first = self.frto.take_send_new();
+        let mut resent_head = false;
         loop {
             if self.sb.in_flight_pkts() >= cwnd_pkts {
                 self.is_cwnd_limited = true;
                 break;
             }
-            if let Some(lost) = self.sb.first_lost() {
+            if let Some(lost) = self.sb.first_lost().filter(|_| !new_first) {
+                resent_head |= self.sb.get(0).is_some_and(|h| h.start == lost.start);
                 self.retransmit_sack(lost.start, lost.end, now);
                 continue;
             }
@@ -354,6 +364,14 @@ impl Tcb {
             }
             self.send_new_sack(self.snd_nxt, len, fin, now);
             sent_new = true;
+            train += 1;
+        }
+        // A timer hook (document 004's minimum RTO) sees the train of new segments.
+        self.train_sent(train, armed_before, now);
+        if new_first && !sent_new {
+            self.frto.stop(); // nothing new could go: conventional recovery after all
+            self.output_sack(now);
+            return;
         }
         // tcp_cwnd_validate: the largest flight of this window of data.
         let out = self.sb.len() as u64;
@@ -361,7 +379,11 @@ impl Tcb {
             self.max_packets_out = out;
             self.max_packets_seq = self.snd_nxt;
         }
-        if sent_new && self.timers[TimerKind::Retransmit as usize].is_some() && self.xmit_timer != XmitTimer::Reorder {
+        if resent_head && self.xmit_timer != XmitTimer::Reorder {
+            // tcp_xmit_retransmit_queue: resending the head re-arms the RTO, which also
+            // takes the slot from a pending loss probe (tcp_rearm_rto).
+            self.rearm_rto(now);
+        } else if sent_new && self.timers[TimerKind::Retransmit as usize].is_some() && self.xmit_timer != XmitTimer::Reorder {
             self.schedule_loss_probe(now, false);
         }
         while self.write_ends.front().is_some_and(|&e| e <= self.snd_una) {

@@ -194,6 +194,15 @@ impl Scoreboard {
         self.recount();
     }
 
+    /// A spurious timeout: no segment is lost after all (Linux tcp_undo_cwnd_reduction with
+    /// unmark_loss); a resent one flies twice until acknowledged.
+    pub fn unmark_lost(&mut self) {
+        for s in &mut self.segs {
+            s.lost = false;
+        }
+        self.recount();
+    }
+
     /// Applies a cumulative ACK `ack` and the SACK blocks (as offsets) to the queue.
     pub fn on_ack(&mut self, ack: u64, sacks: &[(u64, u64)], d: &mut Delivered) {
         while let Some(s) = self.segs.front().copied() {

@@ -8,7 +8,6 @@ use crate::time::Instant;
 impl Tcb {
     /// Builds a segment at send offset `off` and queues it for transmission.
     pub(super) fn emit(&mut self, flags: u8, off: u64, len: u32, now: Instant) {
-        let _ = now;
         let has_ack = flags & ACK != 0;
         let syn = flags & SYN != 0;
         let window = match self.lrcv.as_deref_mut() {
@@ -27,8 +26,14 @@ impl Tcb {
             mss: if syn { Some(self.cfg.mss.min(65_535) as u16) } else { None },
             syn_opts: if syn { self.syn_options() } else { SynOptions::default() },
             ts: !syn && self.ts_on,
+            // Linux's TSval is a millisecond clock (tcp_time_stamp_ms); TSecr echoes
+            // TS.Recent, 0 on a SYN (RFC 7323 3.2: not valid without ACK).
+            tsval: (now.0 / 1_000_000) as u32,
+            tsecr: if has_ack { self.ts_recent.unwrap_or(0) } else { 0 },
             sack: SackBlocks::default(),
             dsack: false,
+            hs_sent: if syn { self.stats.handshake_segments.saturating_add(1).min(255) as u8 } else { 0 },
+            hs_echo: if self.ts_on || syn { self.peer_hs } else { 0 },
         };
         if has_ack && !syn && self.sack_on {
             self.fill_sack_blocks(&mut seg);
@@ -104,7 +109,7 @@ impl Tcb {
     }
 
     /// Sends the segment at `off`; counts retransmissions and keeps Karn's rule.
-    fn send_at(&mut self, off: u64, len: u32, fin: bool, now: Instant) {
+    pub(super) fn send_at(&mut self, off: u64, len: u32, fin: bool, now: Instant) {
         let end = off + u64::from(len) + u64::from(fin);
         let push = len > 0 && (off + u64::from(len) == self.data_end || self.write_ends.contains(&(off + u64::from(len))));
         let flags = ACK | if push { PSH } else { 0 } | if fin { FIN } else { 0 };
@@ -191,6 +196,7 @@ impl Tcb {
         }
         self.note_xmit_fired();
         self.stats.timeouts += 1;
+        self.frto_on_timeout(self.rtte.backoff == 0, now); // F-RTO step 1
         if self.rtte.backoff == 0 {
             // RFC 5681 (4), only for the first timeout of this data.
             self.w.ssthresh = self.cc.ssthresh(&self.w, self.snd_max - self.snd_una, now);

@@ -19,10 +19,16 @@ impl Http {
 
     fn spec(&self, i: u32) -> ConnSpec {
         let w = &self.w;
+        // The headers ride in the first write (nginx with tcp_nopush corks them with the
+        // body's start), so they change how the response is cut into segments.
+        let mut writes = w.response_writes.clone();
+        if let Some(first) = writes.first_mut() {
+            *first += w.response_headers;
+        }
         let exchanges = (0..w.requests)
             .map(|k| Exchange {
                 request: w.request,
-                response_writes: w.response_writes.clone(),
+                response_writes: writes.clone(),
                 think: w.think_time,
                 gap: if k == 0 { Duration::ZERO } else { w.idle },
             })

@@ -6,6 +6,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{ConnSpec, Exchange, Workload};
+use super::sizes::SizeDistExt;
 use crate::scenario::{PoissonConfig, WorkloadConfig};
 use crate::time::{Duration, Instant};
 

@@ -7,8 +7,8 @@
 use std::net::Ipv4Addr;
 
 use clap::Parser;
-use shortflow_synopt::packet::{fix_checksums, SYN};
 use shortflow_synopt::sys::now_ns;
+use shortflow_wire::{encode_frame, Endpoint, Framing, LinkType, Segment, SegmentExtra, TcpFlags, TcpOptions};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -32,24 +32,21 @@ struct Args {
     seconds: f64,
 }
 
+/// An IPv4 SYN with an MSS option (1460), built by the wire layer, checksums filled.
 fn syn(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, isn: u32) -> Vec<u8> {
-    let mut p = vec![0u8; 44];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&44u16.to_be_bytes());
-    p[6] = 0x40; // don't fragment
-    p[8] = 64;
-    p[9] = 6;
-    p[12..16].copy_from_slice(&src.octets());
-    p[16..20].copy_from_slice(&dst.octets());
-    let t = &mut p[20..];
-    t[0..2].copy_from_slice(&sport.to_be_bytes());
-    t[2..4].copy_from_slice(&dport.to_be_bytes());
-    t[4..8].copy_from_slice(&isn.to_be_bytes());
-    t[12] = 6 << 4;
-    t[13] = SYN;
-    t[14..16].copy_from_slice(&64240u16.to_be_bytes());
-    t[20..24].copy_from_slice(&[2, 4, 0x05, 0xb4]); // MSS 1460
-    fix_checksums(&mut p);
+    let seg = Segment {
+        src: Endpoint::v4(src.octets(), sport),
+        dst: Endpoint::v4(dst.octets(), dport),
+        seq: isn,
+        ack: 0,
+        flags: TcpFlags(TcpFlags::SYN),
+        window: 64240,
+        payload_len: 0,
+    };
+    let opts = TcpOptions { mss: Some(1460), ..TcpOptions::default() };
+    let extra = SegmentExtra { ip_id: 0, ttl: 64, opts };
+    let mut p = Vec::with_capacity(44);
+    encode_frame(&mut p, LinkType::Raw, &Framing::default(), &seg, &extra).expect("an IPv4 SYN always encodes");
     p
 }
 

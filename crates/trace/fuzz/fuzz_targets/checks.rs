@@ -12,6 +12,9 @@ pub fn check_capture(name: &str, bytes: Vec<u8>) {
             assert_eq!(summary.packets, stats.packets);
             assert!(table.len() as u64 <= stats.tcp_packets);
             check_breakdown(&table);
+            // ICMP refusals need an ICMP message each; late packets land on existing rows.
+            assert!(summary.refused_icmp <= stats.icmp_unreachable);
+            assert_eq!(table.late_packets.iter().map(|&n| u64::from(n)).sum::<u64>(), summary.late_packets);
             for msg in stats.error.iter().map(|e| e.to_string()).chain(stats.warnings.iter().cloned()) {
                 assert_plain_words(name, &msg);
             }

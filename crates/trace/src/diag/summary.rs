@@ -126,15 +126,24 @@ pub struct Summary {
     pub connections: u64,
     pub syn: HandshakeCounts,
     pub synack: HandshakeCounts,
-    /// Completed handshakes by inferred capture point.
+    /// Completed handshakes by the capture point their timing shows.
     pub vantage_client: u64,
     pub vantage_server: u64,
     pub vantage_unknown: u64,
+    /// Connections without a timed handshake whose hop counts place the capture (see
+    /// `Vantage::by_ttl`), and those seen in one direction only.
+    pub vantage_ttl_client: u64,
+    pub vantage_ttl_server: u64,
+    pub one_directional: u64,
     /// Tries still waiting for an answer when the capture ended: neither successful nor not.
     pub open_tries: u64,
     pub refused_rst: u64,
+    /// Tries refused by an ICMP destination-unreachable quoting their SYN.
+    pub refused_icmp: u64,
     pub syn_retries_after_rst: u64,
     pub capture_duplicates: u64,
+    /// Packets after their connection's close linger (see `track::LatePacket`).
+    pub late_packets: u64,
     pub fast_open: u64,
     /// Data retransmissions by class (segments), and the spurious ones among them.
     pub timeout_retransmissions: u64,
@@ -166,6 +175,7 @@ impl Summary {
             self.open_tries += 1;
         }
         self.refused_rst += u64::from(c.handshake == Handshake::RefusedRst);
+        self.refused_icmp += u64::from(c.handshake == Handshake::RefusedIcmp);
         self.syn_retries_after_rst += u64::from(c.syn_retries_after_rst);
         self.capture_duplicates += u64::from(c.capture_duplicates);
         self.fast_open += u64::from(c.fast_open);
@@ -197,13 +207,22 @@ impl Summary {
             self.syn.add_conn(c.syns.count, &c.syns.gaps_ns, 0, ok);
         }
         self.synack.add_conn(c.synacks.count, &c.synacks.gaps_ns, c.synacks.answer_mask, ok);
+        let timing = Vantage::by_timing(c);
         if ok {
-            match Vantage::of(c) {
+            match timing {
                 Vantage::Client => self.vantage_client += 1,
                 Vantage::Server => self.vantage_server += 1,
                 Vantage::Unknown => self.vantage_unknown += 1,
             }
         }
+        if timing == Vantage::Unknown {
+            match Vantage::by_ttl(c) {
+                Vantage::Client => self.vantage_ttl_client += 1,
+                Vantage::Server => self.vantage_ttl_server += 1,
+                Vantage::Unknown => {}
+            }
+        }
+        self.one_directional += u64::from(c.packets[0] == 0 || c.packets[1] == 0);
     }
 
     pub fn add(&mut self, o: &Summary) {
@@ -215,10 +234,15 @@ impl Summary {
         self.vantage_client += o.vantage_client;
         self.vantage_server += o.vantage_server;
         self.vantage_unknown += o.vantage_unknown;
+        self.vantage_ttl_client += o.vantage_ttl_client;
+        self.vantage_ttl_server += o.vantage_ttl_server;
+        self.one_directional += o.one_directional;
         self.open_tries += o.open_tries;
         self.refused_rst += o.refused_rst;
+        self.refused_icmp += o.refused_icmp;
         self.syn_retries_after_rst += o.syn_retries_after_rst;
         self.capture_duplicates += o.capture_duplicates;
+        self.late_packets += o.late_packets;
         self.fast_open += o.fast_open;
         self.timeout_retransmissions += o.timeout_retransmissions;
         self.fast_retransmissions += o.fast_retransmissions;
@@ -252,14 +276,46 @@ impl Summary {
         self.syn.with_packet - self.syn.successful - self.open_tries
     }
 
-    /// The trace's capture point: the majority of completed handshakes.
+    /// The trace's capture point: the majority of timed handshakes, else of the hop-count
+    /// votes of the connections without one (see `Vantage`).
     pub fn vantage(&self) -> Vantage {
-        if self.vantage_client > self.vantage_server {
-            Vantage::Client
-        } else if self.vantage_server > self.vantage_client {
-            Vantage::Server
-        } else {
-            Vantage::Unknown
+        self.vantage_with_basis().0
+    }
+
+    /// The capture point and, in words, what it was inferred from, or why it could not be.
+    pub fn vantage_with_basis(&self) -> (Vantage, String) {
+        let majority = |c: u64, s: u64| match c.cmp(&s) {
+            std::cmp::Ordering::Greater => Vantage::Client,
+            std::cmp::Ordering::Less => Vantage::Server,
+            std::cmp::Ordering::Equal => Vantage::Unknown,
+        };
+        let (c, s) = (self.vantage_client, self.vantage_server);
+        let by_timing = majority(c, s);
+        if by_timing != Vantage::Unknown {
+            return (by_timing, format!("handshake timing: SYN→SYN/ACK longer than SYN/ACK→ACK in {c} handshakes, shorter in {s}"));
         }
+        let (tc, ts) = (self.vantage_ttl_client, self.vantage_ttl_server);
+        let one_way = if self.one_directional > 0 {
+            format!("; {} of {} connections seen in one direction only", self.one_directional, self.connections)
+        } else {
+            String::new()
+        };
+        let by_ttl = majority(tc, ts);
+        if by_ttl != Vantage::Unknown {
+            let text = format!(
+                "hop counts, no timed handshake to decide{one_way}: the client's packets left with an initial TTL (32, 64, 128, 255) while the server's did not or were not seen in {tc} connections, the reverse in {ts}"
+            );
+            return (by_ttl, text);
+        }
+        let why = if self.connections == 0 {
+            "undecided: no TCP connection".to_string()
+        } else if c + s > 0 {
+            format!("undecided: {c} timed handshakes put the capture near the client, as many near the server, and hop counts do not decide")
+        } else {
+            format!(
+                "undecided: no handshake timed in both halves{one_way}; and no side's packets carry an initial TTL while the other's do not (a capture on the path, past routers both ways, or on one LAN)"
+            )
+        };
+        (Vantage::Unknown, why)
     }
 }

@@ -8,8 +8,15 @@ use std::fmt::Write as _;
 use super::ladder::GapClass;
 use crate::track::{Cause, Conn, C2S, S2C};
 
-/// Where the capture was taken, inferred from the handshake's timing: near the client the
-/// SYN → SYN/ACK gap holds the round trip; near the server the SYN/ACK → ACK gap does.
+/// Where the capture was taken.
+///
+/// From a complete handshake's timing first: near the client the SYN → SYN/ACK gap holds
+/// the round trip, near the server the SYN/ACK → ACK gap does. Without one (a capture that
+/// saw one direction only, or no SYN/ACK → ACK pair), from the hop count: a side whose
+/// packets carry an initial TTL had no router between it and the capture point. Timing
+/// cannot stand in for it there: seen from one direction only, every gap (SYN → SYN retry,
+/// SYN → ACK) is the same near the sender and near the receiver, shifted by the one-way
+/// delay; only the jitter of the path differs, too little to tell on a LAN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Vantage {
@@ -18,13 +25,38 @@ pub enum Vantage {
     Server = 2,
 }
 
+/// The TTL / hop limit an IP sender starts with: 64 (Linux, macOS, the BSDs; RFC 1700's
+/// recommendation), 128 (Windows), 255 (Solaris, network gear; the IPv6 maximum), 32
+/// (old Windows).
+pub const INITIAL_TTLS: [u8; 4] = [32, 64, 128, 255];
+
 impl Vantage {
     pub const NAMES: [&'static str; 3] = ["unknown", "client", "server"];
 
+    /// The handshake's timing, else the hop count (see the type's documentation).
     pub fn of(conn: &Conn) -> Self {
+        match Self::by_timing(conn) {
+            Self::Unknown => Self::by_ttl(conn),
+            v => v,
+        }
+    }
+
+    /// From a complete handshake: SYN → SYN/ACK and SYN/ACK → ACK both seen in order.
+    pub fn by_timing(conn: &Conn) -> Self {
         match (conn.synack_delay_ns(), conn.ack_delay_ns()) {
             (Some(a), Some(b)) if a > b => Self::Client,
             (Some(a), Some(b)) if b > a => Self::Server,
+            _ => Self::Unknown,
+        }
+    }
+
+    /// From the first TTL of each side: the side that starts at an initial value while
+    /// the other does not (or was not seen: a one-directional capture) is the near one.
+    pub fn by_ttl(conn: &Conn) -> Self {
+        let initial = |side: usize| conn.packets[side] > 0 && INITIAL_TTLS.contains(&conn.first_ttl[side]);
+        match (initial(C2S), initial(S2C)) {
+            (true, false) => Self::Client,
+            (false, true) => Self::Server,
             _ => Self::Unknown,
         }
     }
@@ -137,11 +169,11 @@ schema! {
     "syn_count": "uint32", "", "SYN transmissions (capture duplicates and retries after a RST excluded)";
     "synack_count": "uint32", "", "SYN/ACK transmissions";
     "established": "bool", "", "the handshake completed (a SYN/ACK, or the client's ACK of one)";
-    "handshake": "dictionary<values=string, indices=int8, ordered=0>", "", "answered, refused_rst, never_answered, open (cut off by the capture's end) or not_seen";
+    "handshake": "dictionary<values=string, indices=int8, ordered=0>", "", "answered, refused_rst, refused_icmp (an ICMP destination-unreachable quoted the SYN), never_answered, open (cut off by the capture's end) or not_seen";
     "handshake_rtt_s": "double", "s", "SYN→SYN/ACK plus SYN/ACK→ACK as seen at the capture point";
     "synack_delay_s": "double", "s", "last SYN to the SYN/ACK answering it";
     "ack_delay_s": "double", "s", "last SYN/ACK to the handshake ACK";
-    "vantage": "dictionary<values=string, indices=int8, ordered=0>", "", "capture point inferred from this handshake: client, server or unknown";
+    "vantage": "dictionary<values=string, indices=int8, ordered=0>", "", "capture point: client or server from this handshake's timing, else from which side's packets carry an initial TTL; unknown";
     "syn_gaps_s": "list<item: double>", "s", "gap before each repeated SYN";
     "syn_gap_class": "list<item: dictionary<values=string, indices=int8, ordered=0>>", "", "each SYN gap's RTO ladder step or outside";
     "synack_gaps_s": "list<item: double>", "s", "gap before each repeated SYN/ACK";
@@ -149,6 +181,7 @@ schema! {
     "syn_ladder": "string", "", "the whole SYN retry sequence's ladder(s): rfc6298, rfc2988, linux_linear, bsd, windows_3s (| when several fit), outside, or empty";
     "syn_retries_after_rst": "uint32", "", "the same SYN sent again after the server's RST";
     "capture_duplicates": "uint32", "", "packets recorded twice by the capture (not counted anywhere else)";
+    "late_packets": "uint32", "", "packets after the close linger, within TIME-WAIT (a FIN or data resent late): this connection's, not a new one; counted only here";
     "fast_open": "bool", "", "TCP Fast Open: data or the option on the SYN";
     "outcome": "dictionary<values=string, indices=int8, ordered=0>", "", "how the connection left the tracker: fin, rst, idle, reused or open";
     "packets_c2s": "uint32", "", "packets client to server";
@@ -220,6 +253,7 @@ pub struct ConnectionTable {
     pub syn_ladder: StringColumn,
     pub syn_retries_after_rst: Vec<u32>,
     pub capture_duplicates: Vec<u32>,
+    pub late_packets: Vec<u32>,
     pub fast_open: Vec<bool>,
     pub outcome: Vec<u8>,
     pub packets_c2s: Vec<u32>,
@@ -277,7 +311,7 @@ macro_rules! plain_columns {
     ($m:ident) => {
         $m!(trace, conn_id, client_port, server_port, syn_seen, client_isn, first_seen, duration_s,
             syn_count, synack_count, established, handshake, handshake_rtt_s, synack_delay_s, ack_delay_s,
-            vantage, syn_retries_after_rst, capture_duplicates, fast_open, outcome, packets_c2s,
+            vantage, syn_retries_after_rst, capture_duplicates, late_packets, fast_open, outcome, packets_c2s,
             packets_s2c, bytes_c2s, bytes_s2c, rtt_samples, rtt_min_s, rtt_mean_s, rtt_max_s, rtt_std_s,
             rtt_ratio, retx_timeout_c2s, retx_timeout_s2c, retx_fast_c2s, retx_fast_s2c, retx_tlp_c2s,
             retx_tlp_s2c, retx_spurious_c2s, retx_spurious_s2c, rto_events, rto_backoff_max,
@@ -331,6 +365,7 @@ impl ConnectionTable {
         }
         self.syn_retries_after_rst.push(c.syn_retries_after_rst);
         self.capture_duplicates.push(c.capture_duplicates);
+        self.late_packets.push(0);
         self.fast_open.push(c.fast_open);
         self.outcome.push(c.end as u8);
         self.packets_c2s.push(c.packets[0]);
@@ -421,6 +456,18 @@ impl ConnectionTable {
             out.append(p);
         }
         out
+    }
+
+    /// Counts a late packet (see `track::LatePacket`) on its connection's row; the table
+    /// must be sorted by `conn_id` (one file's rows). False when no row has that id.
+    pub fn add_late_packet(&mut self, conn_id: u64) -> bool {
+        match self.conn_id.binary_search(&conn_id) {
+            Ok(row) => {
+                self.late_packets[row] += 1;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Appends another table's rows (several traces into one result).

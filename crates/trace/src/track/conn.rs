@@ -2,7 +2,7 @@
 //! sender (`Half`) and where its time went (`Cause`).
 
 use super::half::{FlightBuffer, Half, RetxClass, SendEvent, MS};
-use crate::wire::{Endpoint, Segment, SegmentExtra};
+use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
 /// Where a stretch of a connection's time went. Every gap between two of its packets is
 /// given to one cause (or split between two), so the causes add up to its duration.
@@ -49,17 +49,20 @@ pub enum Handshake {
     Open = 3,
     /// Seen mid-stream, without its SYN.
     NotSeen = 4,
+    /// An ICMP destination-unreachable quoting the SYN, and no answer after it.
+    RefusedIcmp = 5,
 }
 
 impl Handshake {
-    pub const NAMES: [&'static str; 5] = ["answered", "refused_rst", "never_answered", "open", "not_seen"];
+    pub const NAMES: [&'static str; 6] = ["answered", "refused_rst", "never_answered", "open", "not_seen", "refused_icmp"];
 }
 
 /// What the tracker made of one packet, for drawing a connection's time-sequence graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PacketNote {
     /// 0 nothing new (pure ACK, SYN…), 1 new data, 2 timeout retransmission, 3 fast
-    /// retransmission, 4 tail loss probe, 5 capture duplicate.
+    /// retransmission, 4 tail loss probe, 5 capture duplicate, 6 late (after the close
+    /// linger, counted in `late_packets` only).
     pub event: u8,
     /// The cause given the gap before this packet (`Cause`; the larger part when split).
     pub cause: u8,
@@ -68,7 +71,8 @@ pub struct PacketNote {
 }
 
 impl PacketNote {
-    pub const EVENTS: [&'static str; 6] = ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate"];
+    pub const EVENTS: [&'static str; 7] = ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate", "late"];
+    pub const LATE: u8 = 6;
 }
 
 /// The header fields that tell a second recording of the same packet from a new one.
@@ -193,6 +197,9 @@ pub struct Conn {
     pub fin_from_server: bool,
     pub rst: bool,
     pub packets: [u32; 2],
+    /// IPv4 TTL / IPv6 hop limit of each side's first packet (0: none seen): an initial
+    /// value (64, 128, 255) means no router between that side and the capture point.
+    pub first_ttl: [u8; 2],
     pub payload_bytes: [u64; 2],
     pub end: EndReason,
     /// Each direction's sender: [client → server, server → client].
@@ -206,6 +213,8 @@ pub struct Conn {
     /// SYNs with the client's ISN re-sent after the server refused with a RST.
     pub syn_retries_after_rst: u32,
     pub refused_rst: bool,
+    /// The first ICMP destination-unreachable that quoted this connection's SYN.
+    pub refused_icmp: Option<Unreachable>,
     /// TCP Fast Open: data or a cookie on the SYN (RFC 7413).
     pub fast_open: bool,
     pub handshake: Handshake,
@@ -309,6 +318,8 @@ impl Conn {
             Handshake::Answered
         } else if self.refused_rst {
             Handshake::RefusedRst
+        } else if self.refused_icmp.is_some() {
+            Handshake::RefusedIcmp
         } else if reason == EndReason::Open && trace_end.is_some_and(|t| t.saturating_sub(self.last_ts) < self.next_syn_due_ns()) {
             Handshake::Open
         } else {
@@ -397,6 +408,9 @@ impl Conn {
         let gap = ts.saturating_sub(self.last_ts);
         self.last_ts = self.last_ts.max(ts);
         self.max_idle_ns = self.max_idle_ns.max(gap);
+        if self.packets[dir] == 0 {
+            self.first_ttl[dir] = extra.ttl;
+        }
         self.packets[dir] += 1;
         self.payload_bytes[dir] += u64::from(seg.payload_len);
         let f = seg.flags;
@@ -590,6 +604,30 @@ impl Conn {
         let amount = amount.min(self.lost_ns[Cause::DelayedAck as usize]);
         self.lost_ns[Cause::DelayedAck as usize] -= amount;
         self.add_network(amount);
+    }
+
+    /// An ICMP destination-unreachable about a segment of this connection (the tracker
+    /// found it by the quoted 4-tuple). It refuses the try when it quotes the client's SYN
+    /// before any answer: Linux ends a connection in SYN-SENT on any such message
+    /// (`tcp_v4_err`/`tcp_v6_err`, RFC 1122 4.2.3.9 lets a host treat port/protocol
+    /// unreachable as hard errors), other stacks keep retrying on their timer, and a
+    /// SYN/ACK that comes later still makes the try answered. Messages about later segments
+    /// are soft errors (RFC 1122 4.2.3.9) and leave the connection as it is. The wait
+    /// before the message is the path's time.
+    pub fn on_unreachable(&mut self, ts: u64, msg: &IcmpUnreachable) {
+        let q = &msg.quoted;
+        let quotes_syn = q.flags.is_none_or(|f| f.syn() && !f.ack());
+        if !(self.syn_seen && q.src == self.client && q.seq == self.client_isn && quotes_syn) {
+            return;
+        }
+        if self.synacks.count > 0 || self.established_ts.is_some() || self.refused_icmp.is_some() {
+            return;
+        }
+        self.refused_icmp = Some(msg.reason);
+        let gap = ts.saturating_sub(self.last_ts);
+        self.last_ts = self.last_ts.max(ts);
+        self.max_idle_ns = self.max_idle_ns.max(gap);
+        self.add_network(gap);
     }
 
     fn on_synack(&mut self, ts: u64, seg: &Segment) {

@@ -122,9 +122,14 @@ pub struct Half {
     pub fast_recoveries: u32,
 
     first_data_ts: Option<u64>,
+    /// When the capture first saw an ACK of this half's data: what the sender sends
+    /// after that ACK reached it is no longer its first flight.
+    first_data_ack_ts: Option<u64>,
     iw_closed: bool,
     pub iw_bytes: u64,
     pub iw_segments: u32,
+    /// Segments of the first flight seen (`iw_segments` also counts its holes).
+    iw_first_count: u32,
     pub data_bytes: u64,
 
     pub rounds: u32,
@@ -222,6 +227,9 @@ impl Half {
         let mut out = AckOutcome::default();
         self.una = ack;
         self.acked_any = true;
+        if ack > 0 && self.first_data_ts.is_some() && self.first_data_ack_ts.is_none() {
+            self.first_data_ack_ts = Some(ts);
+        }
         self.dupacks = 0;
         self.sack_dup = false;
         let tsecr = extra.opts.timestamps.map(|(_, e)| e);
@@ -418,18 +426,27 @@ impl Half {
         }
         let bytes = (end - start) as u64;
         self.data_bytes += bytes;
-        // The first flight: what was sent before an ACK of it could have come back. Near
-        // the sender that is one RTT after its first segment; near the receiver the next
-        // flight arrives one RTT after the first too.
+        // The first flight: what was sent before an ACK of it could have come back: within
+        // one RTT of its first segment, and before the first ACK of its data (seen here)
+        // could have reached the sender and its answer come back here — at once near the
+        // sender, after the sender's leg near the receiver (half of it, for jitter). The
+        // ACK's test is what decides near the receiver: there the next flight arrives one
+        // RTT after the first as well, within the RTT's noise of the first's end.
         let first = *self.first_data_ts.get_or_insert(ts);
         if !self.iw_closed {
-            let in_first = match rtt_ns {
-                Some(rtt) => ts < first + rtt.max(1),
-                None => self.rounds <= 1 && !self.round_over,
-            };
+            let after_ack = self.first_data_ack_ts.is_some_and(|a| ts >= a + sender_leg_ns / 2);
+            let in_first = !after_ack
+                && match rtt_ns {
+                    Some(rtt) => ts < first + rtt.max(1),
+                    None => self.rounds <= 1 && !self.round_over,
+                };
             if in_first {
-                self.iw_bytes += bytes;
-                self.iw_segments += 1;
+                // By sequence span, not by segments seen: a segment of the first flight
+                // lost before the capture point is a hole here, but was sent.
+                self.iw_first_count += 1;
+                self.iw_bytes = end.max(0) as u64;
+                let by_span = self.iw_bytes.div_ceil(u64::from(self.mss.max(1)));
+                self.iw_segments = self.iw_first_count.max(by_span as u32);
             } else {
                 self.iw_closed = true;
             }

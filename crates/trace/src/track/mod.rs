@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, S2C};
 pub use half::{FlightBuffer, Half, RetxClass};
 
-use crate::wire::{Endpoint, Segment, SegmentExtra};
+use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra};
 
 /// Unordered pair of endpoints: both directions of a connection map to one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,10 +25,15 @@ struct FlowKey(Endpoint, Endpoint);
 impl FlowKey {
     #[inline]
     fn of(seg: &Segment) -> Self {
-        if seg.src <= seg.dst {
-            Self(seg.src, seg.dst)
+        Self::pair(seg.src, seg.dst)
+    }
+
+    #[inline]
+    fn pair(a: Endpoint, b: Endpoint) -> Self {
+        if a <= b {
+            Self(a, b)
         } else {
-            Self(seg.dst, seg.src)
+            Self(b, a)
         }
     }
 }
@@ -36,9 +41,15 @@ impl FlowKey {
 /// Which of `shards` shards a segment's connection belongs to (both directions agree).
 #[inline]
 pub(crate) fn shard_of(seg: &Segment, shards: usize) -> usize {
+    shard_of_pair(seg.src, seg.dst, shards)
+}
+
+/// The shard of the connection between `a` and `b` (either direction): an ICMP message goes
+/// to the shard of the 4-tuple it quotes.
+pub(crate) fn shard_of_pair(a: Endpoint, b: Endpoint, shards: usize) -> usize {
     use std::hash::BuildHasher;
     // The high bits: Fx's low bits are weak for keys that differ only in a port.
-    ((rustc_hash::FxBuildHasher.hash_one(FlowKey::of(seg)) >> 32) as usize) % shards
+    ((rustc_hash::FxBuildHasher.hash_one(FlowKey::pair(a, b)) >> 32) as usize) % shards
 }
 
 /// Timeouts that decide when a connection leaves the table.
@@ -48,15 +59,20 @@ pub struct TrackerConfig {
     pub idle_timeout_ns: u64,
     /// After both FINs or a RST, late packets (the last ACK, a FIN repeated after its
     /// ACK was lost) still belong to the connection for this long (ns). 5 s covers the
-    /// last ACK (one RTT) and a FIN retransmitted a few RTOs later; a later straggler
-    /// shows up as a short mid-stream connection. A new SYN on the 4-tuple starts a new
-    /// connection at once, lingering or not.
+    /// last ACK (one RTT) and a FIN retransmitted a few RTOs later. A new SYN on the
+    /// 4-tuple starts a new connection at once, lingering or not.
     pub close_linger_ns: u64,
+    /// After the linger, a closed connection's 4-tuple is remembered for this long (ns):
+    /// a later packet on it without a SYN (a FIN or data retransmitted after many
+    /// back-offs) is counted as the old connection's late packet, never as a phantom
+    /// mid-stream connection. 60 s is Linux's TIME-WAIT (`TCP_TIMEWAIT_LEN`), during
+    /// which the 4-tuple is not reused without a new SYN.
+    pub time_wait_ns: u64,
 }
 
 impl Default for TrackerConfig {
     fn default() -> Self {
-        Self { idle_timeout_ns: 300 * SECOND, close_linger_ns: 5 * SECOND }
+        Self { idle_timeout_ns: 300 * SECOND, close_linger_ns: 5 * SECOND, time_wait_ns: 60 * SECOND }
     }
 }
 
@@ -75,6 +91,23 @@ impl TrackerConfig {
 /// 1.25 s of trace ends a few thousand connections at 3,000 new ones per second, and
 /// their buffers serve the next ones without the allocator.
 const MAX_SPARE_BUFFERS: usize = 1 << 13;
+
+/// What is kept of a closed connection after it left the table (a few bytes, not its
+/// 1.5 kB of state), until its TIME-WAIT ends.
+#[derive(Debug, Clone, Copy)]
+struct Tomb {
+    id: u64,
+    client: Endpoint,
+    until_ns: u64,
+}
+
+/// A packet that came after its connection's linger (see `TrackerConfig::time_wait_ns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatePacket {
+    pub conn_id: u64,
+    pub ts_ns: u64,
+    pub from_client: bool,
+}
 
 /// One slot of the connection slab.
 struct Slot {
@@ -102,6 +135,10 @@ pub struct Tracker<F: FnMut(Conn)> {
     caller_sweeps: bool,
     /// Latest timestamp seen: where the capture ended, for connections still open then.
     last_ts: u64,
+    /// Closed connections past their linger, by 4-tuple (see `Tomb`).
+    closed: FxHashMap<FlowKey, Tomb>,
+    next_tomb_sweep_ns: u64,
+    late: Vec<LatePacket>,
     sink: F,
 }
 
@@ -117,6 +154,9 @@ impl<F: FnMut(Conn)> Tracker<F> {
             next_sweep_ns: 0,
             caller_sweeps: false,
             last_ts: 0,
+            closed: FxHashMap::default(),
+            next_tomb_sweep_ns: 0,
+            late: Vec::new(),
             sink,
         }
     }
@@ -179,6 +219,11 @@ impl<F: FnMut(Conn)> Tracker<F> {
             self.next_id += 1;
             return out;
         }
+        if !self.closed.is_empty() {
+            if let Some(note) = self.late_packet(key, ts_ns, seg, syn_only) {
+                return note;
+            }
+        }
         let buffers = [self.spare.pop().unwrap_or_default(), self.spare.pop().unwrap_or_default()];
         let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
         let out = (conn.id, conn.last_note);
@@ -197,11 +242,47 @@ impl<F: FnMut(Conn)> Tracker<F> {
         out
     }
 
+    /// A packet on the 4-tuple of a connection closed and gone: its late packet (a SYN
+    /// starts a new connection instead, and ends the old one's TIME-WAIT).
+    #[cold]
+    fn late_packet(&mut self, key: FlowKey, ts_ns: u64, seg: &Segment, syn_only: bool) -> Option<(u64, PacketNote)> {
+        let tomb = *self.closed.get(&key)?;
+        if syn_only || ts_ns > tomb.until_ns {
+            self.closed.remove(&key);
+            return None;
+        }
+        let from_client = seg.src == tomb.client;
+        self.late.push(LatePacket { conn_id: tomb.id, ts_ns, from_client });
+        Some((tomb.id, PacketNote { event: PacketNote::LATE, cause: 0, from_client }))
+    }
+
+    /// The late packets seen so far (see `TrackerConfig::time_wait_ns`), handed over once.
+    pub fn take_late_packets(&mut self) -> Vec<LatePacket> {
+        std::mem::take(&mut self.late)
+    }
+
+    /// Accounts an ICMP destination-unreachable: it goes to the open connection whose
+    /// 4-tuple it quotes (if any), which decides whether it refused its SYN. Returns the
+    /// connection's id.
+    pub fn observe_icmp(&mut self, ts_ns: u64, msg: &IcmpUnreachable) -> Option<u64> {
+        self.last_ts = self.last_ts.max(ts_ns);
+        let &slot = self.open.get(&FlowKey::pair(msg.quoted.src, msg.quoted.dst))?;
+        let conn = &mut self.slab[slot as usize].conn;
+        conn.on_unreachable(ts_ns, msg);
+        Some(conn.id)
+    }
+
     /// Ends connections that have been idle too long or closed long enough.
     #[cold]
     fn sweep(&mut self, now: u64) {
         self.next_sweep_ns = now.saturating_add(self.config.sweep_every_ns());
-        let TrackerConfig { idle_timeout_ns, close_linger_ns } = self.config;
+        let TrackerConfig { idle_timeout_ns, close_linger_ns, time_wait_ns } = self.config;
+        if now >= self.next_tomb_sweep_ns {
+            // Expired tombs are also dropped when their 4-tuple is seen again; this sweep
+            // only bounds the memory of those never seen again (at most 25 % late).
+            self.next_tomb_sweep_ns = now.saturating_add(time_wait_ns / 4);
+            self.closed.retain(|_, t| t.until_ns >= now);
+        }
         for (i, slot) in self.slab.iter_mut().enumerate() {
             if !slot.live {
                 continue;
@@ -215,6 +296,10 @@ impl<F: FnMut(Conn)> Tracker<F> {
                 None
             };
             if let Some(reason) = end {
+                if c.closed() {
+                    let until_ns = c.last_ts.saturating_add(time_wait_ns);
+                    self.closed.insert(slot.key, Tomb { id: c.id, client: c.client, until_ns });
+                }
                 let mut old = std::mem::take(c).ended(reason);
                 for b in old.take_flight_buffers() {
                     if b.capacity() > 0 && self.spare.len() < MAX_SPARE_BUFFERS {

@@ -121,7 +121,8 @@ impl Cubic {
         }
         let epoch = self.epoch_start.unwrap_or(now);
         let elapsed = now.since(epoch) + self.delay_min.unwrap_or(Duration::ZERO);
-        let t = (elapsed.0 as u128 * 1024 / 1_000_000_000) as u64; // 2^-10 s
+        // 2^-10 s; u64 holds elapsed · 1024 for 208 days (no 128-bit division per ACK).
+        let t = elapsed.0.checked_mul(1024).map_or((elapsed.0 as u128 * 1024 / 1_000_000_000) as u64, |x| x / 1_000_000_000);
         let offs = t.abs_diff(self.bic_k) as u128;
         let delta = ((CUBE_RTT_SCALE as u128 * offs * offs * offs) >> 40) as u64;
         let target = if t < self.bic_k { self.bic_origin_point.saturating_sub(delta) } else { self.bic_origin_point + delta };

@@ -7,7 +7,8 @@
 
 use etherparse::{ip_number, LaxIpSlice};
 
-use super::link::{ip_payload, LinkType};
+use crate::link::{ip_payload, LinkType};
+use crate::tcp::{be16, be32, field};
 
 /// An address and port, IPv4 addresses stored as IPv4-mapped IPv6 (`::ffff:a.b.c.d`).
 ///
@@ -102,6 +103,14 @@ impl TcpFlags {
     }
     pub fn ack(self) -> bool {
         self.0 & Self::ACK != 0
+    }
+    /// SYN without ACK or RST: a connection's first segment.
+    pub fn is_syn(self) -> bool {
+        self.0 & (Self::SYN | Self::ACK | Self::RST) == Self::SYN
+    }
+    /// SYN and ACK without RST: the handshake's answer.
+    pub fn is_synack(self) -> bool {
+        self.0 & (Self::SYN | Self::ACK | Self::RST) == Self::SYN | Self::ACK
     }
 }
 
@@ -248,33 +257,26 @@ pub enum Skip {
     Malformed,
 }
 
-/// TCP fixed-header field offsets (RFC 9293 section 3.1).
-mod field {
-    use std::ops::Range;
-    pub const SRC_PORT: Range<usize> = 0..2;
-    pub const DST_PORT: Range<usize> = 2..4;
-    pub const SEQ_NUM: Range<usize> = 4..8;
-    pub const ACK_NUM: Range<usize> = 8..12;
-    pub const DATA_OFFSET: usize = 12;
-    pub const FLAGS: usize = 13;
-    pub const WIN_SIZE: Range<usize> = 14..16;
-    pub const FIXED_LEN: usize = 20;
-}
-
-#[inline]
-fn be16(b: &[u8], r: std::ops::Range<usize>) -> u16 {
-    u16::from_be_bytes([b[r.start], b[r.start + 1]])
-}
-
-#[inline]
-fn be32(b: &[u8], r: std::ops::Range<usize>) -> u32 {
-    u32::from_be_bytes([b[r.start], b[r.start + 1], b[r.start + 2], b[r.start + 3]])
-}
-
 /// Decodes a captured frame of the given link type into a TCP segment.
 #[inline]
 pub fn decode(link: LinkType, frame: &[u8]) -> Result<Segment, Skip> {
     decode_ext(link, frame).map(|(s, _)| s)
+}
+
+/// Decodes a whole IP packet as NFLOG or NFQUEUE hand it over (no link header): unlike a
+/// captured frame, a packet shorter than its IP header declares is refused, not read
+/// leniently, because the daemons resend or forward it.
+pub fn decode_ip(pkt: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
+    let declared = match pkt.first().map(|b| b >> 4) {
+        Some(4) if pkt.len() >= 4 => usize::from(u16::from_be_bytes([pkt[2], pkt[3]])),
+        Some(6) if pkt.len() >= 6 => 40 + usize::from(u16::from_be_bytes([pkt[4], pkt[5]])),
+        Some(4 | 6) => return Err(Skip::Malformed),
+        _ => return Err(Skip::NotIp),
+    };
+    if declared > pkt.len() {
+        return Err(Skip::Malformed);
+    }
+    decode_ext(LinkType::Raw, pkt)
 }
 
 /// Decodes a frame into its TCP segment and the IP fields and TCP options beside it.

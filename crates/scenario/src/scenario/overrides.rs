@@ -3,6 +3,8 @@
 
 use toml::{Table, Value};
 
+use crate::error::OverrideError;
+
 /// Parses `value` as a TOML value (`5`, `true`, `[1, 2]`, `"x"`), or takes it as a bare
 /// string (`100ms`, `linux`) when it is not one.
 fn parse_value(text: &str) -> Value {
@@ -13,14 +15,14 @@ fn parse_value(text: &str) -> Value {
 }
 
 /// Applies one `key=value` to `doc`. Errors name the override.
-pub fn apply(doc: &mut Table, assignment: &str) -> Result<(), (String, String)> {
+pub fn apply(doc: &mut Table, assignment: &str) -> Result<(), (String, OverrideError)> {
     let Some((key, value)) = assignment.split_once('=') else {
-        return Err((assignment.to_string(), "an override is written key=value (e.g. path.rtt=100ms)".into()));
+        return Err((assignment.to_string(), OverrideError::NoEquals));
     };
     let key = key.trim();
     let parts: Vec<&str> = key.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
-        return Err((key.to_string(), "not a dotted key (e.g. path.rtt)".into()));
+        return Err((key.to_string(), OverrideError::NotDotted));
     }
     let mut table = doc;
     for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
@@ -28,7 +30,7 @@ pub fn apply(doc: &mut Table, assignment: &str) -> Result<(), (String, String)> 
         table = match entry {
             Value::Table(t) => t,
             _ => {
-                return Err((parts[..=i].join("."), "is a value, not a table: it has no keys to set".into()));
+                return Err((parts[..=i].join("."), OverrideError::NotATable));
             }
         };
     }

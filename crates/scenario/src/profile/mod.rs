@@ -4,10 +4,12 @@
 //! (`[client]`/`[server]`). Each profile cites where its numbers come from; where a number
 //! is a model of an OS's behaviour rather than a documented constant, the comment says so.
 
+use serde::{Deserialize, Serialize};
+
 use crate::time::Duration;
 
 /// How the retransmission timer is computed (RFC 6298 section 2).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RtoConfig {
     /// RTO before any RTT sample, also the SYN and SYN/ACK timer (RFC 6298 (2.1)).
     pub initial: Duration,
@@ -27,7 +29,8 @@ pub struct RtoConfig {
 }
 
 /// The initial congestion window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum InitialWindow {
     /// A fixed number of segments (`ip route ... initcwnd N`, Solaris tcp_slow_start_initial).
     Segments(u32),
@@ -47,7 +50,8 @@ impl InitialWindow {
 }
 
 /// When the receiver's delayed-ACK timer fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DelayedAck {
     /// Every segment is acknowledged at once (Linux `quickack`).
     Off,
@@ -61,7 +65,8 @@ pub enum DelayedAck {
 }
 
 /// What counts toward "ACK every second segment".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AckCount {
     /// Bytes: ACK once `ack_every`·MSS bytes are unacknowledged (BSD tcp_output sends a
     /// window update when the window opens by two maximum segments; RFC 5681 "every second
@@ -72,7 +77,7 @@ pub enum AckCount {
 }
 
 /// The receiver's acknowledgement policy.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AckPolicy {
     pub delayed: DelayedAck,
     /// ACK at once when this many segments (or full segments' worth of bytes) are unacked.
@@ -84,7 +89,8 @@ pub struct AckPolicy {
 }
 
 /// SYN (and SYN/ACK) retransmission schedule.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SynBackoff {
     /// Doubling each time (RFC 6298 (5.5)).
     Exponential,
@@ -93,7 +99,7 @@ pub enum SynBackoff {
 }
 
 /// The receive side as Linux runs it (`tcp::linux_rcv`): buffer sizes and autotuning.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinuxReceiver {
     /// net.ipv4.tcp_rmem: min, default (the buffer a connection starts with) and max (what
     /// autotuning may grow it to; with net.core.rmem_max it also sets the window scale).
@@ -121,7 +127,7 @@ impl Default for LinuxReceiver {
 }
 
 /// Everything one TCP endpoint does differently from another.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StackConfig {
     pub profile: String,
     pub rto: RtoConfig,
@@ -140,6 +146,15 @@ pub struct StackConfig {
     pub initial_window: InitialWindow,
     /// RFC 5681 section 3.1: after a lost SYN or SYN/ACK the initial window is one segment.
     pub iw_one_after_handshake_loss: bool,
+    /// Linux's handshake after a retransmission (net/ipv4): with timestamps the echoed SYN
+    /// or SYN/ACK gives an RTT sample even after a resend (tcp_ack_update_rtt →
+    /// tcp_rtt_tsopt_us), so no TCP_TIMEOUT_FALLBACK; the initial window drops to one
+    /// segment only after more than one handshake resend with a timeout that the echo does
+    /// not show spurious (tcp_init_transfer: `total_retrans > 1 && undo_marker`,
+    /// tcp_try_undo_spurious_syn; the server's undo_marker is set by a SYN/ACK timeout,
+    /// tcp_create_openreq_child); and a duplicate SYN's SYN/ACK pushes the SYN/ACK timer
+    /// back (tcp_check_req: mod_timer_pending(jiffies + tcp_reqsk_timeout(req))).
+    pub linux_handshake: bool,
     /// RFC 5681 section 4.1: after an idle period longer than the RTO, cwnd restarts from
     /// the initial window (Linux net.ipv4.tcp_slow_start_after_idle).
     pub slow_start_after_idle: bool,
@@ -155,6 +170,11 @@ pub struct StackConfig {
     /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) or "prr" (RFC 6937,
     /// Linux tcp_cwnd_reduction) with SACK.
     pub recovery: String,
+    /// Spurious-timeout detection and response by name (`tcp::spurious::NAMES`): "off",
+    /// "frto" (RFC 5682 with the RFC 4015 response, ns-2's frto_enabled_ and
+    /// spurious_response_ 1) or "linux" (net.ipv4.tcp_frto = 2: tcp_process_loss,
+    /// tcp_try_undo_loss).
+    pub spurious_rto: String,
     /// TCP timestamps (RFC 7323; Linux net.ipv4.tcp_timestamps = 1): when both ends offer
     /// them, every segment carries 12 option bytes, so the payload is MSS − 12 (1448 B on a
     /// 1500 B MTU).
@@ -177,6 +197,14 @@ pub struct StackConfig {
     /// level's granularity, 8^level jiffies, so a 1 s timer fires up to 32 ms late at
     /// HZ 250), with the jiffies counter's phase drawn from the seed.
     pub timer_slack: bool,
+    /// The time this host takes to answer a segment: each arriving segment reaches its TCP
+    /// this much later (document 003: "'Immediately' is still four to five milliseconds
+    /// processing time for an Irix Indy"). 0: at once.
+    pub processing_time: Duration,
+    /// How much later than their slot on the jiffies clock (and wheel) this host's timers
+    /// run: the timer softirq of a loaded machine runs late, so a timer and a packet that
+    /// arrive in the same jiffy can come in either order. 0: at the slot.
+    pub timer_lag: Duration,
     /// The jiffies clock's reading at simulated time 0, in nanoseconds (its phase within a
     /// tick and the wheel's buckets): drawn from the scenario's seed.
     pub jiffies_origin_ns: u64,
@@ -211,11 +239,13 @@ fn base(profile: &str) -> StackConfig {
         synack_on_duplicate_syn: true,
         initial_window: InitialWindow::Rfc3390,
         iw_one_after_handshake_loss: false,
+        linux_handshake: false,
         slow_start_after_idle: true,
         abc_limit: 1,
         congestion_control: "reno".to_string(),
         hystart: false,
         recovery: "newreno".to_string(),
+        spurious_rto: "off".to_string(),
         timestamps: false,
         sack: false,
         window_scaling: false,
@@ -224,6 +254,8 @@ fn base(profile: &str) -> StackConfig {
         linux_receiver: None,
         jiffy: None,
         timer_slack: false,
+        processing_time: Duration::ZERO,
+        timer_lag: Duration::ZERO,
         jiffies_origin_ns: 0,
         dupack_threshold: 3,
         ack: AckPolicy {
@@ -274,6 +306,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             // 1, 1, 1, 1, 1, 2 s. SYN/ACKs still double.
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
             c.initial_window = InitialWindow::Segments(10);
+            c.linux_handshake = true;
             c.abc_limit = 0;
             // The sender: CUBIC with HyStart (net.ipv4.tcp_congestion_control; this machine's
             // default is BBR, the testbed sets cubic on its routes), SACK, RACK-TLP and PRR
@@ -282,6 +315,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.congestion_control = "cubic".to_string();
             c.hystart = true;
             c.recovery = "prr".to_string();
+            c.spurious_rto = "linux".to_string(); // net.ipv4.tcp_frto = 2
             c.timestamps = true;
             c.sack = true;
             c.window_scaling = true;
@@ -346,6 +380,116 @@ pub fn profile(name: &str) -> Option<StackConfig> {
     Some(c)
 }
 
+/// Where each profile's numbers come from (the comments in [`profile`] give the detail).
+pub const PROFILE_SOURCES: &[(&str, &str)] = &[
+    ("rfc2988", "RFC 2988 (2.1) initial RTO 3 s, (2.4) minimum 1 s, (2.5) maximum 60 s; RFC 3390 initial window; \
+                 RFC 2582/3782 NewReno; RFC 1122 4.2.3.2 delayed ACKs (200 ms); the 2008-era stack of document 000"),
+    ("rfc6298", "RFC 6298 (2.1) initial RTO 1 s, (2.4) minimum 1 s, (5.7) 3 s after a lost SYN; RFC 5681 3.1 initial window"),
+    ("linux", "Linux 6.x include/net/tcp.h (TCP_TIMEOUT_INIT 1 s, TCP_RTO_MIN 200 ms, TCP_RTO_MAX 120 s, \
+               TCP_TIMEOUT_FALLBACK 3 s, TCP_INIT_CWND 10, TCP_ATO_MIN 40 ms), sysctl defaults of this kernel"),
+    ("solaris", "Solaris 2.5.1/2.6 as in document 003 and the Solaris Tunable Parameters guide \
+                 (tcp_rexmit_interval_initial 3 s, _min 400 ms, tcp_slow_start_initial 1)"),
+    ("bsd", "4.4BSD (TCP/IP Illustrated Vol. 1 19.3, Vol. 2 25.1): 200 ms fast-timer delayed ACKs, TCPTV_SRTTDFLT 3 s, \
+             FreeBSD tcp_syn_backoff[]"),
+    ("windows", "Windows Vista/7/2008: initial window 2 (document 002), TcpInitialRtt 3 s, \
+                 TcpMaxConnectRetransmissions 2, MinRto 300 ms"),
+];
+
+/// The citation of profile `name`.
+pub fn profile_source(name: &str) -> Option<&'static str> {
+    PROFILE_SOURCES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// How a Linux host sets one `StackConfig` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KnobKind {
+    /// A per-network-namespace sysctl.
+    Sysctl,
+    /// A metric of the route the connection takes (`ip route ... initcwnd 10`).
+    Route,
+    /// A BPF sock_ops program attached to the host's cgroup.
+    Bpf,
+    /// A module parameter: host-wide, not per namespace.
+    ModuleParameter,
+    /// Fixed in the kernel's code: no knob; `knob` names the code.
+    Fixed,
+}
+
+/// One field of `StackConfig` (dotted, as serialised) and what sets it on Linux 6.x: the
+/// `linux` profile's value of the field is the kernel's default behaviour.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LinuxKnob {
+    pub field: &'static str,
+    pub kind: KnobKind,
+    pub knob: &'static str,
+}
+
+const fn k(field: &'static str, kind: KnobKind, knob: &'static str) -> LinuxKnob {
+    LinuxKnob { field, kind, knob }
+}
+
+/// Every `StackConfig` field with its Linux knob (kernel-facts.md: what works on 6.18).
+pub const LINUX_KNOBS: &[LinuxKnob] = &[
+    k("rto.initial", KnobKind::Bpf, "BPF_SOCK_OPS_TIMEOUT_INIT (TCP_TIMEOUT_INIT 1 s otherwise)"),
+    k("rto.min", KnobKind::Route, "rto_min"),
+    k("rto.max", KnobKind::Sysctl, "net.ipv4.tcp_rto_max_ms"),
+    k("rto.granularity", KnobKind::Fixed, "tcp_rtt_estimator (microsecond RTT samples)"),
+    k("rto.min_on_variance", KnobKind::Fixed, "tcp_rtt_estimator (mdev_max >= tcp_rto_min)"),
+    k("rto.after_syn_loss", KnobKind::Fixed, "TCP_TIMEOUT_FALLBACK (tcp_init_transfer)"),
+    k("syn_retries", KnobKind::Sysctl, "net.ipv4.tcp_syn_retries"),
+    k("synack_retries", KnobKind::Sysctl, "net.ipv4.tcp_synack_retries"),
+    k("syn_backoff", KnobKind::Sysctl, "net.ipv4.tcp_syn_linear_timeouts"),
+    k("synack_backoff", KnobKind::Fixed, "reqsk_timer_handler (the SYN/ACK timer doubles)"),
+    k("synack_on_duplicate_syn", KnobKind::Fixed, "tcp_check_req (a duplicate SYN gets the SYN/ACK again)"),
+    k("initial_window", KnobKind::Route, "initcwnd"),
+    k("iw_one_after_handshake_loss", KnobKind::Fixed, "tcp_init_transfer (cwnd 1 only after more than one SYN or SYN/ACK retransmission)"),
+    k("linux_handshake", KnobKind::Fixed, "tcp_rtt_tsopt_us, tcp_init_transfer, tcp_check_req (Linux's rules after a handshake resend)"),
+    k("slow_start_after_idle", KnobKind::Sysctl, "net.ipv4.tcp_slow_start_after_idle"),
+    k("abc_limit", KnobKind::Fixed, "tcp_slow_start (cwnd grows by every segment acknowledged)"),
+    k("congestion_control", KnobKind::Route, "congctl"),
+    k("hystart", KnobKind::ModuleParameter, "tcp_cubic.hystart"),
+    k("recovery", KnobKind::Sysctl, "net.ipv4.tcp_sack (PRR with SACK, NewReno without)"),
+    k("timestamps", KnobKind::Sysctl, "net.ipv4.tcp_timestamps"),
+    k("sack", KnobKind::Sysctl, "net.ipv4.tcp_sack"),
+    k("window_scaling", KnobKind::Sysctl, "net.ipv4.tcp_window_scaling"),
+    k("rack", KnobKind::Sysctl, "net.ipv4.tcp_recovery"),
+    k("tlp", KnobKind::Sysctl, "net.ipv4.tcp_early_retrans"),
+    k("spurious_rto", KnobKind::Sysctl, "net.ipv4.tcp_frto"),
+    k("linux_receiver", KnobKind::Sysctl, "net.ipv4.tcp_rmem"),
+    k("jiffy", KnobKind::Fixed, "CONFIG_HZ=250"),
+    k("timer_slack", KnobKind::Fixed, "kernel/time/timer.c (the timer wheel)"),
+    k("timer_lag", KnobKind::Fixed, "run_timer_softirq (how late the timer softirq runs under load)"),
+    k("processing_time", KnobKind::Fixed, "(the host's own speed: microseconds on a modern machine)"),
+    k("jiffies_origin_ns", KnobKind::Fixed, "jiffies at the run's start"),
+    k("dupack_threshold", KnobKind::Sysctl, "net.ipv4.tcp_reordering"),
+    k("ack.delayed", KnobKind::Route, "quickack"),
+    k("ack.ack_every", KnobKind::Fixed, "__tcp_ack_snd_check (an ACK per two full segments)"),
+    k("ack.count", KnobKind::Fixed, "__tcp_ack_snd_check (counts received bytes against rcv_mss)"),
+    k("ack.quick_acks", KnobKind::Fixed, "tcp_incr_quickack (TCP_MAX_QUICKACKS 16)"),
+    k("mss", KnobKind::Route, "advmss"),
+    k("receive_window", KnobKind::Route, "initrwnd"),
+    k("coalesce_writes", KnobKind::Fixed, "tcp_sendmsg (a segment fills across writes)"),
+    k("profile", KnobKind::Fixed, "(the profile's name: nothing to set)"),
+];
+
+/// Congestion controls a profile or a scenario may name (the simulator has a plug-in for
+/// each: `shortflow_sim::tcp::cc::by_name`; a test there holds the two together).
+pub const CONGESTION_CONTROL_NAMES: &[&str] = &["reno", "cubic"];
+
+/// Loss recoveries a profile or a scenario may name (`shortflow_sim::tcp::recovery`).
+pub const RECOVERY_NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
+
+/// Spurious-timeout detections a profile or a scenario may name
+/// (`shortflow_sim::tcp::spurious`): none, RFC 5682 F-RTO with RFC 4015's response, or
+/// Linux's SACK-enhanced F-RTO (`tcp_frto`, net.ipv4.tcp_frto = 2).
+pub const SPURIOUS_RTO_NAMES: &[&str] = &["off", "frto", "linux"];
+
+/// Whether the recovery needs SACK (its sender keeps a scoreboard).
+pub fn needs_sack(recovery: &str) -> bool {
+    matches!(recovery, "rfc6675" | "prr")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,12 +502,34 @@ mod tests {
         assert!(profile("vms").is_none());
     }
 
+    /// Every field of `StackConfig` (as serialised) has its line in `LINUX_KNOBS`, and every
+    /// profile its citation: a new field cannot reach the testbed without saying how Linux sets it.
+    #[test]
+    fn every_field_has_its_linux_knob_and_every_profile_its_source() {
+        let v = serde_json::to_value(profile("linux").unwrap()).unwrap();
+        let mut fields = Vec::new();
+        for (key, value) in v.as_object().unwrap() {
+            match value.as_object() {
+                Some(inner) if key == "rto" || key == "ack" => fields.extend(inner.keys().map(|k| format!("{key}.{k}"))),
+                _ => fields.push(key.clone()),
+            }
+        }
+        for f in &fields {
+            assert!(LINUX_KNOBS.iter().any(|k| k.field == f), "LINUX_KNOBS lacks {f}");
+        }
+        assert_eq!(fields.len(), LINUX_KNOBS.len(), "LINUX_KNOBS names a field StackConfig does not have");
+        for name in PROFILE_NAMES {
+            assert!(profile_source(name).is_some(), "{name}");
+        }
+    }
+
     #[test]
     fn every_profile_names_known_plug_ins() {
         for name in PROFILE_NAMES {
             let c = profile(name).unwrap();
-            assert!(crate::tcp::cc::by_name(&c.congestion_control, &c).is_some(), "{name}");
-            assert!(crate::tcp::recovery::by_name(&c.recovery).is_some(), "{name}");
+            assert!(CONGESTION_CONTROL_NAMES.contains(&c.congestion_control.as_str()), "{name}");
+            assert!(RECOVERY_NAMES.contains(&c.recovery.as_str()), "{name}");
+            assert!(SPURIOUS_RTO_NAMES.contains(&c.spurious_rto.as_str()), "{name}");
         }
     }
 

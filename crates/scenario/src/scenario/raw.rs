@@ -3,14 +3,35 @@
 
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use std::borrow::Cow;
 
 use crate::time::Duration;
 use crate::units;
 
+fn duration(text: &str) -> Result<Duration, units::UnitError> {
+    units::duration_ns(text).map(Duration)
+}
+
 macro_rules! unit_type {
-    ($name:ident, $inner:ty, $parse:path, $expect:literal) => {
+    ($name:ident, $inner:ty, $parse:path, $expect:literal, $unit:literal) => {
         #[derive(Debug, Clone, Copy, PartialEq)]
         pub struct $name(pub $inner);
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                // A decimal number and its unit, written out (crate::units).
+                json_schema!({
+                    "type": "string",
+                    "pattern": "^[0-9.eE+-]+ ?[A-Za-zµμ/]+$",
+                    "x-unit": $unit,
+                    "examples": [$expect],
+                })
+            }
+        }
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -36,39 +57,50 @@ macro_rules! unit_type {
     };
 }
 
-unit_type!(Dur, Duration, units::duration, "\"200ms\"");
-unit_type!(Size, u64, units::size, "\"13549B\"");
-unit_type!(Rate, u64, units::rate, "\"100Mbit\"");
+unit_type!(Dur, Duration, duration, "\"200ms\"", "duration");
+unit_type!(Size, u64, units::size_bytes, "\"13549B\"", "size");
+unit_type!(Rate, u64, units::rate_bps, "\"100Mbit\"", "rate");
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawScenario {
+    /// Shown in reports; default: the file name.
     pub name: Option<String>,
+    /// Free text, for the reader.
     pub description: Option<String>,
+    /// Seeds every random draw of the run (losses, workload, jiffies phase).
     pub seed: Option<u64>,
     /// The run stops at this simulated time even if connections are still open.
     pub time_limit: Option<Dur>,
+    /// One client, one router, one server: the links and the router's queue.
     #[serde(default)]
     pub path: RawPath,
     /// N client and N server hosts across one shared bottleneck (instead of `path`).
     pub dumbbell: Option<RawDumbbell>,
+    /// The client host's TCP stack: a profile and per-field overrides.
     #[serde(default)]
     pub client: RawHost,
+    /// The server host's TCP stack: a profile and per-field overrides.
     #[serde(default)]
     pub server: RawHost,
+    /// Scripted losses: which occurrence of which packet kind is dropped.
     #[serde(default)]
     pub drop: RawDrop,
+    /// Random losses on the path, per direction (client to server is forward).
     #[serde(default)]
     pub random_loss: RawRandomLoss,
+    /// What the client asks and the server answers.
     #[serde(default)]
     pub workload: RawWorkload,
+    /// Start-up fixes under test (documents 000, 001, 004).
     #[serde(default)]
     pub mechanisms: RawMechanisms,
+    /// Where the simulator's pcap is taken and its framing.
     #[serde(default)]
     pub capture: RawCapture,
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawPath {
     /// Two-way propagation delay, split evenly over the four link crossings.
@@ -82,57 +114,72 @@ pub struct RawPath {
 }
 
 /// One delay for every host, or one per host (pair i takes entry i).
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Clone)]
 #[serde(untagged)]
 pub enum RawDelays {
     One(Dur),
     Each(Vec<Dur>),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawDumbbell {
+    /// Number of client/server pairs.
     pub pairs: u32,
     /// Rate of the shared link (each direction).
     pub bandwidth: Rate,
     /// One-way propagation delay of the shared link.
     pub delay: Dur,
+    /// The shared link's queue (default: drop-tail, 100 packets).
     pub queue: Option<RawQueue>,
     /// Rate of every host's own link (default 100 Mbit/s).
     pub access_bandwidth: Option<Rate>,
     /// One-way delay of each client's and each server's own link (default 1 ms).
     pub client_delay: Option<RawDelays>,
+    /// One-way delay of each server's own link (default 1 ms): one, or one per pair.
     pub server_delay: Option<RawDelays>,
 }
 
 /// A queue limit: a number of packets, or "bdp" (the bandwidth-delay product of the
 /// path in packets of `mean_pktsize`).
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Clone)]
 #[serde(untagged)]
 pub enum RawLimit {
     Packets(u32),
     Named(String),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawQueue {
+    /// "droptail" or "red".
     pub kind: String,
+    /// Limit in packets, or "bdp".
     pub packets: Option<RawLimit>,
     /// ns-2's names for RED (`Queue/RED`): thresh_, maxthresh_, q_weight_, linterm_ (1/max_p),
     /// gentle_, limit_ and mean_pktsize_ (bytes, for "bdp").
     pub thresh: Option<f64>,
+    /// ns-2's name for max_threshold.
     pub maxthresh: Option<f64>,
+    /// ns-2's name for weight.
     pub q_weight: Option<f64>,
+    /// ns-2's 1/max_p.
     pub linterm: Option<f64>,
+    /// RED: between max_threshold and twice it, the drop probability rises to 1 (Floyd 2000).
     pub gentle: Option<bool>,
+    /// ns-2's name for packets.
     pub limit: Option<RawLimit>,
+    /// Bytes per packet when sizing "bdp" (default 1000).
     pub mean_pktsize: Option<u32>,
+    /// Drop-tail limit in bytes (instead of packets).
     pub bytes: Option<Size>,
     /// RED thresholds and limits in packets (Floyd & Jacobson 1993).
     pub min_threshold: Option<f64>,
+    /// RED: upper threshold (packets, default 3 × min_threshold).
     pub max_threshold: Option<f64>,
+    /// RED: drop probability at max_threshold (default 0.1).
     pub max_p: Option<f64>,
+    /// RED: weight of the queue average (default 0.002).
     pub weight: Option<f64>,
 }
 
@@ -141,6 +188,15 @@ pub struct RawQueue {
 pub enum RawWindow {
     Segments(u32),
     Named(String),
+}
+
+impl JsonSchema for RawWindow {
+    fn schema_name() -> Cow<'static, str> {
+        "RawWindow".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "oneOf": [{ "type": "integer", "minimum": 1 }, { "const": "rfc3390" }] })
+    }
 }
 
 impl<'de> Deserialize<'de> for RawWindow {
@@ -168,101 +224,154 @@ impl<'de> Deserialize<'de> for RawWindow {
     }
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawHost {
+    /// Named stack profile: rfc2988, rfc6298, linux, solaris, bsd or windows (crates/scenario/src/profile).
     pub stack: Option<String>,
+    /// Initial RTO: the SYN (SYN/ACK) timer and the RTO before any RTT sample (RFC 6298 (2.1)).
     pub syn_rto: Option<Dur>,
+    /// Lower bound of the RTO (RFC 6298 (2.4); Linux route rto_min).
     pub rto_min: Option<Dur>,
+    /// Upper bound of the RTO, back-off included (RFC 6298 (2.5)).
     pub rto_max: Option<Dur>,
+    /// G in RTO = SRTT + max(G, 4·RTTVAR) (RFC 6298 (2.3)).
     pub clock_granularity: Option<Dur>,
+    /// Linux: the minimum bounds the variance term, RTO = SRTT + max(min, 4·RTTVAR).
     pub rto_min_on_variance: Option<bool>,
+    /// RTO when data starts after a lost SYN or SYN/ACK (RFC 6298 (5.7): 3 s).
     pub rto_after_syn_loss: Option<Dur>,
+    /// SYN retransmissions before the client gives up.
     pub syn_retries: Option<u32>,
+    /// SYN/ACK retransmissions before the server drops the half-open connection.
     pub synack_retries: Option<u32>,
+    /// A duplicate SYN makes the server resend its SYN/ACK.
     pub synack_on_duplicate_syn: Option<bool>,
+    /// Initial congestion window: segments, or "rfc3390".
     pub initial_window: Option<RawWindow>,
     /// Solaris's name for the initial window in segments (document 003).
     pub slow_start_initial: Option<u32>,
+    /// After a lost SYN or SYN/ACK the initial window is one segment (RFC 5681 3.1).
     pub iw_one_after_handshake_loss: Option<bool>,
+    /// Restart from the initial window after an idle RTO (RFC 5681 4.1).
     pub slow_start_after_idle: Option<bool>,
+    /// Slow-start growth per ACK in segments (RFC 3465 L); 0: as many as acknowledged.
     pub abc_limit: Option<u32>,
+    /// "reno", "newreno" or "cubic".
     pub congestion_control: Option<String>,
+    /// Duplicate ACKs that trigger fast retransmit.
     pub dupack_threshold: Option<u32>,
     /// "timer", "bsd_tick" or "off".
     pub delayed_ack: Option<String>,
+    /// The delayed-ACK timer (or BSD tick period).
     pub delayed_ack_timeout: Option<Dur>,
     /// Where the first BSD tick after the start falls (boot time modulo the period).
     pub delayed_ack_phase: Option<Dur>,
+    /// ACK at once when this many segments are unacknowledged.
     pub ack_every: Option<u32>,
     /// "bytes" or "segments".
     pub ack_count: Option<String>,
+    /// The first this-many data segments are acknowledged at once.
     pub quick_acks: Option<u32>,
     /// Linux route `quickack 1`: never delay an ACK.
     pub quickack: Option<bool>,
+    /// Maximum segment size this host announces (payload bytes).
     pub mss: Option<Size>,
+    /// Receive window this host advertises.
     pub receive_window: Option<Size>,
+    /// false: a segment never spans two application writes (Solaris 2.x).
     pub coalesce_writes: Option<bool>,
     /// Loss recovery by name: "reno", "newreno", "rfc6675", "prr".
     pub recovery: Option<String>,
+    /// Spurious-timeout detection: "off", "frto", "linux".
+    pub spurious_rto: Option<String>,
+    /// TCP timestamps (RFC 7323): 12 option bytes in every segment.
     pub timestamps: Option<bool>,
+    /// SACK (RFC 2018) and D-SACK (RFC 2883).
     pub sack: Option<bool>,
+    /// Window scaling (RFC 7323).
     pub window_scaling: Option<bool>,
+    /// RACK loss detection (RFC 8985); needs sack.
     pub rack: Option<bool>,
+    /// Tail loss probe (RFC 8985 section 7); needs sack.
     pub tlp: Option<bool>,
+    /// HyStart for "cubic" (tcp_cubic.c).
     pub hystart: Option<bool>,
     /// Model Linux's timer-wheel slack (profiles with jiffies).
     pub timer_slack: Option<bool>,
+    /// The time the host takes to answer a segment (document 003's IRIX Indy: 4-5 ms).
+    pub processing_time: Option<Dur>,
+    /// How late this host's jiffies timers run after their slot (a loaded timer softirq).
+    pub timer_lag: Option<Dur>,
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawDrop {
+    /// Client SYNs to drop, by occurrence number (1 = the first, retransmissions counted).
     #[serde(default)]
     pub syn: Vec<u32>,
+    /// Server SYN/ACKs to drop.
     #[serde(default)]
     pub synack: Vec<u32>,
+    /// Client pure ACKs to drop (the handshake's third packet is 1).
     #[serde(default)]
     pub ack: Vec<u32>,
+    /// Server data segments to drop.
     #[serde(default)]
     pub data: Vec<u32>,
+    /// Client data segments to drop.
     #[serde(default)]
     pub client_data: Vec<u32>,
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawRandomLoss {
+    /// Bernoulli loss probability, client to server.
     pub forward: Option<f64>,
+    /// Bernoulli loss probability, server to client.
     pub reverse: Option<f64>,
+    /// Seed of the loss draws (default: the scenario's seed).
     pub seed: Option<u64>,
+    /// Gilbert-Elliott bursty loss, client to server (instead of forward).
     pub gilbert_forward: Option<RawGilbert>,
+    /// Gilbert-Elliott bursty loss, server to client (instead of reverse).
     pub gilbert_reverse: Option<RawGilbert>,
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct RawGilbert {
+    /// Probability per packet of moving from the good to the bad state.
     pub p_good_to_bad: f64,
+    /// Probability per packet of moving from the bad to the good state.
     pub p_bad_to_good: f64,
+    /// Loss probability in the good state.
     #[serde(default)]
     pub loss_good: f64,
+    /// Loss probability in the bad state (default 1).
     pub loss_bad: Option<f64>,
 }
 
 /// A size distribution: kind "fixed" (size), "pareto" (mean, shape) or "empirical" (file,
 /// a CSV of sizes, relative to the scenario file).
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct RawDist {
+    /// "fixed", "pareto" or "empirical".
     pub kind: String,
+    /// fixed: the size.
     pub size: Option<Size>,
+    /// pareto: the mean size.
     pub mean: Option<Size>,
+    /// pareto: the shape (above 1).
     pub shape: Option<f64>,
+    /// empirical: a CSV of sizes, relative to the scenario file.
     pub file: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
     /// "http" (default), "poisson", "packmime" or "bulk".
@@ -274,30 +383,48 @@ pub struct RawWorkload {
     pub load: Option<String>,
     /// Connections arrive during this time (poisson, packmime).
     pub duration: Option<Dur>,
+    /// poisson: the distribution of request sizes (instead of request).
     pub request_dist: Option<RawDist>,
+    /// poisson: the distribution of response sizes (instead of response).
     pub response_dist: Option<RawDist>,
     /// PackMime: HTTP/1.1 persistent connections (pages and objects); off as in ns-2.
     pub http_1_1: Option<bool>,
     /// bulk: number of long-lived flows, the bytes each asks for, spacing of their starts.
     pub flows: Option<u32>,
+    /// bulk: the bytes each flow asks for.
     pub size: Option<Size>,
+    /// bulk: the spacing of the flows' starts.
     pub spacing: Option<Dur>,
+    /// Bytes the client sends per request.
     pub request: Option<Size>,
+    /// Bytes the server answers per request.
     pub response: Option<Size>,
+    /// How the server's application hands the response to TCP (sizes summing to response).
     pub response_writes: Option<Vec<Size>>,
+    /// HTTP response headers sent before the body, in the first write (nginx: ~245 B).
+    pub response_headers: Option<Size>,
+    /// Pause between a response and the next request (closed loop).
     pub think_time: Option<Dur>,
+    /// Requests per connection.
     pub requests: Option<u32>,
+    /// Idle gap between a complete response and the next request on the same connection.
     pub idle: Option<Dur>,
+    /// Connections, one after another (or all at once with parallel).
     pub connections: Option<u32>,
+    /// Open the connections together, interval apart.
     pub parallel: Option<bool>,
+    /// Sequential: pause after a connection ends; parallel: spacing of starts.
     pub interval: Option<Dur>,
+    /// Who closes first: "server" or "client".
     pub close: Option<String>,
+    /// The server's port.
     pub port: Option<u16>,
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawMechanisms {
+    /// Document 000's SYN optimizer: resend an unanswered SYN (client) or SYN/ACK (server) after delay.
     pub syn_optimizer: Option<RawSynOptimizer>,
     /// Super Fast Retransmit (document 001).
     pub sfr: Option<RawSfr>,
@@ -305,7 +432,7 @@ pub struct RawMechanisms {
     pub min_rto_004: Option<RawMinRto004>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSfr {
     /// Timeout = factor × handshake RTT (the paper's "multiplication factor", 3).
@@ -316,27 +443,33 @@ pub struct RawSfr {
     pub side: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawMinRto004 {
     /// R: the extended minimum for the last packet of an odd train (default 200 ms, the
     /// peer's delayed-ACK timer).
     pub extended: Option<Dur>,
+    /// The data sender it runs on: "server" (default), "client" or "both".
     pub side: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSynOptimizer {
+    /// "client" (resends SYNs) or "server" (resends SYN/ACKs).
     pub side: String,
+    /// Resend when nothing answered within this delay.
     pub delay: Dur,
+    /// At most this many resends.
     pub retries: u32,
+    /// The server port it watches.
     pub port: Option<u16>,
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawCapture {
+    /// "client", "router" or "server": where the simulator's capture is taken.
     pub point: Option<String>,
     /// "ethernet" or "raw" (raw IPv4).
     pub link: Option<String>,

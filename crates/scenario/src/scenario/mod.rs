@@ -9,13 +9,16 @@ pub mod raw;
 use raw::*;
 use toml::Table;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::ScenarioError;
 use crate::profile::{self, AckCount, DelayedAck, InitialWindow, StackConfig};
+use crate::sizes::{self, SizeDist};
 use crate::time::Duration;
-use crate::workload::sizes::{self, SizeDist};
 
 /// The router's egress queue discipline.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum QueueConfig {
     DropTailPackets(u32),
     DropTailBytes(u64),
@@ -26,7 +29,7 @@ pub enum QueueConfig {
 }
 
 /// N client and N server hosts on their own access links across one shared link.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DumbbellConfig {
     pub pairs: u32,
     pub bandwidth_bps: u64,
@@ -39,7 +42,8 @@ pub struct DumbbellConfig {
 }
 
 /// A connection rate, or a target utilisation the rate is calibrated to.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ArrivalRate {
     PerSecond(f64),
     /// Fraction of the bottleneck's server-to-client capacity (0.5 for "50%").
@@ -55,27 +59,28 @@ impl ArrivalRate {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoissonConfig {
     pub rate: ArrivalRate,
     pub request: SizeDist,
     pub response: SizeDist,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PackMimeConfig {
     pub rate: ArrivalRate,
     pub http_1_1: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BulkConfig {
     pub flows: u32,
     pub size: u64,
     pub spacing: Duration,
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum WorkloadKind {
     #[default]
     Http,
@@ -95,7 +100,8 @@ impl WorkloadKind {
 }
 
 /// Which data senders a mechanism runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Sides {
     Client,
     Server,
@@ -109,7 +115,7 @@ impl Sides {
 }
 
 /// Super Fast Retransmit (document 001).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SfrConfig {
     pub factor: f64,
     pub cutout: u64,
@@ -117,13 +123,13 @@ pub struct SfrConfig {
 }
 
 /// The delayed-ACK-aware minimum RTO (document 004).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MinRto004Config {
     pub extended: Duration,
     pub sides: Sides,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathConfig {
     pub rtt: Duration,
     pub bandwidth_bps: u64,
@@ -133,7 +139,7 @@ pub struct PathConfig {
 
 /// Scripted drops: 1-based occurrence numbers per packet kind, counted over the whole run,
 /// retransmissions included (as the testbed's link emulator counts them).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DropConfig {
     /// Client SYNs.
     pub syn: Vec<u32>,
@@ -148,7 +154,7 @@ pub struct DropConfig {
 }
 
 /// Gilbert-Elliott two-state loss (Gilbert 1960, Elliott 1963).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GilbertConfig {
     pub p_good_to_bad: f64,
     pub p_bad_to_good: f64,
@@ -156,27 +162,29 @@ pub struct GilbertConfig {
     pub loss_bad: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LossConfig {
     Bernoulli(f64),
     Gilbert(GilbertConfig),
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RandomLossConfig {
     pub forward: LossConfig,
     pub reverse: LossConfig,
     pub seed: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Closer {
     #[default]
     Server,
     Client,
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct WorkloadConfig {
     pub kind: WorkloadKind,
     /// Open-loop workloads: arrivals stop after this time.
@@ -185,6 +193,9 @@ pub struct WorkloadConfig {
     pub response: u64,
     /// How the server's application hands the response to TCP (sizes sum to `response`).
     pub response_writes: Vec<u64>,
+    /// Header bytes the server writes before the body, with the first write (the testbed's
+    /// nginx sends ~245 B with `tcp_nopush`, in the same segments as the body's start).
+    pub response_headers: u64,
     pub think_time: Duration,
     pub requests: u32,
     /// Idle gap between a complete response and the next request on the same connection.
@@ -197,7 +208,8 @@ pub struct WorkloadConfig {
     pub port: u16,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Side {
     Client,
     Server,
@@ -205,7 +217,7 @@ pub enum Side {
 
 /// Document 000's syn_optimizer: keep a copy of each SYN (client) or SYN/ACK (server) to
 /// `port`; resend it when nothing answered within `delay`, at most `retries` times.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SynOptimizerConfig {
     pub side: Side,
     pub delay: Duration,
@@ -213,20 +225,22 @@ pub struct SynOptimizerConfig {
     pub port: u16,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CapturePoint {
     Client,
     Router,
     Server,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CaptureLink {
     Ethernet,
     RawIpv4,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     pub name: String,
     pub source: String,
@@ -271,7 +285,12 @@ pub const MAX_FILE_BYTES: usize = 4 << 20;
 
 /// `line L, column C: ` of byte `at` in `text` (both from 1, columns in characters).
 fn line_column(text: &str, at: usize) -> String {
-    let before = &text[..text.floor_char_boundary(at.min(text.len()))];
+    // The char boundary at or before `at` (str::floor_char_boundary is newer than our MSRV).
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     format!("line {line}, column {column}: ")
@@ -576,7 +595,7 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
         match cc.as_str() {
             "reno" | "newreno" => {
                 c.congestion_control = "reno".to_string();
-                if !crate::tcp::recovery::needs_sack(&c.recovery) {
+                if !profile::needs_sack(&c.recovery) {
                     c.recovery = cc.clone();
                 }
             }
@@ -593,15 +612,31 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
     set!(c.tlp, h.tlp);
     set!(c.hystart, h.hystart);
     set!(c.timer_slack, h.timer_slack);
+    if let Some(p) = h.processing_time {
+        c.processing_time = p.0;
+    }
+    if let Some(l) = h.timer_lag {
+        if c.jiffy.is_none() {
+            return Err(err(src, &key("timer_lag"), format!("the {:?} profile has no jiffies timers to run late", c.profile)));
+        }
+        c.timer_lag = l.0;
+    }
     if let Some(r) = &h.recovery {
-        if crate::tcp::recovery::by_name(r).is_none() {
-            let known = crate::tcp::recovery::NAMES.join(", ");
+        if !profile::RECOVERY_NAMES.contains(&r.as_str()) {
+            let known = profile::RECOVERY_NAMES.join(", ");
             return Err(err(src, &key("recovery"), format!("{r:?}: unknown recovery (known: {known})")));
         }
         c.recovery = r.clone();
     }
+    if let Some(s) = &h.spurious_rto {
+        if !profile::SPURIOUS_RTO_NAMES.contains(&s.as_str()) {
+            let known = profile::SPURIOUS_RTO_NAMES.join(", ");
+            return Err(err(src, &key("spurious_rto"), format!("{s:?}: unknown spurious-timeout response (known: {known})")));
+        }
+        c.spurious_rto = s.clone();
+    }
     if !c.sack {
-        let needs = crate::tcp::recovery::needs_sack(&c.recovery);
+        let needs = profile::needs_sack(&c.recovery);
         for (on, k) in [(needs, "recovery"), (c.rack, "rack"), (c.tlp, "tlp")] {
             if on {
                 return Err(err(src, &key(k), "needs sack = true (it works on SACK information)"));
@@ -791,6 +826,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
     only(w.http_1_1.is_some() && kind_name != "packmime", "http_1_1", "\"packmime\"")?;
     only((w.flows.is_some() || w.size.is_some() || w.spacing.is_some()) && kind_name != "bulk", "flows", "\"bulk\"")?;
     only((w.request_dist.is_some() || w.response_dist.is_some()) && kind_name != "poisson", "response_dist", "\"poisson\"")?;
+    only(w.response_headers.is_some() && kind_name != "http", "response_headers", "\"http\"")?;
     let open_loop = matches!(kind_name, "poisson" | "packmime");
     only((w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop, "load", "\"poisson\" or \"packmime\"")?;
     let kind = match kind_name {
@@ -825,6 +861,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
             writes
         }
     };
+    let response_headers = w.response_headers.map_or(0, |s| s.0);
     let close = match w.close.as_deref().unwrap_or("server") {
         "server" => Closer::Server,
         "client" => Closer::Client,
@@ -845,6 +882,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
         request,
         response,
         response_writes,
+        response_headers,
         think_time: w.think_time.map_or(Duration::ZERO, |d| d.0),
         requests,
         idle: w.idle.map_or(Duration::ZERO, |d| d.0),
@@ -907,6 +945,17 @@ mod tests {
         assert_eq!(e.key, "client.stack");
         let e = load(MINIMAL, "s.toml", &["workload.response_writes=[\"1kB\"]".into()]).unwrap_err();
         assert_eq!(e.key, "workload.response_writes");
+    }
+
+    #[test]
+    fn spurious_rto_defaults_by_profile_and_names_what_it_knows() {
+        let s = load(MINIMAL, "s.toml", &["client.stack=rfc2988".into()]).unwrap();
+        assert_eq!((s.client.spurious_rto.as_str(), s.server.spurious_rto.as_str()), ("off", "linux"));
+        let s = load(MINIMAL, "s.toml", &["client.stack=rfc2988".into(), "client.spurious_rto=frto".into()]).unwrap();
+        assert_eq!(s.client.spurious_rto, "frto");
+        let e = load(MINIMAL, "s.toml", &["server.spurious_rto=eifel".into()]).unwrap_err();
+        assert_eq!(e.key, "server.spurious_rto");
+        assert!(e.message.contains("known: off, frto, linux"), "{e}");
     }
 
     #[test]

@@ -4,7 +4,7 @@ per task on a Dask cluster (a local one by default), gathered into one Arrow tab
 Each task runs `shortflow._core.simulate` in a worker (the Rust core releases the GIL);
 this module only builds the runs, submits them and tabulates the reports.
 
->>> from shortflow.sweep import split_values
+>>> from shortflow.sweeps import split_values
 >>> split_values("1,2,[1, 2],{a=1, b=2}")
 ['1', '2', '[1, 2]', '{a=1, b=2}']
 """

@@ -1,0 +1,199 @@
+//! The emulator's link from a scenario file (`--scenario`): the file is resolved by the one
+//! scenario model (`shortflow_scenario::load`, nothing here parses it), and the link takes
+//! from the resolved `Scenario` what the simulator's single path does to a packet between
+//! the client and the server — its one-way delays, the serialization of its store-and-forward
+//! links, and the router's loss model built exactly as the simulator builds it.
+
+use std::io::Read;
+use std::path::Path;
+
+use shortflow_scenario::scenario::MAX_FILE_BYTES;
+use shortflow_scenario::{Scenario, ScenarioError};
+use shortflow_sim::loss::LossModel;
+
+/// Store-and-forward links a packet crosses per direction on the simulator's single path
+/// (`Topology::single`: the sending host's access link, then the bottleneck). tbf (the
+/// testbed's rate limit) spaces packets but does not serialize them: the emulator adds
+/// this many serialization times to each packet's hold.
+pub const PATH_HOPS: u32 = 2;
+
+/// What the emulator does to each direction's packets, from a resolved scenario.
+pub struct ScenarioLink {
+    /// One-way delay [client → server, server → client], ns: half the path's RTT each, as
+    /// the simulator's path splits it (the two add up to `path.rtt`).
+    pub delay_ns: [u64; 2],
+    /// (rate in bit/s, hops): each packet is held `hops` serialization times at `rate`.
+    pub serialize: Option<(u64, u32)>,
+    /// Scripted drops and seeded random loss (Bernoulli or Gilbert-Elliott).
+    pub loss: LossModel,
+}
+
+/// Reads and resolves scenario `path` with `overrides` (`key=value`, as `--set`); errors
+/// name the file and the key (the model's own `ScenarioError`).
+pub fn read(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    let source = path.display().to_string();
+    let cannot = |why: String| ScenarioError::new(&source, "", why);
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES as u64 + 1).read_to_string(&mut text))
+        .map_err(|e| cannot(format!("cannot read: {e}")))?;
+    // `load` refuses a file above the limit by its size: the cut text says so too.
+    shortflow_scenario::load(&text, &source, overrides)
+}
+
+/// The link for resolved scenario `sc`, or the key the emulator cannot carry.
+pub fn link(sc: &Scenario) -> Result<ScenarioLink, ScenarioError> {
+    if sc.dumbbell.is_some() {
+        return Err(ScenarioError::new(&sc.source, "dumbbell", "the emulator is one link between one client and one server, not a dumbbell"));
+    }
+    let p = &sc.path;
+    if p.access_bandwidth_bps != p.bandwidth_bps {
+        // Slower hosts would queue on their own links before the router: tbf shapes only
+        // the router's egress, so the emulator has no queue to put there.
+        return Err(ScenarioError::new(
+            &sc.source,
+            "path.access_bandwidth",
+            "the emulated hosts have no rate of their own: only path.bandwidth (the router's egress) is shaped",
+        ));
+    }
+    let forward = p.rtt.0 / 2;
+    Ok(ScenarioLink {
+        delay_ns: [forward, p.rtt.0 - forward],
+        serialize: (p.bandwidth_bps > 0).then_some((p.bandwidth_bps, PATH_HOPS)),
+        loss: LossModel::for_scenario(sc),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shortflow_sim::loss::{Fate, Kind};
+    use shortflow_sim::scenario::LossConfig;
+
+    const GILBERT: &str = r#"
+        name = "bursty"
+        seed = 11
+        [path]
+        rtt = "30ms"
+        bandwidth = "10Mbit"
+        [drop]
+        syn = [1]
+        data = [2, 5]
+        [random_loss]
+        gilbert_forward = { p_good_to_bad = 0.05, p_bad_to_good = 0.3, loss_good = 0.01, loss_bad = 0.6 }
+        reverse = 0.02
+    "#;
+
+    /// A packet sequence in both directions, every kind `[drop]` names and some it does not.
+    fn packets() -> Vec<(bool, Option<Kind>)> {
+        let round = [
+            (true, Some(Kind::Syn)),
+            (false, Some(Kind::SynAck)),
+            (true, Some(Kind::Ack)),
+            (true, Some(Kind::ClientData)),
+            (false, Some(Kind::Data)),
+            (false, Some(Kind::Data)),
+            (true, Some(Kind::Ack)),
+            (false, None),
+            (true, None),
+        ];
+        round.iter().copied().cycle().take(9 * 400).collect()
+    }
+
+    fn decisions(mut m: LossModel) -> Vec<Fate> {
+        packets().into_iter().map(|(from_client, kind)| m.decide_kind(from_client, kind)).collect()
+    }
+
+    fn write(dir: &str, text: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("sf-netem-test-{}-{dir}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("s.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn delays_are_half_the_rtt_and_serialization_two_hops_at_the_bandwidth() {
+        let sc = shortflow_scenario::load(GILBERT, "g.toml", &["path.rtt=25ms".into()]).unwrap();
+        let l = link(&sc).unwrap();
+        assert_eq!(l.delay_ns, [12_500_000, 12_500_000]);
+        assert_eq!(l.serialize, Some((10_000_000, 2)));
+        // An odd RTT in ns: the two directions still add up to it.
+        let sc = shortflow_scenario::load(GILBERT, "g.toml", &["path.rtt=1001ns".into()]).unwrap();
+        assert_eq!(link(&sc).unwrap().delay_ns, [500, 501]);
+    }
+
+    #[test]
+    fn gilbert_loss_decides_as_the_simulators_model_for_the_same_seed() {
+        let sc = shortflow_scenario::load(GILBERT, "g.toml", &[]).unwrap();
+        assert!(matches!(sc.random_loss.forward, LossConfig::Gilbert(_)));
+        let ours = decisions(link(&sc).unwrap().loss);
+        // The simulator's router builds its model with `World::new` → `LossModel::for_scenario`;
+        // built independently here from the resolved fields, it must decide the same.
+        let sims = decisions(LossModel::new(sc.drop.clone(), sc.random_loss.clone()));
+        assert_eq!(ours, sims);
+        // Not vacuous: the scripted drops and both random shapes act on this sequence...
+        assert_eq!(ours[0], Fate::Scripted, "syn #1");
+        assert!(ours.iter().filter(|&&f| f == Fate::Scripted).count() == 3);
+        let random = ours.iter().filter(|&&f| f == Fate::Random).count();
+        assert!(random > 50, "{random} random losses");
+        // ...and the seed matters: another seed loses other packets.
+        let other = shortflow_scenario::load(GILBERT, "g.toml", &["random_loss.seed=12".into()]).unwrap();
+        assert_ne!(decisions(link(&other).unwrap().loss), ours);
+    }
+
+    #[test]
+    fn gilbert_losses_come_in_bursts() {
+        // The forward direction's losses with Gilbert-Elliott cluster: the chance that the
+        // packet after a loss is lost too is far above the average loss rate.
+        let sc = shortflow_scenario::load(GILBERT, "g.toml", &["drop.syn=[]".into(), "drop.data=[]".into()]).unwrap();
+        let mut m = link(&sc).unwrap().loss;
+        let lost: Vec<bool> = (0..20_000).map(|_| m.decide_kind(true, None) == Fate::Random).collect();
+        let rate = lost.iter().filter(|&&l| l).count() as f64 / lost.len() as f64;
+        let after: Vec<bool> = lost.windows(2).filter(|w| w[0]).map(|w| w[1]).collect();
+        let burst = after.iter().filter(|&&l| l).count() as f64 / after.len() as f64;
+        assert!(rate > 0.03 && burst > 2.0 * rate, "rate {rate}, after a loss {burst}");
+    }
+
+    #[test]
+    fn scripted_drops_reach_the_link_by_kind_and_occurrence() {
+        let text = "[path]\nrtt = \"10ms\"\n[drop]\nsynack = [2]\nack = [1]\nclient_data = [1]\n";
+        let sc = shortflow_scenario::load(text, "d.toml", &[]).unwrap();
+        let mut m = link(&sc).unwrap().loss;
+        let fates: Vec<Fate> = [
+            (false, Kind::SynAck),
+            (false, Kind::SynAck),
+            (true, Kind::Ack),
+            (true, Kind::Ack),
+            (true, Kind::ClientData),
+        ]
+        .into_iter()
+        .map(|(c, k)| m.decide_kind(c, Some(k)))
+        .collect();
+        assert_eq!(fates, [Fate::Pass, Fate::Scripted, Fate::Scripted, Fate::Pass, Fate::Scripted]);
+    }
+
+    #[test]
+    fn what_one_link_cannot_carry_is_refused_by_key() {
+        let sc = shortflow_scenario::load("[path]\nrtt = \"10ms\"\nbandwidth = \"10Mbit\"\naccess_bandwidth = \"100Mbit\"\n", "a.toml", &[]).unwrap();
+        let e = link(&sc).err().unwrap();
+        assert_eq!((e.file.as_str(), e.key.as_str()), ("a.toml", "path.access_bandwidth"));
+        let db = "[dumbbell]\npairs = 2\nbandwidth = \"10Mbit\"\ndelay = \"10ms\"\n";
+        let e = link(&shortflow_scenario::load(db, "d.toml", &[]).unwrap()).err().unwrap();
+        assert_eq!(e.to_string(), "d.toml: dumbbell: the emulator is one link between one client and one server, not a dumbbell");
+    }
+
+    #[test]
+    fn read_names_the_file_and_the_key() {
+        let p = write("bad-key", "[path]\nrtt = \"20\"\n");
+        let e = read(&p, &[]).unwrap_err();
+        assert_eq!((e.file.as_str(), e.key.as_str()), (p.display().to_string().as_str(), "path.rtt"));
+        let _ = std::fs::remove_dir_all(p.parent().unwrap());
+        let p = write("bad-set", "[path]\nrtt = \"20ms\"\n");
+        let e = read(&p, &["random_loss.forward=2".into()]).unwrap_err();
+        assert_eq!(e.key, "random_loss.forward");
+        let _ = std::fs::remove_dir_all(p.parent().unwrap());
+        let e = read(Path::new("/nonexistent/s.toml"), &[]).unwrap_err();
+        assert!(e.to_string().starts_with("/nonexistent/s.toml: cannot read:"), "{e}");
+    }
+}

@@ -1,0 +1,222 @@
+//! The scenario file's reference, generated from the model: the JSON Schema of the raw
+//! document (derived from the serde structs and their doc comments), each key's default
+//! and range added from the model's own tables, and the flat list of keys that
+//! `shortflow scenario keys` prints and `docs/scenario.md` shows.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::scenario::ranges::{self, Range, Unit};
+use crate::scenario::raw::RawScenario;
+
+/// Defaults of the keys that have one fixed value (each checked by a test: setting the key
+/// to it changes nothing). Host keys default to their `stack` profile's value; the value
+/// shown is the `linux` profile's.
+pub const DEFAULTS: &[(&str, &str)] = &[
+    ("seed", "1"),
+    ("time_limit", "3600s"),
+    ("path.bandwidth", "1Gbit"),
+    ("path.access_bandwidth", "path.bandwidth"),
+    ("path.queue", "{ kind = \"droptail\", packets = 1000 }"),
+    ("dumbbell.access_bandwidth", "100Mbit"),
+    ("dumbbell.client_delay", "1ms"),
+    ("dumbbell.server_delay", "1ms"),
+    ("dumbbell.queue", "{ kind = \"droptail\", packets = 100 }"),
+    ("random_loss.forward", "0.0"),
+    ("random_loss.reverse", "0.0"),
+    ("random_loss.seed", "seed"),
+    ("workload.kind", "http"),
+    ("workload.request", "300B"),
+    ("workload.response", "13549B"),
+    ("workload.response_writes", "[workload.response]"),
+    ("workload.requests", "1"),
+    ("workload.connections", "1"),
+    ("workload.parallel", "false"),
+    ("workload.think_time", "0s"),
+    ("workload.idle", "0s"),
+    ("workload.interval", "0s"),
+    ("workload.close", "server"),
+    ("workload.port", "80"),
+    ("workload.http_1_1", "false"),
+    ("workload.flows", "1"),
+    ("workload.spacing", "0s"),
+    ("mechanisms.sfr.factor", "3.0"),
+    ("mechanisms.sfr.cutout", "80000B"),
+    ("mechanisms.sfr.side", "server"),
+    ("mechanisms.min_rto_004.extended", "200ms"),
+    ("mechanisms.min_rto_004.side", "server"),
+    ("mechanisms.syn_optimizer.port", "workload.port"),
+    ("capture.point", "client"),
+    ("capture.link", "ethernet"),
+    ("{side}.stack", "linux"),
+];
+
+/// One key of the scenario file as `shortflow scenario keys` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeyDoc {
+    /// Dotted key; `{side}.` stands for `client.` and `server.`.
+    pub key: String,
+    /// TOML type: string, integer, number, boolean, array, table.
+    pub kind: String,
+    /// duration, size or rate for values written with their unit; empty otherwise.
+    pub unit: String,
+    pub default: String,
+    /// "1ms to 120s" and why, when the model bounds the key.
+    pub range: String,
+    pub help: String,
+}
+
+/// The JSON Schema (draft 2020-12) of a scenario file, with defaults and ranges.
+pub fn json_schema() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(RawScenario)).expect("a schema is JSON");
+    let obj = schema.as_object_mut().expect("an object schema");
+    obj.insert("$id".into(), json!("https://shortflow.invalid/scenario.schema.json"));
+    obj.insert("title".into(), json!("shortflow scenario file"));
+    obj.insert("description".into(), json!("One TOML file drives the simulator and the testbed (docs/scenario.md)."));
+    // Each table's definition is annotated once, for the first key it appears under: the
+    // tables used twice (path.queue and dumbbell.queue, the two hosts as `{side}`, ...)
+    // have the same ranges wherever they appear.
+    let mut todo = annotate(&mut schema, "");
+    let mut done = std::collections::HashSet::new();
+    while let Some((name, key)) = todo.pop() {
+        if !done.insert(name.clone()) {
+            continue;
+        }
+        let prefix = if name == "RawHost" { "{side}".to_string() } else { key };
+        if let Some(def) = schema.get_mut("$defs").and_then(|d| d.get_mut(&name)) {
+            todo.extend(annotate(def, &prefix));
+        }
+    }
+    schema
+}
+
+/// The definition name a `$ref` (or an `Option`'s `anyOf [$ref, null]`) points to.
+fn ref_name(node: &Value) -> Option<String> {
+    let r = node.get("$ref").or_else(|| node.get("anyOf")?.as_array()?.iter().find_map(|v| v.get("$ref")))?;
+    Some(r.as_str()?.strip_prefix("#/$defs/")?.to_string())
+}
+
+/// Adds default and range to each property of `node` (keys under `prefix`); returns the
+/// definitions its properties refer to, with their keys.
+fn annotate(node: &mut Value, prefix: &str) -> Vec<(String, String)> {
+    let mut refs = Vec::new();
+    let Some(Value::Object(props)) = node.get_mut("properties") else { return refs };
+    for (name, prop) in props.iter_mut() {
+        let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        if let Some(def) = ref_name(prop) {
+            refs.push((def, key.clone()));
+        }
+        let p = prop.as_object_mut().expect("a property schema");
+        // serde(default) tables get their Default as a JSON default: noise, not a value.
+        if p.get("default").is_some_and(|d| d.is_object()) {
+            p.remove("default");
+        }
+        if let Some((_, d)) = DEFAULTS.iter().find(|(k, _)| *k == key) {
+            p.insert("default".into(), json!(d));
+        }
+        if let Some((range, _)) = range_of(&key) {
+            p.insert("x-range".into(), json!(format!("{} to {}", ranges::show(range.unit, range.min), ranges::show(range.unit, range.max))));
+            p.insert("x-range-why".into(), json!(range.why));
+            if range.unit == Unit::Count && !key.starts_with("drop.") {
+                p.insert("minimum".into(), json!(range.min));
+                p.insert("maximum".into(), json!(range.max));
+            }
+        }
+    }
+    refs
+}
+
+/// The range of `key` (host keys as `{side}.key`).
+fn range_of(key: &str) -> Option<(&'static Range, bool)> {
+    if let Some(k) = key.strip_prefix("{side}.") {
+        return ranges::HOST_RANGES.iter().find(|r| r.key == k).map(|r| (r, true));
+    }
+    let k = if key.starts_with("drop.") { "drop.*" } else { key };
+    let k = k.replace("dumbbell.", "path.");
+    ranges::RANGES.iter().find(|r| r.key == k).map(|r| (r, false))
+}
+
+/// Every key of the scenario file (tables in alphabetical order, host keys once as `{side}.`).
+pub fn keys() -> Vec<KeyDoc> {
+    let schema = json_schema();
+    let mut out = Vec::new();
+    walk(&schema, "", &schema["$defs"], &mut out);
+    out
+}
+
+fn walk(node: &Value, prefix: &str, defs: &Value, out: &mut Vec<KeyDoc>) {
+    let Some(Value::Object(props)) = node.get("properties") else { return };
+    for (name, prop) in props {
+        let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        let def = ref_name(prop).and_then(|n| Some((n.clone(), defs.get(&n)?)));
+        match def {
+            Some((n, def)) if n == "RawHost" => {
+                if name == "client" {
+                    walk(def, "{side}", defs, out);
+                }
+            }
+            Some((_, def)) => {
+                out.push(doc(&key, prop, Some(def)));
+                walk(def, &key, defs, out);
+            }
+            None => out.push(doc(&key, prop, None)),
+        }
+    }
+}
+
+fn doc(key: &str, prop: &Value, def: Option<&Value>) -> KeyDoc {
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+    let def_or_prop = def.unwrap_or(prop);
+    let unit = s(def_or_prop.get("x-unit"));
+    let kind = if !unit.is_empty() {
+        "string".to_string()
+    } else if def.is_some_and(|d| d.get("properties").is_some()) {
+        "table".to_string()
+    } else {
+        kind_of(def_or_prop)
+    };
+    let help = s(prop.get("description")).replace('\n', " ");
+    let help = if help.is_empty() { s(def.and_then(|d| d.get("description"))).replace('\n', " ") } else { help };
+    let range = match (prop.get("x-range"), prop.get("x-range-why")) {
+        (Some(r), Some(w)) => format!("{} ({})", r.as_str().unwrap_or(""), w.as_str().unwrap_or("")),
+        _ => String::new(),
+    };
+    let default = match prop.get("default") {
+        Some(Value::String(d)) => d.clone(),
+        Some(d) => d.to_string(),
+        None if key.starts_with("{side}.") => "the stack profile's".to_string(),
+        None => String::new(),
+    };
+    KeyDoc { key: key.to_string(), kind, unit, default, range, help }
+}
+
+fn kind_of(v: &Value) -> String {
+    let name = |t: &str| match t {
+        "object" => "table".to_string(),
+        other => other.to_string(),
+    };
+    match v.get("type") {
+        Some(Value::String(t)) => name(t),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").map(name).collect::<Vec<_>>().join(" or "),
+        _ => match v.get("anyOf").or_else(|| v.get("oneOf")) {
+            Some(Value::Array(alts)) => {
+                let mut kinds: Vec<String> = alts.iter().map(kind_of).filter(|k| !k.is_empty() && k != "null").collect();
+                kinds.dedup();
+                kinds.join(" or ")
+            }
+            _ if v.get("const").is_some() => "string".to_string(),
+            _ => String::new(),
+        },
+    }
+}
+
+/// The keys as the Markdown table of `docs/scenario.md`.
+pub fn keys_markdown() -> String {
+    let mut out = String::from("| key | type | unit | default | range | help |\n|---|---|---|---|---|---|\n");
+    let cell = |t: &str| t.replace('|', "\\|");
+    for k in keys() {
+        let default = if k.default.is_empty() { String::new() } else { format!("`{}`", k.default) };
+        out += &format!("| `{}` | {} | {} | {} | {} | {} |\n", k.key, k.kind, k.unit, cell(&default), cell(&k.range), cell(&k.help));
+    }
+    out
+}

@@ -1,0 +1,295 @@
+//! The command line of `shortflow-synopt`, the SYN optimizer daemon (document 000's interface:
+//! `-d DELAY_MS -r RETRIES (-c | -s | --router) -p PORT[,PORT…]`).
+//!
+//! Start-up: refuses a port another daemon of the same mode protects in this network
+//! namespace, deletes the nftables tables left by dead runs (`inet sf-<id>-synopt`, dead
+//! when no daemon holds that run's lock), takes its own run id, binds its NFLOG group
+//! (refused when another process holds it), creates its table (one transaction), prints
+//! `ready <run id>`. Exit (SIGINT, SIGTERM, SIGHUP, an error): deletes its table and
+//! prints/writes its counters. The rules only copy packets (NFLOG), so a stopped, hung or
+//! killed daemon never delays traffic; SIGKILL leaves the table, which copies to nobody
+//! until the next start or `shortflow testbed clean` deletes it.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Parser};
+use serde_json::json;
+
+use crate::daemon::Daemon;
+use crate::observe::Observer;
+use crate::resend::Sender;
+use crate::rules::{self, Installed, Mode, RuleParams};
+use crate::stats::{self, Stats};
+use crate::sys::{self, PortLock, RunLock};
+use crate::table::{Config, Table};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "shortflow-synopt",
+    version,
+    about = "SYN optimizer: resend a lost SYN or SYN/ACK after DELAY_MS instead of the kernel's 1 s"
+)]
+#[command(group(ArgGroup::new("mode").required(true).args(["client", "server", "router"])))]
+struct Args {
+    /// Wait this many milliseconds for an answer before each resend.
+    #[arg(short = 'd', long = "delay", value_name = "DELAY_MS")]
+    delay_ms: u64,
+    /// Resend each copy at most this many times.
+    #[arg(short = 'r', long = "retries", value_name = "RETRIES")]
+    retries: u32,
+    /// Client side: keep outgoing SYNs, watch incoming SYN/ACKs.
+    #[arg(short = 'c', long)]
+    client: bool,
+    /// Server side: keep outgoing SYN/ACKs, watch the client's ACK (cannot see lost SYNs).
+    #[arg(short = 's', long)]
+    server: bool,
+    /// Router: keep the SYNs and SYN/ACKs it forwards for the hosts behind it.
+    #[arg(long)]
+    router: bool,
+    /// Server port(s) to protect, comma-separated.
+    #[arg(
+        short = 'p',
+        long = "port",
+        value_name = "PORT[,PORT…]",
+        value_delimiter = ',',
+        required = true
+    )]
+    ports: Vec<u16>,
+    /// Write the counters as JSON here at exit (and on SIGUSR1).
+    #[arg(long, value_name = "FILE")]
+    json_stats: Option<PathBuf>,
+    /// Copies held at most; beyond, new ones are shed (not taken, counted).
+    #[arg(long, default_value_t = 65_536)]
+    max_held: usize,
+    /// Copies held at most per source prefix of the connection's initiator (0: no budget);
+    /// beyond, the prefix's newest handshakes are shed, so a flood from a few prefixes
+    /// cannot take the protection away from clients elsewhere.
+    #[arg(long, default_value_t = 1024)]
+    prefix_budget: usize,
+    /// Prefix lengths grouping initiators for --prefix-budget: IPv4,IPv6.
+    #[arg(long, value_name = "V4,V6", default_value = "24,48", value_parser = parse_prefix_lens)]
+    prefix_len: (u8, u8),
+    /// NFLOG group the rules copy packets to (one daemon per group and namespace).
+    #[arg(long, alias = "queue-num", default_value_t = 7100)]
+    group: u16,
+    /// Mark (SO_MARK) of our resends, excluded from our rules.
+    #[arg(long, default_value_t = 0x5f0e)]
+    mark: u32,
+    /// Receive buffer for the copies, in kB: a burst beyond it loses copies (counted as
+    /// bypassed), never packets.
+    #[arg(long, default_value_t = 8192)]
+    rcvbuf_kb: usize,
+    /// SCHED_FIFO priority for precise resends (0: normal priority).
+    #[arg(long, default_value_t = 10)]
+    rt_priority: i32,
+    /// Busy-wait this many µs before each deadline instead of sleeping.
+    #[arg(long, default_value_t = 200)]
+    spin_us: u64,
+    /// IPv4 only (no IPv6 copies, no IPv6 resends).
+    #[arg(long)]
+    no_ipv6: bool,
+    /// Fail-open is the only behaviour: the rules copy packets (NFLOG) and never hold them,
+    /// so a dead, hung or overloaded daemon never delays traffic. Accepted for the
+    /// document's interface; there is no fail-closed mode.
+    #[arg(long, default_value_t = true)]
+    fail_open: bool,
+}
+
+fn parse_prefix_lens(s: &str) -> Result<(u8, u8), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("{s:?}: expected V4,V6 prefix lengths, e.g. 24,48"))?;
+    let v4: u8 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("{a:?}: not a prefix length"))?;
+    let v6: u8 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("{b:?}: not a prefix length"))?;
+    if v4 > 32 || v6 > 128 {
+        return Err(format!("{s}: IPv4 prefixes are 0-32 bits, IPv6 0-128"));
+    }
+    Ok((v4, v6))
+}
+
+fn mode(a: &Args) -> Mode {
+    if a.client {
+        Mode::Client
+    } else if a.server {
+        Mode::Server
+    } else {
+        Mode::Router
+    }
+}
+
+fn check(a: &Args) -> Result<(), String> {
+    if a.delay_ms == 0 {
+        return Err("-d: the delay must be at least 1 ms".into());
+    }
+    if a.ports.contains(&0) {
+        return Err("-p: port 0 is not a port".into());
+    }
+    if a.rcvbuf_kb == 0 {
+        return Err("--rcvbuf-kb: must be at least 1".into());
+    }
+    if a.max_held == 0 {
+        return Err("--max-held: must be at least 1".into());
+    }
+    Ok(())
+}
+
+fn counters_json(d: &Daemon, head: &serde_json::Value) -> serde_json::Value {
+    let mut v = stats::to_json(
+        &d.stats,
+        &d.table.counters,
+        d.table.held(),
+        sys::rss_kb(),
+        head.clone(),
+    );
+    v["pid"] = std::process::id().into();
+    v
+}
+
+fn write_stats(path: &Option<PathBuf>, d: &Daemon, head: &serde_json::Value) {
+    let Some(path) = path else { return };
+    let v = counters_json(d, head);
+    // Written whole then renamed: a reader never sees half a file.
+    let tmp = path.with_extension("tmp");
+    if let Err(e) =
+        std::fs::write(&tmp, v.to_string() + "\n").and_then(|()| std::fs::rename(&tmp, path))
+    {
+        eprintln!("shortflow-synopt: cannot write {}: {e}", path.display());
+    }
+}
+
+/// The daemon's command line: parses `argv` (program name first) and runs until SIGINT,
+/// SIGTERM or SIGHUP; returns the exit status. The `shortflow-synopt` binary and the Python
+/// package (which runs it from its extension module, so a wheel needs no binary) both come
+/// here.
+pub fn run_cli(argv: impl IntoIterator<Item = OsString>) -> u8 {
+    let args = match Args::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            // --help and --version are "errors" too: clap prints them and says how to exit.
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
+    if let Err(e) = check(&args) {
+        eprintln!("shortflow-synopt: {e}");
+        return 2;
+    }
+    match run(&args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("shortflow-synopt: {e}");
+            1
+        }
+    }
+}
+
+/// IPv6 too, unless `--no-ipv6` or this kernel has no IPv6 (no /proc/net/if_inet6).
+fn ipv6(args: &Args) -> bool {
+    !args.no_ipv6 && std::path::Path::new("/proc/net/if_inet6").exists()
+}
+
+/// Deletes the tables of earlier runs whose daemon is gone (SIGKILL, crash).
+fn remove_stale_tables() -> Result<(), String> {
+    for t in rules::remove_stale(RunLock::is_alive).map_err(|e| e.to_string())? {
+        eprintln!("shortflow-synopt: removed the nftables table of a dead run: {t}");
+    }
+    Ok(())
+}
+
+/// Prints the counters, and writes them when `--json-stats` was given.
+fn reporter(path: Option<PathBuf>, head: serde_json::Value) -> Box<dyn Fn(&Daemon)> {
+    Box::new(move |d| {
+        eprintln!(
+            "shortflow-synopt: {}",
+            stats::line(&d.stats, &d.table.counters, d.table.held())
+        );
+        write_stats(&path, d, &head);
+    })
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("needs root (nftables table, NFLOG, raw sockets)".into());
+    }
+    sys::install_signal_handlers();
+    let mode = mode(args);
+    let mut port_locks = vec![];
+    for &port in &args.ports {
+        match PortLock::take(mode.name(), port) {
+            Ok(l) => port_locks.push(l),
+            Err(None) => {
+                return Err(format!(
+                    "port {port} is already protected by a running shortflow-synopt in {} mode in this \
+                     network namespace (`shortflow synopt status` shows it): stop it first; two daemons \
+                     would resend every SYN twice",
+                    mode.name()
+                ))
+            }
+            Err(Some(e)) => return Err(format!("port lock: {e}")),
+        }
+    }
+    let ipv6 = ipv6(args);
+    remove_stale_tables()?;
+    let run_id = sys::fresh_run_id();
+    let lock = RunLock::take(&run_id).map_err(|e| format!("run lock: {e}"))?;
+    let sender = Sender::open(args.mark, ipv6)
+        .map_err(|e| format!("raw socket: {e}"))?;
+    // The group is bound before the rules exist: every copy has a reader.
+    let mut obs = Observer::open(args.group, args.rcvbuf_kb.saturating_mul(1024))
+        .map_err(|e| format!("NFLOG group {}: {e}", args.group))?;
+    let params = RuleParams {
+        mode,
+        ports: args.ports.clone(),
+        group: args.group,
+        mark: args.mark,
+        table: RunLock::name(&run_id),
+        ipv6,
+    };
+    let installed = Installed::install(&params).map_err(|e| e.to_string())?;
+    if args.rt_priority > 0 {
+        if let Err(e) = sys::go_realtime(args.rt_priority) {
+            eprintln!("shortflow-synopt: warning: no real-time priority ({e}); resends may be late under load");
+        }
+    }
+    let config = Config {
+        delay_ns: args.delay_ms * 1_000_000,
+        retries: args.retries,
+        max_held: args.max_held,
+        prefix_budget: args.prefix_budget,
+        prefix_len_v4: args.prefix_len.0,
+        prefix_len_v6: args.prefix_len.1,
+    };
+    let head = json!({ "run_id": run_id, "mode": mode.name(), "delay_ms": args.delay_ms, "retries": args.retries,
+                       "max_held": args.max_held, "prefix_budget": args.prefix_budget,
+                       "prefix_len": [args.prefix_len.0, args.prefix_len.1], "ports": args.ports,
+                       "group": args.group });
+    let mut d = Daemon {
+        mode,
+        table: Table::new(config),
+        sender,
+        spin_ns: args.spin_us * 1000,
+        stats: Stats::default(),
+        report: reporter(args.json_stats.clone(), head.clone()),
+        status: {
+            let head = head.clone();
+            Box::new(move |d| counters_json(d, &head).to_string())
+        },
+    };
+    println!(
+        "ready {run_id} ({} rules, NFLOG group {})",
+        installed.count(),
+        args.group
+    );
+    let result = d.run(&mut obs, &lock);
+    drop(installed);
+    (d.report)(&d);
+    result.map_err(|e| format!("NFLOG: {e}"))
+}

@@ -1,7 +1,0 @@
-//! Wire formats: link layers down to the TCP header fields the tracker needs.
-
-pub mod link;
-pub mod segment;
-
-pub use link::LinkType;
-pub use segment::{decode, decode_ext, Endpoint, Segment, SegmentExtra, TcpFlags, TcpOptions};

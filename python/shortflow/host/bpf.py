@@ -1,0 +1,195 @@
+"""The one BPF program shortflow puts on a host, the tuner's sock_ops program
+(`bpf/tune.bpf.c`), and how it is loaded: the object built with the extension module (a
+pip-installed package needs no clang) or compiled with clang as a fallback, loaded, pinned
+and attached with bpftool (libbpf), and configured through its pinned maps while it stays
+attached. Both `tune` and the testbed (for a scenario's SYN RTO) use it; neither knows the
+layout of its maps.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import struct
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from shortflow.host.commands import HostError, run
+
+SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "tune.bpf.c"
+OBJECT_NAME = "tune.bpf.o"
+BPF_FS = Path("/sys/fs/bpf")
+#: tune_counters' slots, in the order of `enum counter` in tune.bpf.c.
+COUNTERS = ("matched", "syn_rto_set", "iw_set", "rto_min_set", "delack_max_set", "prefix_hits",
+            "sfr_set", "sfr_restored", "setsockopt_errors", "sfr_floor_set", "sfr_from_known_rtt", "sfr_no_handshake_rtt",
+            "iw_refused", "rto_min_refused", "delack_max_refused")
+#: tune_last_error's slots: the knob each refusal counter stands for.
+REFUSED = {"iw_refused": "TCP_BPF_IW (--iw, prefix iw)", "rto_min_refused": "TCP_BPF_RTO_MIN (--rto-min, --sfr-factor)",
+           "delack_max_refused": "TCP_BPF_DELACK_MAX (--delack-max)"}
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@dataclass(frozen=True)
+class Config:
+    """`struct config` of tune.bpf.c, field for field; 0 leaves the kernel's own value."""
+
+    syn_rto_jiffies: int = 0
+    iw_segments: int = 0
+    rto_min_us: int = 0
+    delack_max_us: int = 0
+    sfr_factor_pct: int = 0
+    sfr_cutout_bytes: int = 0
+    sfr_restore_us: int = 0
+    port: int = 0
+    timer_min_us: int = 0
+
+    def pack(self) -> bytes:
+        fields = (self.syn_rto_jiffies, self.iw_segments, self.rto_min_us, self.delack_max_us, self.sfr_factor_pct,
+                  self.sfr_cutout_bytes, self.sfr_restore_us, self.port, self.timer_min_us)
+        for name, v in zip(Config.__dataclass_fields__, fields, strict=True):
+            if not 0 <= v < 1 << 32:
+                raise HostError(f"BPF config {name} = {v} does not fit the program's 32-bit field")
+        return struct.pack("<9I", *fields)
+
+
+@dataclass(frozen=True)
+class PrefixValue:
+    """`struct prefix_value`: what a destination prefix overrides (0: the global value)."""
+
+    iw_segments: int = 0
+    syn_rto_jiffies: int = 0
+
+
+def bpftool(*args: str) -> str:
+    return run(["bpftool", *args], timeout=60).stdout
+
+
+def needs_bpffs() -> bool:
+    """True when bpffs is not mounted at /sys/fs/bpf."""
+    return not (os.path.ismount(BPF_FS) and any(line.split()[1] == str(BPF_FS) and line.split()[2] == "bpf"
+                                                for line in Path("/proc/mounts").read_text().splitlines()))
+
+
+def ensure_bpffs() -> bool:
+    """Mounts bpffs at /sys/fs/bpf when it is not; True when this call mounted it."""
+    if not needs_bpffs():
+        return False
+    BPF_FS.mkdir(parents=True, exist_ok=True)
+    run(["mount", "-t", "bpf", "bpf", str(BPF_FS)])
+    return True
+
+
+def program_object(build_dir: Path | None = None) -> Path:
+    """The program's object, written into `build_dir` (default: a new temporary directory
+    `shortflow-tune-*`): the one built with the extension module when there is one,
+    otherwise compiled from `bpf/tune.bpf.c` now."""
+    from shortflow import _core
+
+    out = build_dir or Path(tempfile.mkdtemp(prefix="shortflow-tune-"))
+    obj = out / OBJECT_NAME
+    built = _core.bpf_object("tune")
+    if built is not None:
+        obj.write_bytes(built)
+        return obj
+    clang = shutil.which("clang")
+    if clang is None or shutil.which("bpftool") is None:
+        raise HostError("the extension module was built without the BPF program, and compiling it needs clang "
+                        "and bpftool (`make deps` installs them)")
+    if not SOURCE.is_file():
+        raise HostError(f"the extension module was built without the BPF program, and {SOURCE} is missing")
+    triple = run(["gcc", "-dumpmachine"], check=False).stdout.strip() or "x86_64-linux-gnu"
+    try:
+        run([clang, "-O2", "-g", "-target", "bpf", f"-I/usr/include/{triple}", "-c", str(SOURCE), "-o", str(obj)],
+            timeout=120)
+    except HostError as e:
+        raise HostError(f"compiling {SOURCE}: {e}") from None
+    return obj
+
+
+def load(obj: Path, pin_dir: Path) -> int:
+    """Loads the program, pins it (`pin_dir/prog`) and its maps under `pin_dir`; returns
+    the program id."""
+    pin_dir.mkdir(parents=True)
+    bpftool("prog", "load", str(obj), str(pin_dir / "prog"), "type", "sockops", "pinmaps", str(pin_dir))
+    return prog_id(pin_dir)
+
+
+def prog_id(pin_dir: Path) -> int:
+    info = json.loads(bpftool("-j", "prog", "show", "pinned", str(pin_dir / "prog")))
+    return int(info["id"])
+
+
+def _hex(data: bytes) -> list[str]:
+    return [f"0x{b:02x}" for b in data]
+
+
+def write_config(pin_dir: Path, config: Config) -> None:
+    bpftool("map", "update", "pinned", str(pin_dir / "tune_config"), "key", *_hex(bytes(4)), "value",
+            *_hex(config.pack()))
+
+
+def _prefix_key(net: Network) -> bytes:
+    return struct.pack("<I", net.prefixlen) + net.network_address.packed
+
+
+def write_prefixes(pin_dir: Path, prefixes: Mapping[Network, PrefixValue]) -> None:
+    """Makes the two LPM tries hold exactly `prefixes` (entries not in it are deleted)."""
+    for family, name in ((4, "tune_prefix4"), (6, "tune_prefix6")):
+        path = str(pin_dir / name)
+        wanted = {_prefix_key(net): v for net, v in prefixes.items() if net.version == family}
+        for entry in json.loads(bpftool("-j", "map", "dump", "pinned", path) or "[]"):
+            key = bytes(int(b, 16) for b in entry["key"])
+            if key not in wanted:
+                bpftool("map", "delete", "pinned", path, "key", *_hex(key))
+        for key, v in wanted.items():
+            bpftool("map", "update", "pinned", path, "key", *_hex(key), "value",
+                    *_hex(struct.pack("<2I", v.iw_segments, v.syn_rto_jiffies)))
+
+
+def attach(cgroup: Path, pin_dir: Path) -> None:
+    # multi: beside whatever else is attached there, which stays as it was.
+    bpftool("cgroup", "attach", str(cgroup), "sock_ops", "pinned", str(pin_dir / "prog"), "multi")
+
+
+def detach(cgroup: Path, prog: int) -> None:
+    """Detaches program `prog` from `cgroup` when it is attached there (else nothing)."""
+    if cgroup.exists() and f'"id":{prog},' in bpftool("-j", "cgroup", "show", str(cgroup)).replace(" ", ""):
+        bpftool("cgroup", "detach", str(cgroup), "sock_ops", "id", str(prog))
+
+
+def unpin(pin_dir: Path) -> None:
+    shutil.rmtree(pin_dir, ignore_errors=True)
+
+
+def counters(pin_dir: Path) -> dict[str, int]:
+    """The per-CPU counters summed over the CPUs."""
+    out = dict.fromkeys(COUNTERS, 0)
+    for entry in json.loads(bpftool("-j", "map", "dump", "pinned", str(pin_dir / "tune_counters"))):
+        slot = entry["key"] if isinstance(entry["key"], int) else int.from_bytes(bytes(int(b, 16) for b in entry["key"]), "little")
+        if "formatted" in entry:
+            values = [v["value"] for v in entry["formatted"]["values"]]
+        else:
+            values = [int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little") for v in entry["values"]]
+        if slot < len(COUNTERS):
+            out[COUNTERS[slot]] = sum(values)
+    return out
+
+
+def last_errors(pin_dir: Path) -> dict[str, int]:
+    """The errno (negative, as bpf_setsockopt returned it) of the kernel's last refusal per
+    knob; 0 where it never refused."""
+    out = dict.fromkeys(REFUSED, 0)
+    for entry in json.loads(bpftool("-j", "map", "dump", "pinned", str(pin_dir / "tune_last_error"))):
+        if "formatted" in entry:
+            slot, value = entry["formatted"]["key"], entry["formatted"]["value"]
+        else:
+            slot = int.from_bytes(bytes(int(b, 16) for b in entry["key"]), "little")
+            value = int.from_bytes(bytes(int(b, 16) for b in entry["value"]), "little", signed=True)
+        if slot < len(REFUSED):
+            out[list(REFUSED)[slot]] = int(value)
+    return out

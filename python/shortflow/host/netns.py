@@ -1,0 +1,99 @@
+"""Network namespaces, links and the processes that own a run, read through `ip -j` (JSON),
+never by scraping `ip`'s text output, whose layout changes between iproute2 versions."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from shortflow.host.commands import HostError, run
+
+#: The file in a run's work directory naming the process that owns the run (`owner_record`).
+OWNER_FILE = "owner"
+
+
+def _ip_json(*args: str) -> list[dict[str, Any]]:
+    """`ip -j ARGS` parsed; an empty list when there is nothing (ip prints nothing at all
+    for an empty `netns list`)."""
+    out = run(["ip", "-j", *args]).stdout.strip()
+    if not out:
+        return []
+    try:
+        rows = json.loads(out)
+    except json.JSONDecodeError as e:
+        raise HostError(f"`ip -j {' '.join(args)}` printed something that is not JSON ({e})") from None
+    if not isinstance(rows, list):
+        raise HostError(f"`ip -j {' '.join(args)}` printed {type(rows).__name__}, not a list")
+    return rows
+
+
+def namespaces() -> list[str]:
+    """The names of the named network namespaces (`ip netns list`)."""
+    return [str(row["name"]) for row in _ip_json("netns", "list") if "name" in row]
+
+
+def links(ns: str | None = None) -> list[str]:
+    """The interface names in `ns` (the root namespace when None), without the `@peer`
+    suffix that the text output adds to veths."""
+    args = ("-n", ns, "link", "show") if ns else ("link", "show")
+    return [str(row["ifname"]) for row in _ip_json(*args) if "ifname" in row]
+
+
+def namespace_pids(ns: str) -> list[int] | None:
+    """The processes inside `ns`; None when it does not exist."""
+    r = run(["ip", "netns", "pids", ns], check=False)
+    if r.returncode != 0:
+        return None
+    return [int(x) for x in r.stdout.split()]
+
+
+def kill_namespace(ns: str) -> bool:
+    """Kills every process inside `ns` (SIGTERM, then SIGKILL) and deletes it. False when it
+    did not exist."""
+    pids = namespace_pids(ns)
+    if pids is None:
+        return False
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if not pids:
+            break
+        time.sleep(0.2)
+        pids = namespace_pids(ns) or []
+    run(["ip", "netns", "del", ns], check=False)
+    return True
+
+
+def process_identity(pid: int) -> str | None:
+    """`pid` and its start time (field 22 of /proc/PID/stat), which together name one
+    process even after the pid is reused; None when no such process runs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def write_owner(workdir: Path) -> None:
+    """Records this process as the owner of the run whose work directory is `workdir`."""
+    (workdir / OWNER_FILE).write_text(f"{process_identity(os.getpid())}\n")
+
+
+def owner_alive(workdir: Path) -> int | None:
+    """The pid of the process that owns the run in `workdir` while it still runs (the same
+    pid *and* start time); None when there is no owner record or its process has ended."""
+    try:
+        owner = (workdir / OWNER_FILE).read_text().strip()
+    except OSError:
+        return None
+    first = owner.split()[0] if owner.split() else ""
+    pid = int(first) if first.isdigit() else 0
+    return pid if pid and process_identity(pid) == owner else None
