@@ -183,6 +183,24 @@ def test_several_traces_with_workers_add_up(tmp_path):
     assert a.table.column("trace").unique().to_pylist() == [str(p) for p in paths]
 
 
+def test_one_file_on_several_threads_writes_the_same_table_and_summary(lossy_trace, tmp_path):
+    """--workers 3 on one file tracks its connections on threads sharded by 4-tuple: the
+    Parquet table (rows, ids, order) and the summary equal one thread's."""
+    path, _ = lossy_trace
+    outs = {}
+    for n in (1, 3):
+        d = tmp_path / f"w{n}"
+        # A short idle timeout ends connections mid-trace: the shards' sweeps are exercised.
+        run("analyze", str(path), "--workers", str(n), "--idle-timeout", "2s", "--close-linger", "0s",
+            "--out", str(d), "--summary-json", str(d / "s.json"), "-q")
+        table = pq.read_table(d / "connections.parquet")
+        outs[n] = (table.replace_schema_metadata(None), json.loads((d / "s.json").read_text()))
+    (t1, s1), (t3, s3) = outs[1], outs[3]
+    assert t1.num_rows > 0
+    assert t1.equals(t3)
+    assert s1 == s3
+
+
 def _has_pandas() -> bool:
     try:
         import pandas  # noqa: F401

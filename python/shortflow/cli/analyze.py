@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from shortflow import _core
-from shortflow.analyze import CAUSES, Analysis, analyze, schema_rows, summary_document, table1_rows
 from shortflow.cli import common
 from shortflow.cli.common import (
     FAILURE,
@@ -28,11 +27,16 @@ from shortflow.cli.common import (
     warn,
     write_json,
 )
-from shortflow.output import FORMATS, write_table
+from shortflow.output import FORMATS
 from shortflow.units import parse_duration
+
+if TYPE_CHECKING:
+    from shortflow.analyze import Analysis
 
 
 def print_table1(a: Analysis) -> None:
+    from shortflow.analyze import table1_rows
+
     s = a.summary
     emit_table("Document 000, Table 1: connection tries and duplicate SYNs", ["row", "SYN", "SYN/ACK"],
                [list(r) for r in table1_rows(a)], right=[False, True, True])
@@ -63,6 +67,8 @@ CAUSE_WORDS = {
 
 def print_diagnosis(doc: dict[str, Any]) -> None:
     """The data phase in a few lines: repairs, stalls, and where the time went."""
+    from shortflow.analyze import CAUSES
+
     say(f"data retransmissions: {doc['timeout_retransmissions']:,} after a timeout ({doc['rto_events']:,} expiries), "
         f"{doc['fast_retransmissions']:,} fast, {doc['tlp_probes']:,} tail loss probes, "
         f"{doc['spurious_retransmissions']:,} spurious · delayed-ACK stalls {doc['delayed_ack_stalls']:,} · "
@@ -84,6 +90,8 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
 
 
 def print_columns() -> None:
+    from shortflow.analyze import schema_rows
+
     emit_table("Connection table columns (Arrow types, defined in crates/trace/src/diag/table.rs)",
                ["column", "Arrow type", "unit", "meaning"], [list(r) for r in schema_rows()])
 
@@ -130,7 +138,7 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[str, typer.Option("--format", help="table format: parquet, csv or jsonl")] = "parquet",
         summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 and the diagnosis as JSON to this file (- for standard output)")] = None,
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
-        workers: Annotated[int, typer.Option("--workers", min=1, max=1024, help="files read in parallel, one thread each")] = 1,
+        workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=1024, help="threads: files read in parallel; with fewer files than threads, the rest track each file's connections in parallel [default: one per core]")] = None,
         idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = f"{_core.DEFAULT_IDLE_TIMEOUT_S:g}s",
         close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
         report: Annotated[Optional[Path], typer.Option("--report", help="write a self-contained HTML report (report.html) into this directory")] = None,
@@ -168,8 +176,11 @@ def register(app: typer.Typer) -> None:
         # The per-connection table is built only when something uses it (the summary's
         # percentiles do).
         need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
+        from shortflow.analyze import analyze, summary_document
+        from shortflow.output import write_table
+
         with progress("reading") as step:
-            result = analyze(traces, workers=workers, table=need_table,
+            result = analyze(traces, workers=workers or common.cores(), table=need_table,
                              progress=lambda done, total, *_: step(done, total or None), **timeouts)
         for f in result.files:
             for w in f.get("warnings") or ():

@@ -87,6 +87,16 @@ def quiet() -> None:
 
 # -- output files -----------------------------------------------------------------------
 
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity, not the machine's count)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def is_stdout(path: Path | str | None) -> bool:
     return path is not None and str(path) == "-"
 

@@ -8,12 +8,7 @@ from typing import Annotated
 
 import typer
 
-from shortflow.analyze import analyze
-from shortflow.cli.analyze import print_table1
 from shortflow.cli.common import check_output_dir, say
-from shortflow.cli.reproduce import print_rows
-from shortflow.plot.gaps import duplicate_gap_histogram
-from shortflow.reproduce import DOCUMENTS, SLOW_DOCUMENTS, reproduce
 
 #: Made by `shortflow generate` (see python/shortflow/data/README.md for the command).
 DEMO_TRACE = "demo-server-2008.pcap.gz"
@@ -26,6 +21,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Analyze the trace shipped with shortflow (Table 1 and the plot's path), then run
         the shipped scenarios and print every paper figure beside the simulator's."""
+        from shortflow.analyze import analyze
+        from shortflow.cli.analyze import print_table1
+        from shortflow.cli.reproduce import print_rows
+        from shortflow.plot.gaps import duplicate_gap_histogram
+        from shortflow.reproduce import DOCUMENTS, SLOW_DOCUMENTS, reproduce
+
         check_output_dir(out_dir, "--out")
         trace = resources.files("shortflow") / "data" / DEMO_TRACE
         with resources.as_file(trace) as path:

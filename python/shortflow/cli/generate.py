@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.analyze import generate
 from shortflow.cli.common import USAGE, check_output_file, clip, fail, is_stdout, progress, write_json
 from shortflow.exceptions import ShortflowError
 from shortflow.units import parse_duration
@@ -50,6 +49,8 @@ def register(app: typer.Typer) -> None:
         for k, v in durations.items():
             if not 0 < v <= 3600:
                 fail(f"--{k.replace('_s', '').replace('_', '-')}: {v:g}s is outside 1ns to 1h", USAGE)
+        from shortflow.analyze import generate
+
         try:
             with progress(f"generating {connections:,} connections"):
                 truth = generate(

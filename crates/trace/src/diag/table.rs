@@ -437,6 +437,27 @@ impl ConnectionTable {
         self.synack_gap_class = permute_list(&self.synack_gap_class, &perm);
     }
 
+    /// The rows of `parts`, one after the other, built a column at a time: each part's
+    /// column is freed once copied, so the extra memory is one column, not a second table
+    /// (the shards of one file are merged this way).
+    pub fn concat(mut parts: Vec<ConnectionTable>) -> ConnectionTable {
+        let mut out = ConnectionTable::default();
+        let rows: usize = parts.iter().map(|p| p.len()).sum();
+        macro_rules! cat {
+            ($($f:ident),*) => { $(
+                out.$f = Vec::with_capacity(rows);
+                for p in &mut parts {
+                    out.$f.extend_from_slice(&std::mem::take(&mut p.$f));
+                }
+            )* };
+        }
+        crate::plain_columns!(cat);
+        for p in parts {
+            out.append(p);
+        }
+        out
+    }
+
     /// Counts a late packet (see `track::LatePacket`) on its connection's row; the table
     /// must be sorted by `conn_id` (one file's rows). False when no row has that id.
     pub fn add_late_packet(&mut self, conn_id: u64) -> bool {

@@ -24,12 +24,25 @@ impl<R: Read> Read for Counting<R> {
 }
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Page size for `madvise` ranges (4 kB on every Linux this runs on; a larger page only
+/// makes the advice cover less).
+const PAGE: usize = 4096;
 /// Large enough that refills are rare and a read is one big sequential system call.
 const WINDOW: usize = 1 << 20;
 
+/// Consumed bytes of a mapped file are handed back to the kernel in steps of this size,
+/// so the mapping's resident pages stay a few MB instead of the whole file.
+const RELEASE_STEP: usize = 8 << 20;
+
+/// The bytes the parsers see: a window refilled by reads, or the whole file mapped.
+enum Bytes {
+    Owned(Vec<u8>),
+    Mapped { map: memmap2::Mmap, released: usize },
+}
+
 pub struct Source {
     input: Box<dyn Read>,
-    buf: Vec<u8>,
+    buf: Bytes,
     start: usize,
     end: usize,
     /// Stream offset of `buf[start]`.
@@ -48,8 +61,40 @@ impl Source {
             return Self::open_reader(Box::new(io::stdin()), 0);
         }
         let file = File::open(path)?;
-        let file_len = file.metadata()?.len();
+        let meta = file.metadata()?;
+        let file_len = meta.len();
+        if meta.is_file() && file_len >= 2 {
+            if let Some(mapped) = Self::map(&file, file_len) {
+                return Ok(mapped);
+            }
+        }
         Self::open_reader(Box::new(file), file_len)
+    }
+
+    /// A plain (not gzip) regular file, mapped: packets are parsed where the page cache
+    /// holds them, without the copy of `read` (~5 % of the analyzer's time). None when the
+    /// file is gzip or cannot be mapped (then it is read as a stream).
+    fn map(file: &File, file_len: u64) -> Option<Self> {
+        // SAFETY: the mapping is read-only and private. A file truncated by another process
+        // while it is analyzed would fault on access (SIGBUS); captures are not rewritten in
+        // place, and one still being appended to is mapped up to its length at open.
+        let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
+        if map.len() as u64 != file_len || map[..2] == GZIP_MAGIC {
+            return None;
+        }
+        let _ = map.advise(memmap2::Advice::Sequential);
+        let end = map.len();
+        Some(Self {
+            input: Box::new(io::empty()),
+            buf: Bytes::Mapped { map, released: 0 },
+            start: 0,
+            end,
+            offset: 0,
+            eof: true,
+            file_bytes_read: Rc::new(Cell::new(0)),
+            file_len,
+            gzip: false,
+        })
     }
 
     fn open_reader(mut file: Box<dyn Read>, file_len: u64) -> io::Result<Self> {
@@ -77,7 +122,7 @@ impl Source {
     fn from_reader(input: Box<dyn Read>, file_len: u64, gzip: bool, count: Rc<Cell<u64>>, window: usize) -> Self {
         Self {
             input,
-            buf: vec![0; window],
+            buf: Bytes::Owned(vec![0; window]),
             start: 0,
             end: 0,
             offset: 0,
@@ -90,7 +135,10 @@ impl Source {
 
     #[inline]
     pub fn window(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        match &self.buf {
+            Bytes::Owned(b) => &b[self.start..self.end],
+            Bytes::Mapped { map, .. } => &map[self.start..self.end],
+        }
     }
 
     #[inline]
@@ -112,6 +160,16 @@ impl Source {
         debug_assert!(n <= self.end - self.start);
         self.start += n;
         self.offset += n as u64;
+        if let Bytes::Mapped { map, released } = &mut self.buf {
+            if self.start - *released >= RELEASE_STEP {
+                // The parsers never look back: what was consumed is dropped from this
+                // process's resident pages (the page cache keeps it for other readers).
+                let upto = self.start / PAGE * PAGE;
+                // SAFETY: a read-only private file mapping; the range is never read again.
+                let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, *released, upto - *released) };
+                *released = upto;
+            }
+        }
     }
 
     /// Makes at least `n` bytes available in the window if the stream has them; returns how
@@ -126,14 +184,17 @@ impl Source {
 
     #[cold]
     fn refill(&mut self, n: usize) -> io::Result<usize> {
-        self.buf.copy_within(self.start..self.end, 0);
+        let Bytes::Owned(buf) = &mut self.buf else {
+            return Ok(self.end - self.start); // a mapped file is all there from the start
+        };
+        buf.copy_within(self.start..self.end, 0);
         self.end -= self.start;
         self.start = 0;
-        if self.buf.len() < n {
-            self.buf.resize(n.next_power_of_two(), 0);
+        if buf.len() < n {
+            buf.resize(n.next_power_of_two(), 0);
         }
         while self.end < n {
-            let got = self.input.read(&mut self.buf[self.end..])?;
+            let got = self.input.read(&mut buf[self.end..])?;
             if got == 0 {
                 self.eof = true;
                 break;

@@ -1,7 +1,7 @@
 //! One TCP connection as seen from the capture point: its handshake, each direction's
 //! sender (`Half`) and where its time went (`Cause`).
 
-use super::half::{Half, RetxClass, SendEvent, MS};
+use super::half::{FlightBuffer, Half, RetxClass, SendEvent, MS};
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
 /// Where a stretch of a connection's time went. Every gap between two of its packets is
@@ -253,16 +253,29 @@ impl Conn {
 
     /// Like [`Self::start`] with the IP fields and TCP options.
     pub fn start_ext(id: u64, ts: u64, seg: &Segment, extra: &SegmentExtra) -> Self {
+        Self::start_with(id, ts, seg, extra, [FlightBuffer::default(), FlightBuffer::default()])
+    }
+
+    /// Like [`Self::start_ext`], reusing two in-flight buffers of ended connections.
+    pub fn start_with(id: u64, ts: u64, seg: &Segment, extra: &SegmentExtra, buffers: [FlightBuffer; 2]) -> Self {
         let synack = seg.flags.syn() && seg.flags.ack();
         let from_client = if seg.flags.syn() { !synack } else { seg.src.port > seg.dst.port };
         let (client, server) = if from_client { (seg.src, seg.dst) } else { (seg.dst, seg.src) };
         let mut c = Conn { id, client, server, first_ts: ts, last_ts: ts, ..Default::default() };
+        let [b0, b1] = buffers;
+        c.halves[C2S].give_flight_buffer(b0);
+        c.halves[S2C].give_flight_buffer(b1);
         if seg.flags.syn() && !synack {
             c.syn_seen = true;
             c.client_isn = seg.seq;
         }
         c.observe_ext(ts, seg, extra);
         c
+    }
+
+    /// The in-flight buffers of an ended connection, emptied, for the next one.
+    pub fn take_flight_buffers(&mut self) -> [FlightBuffer; 2] {
+        [self.halves[C2S].take_flight_buffer(), self.halves[S2C].take_flight_buffer()]
     }
 
     /// A SYN on this 4-tuple starts a new connection unless it repeats this one's SYN.

@@ -57,9 +57,21 @@ struct Sent {
     spurious: bool,
 }
 
+/// An empty in-flight list's storage, passed from an ended connection to a new one.
+#[derive(Debug, Default)]
+pub struct FlightBuffer(Vec<Sent>);
+
+impl FlightBuffer {
+    pub fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
 /// Entries beyond this many in flight are not tracked for RTT (memory stays bounded on
 /// long bulk flows; short connections never come near it).
 const MAX_FLIGHT: usize = 4096;
+/// The in-flight list's first allocation: an initial window of 10 segments fits.
+const FIRST_FLIGHT_CAPACITY: usize = 10;
 
 /// A recent retransmission, kept after its ACK for D-SACK reports (RFC 2883) that come later.
 #[derive(Debug, Clone, Copy, Default)]
@@ -254,7 +266,12 @@ impl Half {
             }
             newest = Some(s);
         }
-        if self.head > 64 && self.head as usize * 2 > self.flight.len() {
+        if self.head as usize == self.flight.len() {
+            // Everything acknowledged: reuse the buffer from its start, so a short
+            // connection's list never grows past its largest flight (no realloc per round).
+            self.flight.clear();
+            self.head = 0;
+        } else if self.head > 64 && self.head as usize * 2 > self.flight.len() {
             self.flight.drain(..self.head as usize);
             self.head = 0;
         }
@@ -401,6 +418,10 @@ impl Half {
         let nothing_out = self.snd_max <= self.una;
         self.snd_max = end;
         if self.in_flight() < MAX_FLIGHT {
+            if self.flight.capacity() == 0 {
+                // Room for a typical initial window (10 segments, RFC 6928) at once.
+                self.flight.reserve_exact(FIRST_FLIGHT_CAPACITY);
+            }
             self.flight.push(Sent { end, ts_first: ts, ts_last: ts, tsval_first: tsval, tsval_last: tsval, ..Sent::default() });
         }
         let bytes = (end - start) as u64;
@@ -530,6 +551,24 @@ impl Half {
         });
         let (lo, hi) = self.tick_delay[..n].iter().fold((u32::MAX, 0), |(lo, hi), &d| (lo.min(d), hi.max(d)));
         same_phase && hi - lo > 10_000
+    }
+
+    /// Hands over the in-flight list's buffer (emptied) once the connection has ended, so
+    /// the tracker can give it to a new connection instead of freeing it: freeing the
+    /// buffers of a connection that ended long ago costs a cache miss in the allocator.
+    pub fn take_flight_buffer(&mut self) -> FlightBuffer {
+        let mut v = std::mem::take(&mut self.flight);
+        v.clear();
+        self.head = 0;
+        FlightBuffer(v)
+    }
+
+    /// Starts this (fresh) half with a recycled, empty in-flight buffer.
+    pub fn give_flight_buffer(&mut self, buf: FlightBuffer) {
+        debug_assert!(self.flight.is_empty() && buf.0.is_empty());
+        if self.flight.capacity() == 0 {
+            self.flight = buf.0;
+        }
     }
 
     /// The half took part in a trace: any data, retransmission or window event.

@@ -14,7 +14,7 @@ pub mod half;
 use rustc_hash::FxHashMap;
 
 pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, S2C};
-pub use half::{Half, RetxClass};
+pub use half::{FlightBuffer, Half, RetxClass};
 
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra};
 
@@ -36,6 +36,20 @@ impl FlowKey {
             Self(b, a)
         }
     }
+}
+
+/// Which of `shards` shards a segment's connection belongs to (both directions agree).
+#[inline]
+pub(crate) fn shard_of(seg: &Segment, shards: usize) -> usize {
+    shard_of_pair(seg.src, seg.dst, shards)
+}
+
+/// The shard of the connection between `a` and `b` (either direction): an ICMP message goes
+/// to the shard of the 4-tuple it quotes.
+pub(crate) fn shard_of_pair(a: Endpoint, b: Endpoint, shards: usize) -> usize {
+    use std::hash::BuildHasher;
+    // The high bits: Fx's low bits are weak for keys that differ only in a port.
+    ((rustc_hash::FxBuildHasher.hash_one(FlowKey::pair(a, b)) >> 32) as usize) % shards
 }
 
 /// Timeouts that decide when a connection leaves the table.
@@ -68,10 +82,15 @@ impl TrackerConfig {
     /// sweep visits every open connection, so it runs at a quarter of the shorter timeout:
     /// connections leave at most 25 % late, and sweeping costs O(table) a few times per
     /// timeout instead of every second.
-    fn sweep_every_ns(&self) -> u64 {
+    pub(crate) fn sweep_every_ns(&self) -> u64 {
         (self.idle_timeout_ns.min(self.close_linger_ns) / 4).max(SECOND / 10)
     }
 }
+
+/// Spare in-flight buffers kept at most (~6 MB of 10-segment buffers): a sweep every
+/// 1.25 s of trace ends a few thousand connections at 3,000 new ones per second, and
+/// their buffers serve the next ones without the allocator.
+const MAX_SPARE_BUFFERS: usize = 1 << 13;
 
 /// What is kept of a closed connection after it left the table (a few bytes, not its
 /// 1.5 kB of state), until its TIME-WAIT ends.
@@ -106,9 +125,14 @@ pub struct Tracker<F: FnMut(Conn)> {
     open: FxHashMap<FlowKey, u32>,
     slab: Vec<Slot>,
     free: Vec<u32>,
+    /// In-flight buffers of ended connections, for new ones (see `Half::take_flight_buffer`).
+    spare: Vec<FlightBuffer>,
     config: TrackerConfig,
     next_id: u64,
     next_sweep_ns: u64,
+    /// The caller decides when to sweep (`sweep_at`): a shard of a file tracked on several
+    /// threads sweeps when the whole file's clock says so, as the one tracker would.
+    caller_sweeps: bool,
     /// Latest timestamp seen: where the capture ended, for connections still open then.
     last_ts: u64,
     /// Closed connections past their linger, by 4-tuple (see `Tomb`).
@@ -124,15 +148,39 @@ impl<F: FnMut(Conn)> Tracker<F> {
             open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()),
             slab: Vec::new(),
             free: Vec::new(),
+            spare: Vec::new(),
             config,
             next_id: 0,
             next_sweep_ns: 0,
+            caller_sweeps: false,
             last_ts: 0,
             closed: FxHashMap::default(),
             next_tomb_sweep_ns: 0,
             late: Vec::new(),
             sink,
         }
+    }
+
+    /// A tracker for one shard of a file's connections (see `crate::shard`): it sweeps
+    /// only when told (`sweep_at`) and numbers each new connection as told (`set_next_id`).
+    pub(crate) fn new_shard(config: TrackerConfig, sink: F) -> Self {
+        Self { caller_sweeps: true, ..Self::new(config, sink) }
+    }
+
+    /// The id the next new connection gets.
+    pub(crate) fn set_next_id(&mut self, id: u64) {
+        self.next_id = id;
+    }
+
+    /// Sweeps as the single tracker would have at `now` (a shard's `caller_sweeps`).
+    pub(crate) fn sweep_at(&mut self, now: u64) {
+        self.sweep(now);
+    }
+
+    /// Like `finish`, for a shard: `last_ts` is the whole file's latest timestamp.
+    pub(crate) fn finish_at(mut self, last_ts: u64) -> F {
+        self.last_ts = last_ts;
+        self.finish()
     }
 
     pub fn open_connections(&self) -> usize {
@@ -150,7 +198,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
     #[inline]
     pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) -> (u64, PacketNote) {
         self.last_ts = self.last_ts.max(ts_ns);
-        if ts_ns >= self.next_sweep_ns {
+        if ts_ns >= self.next_sweep_ns && !self.caller_sweeps {
             self.sweep(ts_ns);
         }
         let key = FlowKey::of(seg);
@@ -162,9 +210,10 @@ impl<F: FnMut(Conn)> Tracker<F> {
                 return (conn.id, conn.last_note);
             }
             // Port reuse or a new ISN: the old connection ends here.
-            let old = std::mem::take(conn);
-            (self.sink)(old.ended(EndReason::Reused));
-            let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+            let mut old = std::mem::take(conn).ended(EndReason::Reused);
+            let buffers = old.take_flight_buffers();
+            (self.sink)(old);
+            let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
             let out = (conn.id, conn.last_note);
             self.slab[slot as usize].conn = conn;
             self.next_id += 1;
@@ -175,7 +224,8 @@ impl<F: FnMut(Conn)> Tracker<F> {
                 return note;
             }
         }
-        let conn = Conn::start_ext(self.next_id, ts_ns, seg, extra);
+        let buffers = [self.spare.pop().unwrap_or_default(), self.spare.pop().unwrap_or_default()];
+        let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
         let out = (conn.id, conn.last_note);
         self.next_id += 1;
         let slot = match self.free.pop() {
@@ -250,7 +300,13 @@ impl<F: FnMut(Conn)> Tracker<F> {
                     let until_ns = c.last_ts.saturating_add(time_wait_ns);
                     self.closed.insert(slot.key, Tomb { id: c.id, client: c.client, until_ns });
                 }
-                (self.sink)(std::mem::take(c).ended(reason));
+                let mut old = std::mem::take(c).ended(reason);
+                for b in old.take_flight_buffers() {
+                    if b.capacity() > 0 && self.spare.len() < MAX_SPARE_BUFFERS {
+                        self.spare.push(b);
+                    }
+                }
+                (self.sink)(old);
                 slot.live = false;
                 self.open.remove(&slot.key);
                 self.free.push(i as u32);

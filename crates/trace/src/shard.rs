@@ -1,0 +1,209 @@
+//! One file tracked on several threads: this thread reads and decodes the capture, each
+//! segment goes to the shard its connection hashes to (4-tuple, both directions alike),
+//! and every shard runs its own `Tracker` over its connections.
+//!
+//! The results equal the single tracker's exactly:
+//! - a connection's packets all reach one shard, in capture order;
+//! - the single tracker sweeps (ends idle and closed connections) when the trace's clock
+//!   passes its next sweep time; the reader keeps that clock and sends the same sweep to
+//!   every shard at the same place in the stream, so a late packet finds its connection
+//!   ended (or not) exactly as it would have;
+//! - a connection's id is its order of first appearance: a shard numbers a new connection
+//!   with the index of the segment that opened it, and the merged table renumbers them
+//!   0, 1, 2 … in that order;
+//! - the summary is made of counts, which add up in any order.
+
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+
+use crate::analyze::{read_loop, FileStats, Options, Progress, SegmentSink};
+use crate::diag::{ConnectionTable, Summary};
+use crate::read::CaptureReader;
+use crate::track::{shard_of, shard_of_pair, LatePacket, Tracker, TrackerConfig};
+use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
+
+enum Msg {
+    Segment { ts: u64, index: u64, seg: Segment, extra: SegmentExtra },
+    /// Sweep as the single tracker would at this time.
+    Sweep(u64),
+    /// An ICMP destination-unreachable, for the shard of the 4-tuple it quotes.
+    Icmp { ts: u64, msg: IcmpUnreachable },
+    /// Record the open connections (for the file's peak).
+    Sample,
+}
+
+/// Messages per batch: large enough that the channel's cost vanishes, small enough that
+/// the shards start at once and the batches in flight stay a few MB.
+const BATCH: usize = 2048;
+/// Batches queued per shard before the reader waits.
+const QUEUE: usize = 8;
+
+struct Shard {
+    tx: SyncSender<Vec<Msg>>,
+    batch: Vec<Msg>,
+}
+
+/// The reader's side: routes segments, keeps the sweep clock.
+struct Router {
+    shards: Vec<Shard>,
+    /// Empty batches handed back by the shards.
+    spare: Receiver<Vec<Msg>>,
+    next_sweep_ns: u64,
+    sweep_every_ns: u64,
+    segments: u64,
+    last_ts: u64,
+}
+
+impl Router {
+    fn push(&mut self, i: usize, m: Msg) {
+        let s = &mut self.shards[i];
+        s.batch.push(m);
+        if s.batch.len() >= BATCH {
+            let fresh = self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            let full = std::mem::replace(&mut s.batch, fresh);
+            // A shard that stopped (it cannot: it only ends when its sender is dropped)
+            // would lose its batch; the merge below would then miss its rows.
+            let _ = s.tx.send(full);
+        }
+    }
+
+    fn broadcast(&mut self, m: impl Fn() -> Msg) {
+        for i in 0..self.shards.len() {
+            self.push(i, m());
+        }
+    }
+
+    fn flush(&mut self) {
+        for s in &mut self.shards {
+            if !s.batch.is_empty() {
+                let _ = s.tx.send(std::mem::take(&mut s.batch));
+            }
+        }
+    }
+}
+
+impl SegmentSink for Router {
+    #[inline]
+    fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
+        // `Tracker::observe_ext`'s clock: the latest time seen, a sweep before the segment
+        // that reaches the next sweep time.
+        self.last_ts = self.last_ts.max(ts);
+        if ts >= self.next_sweep_ns {
+            self.next_sweep_ns = ts.saturating_add(self.sweep_every_ns);
+            self.broadcast(|| Msg::Sweep(ts));
+        }
+        let index = self.segments;
+        self.segments += 1;
+        let i = shard_of(seg, self.shards.len());
+        self.push(i, Msg::Segment { ts, index, seg: *seg, extra: *extra });
+    }
+
+    fn sample(&mut self) {
+        self.broadcast(|| Msg::Sample);
+    }
+
+    fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
+        // `Tracker::observe_icmp` moves the clock too, but sweeps only with a segment.
+        self.last_ts = self.last_ts.max(ts);
+        let i = shard_of_pair(msg.quoted.src, msg.quoted.dst, self.shards.len());
+        self.push(i, Msg::Icmp { ts, msg: *msg });
+    }
+}
+
+/// What one shard found.
+struct ShardResult {
+    table: ConnectionTable,
+    summary: Summary,
+    /// Open connections at each `Msg::Sample`.
+    samples: Vec<usize>,
+    /// Packets after their connection's linger, by the shard's ids (opening segments' indices).
+    late: Vec<LatePacket>,
+}
+
+fn run_shard(config: TrackerConfig, trace: u32, build_table: bool, rx: Receiver<Vec<Msg>>, back: Sender<Vec<Msg>>, last_ts: &std::sync::Mutex<u64>) -> ShardResult {
+    let mut table = ConnectionTable::default();
+    let mut summary = Summary::default();
+    let mut samples = Vec::new();
+    let mut tracker = Tracker::new_shard(config, |c| {
+        summary.add_conn(&c);
+        if build_table {
+            table.push(trace, &c);
+        }
+    });
+    for mut batch in rx {
+        for m in batch.drain(..) {
+            match m {
+                Msg::Segment { ts, index, seg, extra } => {
+                    tracker.set_next_id(index);
+                    let _ = tracker.observe_ext(ts, &seg, &extra);
+                }
+                Msg::Sweep(now) => tracker.sweep_at(now),
+                Msg::Icmp { ts, msg } => {
+                    let _ = tracker.observe_icmp(ts, &msg);
+                }
+                Msg::Sample => samples.push(tracker.open_connections()),
+            }
+        }
+        let _ = back.send(batch);
+    }
+    let end = *last_ts.lock().expect("the reader does not panic holding it");
+    let late = tracker.take_late_packets();
+    let _ = tracker.finish_at(end);
+    ShardResult { table, summary, samples, late }
+}
+
+/// `analyze_capture` with `opts.shards` tracker threads.
+pub(crate) fn analyze_sharded(mut reader: CaptureReader, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+    let n = opts.shards.max(1);
+    let mut stats = FileStats { path: reader.path().to_owned(), gzip: reader.is_gzip(), ..Default::default() };
+    let last_ts = std::sync::Mutex::new(0u64);
+    let results: Vec<ShardResult> = std::thread::scope(|s| {
+        let (back_tx, back_rx) = channel();
+        let mut shards = Vec::with_capacity(n);
+        let mut handles = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (tx, rx) = sync_channel(QUEUE);
+            let back = back_tx.clone();
+            let last_ts = &last_ts;
+            let config = opts.tracker;
+            let build_table = opts.table;
+            handles.push(s.spawn(move || run_shard(config, trace, build_table, rx, back, last_ts)));
+            shards.push(Shard { tx, batch: Vec::with_capacity(BATCH) });
+        }
+        drop(back_tx);
+        let mut router = Router { shards, spare: back_rx, next_sweep_ns: 0, sweep_every_ns: opts.tracker.sweep_every_ns(), segments: 0, last_ts: 0 };
+        read_loop(&mut reader, &mut stats, progress, &mut router);
+        router.flush();
+        *last_ts.lock().expect("no shard panics holding it") = router.last_ts;
+        // Closing the channels ends the shards' loops.
+        drop(router);
+        handles.into_iter().map(|h| h.join().expect("a shard panicked")).collect()
+    });
+    let mut summary = Summary::default();
+    let samples = results.iter().map(|r| r.samples.len()).max().unwrap_or(0);
+    stats.peak_open_connections = (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
+    let mut tables = Vec::with_capacity(results.len());
+    let mut late = Vec::new();
+    for r in results {
+        summary.add(&r.summary);
+        tables.push(r.table);
+        late.extend(r.late);
+    }
+    summary.late_packets += late.len() as u64;
+    let mut table = ConnectionTable::concat(tables);
+    table.sort_by_conn_id();
+    // Late packets are counted on their rows while the ids are still the shards' own.
+    if opts.table {
+        for p in &late {
+            let found = table.add_late_packet(p.conn_id);
+            debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
+        }
+    }
+    // Ids were the opening segments' indices; in that order they are 0, 1, 2 …
+    for (i, id) in table.conn_id.iter_mut().enumerate() {
+        *id = i as u64;
+    }
+    summary.packets = stats.packets;
+    summary.tcp_packets = stats.tcp_packets;
+    stats.summary = summary;
+    (table, summary, stats)
+}
