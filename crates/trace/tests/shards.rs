@@ -44,7 +44,7 @@ fn generated_traces_with_losses_and_early_sweeps() {
     same_for_all_shards(&path, TrackerConfig::default());
     // Short timeouts: sweeps end connections in the middle of the trace, so late packets
     // start new connections; a shard sweeping on its own clock would differ here.
-    let short = TrackerConfig { idle_timeout_ns: 400_000_000, close_linger_ns: 0 };
+    let short = TrackerConfig { idle_timeout_ns: 400_000_000, close_linger_ns: 0, ..TrackerConfig::default() };
     same_for_all_shards(&path, short);
     let one = outcome(&path, &Options { tracker: short, ..Default::default() });
     let default = outcome(&path, &Options::default());
