@@ -50,6 +50,8 @@ fn generated_traces_with_losses_and_early_sweeps() {
     let default = outcome(&path, &Options::default());
     assert_ne!(one, default, "the short timeouts changed nothing: the sweep is not exercised");
     std::fs::remove_file(&path).unwrap();
+    // The directory too: a test leaves nothing behind on the host.
+    std::fs::remove_dir(path.parent().unwrap()).unwrap();
 }
 
 #[test]
