@@ -40,12 +40,17 @@ pub fn generated(cfg: &GenConfig, mut w: PcapWriter<Vec<u8>>, opts: &SegmentOpti
 
 /// Writes `bytes` to a temporary file and analyzes it.
 pub fn analyze_bytes(name: &str, bytes: &[u8]) -> (ConnectionTable, Summary, shortflow_trace::FileStats) {
-    let dir = std::env::temp_dir().join(format!("sf-trace-test-{}", std::process::id()));
+    // One directory per call (tests run on several threads), removed with the file: the
+    // suite leaves nothing in /tmp.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("sf-trace-test-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
     let r = analyze_file(&path, 0, &Options::default(), &Progress::default());
     std::fs::remove_file(&path).unwrap();
+    std::fs::remove_dir(&dir).unwrap();
     r
 }
 
