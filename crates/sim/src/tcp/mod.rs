@@ -30,6 +30,8 @@ pub mod timer;
 mod karn_tests;
 #[cfg(test)]
 mod spurious_tests;
+#[cfg(test)]
+mod test_wire;
 
 use std::collections::VecDeque;
 use std::rc::Rc;

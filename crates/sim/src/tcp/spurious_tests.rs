@@ -6,25 +6,12 @@
 
 use std::rc::Rc;
 
+use super::test_wire::Wire;
 use super::{Tcb, TimerKind};
-use crate::packet::Segment;
 use crate::profile::{profile, DelayedAck, InitialWindow, StackConfig};
 use crate::time::{Duration, Instant};
 
 const ONE_WAY: Duration = Duration::from_millis(50);
-
-struct Wire {
-    cfg: Rc<StackConfig>,
-    client: Tcb,
-    server: Option<Tcb>,
-    flight: Vec<(Instant, Segment)>,
-    now: Instant,
-    data_sent: u32,
-    /// Server data segments (1-based, in sending order) the wire loses.
-    lose_data: Vec<u32>,
-    /// Client segments sent in [from, to) arrive this much later (a delay spike).
-    spike: Option<(Instant, Instant, Duration)>,
-}
 
 /// `name`'s profile with every segment acknowledged at once and an initial window of 10.
 fn stack(name: &str, spurious: &str) -> Rc<StackConfig> {
@@ -37,74 +24,6 @@ fn stack(name: &str, spurious: &str) -> Rc<StackConfig> {
 }
 
 impl Wire {
-    fn new(cfg: Rc<StackConfig>, lose_data: Vec<u32>) -> Self {
-        let client = Tcb::connect(cfg.clone(), 0, 1000, Instant::ZERO);
-        let mut w = Wire { cfg, client, server: None, flight: Vec::new(), now: Instant::ZERO, data_sent: 0, lose_data, spike: None };
-        w.collect();
-        w
-    }
-
-    fn collect(&mut self) {
-        let mut at = self.now + ONE_WAY;
-        if let Some((from, to, extra)) = self.spike {
-            if self.now >= from && self.now < to {
-                at += extra;
-            }
-        }
-        for seg in std::mem::take(&mut self.client.out) {
-            self.flight.push((at, seg));
-        }
-        let at = self.now + ONE_WAY;
-        if let Some(server) = &mut self.server {
-            for seg in std::mem::take(&mut server.out) {
-                if seg.len > 0 {
-                    self.data_sent += 1;
-                    if self.lose_data.contains(&self.data_sent) {
-                        continue;
-                    }
-                }
-                self.flight.push((at, seg));
-            }
-        }
-    }
-
-    fn step(&mut self, until: Instant) -> bool {
-        // Arrivals in the order sent when they land together (a stable minimum).
-        let arrival = self.flight.iter().enumerate().min_by_key(|(i, (t, _))| (*t, *i)).map(|(i, (t, _))| (*t, i));
-        let timers = [Some(&self.client), self.server.as_ref()];
-        let timer = timers
-            .iter()
-            .enumerate()
-            .filter_map(|(who, t)| (*t)?.timers.iter().enumerate().filter_map(move |(k, d)| d.map(|d| (d, who, k))).min())
-            .min();
-        match (arrival, timer) {
-            (Some((t, i)), timer) if timer.is_none_or(|(d, _, _)| t <= d) && t <= until => {
-                self.now = t;
-                let (_, seg) = self.flight.remove(i);
-                if seg.from_client {
-                    match &mut self.server {
-                        Some(s) => s.on_segment(&seg, t),
-                        None => self.server = Some(Tcb::accept(self.cfg.clone(), &seg, 5000, t)),
-                    }
-                } else {
-                    self.client.on_segment(&seg, t);
-                }
-            }
-            (_, Some((d, who, k))) if d <= until => {
-                self.now = d;
-                let kind = if k == TimerKind::Retransmit as usize { TimerKind::Retransmit } else { TimerKind::DelayedAck };
-                if who == 0 { self.client.on_timer(kind, d) } else { self.server.as_mut().unwrap().on_timer(kind, d) }
-            }
-            _ => return false,
-        }
-        self.collect();
-        true
-    }
-
-    fn run_until(&mut self, until: Instant) {
-        while self.step(until) {}
-    }
-
     fn server(&self) -> &Tcb {
         self.server.as_ref().expect("the SYN arrived")
     }
@@ -126,7 +45,7 @@ impl Wire {
 /// The RFC 5682 case: every ACK of the first window is held by a delay spike until 40 ms
 /// after the RTO fired; the RTO retransmission's own ACK comes 50 ms later still.
 fn delay_spike(cfg: Rc<StackConfig>) -> Wire {
-    let mut w = Wire::new(cfg, vec![]);
+    let mut w = Wire::new(cfg, ONE_WAY, vec![]);
     let rto_at = w.respond(40);
     // The first window reaches the client at 200 ms (written at 150 ms, 50 ms one way):
     // its ACKs leave at once and, held, arrive at rto_at + 40 ms.
@@ -195,7 +114,7 @@ fn linux_frto_undoes_the_loss_state_at_the_ack_of_original_data() {
 
 /// The first window of a 12-segment response is lost whole: the RTO is genuine.
 fn lost_window(cfg: Rc<StackConfig>) -> Wire {
-    let mut w = Wire::new(cfg, (1..=10).collect());
+    let mut w = Wire::new(cfg, ONE_WAY, (1..=10).collect());
     let rto_at = w.respond(12);
     w.run_until(rto_at + Duration::from_secs(20));
     w
@@ -220,7 +139,7 @@ fn without_new_data_frto_falls_back_to_conventional_recovery() {
     // A 10-segment response: after the first ACK nothing new is left to send, so F-RTO
     // cannot test the timeout (RFC 5682 2b) and the spike's timeout is not found spurious.
     for (profile, kind) in [("rfc6298", "frto"), ("linux", "linux")] {
-        let mut w = Wire::new(stack(profile, kind), vec![]);
+        let mut w = Wire::new(stack(profile, kind), ONE_WAY, vec![]);
         let rto_at = w.respond(10);
         let sent = Instant::ZERO + Duration::from_millis(200);
         w.spike = Some((sent, sent + Duration::from_millis(1), rto_at.since(sent + ONE_WAY) + Duration::from_millis(40)));
