@@ -12,13 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from shortflow import _core
 from shortflow.scenario import Scenario
 from shortflow.units import parse_size
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Per-connection keys every report has (see crates/sim/src/report.rs).
 CONNECTION_KEYS = (
@@ -44,31 +45,33 @@ CONNECTION_KEYS = (
 )
 
 #: `--flows` columns: the analyzer's name where it measures the same quantity (see
-#: crates/trace's connection table), the simulator's own otherwise.
-FLOW_COLUMNS: tuple[tuple[str, str, pa.DataType], ...] = (
-    ("conn_id", "id", pa.uint32()),
-    ("first_ts_s", "start_s", pa.float64()),
-    ("syn_count", "syn_transmissions", pa.uint32()),
-    ("synack_count", "synack_transmissions", pa.uint32()),
-    ("established", "established", pa.bool_()),
-    ("handshake_rtt_s", "handshake_rtt_s", pa.float64()),
-    ("bytes_c2s", "request_bytes", pa.uint64()),
-    ("bytes_s2c", "bytes_received", pa.uint64()),
-    ("pair", "pair", pa.uint32()),
-    ("request_bytes", "request_bytes", pa.uint64()),
-    ("response_bytes", "response_bytes", pa.uint64()),
-    ("think_s", "think_s", pa.float64()),
-    ("request_sent_s", "request_sent_s", pa.float64()),
-    ("complete_s", "complete_s", pa.float64()),
-    ("retransmissions", "retransmissions", pa.uint32()),
-    ("timeouts", "timeouts", pa.uint32()),
-    ("fast_retransmits", "fast_retransmits", pa.uint32()),
-    ("delayed_acks", "delayed_acks", pa.uint32()),
-    ("packets_dropped", "packets_dropped", pa.uint32()),
-    ("spurious_retransmits", "spurious_retransmits", pa.uint32()),
-    ("sfr_retransmits", "sfr_retransmits", pa.uint32()),
-    ("sfr_timeout_s", "sfr_timeout_s", pa.float64()),
-    ("optimizer_resends", "optimizer_resends", pa.uint32()),
+#: crates/trace's connection table), the simulator's own otherwise; then the simulator's
+#: key and the Arrow type's name. Names, not `pa` types, so that importing this module
+#: (every `simulate` and `reproduce` command) does not import pyarrow (~0.1 s).
+FLOW_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("conn_id", "id", "uint32"),
+    ("first_ts_s", "start_s", "float64"),
+    ("syn_count", "syn_transmissions", "uint32"),
+    ("synack_count", "synack_transmissions", "uint32"),
+    ("established", "established", "bool"),
+    ("handshake_rtt_s", "handshake_rtt_s", "float64"),
+    ("bytes_c2s", "request_bytes", "uint64"),
+    ("bytes_s2c", "bytes_received", "uint64"),
+    ("pair", "pair", "uint32"),
+    ("request_bytes", "request_bytes", "uint64"),
+    ("response_bytes", "response_bytes", "uint64"),
+    ("think_s", "think_s", "float64"),
+    ("request_sent_s", "request_sent_s", "float64"),
+    ("complete_s", "complete_s", "float64"),
+    ("retransmissions", "retransmissions", "uint32"),
+    ("timeouts", "timeouts", "uint32"),
+    ("fast_retransmits", "fast_retransmits", "uint32"),
+    ("delayed_acks", "delayed_acks", "uint32"),
+    ("packets_dropped", "packets_dropped", "uint32"),
+    ("spurious_retransmits", "spurious_retransmits", "uint32"),
+    ("sfr_retransmits", "sfr_retransmits", "uint32"),
+    ("sfr_timeout_s", "sfr_timeout_s", "float64"),
+    ("optimizer_resends", "optimizer_resends", "uint32"),
 )
 
 
@@ -115,6 +118,8 @@ class SimulationResult:
 
     @property
     def table(self) -> pa.Table:
+        import pyarrow as pa
+
         return pa.table({k: [c[k] for c in self.connections] for k in CONNECTION_KEYS})
 
     @property
@@ -123,8 +128,10 @@ class SimulationResult:
         same (``conn_id``, ``first_ts_s``, ``syn_count``, ``handshake_rtt_s``,
         ``bytes_s2c`` ...), plus the simulator's (pair, sizes, completion, timeouts,
         mechanism counters, and ``rto_costs``: document 004's C(f) per timeout)."""
+        import pyarrow as pa
+
         cols: dict[str, pa.Array] = {
-            name: pa.array([c.get(key) for c in self.connections], type=t) for name, key, t in FLOW_COLUMNS
+            name: pa.array([c.get(key) for c in self.connections], type=pa.type_for_alias(t)) for name, key, t in FLOW_COLUMNS
         }
         cols["rto_costs"] = pa.array([c.get("rto_costs", []) for c in self.connections], type=pa.list_(pa.float64()))
         return pa.table(cols)
