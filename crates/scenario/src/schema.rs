@@ -70,7 +70,10 @@ pub struct KeyDoc {
 pub fn json_schema() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(RawScenario)).expect("a schema is JSON");
     let obj = schema.as_object_mut().expect("an object schema");
-    obj.insert("$id".into(), json!("https://shortflow.invalid/scenario.schema.json"));
+    // The project has no web address to name the schema by: a URN with the model's version
+    // identifies it (JSON Schema 2020-12 allows any absolute URI), and editors are pointed
+    // at the shipped file itself (docs/scenario.md).
+    obj.insert("$id".into(), json!(concat!("urn:shortflow:scenario-schema:", env!("CARGO_PKG_VERSION"))));
     obj.insert("title".into(), json!("shortflow scenario file"));
     obj.insert("description".into(), json!("One TOML file drives the simulator and the testbed (docs/scenario.md)."));
     // Each table's definition is annotated once, for the first key it appears under: the
