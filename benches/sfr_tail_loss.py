@@ -1,7 +1,9 @@
-"""Super Fast Retransmit on the real kernel (document 001): one 10 kB response over an
-emulated 60 ms RTT whose last data segment is lost, with the tail loss probe off on the
-server (net.ipv4.tcp_early_retrans=0) so that only the RTO repairs it; completion time
-without and with `shortflow tune --sfr-factor 2`, alternated, N runs each. Root.
+"""Super Fast Retransmit on the real kernel (document 001): the shipped scenario
+`001-sfr-tail-loss` (one 10 kB response over an emulated 60 ms RTT whose last data segment
+is lost, the tail loss probe off on the server: net.ipv4.tcp_early_retrans=0, so that only
+the RTO repairs it); completion time without and with `shortflow tune --sfr-factor 2`,
+alternated, N runs each. Root. The simulator's figures for the same file:
+`shortflow simulate 001-sfr-tail-loss [--set 'mechanisms.sfr={factor=2}']`.
 
     sudo .venv/bin/python benches/sfr_tail_loss.py [N] [FACTOR]
 """
@@ -11,41 +13,23 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 from shortflow import testbed
 from shortflow.host import cgroup2_root
+from shortflow.scenario import Scenario
 from shortflow.testbed.names import PREFIX
 from shortflow.tune import TuneSettings, apply, revert
 
-SCENARIO = """
-    [path]
-    rtt = "60ms"
-    [client]
-    stack = "linux"
-    [server]
-    stack = "linux"
-    [drop]
-    data = [{last}]
-    [workload]
-    request = "300B"
-    response = "10kB"
-    port = 8080
-"""
-#: 10 kB of body and nginx's ~240 B of headers: 8 segments of 1460 B; the 8th is lost.
-LAST_SEGMENT = 8
-NO_TLP = {"server": {"net.ipv4.tcp_early_retrans": 0}}
+SCENARIO = "001-sfr-tail-loss"
 
 
 def once(tmp: Path, cgroup: Path, sfr: float | None) -> dict:
-    s = tmp / "sfr.toml"
-    s.write_text(textwrap.dedent(SCENARIO.format(last=LAST_SEGMENT)))
     state = tmp / "state.json"
     if sfr is not None:
         apply(TuneSettings(cgroup=cgroup, sfr_factor=sfr, port=8080), state_path=state)
     try:
-        r = testbed.run(str(s), cgroup=str(cgroup), sysctls=NO_TLP)
+        r = testbed.run(testbed.load(Scenario.builtin(SCENARIO)), cgroup=str(cgroup))
     finally:
         if sfr is not None:
             revert(state_path=state)

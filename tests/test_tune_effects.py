@@ -12,7 +12,6 @@ import os
 import statistics
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -171,36 +170,21 @@ def ack_delays(pcap: Path) -> dict[int, list[float]]:
     return out
 
 
-TAIL_LOSS = """
-    [path]
-    rtt = "60ms"
-    [client]
-    stack = "linux"
-    [server]
-    stack = "linux"
-    [drop]
-    data = [8]
-    [workload]
-    request = "300B"
-    response = "10kB"
-    port = 8080
-"""
-
-
 def test_super_fast_retransmit_repairs_a_tail_loss_earlier_over_60ms(tmp_path, cgroup):
-    """The testbed's 60 ms path, the response's last segment (the 8th: 10 kB and nginx's
-    headers) lost, no tail loss probe on the server: only the server's RTO repairs it.
+    """The shipped `001-sfr-tail-loss`: the testbed's 60 ms path, the response's last
+    segment (the 8th: 10 kB and nginx's headers) lost, no tail loss probe on the server
+    (the scenario's `server.tlp = false`): only the server's RTO repairs it.
     Linux: RTO = SRTT + max(2 x RTT, 200 ms) = 260 ms; SFR x2: SRTT + 2 x RTT = 180 ms."""
     from shortflow import testbed
+    from shortflow.scenario import Scenario
 
-    s = tmp_path / "tail.toml"
-    s.write_text(textwrap.dedent(TAIL_LOSS))
-    no_tlp = {"server": {"net.ipv4.tcp_early_retrans": 0}}
-    plain = testbed.run(str(s), cgroup=str(cgroup), sysctls=no_tlp)["connections"][0]
+    s = testbed.load(Scenario.builtin("001-sfr-tail-loss"))
+    assert s.plan.server.sysctls.get("net.ipv4.tcp_early_retrans") == 0, s.plan.server  # TLP off by the plan
+    plain = testbed.run(s, cgroup=str(cgroup))["connections"][0]
     state = tmp_path / "state.json"
     apply(TuneSettings(cgroup=cgroup, sfr_factor=2.0, port=8080), state_path=state)
     try:
-        sfr = testbed.run(str(s), cgroup=str(cgroup), sysctls=no_tlp)["connections"][0]
+        sfr = testbed.run(s, cgroup=str(cgroup))["connections"][0]
     finally:
         revert(state_path=state)
     for c in (plain, sfr):
