@@ -165,7 +165,9 @@ pub struct RawQueue {
     pub q_weight: Option<f64>,
     /// ns-2's 1/max_p.
     pub linterm: Option<f64>,
-    /// RED: between max_threshold and twice it, the drop probability rises to 1 (Floyd 2000).
+    /// RED: between max_threshold and twice it, the drop probability rises to 1 (Floyd
+    /// 2000). Default false, RED as Floyd & Jacobson 1993 define it; ns-2.35's `Queue/RED`
+    /// defaults to true (ns-default.tcl, since 2001): write `gentle = true` for ns-2's RED.
     pub gentle: Option<bool>,
     /// ns-2's name for packets.
     pub limit: Option<RawLimit>,
