@@ -178,8 +178,10 @@ fn doc(key: &str, prop: &Value, def: Option<&Value>) -> KeyDoc {
     } else {
         kind_of(def_or_prop)
     };
-    let help = s(prop.get("description")).replace('\n', " ");
-    let help = if help.is_empty() { s(def.and_then(|d| d.get("description"))).replace('\n', " ") } else { help };
+    // A doc comment's lines, joined: one space between words, as the comment reads.
+    let one_line = |t: String| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = one_line(s(prop.get("description")));
+    let help = if help.is_empty() { one_line(s(def.and_then(|d| d.get("description")))) } else { help };
     let range = match (prop.get("x-range"), prop.get("x-range-why")) {
         (Some(r), Some(w)) => format!("{} ({})", r.as_str().unwrap_or(""), w.as_str().unwrap_or("")),
         _ => String::new(),
