@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from pathlib import Path
 
 from shortflow.host import cgroup2_root
@@ -66,8 +67,17 @@ def routes() -> list[str]:
             if any(f" {m} " in f" {line} " for m in ROUTE_MARKS) and f"dev {PREFIX}" not in line and " dev sf" not in line]
 
 
+def temp_dirs() -> list[str]:
+    """Scratch directories of the libraries the project runs, in the system's temporary
+    directory: Dask's (a local cluster's default `dask-scratch-space`, or the project's own
+    `sf-dask-*`), which carry no run id of ours."""
+    tmp = Path(tempfile.gettempdir())
+    return sorted(str(p) for p in [tmp / "dask-scratch-space", *tmp.glob("sf-dask-*")] if p.exists())
+
+
 def snapshot() -> dict[str, list[str]]:
     snap = leftovers()
+    snap["temp_dirs"] = temp_dirs()
     snap["attachments"] = attachments()
     snap["root_sysctls"] = sysctls()
     snap["root_routes"] = routes()
@@ -83,8 +93,8 @@ def leaked(before: dict[str, list[str]], after: dict[str, list[str]], tag: str) 
         if kind == "attachments":
             # On our cgroups, or on any cgroup that is no run's (the host's own).
             appeared = [a for a in appeared if ours in a.split()[0] or f"/{PREFIX}" not in a.split()[0]]
-        elif kind in ("root_sysctls", "root_routes"):
-            pass  # host state with no name: any change the session left is a leak
+        elif kind in ("root_sysctls", "root_routes", "temp_dirs"):
+            pass  # host state with no name of ours: any change the session left is a leak
         else:
             appeared = [x for x in appeared if ours in x]
         if appeared:

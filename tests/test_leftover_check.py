@@ -56,3 +56,18 @@ def test_other_sessions_objects_are_not_ours_but_host_state_is():
         "root_sysctls": ["net.ipv4.tcp_early_retrans=0"],
     }
     assert leaked(after, after, tag) == {}
+
+
+def test_a_local_dask_cluster_leaves_no_scratch_space():
+    """Dask's LocalCluster leaves `dask-scratch-space` in the temporary directory by
+    default; the project's cluster (sweeps, analyze) keeps its scratch in a directory of its
+    own and removes it. The leftover check would see either."""
+    from shortflow.sweeps import dask_client
+
+    before = snapshot()
+    with dask_client(None, 1) as client:
+        assert client.submit(sum, [1, 2]).result() == 3
+        during = snapshot()["temp_dirs"]
+        assert any("sf-dask-" in d for d in during), during  # the workers' scratch was ours
+    assert leaked(before, snapshot(), "none") == {}
+    assert leaked({"temp_dirs": []}, {"temp_dirs": ["/tmp/dask-scratch-space"]}, "x") == {"temp_dirs": ["/tmp/dask-scratch-space"]}

@@ -11,11 +11,13 @@ this module only builds the runs, submits them and tabulates the reports.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,14 +151,26 @@ def run_one(text: str, source: str, overrides: Sequence[str], flows: bool) -> di
     return out
 
 
-def _client(scheduler: str | None, workers: int | None) -> Any:
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
+    """A Dask client of the cluster at `scheduler`, or of a local cluster of `workers`
+    processes (default: this machine's cores) that is closed on exit. The local cluster's
+    scratch space (worker directories, locks) goes in a directory of its own, removed on
+    exit: Dask's default, `dask-scratch-space` in the system's temporary directory, stays
+    behind after every run."""
     from distributed import Client, LocalCluster
 
     if scheduler:
-        return Client(scheduler), None
+        with Client(scheduler) as client:
+            yield client
+        return
     n = workers or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
-    return Client(cluster), cluster
+    import dask
+
+    with tempfile.TemporaryDirectory(prefix="sf-dask-") as scratch, dask.config.set({"temporary-directory": scratch}):
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                          local_directory=scratch) as cluster, Client(cluster) as client:
+            yield client
 
 
 def sweep(
@@ -185,9 +199,8 @@ def sweep(
     g = dict(grid) if isinstance(grid, Mapping) else parse_grid(grid)
     g = {k: [str(v) for v in vs] for k, vs in g.items()}
     runs = plan(sc, g, seeds)
-    client, cluster = _client(scheduler, workers)
     results: list[dict[str, Any] | None] = [None] * len(runs)
-    try:
+    with dask_client(scheduler, workers) as client:
         from distributed import as_completed
 
         futures = {
@@ -200,10 +213,6 @@ def sweep(
             done += 1
             if progress:
                 progress(done, len(runs))
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
     table = _tabulate(runs, [r for r in results if r is not None], list(g), flows)
     return table.to_pandas() if pandas else table
 
