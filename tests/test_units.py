@@ -73,3 +73,15 @@ response = "1.1kB"
     assert real.rtt_s == pytest.approx(0.1)
     assert real.bandwidth_bps == 10_000_000
     assert (real.request_bytes, real.response_bytes) == (300, 1100)
+
+
+def test_a_bad_unit_is_a_shortflow_error_and_a_value_error() -> None:
+    """The core's typed UnitError reaches Python as `shortflow.UnitError`, under both
+    `ShortflowError` (the package's hierarchy) and `ValueError` (what it is), with its parts."""
+    from shortflow.exceptions import ShortflowError, UnitError
+
+    with pytest.raises(UnitError, match='--idle-timeout "5" has no unit') as info:
+        parse_duration("5", what="--idle-timeout")
+    assert isinstance(info.value, ShortflowError)
+    assert isinstance(info.value, ValueError)
+    assert (info.value.quantity, info.value.text) == ("duration", "5")

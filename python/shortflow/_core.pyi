@@ -16,6 +16,14 @@ class ScenarioError(ShortflowError):
 class SimulationLimitError(ShortflowError):
     """A run reached its memory or event budget; the message says what to change."""
 
+class UnitError(ShortflowError, ValueError):
+    """A duration, size or rate that could not be read; the message names the option or key."""
+
+    quantity: str
+    """``duration``, ``size`` or ``rate``."""
+    text: str
+    """The value as written (cut when long)."""
+
 DEFAULT_IDLE_TIMEOUT_S: float
 """A connection with no packet for this long is ended as idle (seconds)."""
 DEFAULT_CLOSE_LINGER_S: float

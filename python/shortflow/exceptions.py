@@ -3,7 +3,7 @@ errors raised in Rust and in Python share one base)."""
 
 from __future__ import annotations
 
-from shortflow._core import ScenarioError, ShortflowError, SimulationLimitError, TraceReadError
+from shortflow._core import ScenarioError, ShortflowError, SimulationLimitError, TraceReadError, UnitError
 
 
 class PrivilegeError(ShortflowError):
@@ -19,4 +19,4 @@ class TuneError(ShortflowError):
 
 
 __all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "SimulationLimitError", "SynoptError", "TraceReadError",
-           "TuneError"]
+           "TuneError", "UnitError"]

@@ -10,27 +10,27 @@ from shortflow import _core
 
 
 def parse_duration(text: str, *, what: str = "duration") -> float:
-    """Seconds in ``text``; raises ValueError naming `what` when the unit is missing or unknown.
+    """Seconds in ``text``; raises `UnitError` (a ValueError) naming `what` when the unit is missing or unknown.
 
     >>> parse_duration("200ms")
     0.2
     >>> parse_duration("5")
     Traceback (most recent call last):
     ...
-    ValueError: duration "5" has no unit: write it as e.g. 200ms, 1.5s or 250us
+    shortflow.UnitError: duration "5" has no unit: write it as e.g. 200ms, 1.5s or 250us
     """
     return _core.duration_ns(text, what) / 1e9
 
 
 def parse_size(text: str, *, what: str = "size") -> int:
-    """Bytes in ``text``; raises ValueError naming `what` when the unit is missing or unknown.
+    """Bytes in ``text``; raises `UnitError` (a ValueError) naming `what` when the unit is missing or unknown.
 
     >>> parse_size("64kB")
     64000
     >>> parse_size("64")
     Traceback (most recent call last):
     ...
-    ValueError: size "64" has no unit: write it as e.g. 13549B, 35kB or 1MiB
+    shortflow.UnitError: size "64" has no unit: write it as e.g. 13549B, 35kB or 1MiB
     """
     return _core.size_bytes(text, what)
 

@@ -17,6 +17,7 @@ use clap::{ArgGroup, Parser};
 use serde_json::json;
 
 use crate::daemon::Daemon;
+use crate::error::{OptionError, PrefixLenError, RunError};
 use crate::observe::Observer;
 use crate::resend::Sender;
 use crate::rules::{self, Installed, Mode, RuleParams};
@@ -96,20 +97,12 @@ struct Args {
     fail_open: bool,
 }
 
-fn parse_prefix_lens(s: &str) -> Result<(u8, u8), String> {
-    let (a, b) = s
-        .split_once(',')
-        .ok_or_else(|| format!("{s:?}: expected V4,V6 prefix lengths, e.g. 24,48"))?;
-    let v4: u8 = a
-        .trim()
-        .parse()
-        .map_err(|_| format!("{a:?}: not a prefix length"))?;
-    let v6: u8 = b
-        .trim()
-        .parse()
-        .map_err(|_| format!("{b:?}: not a prefix length"))?;
+fn parse_prefix_lens(s: &str) -> Result<(u8, u8), PrefixLenError> {
+    let (a, b) = s.split_once(',').ok_or_else(|| PrefixLenError::NoComma(s.into()))?;
+    let len = |t: &str| t.trim().parse::<u8>().map_err(|_| PrefixLenError::NotANumber(t.into()));
+    let (v4, v6) = (len(a)?, len(b)?);
     if v4 > 32 || v6 > 128 {
-        return Err(format!("{s}: IPv4 prefixes are 0-32 bits, IPv6 0-128"));
+        return Err(PrefixLenError::OutOfRange(s.into()));
     }
     Ok((v4, v6))
 }
@@ -124,18 +117,18 @@ fn mode(a: &Args) -> Mode {
     }
 }
 
-fn check(a: &Args) -> Result<(), String> {
+fn check(a: &Args) -> Result<(), OptionError> {
     if a.delay_ms == 0 {
-        return Err("-d: the delay must be at least 1 ms".into());
+        return Err(OptionError::ZeroDelay);
     }
     if a.ports.contains(&0) {
-        return Err("-p: port 0 is not a port".into());
+        return Err(OptionError::PortZero);
     }
     if a.rcvbuf_kb == 0 {
-        return Err("--rcvbuf-kb: must be at least 1".into());
+        return Err(OptionError::Zero { option: "--rcvbuf-kb" });
     }
     if a.max_held == 0 {
-        return Err("--max-held: must be at least 1".into());
+        return Err(OptionError::Zero { option: "--max-held" });
     }
     Ok(())
 }
@@ -196,8 +189,8 @@ fn ipv6(args: &Args) -> bool {
 }
 
 /// Deletes the tables of earlier runs whose daemon is gone (SIGKILL, crash).
-fn remove_stale_tables() -> Result<(), String> {
-    for t in rules::remove_stale(RunLock::is_alive).map_err(|e| e.to_string())? {
+fn remove_stale_tables() -> Result<(), RunError> {
+    for t in rules::remove_stale(RunLock::is_alive)? {
         eprintln!("shortflow-synopt: removed the nftables table of a dead run: {t}");
     }
     Ok(())
@@ -214,10 +207,10 @@ fn reporter(path: Option<PathBuf>, head: serde_json::Value) -> Box<dyn Fn(&Daemo
     })
 }
 
-fn run(args: &Args) -> Result<(), String> {
+fn run(args: &Args) -> Result<(), RunError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err("needs root (nftables table, NFLOG, raw sockets)".into());
+        return Err(RunError::NotRoot);
     }
     sys::install_signal_handlers();
     let mode = mode(args);
@@ -225,26 +218,18 @@ fn run(args: &Args) -> Result<(), String> {
     for &port in &args.ports {
         match PortLock::take(mode.name(), port) {
             Ok(l) => port_locks.push(l),
-            Err(None) => {
-                return Err(format!(
-                    "port {port} is already protected by a running shortflow-synopt in {} mode in this \
-                     network namespace (`shortflow synopt status` shows it): stop it first; two daemons \
-                     would resend every SYN twice",
-                    mode.name()
-                ))
-            }
-            Err(Some(e)) => return Err(format!("port lock: {e}")),
+            Err(None) => return Err(RunError::PortTaken { port, mode: mode.name() }),
+            Err(Some(e)) => return Err(RunError::PortLock(e)),
         }
     }
     let ipv6 = ipv6(args);
     remove_stale_tables()?;
     let run_id = sys::fresh_run_id();
-    let lock = RunLock::take(&run_id).map_err(|e| format!("run lock: {e}"))?;
-    let sender = Sender::open(args.mark, ipv6)
-        .map_err(|e| format!("raw socket: {e}"))?;
+    let lock = RunLock::take(&run_id).map_err(RunError::RunLock)?;
+    let sender = Sender::open(args.mark, ipv6).map_err(RunError::RawSocket)?;
     // The group is bound before the rules exist: every copy has a reader.
     let mut obs = Observer::open(args.group, args.rcvbuf_kb.saturating_mul(1024))
-        .map_err(|e| format!("NFLOG group {}: {e}", args.group))?;
+        .map_err(|source| RunError::Group { group: args.group, source })?;
     let params = RuleParams {
         mode,
         ports: args.ports.clone(),
@@ -253,7 +238,7 @@ fn run(args: &Args) -> Result<(), String> {
         table: RunLock::name(&run_id),
         ipv6,
     };
-    let installed = Installed::install(&params).map_err(|e| e.to_string())?;
+    let installed = Installed::install(&params)?;
     if args.rt_priority > 0 {
         if let Err(e) = sys::go_realtime(args.rt_priority) {
             eprintln!("shortflow-synopt: warning: no real-time priority ({e}); resends may be late under load");
@@ -291,5 +276,41 @@ fn run(args: &Args) -> Result<(), String> {
     let result = d.run(&mut obs, &lock);
     drop(installed);
     (d.report)(&d);
-    result.map_err(|e| format!("NFLOG: {e}"))
+    result.map_err(RunError::Nflog)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Result<Args, clap::Error> {
+        let base = ["shortflow-synopt", "-d", "200", "-r", "3", "-c", "-p", "80"];
+        Args::try_parse_from(base.iter().chain(extra))
+    }
+
+    /// Each refusal is its own variant and keeps the message the daemon prints.
+    #[test]
+    fn typed_refusals_keep_their_messages() {
+        assert_eq!(check(&args(&[]).unwrap()), Ok(()));
+        let zero_delay = Args { delay_ms: 0, ..args(&[]).unwrap() };
+        assert_eq!(check(&zero_delay), Err(OptionError::ZeroDelay));
+        assert_eq!(OptionError::ZeroDelay.to_string(), "-d: the delay must be at least 1 ms");
+        let e = check(&args(&["--max-held", "0"]).unwrap()).unwrap_err();
+        assert_eq!(e, OptionError::Zero { option: "--max-held" });
+        assert_eq!(e.to_string(), "--max-held: must be at least 1");
+        assert_eq!(check(&args(&["-p", "0"]).unwrap()), Err(OptionError::PortZero));
+        let taken = RunError::PortTaken { port: 80, mode: "client" }.to_string();
+        assert!(taken.starts_with("port 80 is already protected by a running shortflow-synopt in client mode"), "{taken}");
+    }
+
+    #[test]
+    fn prefix_lengths() {
+        assert_eq!(parse_prefix_lens("24, 48"), Ok((24, 48)));
+        assert_eq!(parse_prefix_lens("24"), Err(PrefixLenError::NoComma("24".into())));
+        assert_eq!(parse_prefix_lens("x,48"), Err(PrefixLenError::NotANumber("x".into())));
+        assert_eq!(parse_prefix_lens("33,48").unwrap_err().to_string(), "33,48: IPv4 prefixes are 0-32 bits, IPv6 0-128");
+        // clap puts the typed error's message beside the option.
+        let e = args(&["--prefix-len", "24"]).unwrap_err().to_string();
+        assert!(e.contains("expected V4,V6 prefix lengths"), "{e}");
+    }
 }

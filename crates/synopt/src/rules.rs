@@ -119,27 +119,34 @@ pub fn ruleset(p: &RuleParams) -> String {
     s + "}\n"
 }
 
+/// What went wrong running `nft`.
+#[derive(Debug, thiserror::Error)]
+pub enum NftError {
+    #[error("cannot run `nft` ({0}): the nftables package provides it")]
+    Spawn(#[source] io::Error),
+    #[error("`nft {command}`: {source}")]
+    Io { command: String, source: io::Error },
+    /// nft ran and refused: its own message (which names the line of the script).
+    #[error("`nft {command}` failed: {stderr}")]
+    Failed { command: String, stderr: String },
+}
+
 /// Runs `nft` with `args`, feeding `stdin` when given; the error names the command and
 /// carries nft's message.
-fn nft(args: &[&str], stdin: Option<&str>) -> io::Result<String> {
+fn nft(args: &[&str], stdin: Option<&str>) -> Result<String, NftError> {
+    let command = || args.join(" ");
     let mut cmd = Command::new("nft");
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
-    let mut child = cmd.spawn().map_err(|e| {
-        io::Error::new(e.kind(), format!("cannot run `nft` ({e}): the nftables package provides it"))
-    })?;
+    let mut child = cmd.spawn().map_err(NftError::Spawn)?;
     if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(text.as_bytes())?;
+        pipe.write_all(text.as_bytes()).map_err(|source| NftError::Io { command: command(), source })?;
     }
-    let out = child.wait_with_output()?;
+    let out = child.wait_with_output().map_err(|source| NftError::Io { command: command(), source })?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(io::Error::other(format!(
-            "`nft {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
+        Err(NftError::Failed { command: command(), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() })
     }
 }
 
@@ -152,7 +159,7 @@ pub struct Installed {
 
 impl Installed {
     /// Creates the table of `p` in one transaction: all of it, or nothing.
-    pub fn install(p: &RuleParams) -> io::Result<Installed> {
+    pub fn install(p: &RuleParams) -> Result<Installed, NftError> {
         nft(&["-f", "-"], Some(&ruleset(p)))?;
         Ok(Installed { table: Some(p.table.clone()), rules: rule_specs(p).len() })
     }
@@ -163,7 +170,7 @@ impl Installed {
 
     /// Deletes the table (once more on failure: a signal sent to our whole process group,
     /// as `timeout` does, may have hit the first nft child).
-    pub fn remove(&mut self) -> io::Result<()> {
+    pub fn remove(&mut self) -> Result<(), NftError> {
         let Some(t) = self.table.take() else { return Ok(()) };
         let args = ["delete", "table", "inet", t.as_str()];
         nft(&args, None).or_else(|_| nft(&args, None)).map(drop)
@@ -193,7 +200,7 @@ pub fn run_id_of(token: &str) -> Option<&str> {
 
 /// Deletes the synopt tables of runs whose daemon is gone (`alive(run_id)` false); returns
 /// their names.
-pub fn remove_stale(alive: impl Fn(&str) -> bool) -> io::Result<Vec<String>> {
+pub fn remove_stale(alive: impl Fn(&str) -> bool) -> Result<Vec<String>, NftError> {
     let mut removed = vec![];
     for line in nft(&["list", "tables", "inet"], None)?.lines() {
         // `table inet NAME`

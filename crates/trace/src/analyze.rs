@@ -2,65 +2,22 @@
 //!
 //! Each file is read on one thread in constant memory; several files can be spread over
 //! worker threads, and the threads left over when there are fewer files track one file's
-//! connections in parallel (`crate::shard`, same results). A read error ends that file only: what was read before it is kept and
+//! connections in parallel (`crate::shard`, same results); both read through `crate::feed`.
+//! A read error ends that file only: what was read before it is kept and
 //! the error is returned beside the results.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::diag::{ConnectionTable, Summary};
-use crate::error::{ReadError, ReadErrorKind};
+use crate::error::ReadError;
+use crate::feed::{read_loop, SegmentSink};
+pub use crate::feed::{FileStats, Options, Progress};
 use crate::read::CaptureReader;
 use crate::track::{Conn, Tracker, TrackerConfig};
-use crate::wire::{decode_unreachable, IcmpUnreachable};
-use crate::wire::segment::{decode_ext, Skip};
-use crate::wire::{Segment, SegmentExtra};
-
-#[derive(Debug, Clone, Copy)]
-pub struct Options {
-    pub tracker: TrackerConfig,
-    /// Threads reading files in parallel (each file is read by one thread).
-    pub workers: usize,
-    /// Build the per-connection table (false: the summary only, which is all Table 1 needs).
-    pub table: bool,
-    /// Threads tracking the connections of one file (sharded by 4-tuple) beside the one
-    /// that reads and decodes it; 1 tracks on the reading thread. `analyze_paths` gives
-    /// each file `workers / files in parallel` of them.
-    pub shards: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self { tracker: TrackerConfig::default(), workers: 1, table: true, shards: 1 }
-    }
-}
-
-/// What happened to one file.
-#[derive(Debug, Clone, Default)]
-pub struct FileStats {
-    pub path: PathBuf,
-    pub packets: u64,
-    pub tcp_packets: u64,
-    pub skipped_not_ip: u64,
-    pub skipped_not_tcp: u64,
-    /// ICMP/ICMPv6 destination-unreachable messages quoting a TCP segment (among the
-    /// packets skipped as not TCP).
-    pub icmp_unreachable: u64,
-    pub skipped_fragment: u64,
-    pub skipped_malformed: u64,
-    pub first_ts_ns: Option<u64>,
-    pub last_ts_ns: Option<u64>,
-    /// Most connections open at once (sampled every 65,536 packets): what the tracker's
-    /// memory followed.
-    pub peak_open_connections: usize,
-    pub gzip: bool,
-    pub error: Option<ReadError>,
-    /// Damaged blocks skipped on the way (the file was read on), located like errors.
-    pub warnings: Vec<String>,
-    /// This file's own summary (the analysis' summary adds them all up).
-    pub summary: Summary,
-}
+use crate::wire::segment::decode_ext;
+use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 pub struct Analysis {
     pub table: ConnectionTable,
@@ -74,20 +31,6 @@ impl Analysis {
     }
 }
 
-/// Progress shared by all workers: bytes of the input files consumed so far.
-#[derive(Debug, Default)]
-pub struct Progress {
-    pub bytes_done: AtomicU64,
-    pub bytes_total: AtomicU64,
-    /// Packets read so far, all files.
-    pub packets_done: AtomicU64,
-    /// Set by the caller (Ctrl-C) to stop reading; the results so far are kept.
-    pub cancel: AtomicBool,
-}
-
-/// Progress is published every this many packets (cheap enough to never show in profiles).
-const PUBLISH_EVERY: u64 = 1 << 16;
-
 /// Analyzes one file; `trace` is its index in the result's file list.
 pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
     match CaptureReader::open(path) {
@@ -97,74 +40,6 @@ pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress
             (ConnectionTable::default(), Summary::default(), stats)
         }
     }
-}
-
-/// Where the reader loop hands each decoded TCP segment: one tracker, or the shards of
-/// `crate::shard`.
-pub(crate) trait SegmentSink {
-    fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra);
-    /// Every `PUBLISH_EVERY` packets and at the end: the open connections are sampled for
-    /// `FileStats::peak_open_connections`.
-    fn sample(&mut self);
-    /// An ICMP destination-unreachable quoting a TCP segment (rare: off the hot path).
-    fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable);
-}
-
-/// Reads every packet of `reader` into `sink`, counting them in `stats` and publishing
-/// progress; stops at the first read error (kept in `stats`) or on cancel.
-pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progress: &Progress, sink: &mut impl SegmentSink) {
-    let path = reader.path().to_owned();
-    let mut published = 0u64;
-    loop {
-        let pkt = match reader.next_packet() {
-            Ok(Some(p)) => p,
-            Ok(None) => break,
-            Err(e) => {
-                stats.error = Some(e);
-                break;
-            }
-        };
-        stats.packets += 1;
-        let ts = pkt.ts_ns;
-        match decode_ext(pkt.link, pkt.data) {
-            Ok((seg, extra)) => {
-                stats.tcp_packets += 1;
-                sink.segment(ts, &seg, &extra);
-            }
-            Err(Skip::NotIp) => stats.skipped_not_ip += 1,
-            Err(Skip::NotTcp) => {
-                stats.skipped_not_tcp += 1;
-                // Rare and off the TCP path: decoded only when the frame is not TCP.
-                if let Some(msg) = decode_unreachable(pkt.link, pkt.data) {
-                    stats.icmp_unreachable += 1;
-                    sink.icmp(ts, &msg);
-                }
-            }
-            Err(Skip::Fragment) => stats.skipped_fragment += 1,
-            Err(Skip::Malformed) => stats.skipped_malformed += 1,
-        }
-        stats.first_ts_ns.get_or_insert(ts);
-        stats.last_ts_ns = Some(ts);
-        if stats.packets.is_multiple_of(PUBLISH_EVERY) {
-            sink.sample();
-            let pos = reader.file_position();
-            progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
-            progress.packets_done.fetch_add(PUBLISH_EVERY, Ordering::Relaxed);
-            published = pos;
-            if progress.cancel.load(Ordering::Relaxed) {
-                stats.error = Some(ReadError {
-                    path: path.clone(),
-                    offset: pos,
-                    decompressed: false,
-                    kind: ReadErrorKind::Io("interrupted".into()),
-                });
-                break;
-            }
-        }
-    }
-    sink.sample();
-    stats.warnings = reader.take_warnings();
-    progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
 }
 
 struct Serial<'a, F: FnMut(Conn)> {

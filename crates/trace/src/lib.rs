@@ -8,6 +8,7 @@
 pub mod analyze;
 pub mod diag;
 pub mod error;
+mod feed;
 pub mod gen;
 pub mod read;
 mod mem;

@@ -15,7 +15,7 @@
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-use crate::analyze::{read_loop, FileStats, Options, Progress, SegmentSink};
+use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink};
 use crate::diag::{ConnectionTable, Summary};
 use crate::read::CaptureReader;
 use crate::track::{shard_of, shard_of_pair, LatePacket, Tracker, TrackerConfig};

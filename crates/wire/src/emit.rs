@@ -9,6 +9,7 @@ use std::io;
 use etherparse::PacketBuilder;
 
 use crate::segment::{Endpoint, Segment, SegmentExtra, TcpFlags};
+use crate::link::{EthernetFrame, LinuxSll2Frame, LinuxSllFrame, ARPHRD_ETHER, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 use crate::LinkType;
 
 /// How a frame is wrapped beyond the link type: an 802.1Q tag on Ethernet.
@@ -26,10 +27,10 @@ pub fn encode_frame(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &
     let start = out.len();
     encode_headers(out, link, framing, seg, extra)?;
     let link_len = match link {
-        LinkType::Ethernet => 14 + if framing.vlan.is_some() { 4 } else { 0 },
+        LinkType::Ethernet => EthernetFrame::<&[u8]>::HEADER_LEN + if framing.vlan.is_some() { 4 } else { 0 },
         LinkType::Null | LinkType::Loop => 4,
-        LinkType::LinuxSll => 16,
-        LinkType::LinuxSll2 => 20,
+        LinkType::LinuxSll => LinuxSllFrame::<&[u8]>::HEADER_LEN,
+        LinkType::LinuxSll2 => LinuxSll2Frame::<&[u8]>::HEADER_LEN,
         _ => 0,
     };
     patch_ip(&mut out[start + link_len..], extra.ip_id, extra.ttl);
@@ -62,22 +63,29 @@ fn encode_headers(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &Se
                     if v4 { "ipv6 (229)" } else { "ipv4 (228)" }, if v4 { 6 } else { 4 }, if v4 { 4 } else { 6 }),
         ));
     }
-    let ethertype: u16 = if v4 { 0x0800 } else { 0x86dd };
+    let ethertype = if v4 { ETHERTYPE_IPV4 } else { ETHERTYPE_IPV6 };
     match link {
         LinkType::Ethernet => {}
         LinkType::Null => out.extend_from_slice(&(if v4 { 2u32 } else { 30 }).to_le_bytes()),
         LinkType::Loop => out.extend_from_slice(&(if v4 { 2u32 } else { 24 }).to_be_bytes()),
         LinkType::LinuxSll => {
-            out.extend_from_slice(&[0, 0, 0, 1, 0, 6]); // packet type, ARPHRD_ETHER, addr len
-            out.extend_from_slice(&MAC_A);
-            out.extend_from_slice(&[0, 0]);
-            out.extend_from_slice(&ethertype.to_be_bytes());
+            let at = out.len();
+            out.resize(at + LinuxSllFrame::<&[u8]>::HEADER_LEN, 0);
+            let mut h = LinuxSllFrame::new_checked(&mut out[at..]).expect("the header's room was just made");
+            h.set_packet_type(0); // PACKET_HOST
+            h.set_hatype(ARPHRD_ETHER);
+            h.set_addr(&MAC_A);
+            h.set_protocol(ethertype);
         }
         LinkType::LinuxSll2 => {
-            out.extend_from_slice(&ethertype.to_be_bytes());
-            out.extend_from_slice(&[0, 0, 0, 0, 0, 2, 0, 1, 0, 6]); // rsv, ifindex, hatype, pkttype, len
-            out.extend_from_slice(&MAC_A);
-            out.extend_from_slice(&[0, 0]);
+            let at = out.len();
+            out.resize(at + LinuxSll2Frame::<&[u8]>::HEADER_LEN, 0);
+            let mut h = LinuxSll2Frame::new_checked(&mut out[at..]).expect("the header's room was just made");
+            h.set_protocol(ethertype);
+            h.set_ifindex(2);
+            h.set_hatype(ARPHRD_ETHER);
+            h.set_packet_type(0); // PACKET_HOST
+            h.set_addr(&MAC_A);
         }
         LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => {}
         LinkType::Other(c) => return Err(io::Error::other(format!("cannot encode link type {c}"))),

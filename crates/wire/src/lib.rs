@@ -7,7 +7,8 @@
 //! the simulator's capture writer ([`Segment`] + [`SegmentExtra`] → a frame).
 //!
 //! ```text
-//! link   LinkType, ip_payload: Ethernet (802.1Q/802.1ad tags), Linux SLL/SLL2, BSD loopback, raw
+//! link   LinkType, EthernetFrame / LinuxSllFrame / LinuxSll2Frame views, ip_payload:
+//!        Ethernet (802.1Q/802.1ad tags), Linux SLL/SLL2, BSD loopback, raw
 //! ip     Ipv4Packet / Ipv6Packet views (version, lengths, addresses, header checksum)
 //! tcp    TcpPacket view (fixed header, option bytes, checksum), TcpOptions, sequence arithmetic
 //! icmp   ICMP/ICMPv6 destination unreachable with the quoted TCP header (a SYN refused by ICMP)
@@ -27,7 +28,7 @@ pub mod tcp;
 pub use emit::{encode_frame, Framing};
 pub use icmp::{decode_unreachable, IcmpUnreachable, QuotedTcp, Unreachable};
 pub use ip::{Ipv4Packet, Ipv6Packet};
-pub use link::{IpVersion, LinkType};
+pub use link::{EthernetFrame, IpVersion, LinkType, LinuxSll2Frame, LinuxSllFrame};
 pub use segment::{decode, decode_ext, decode_ip, Endpoint, Segment, SegmentExtra, Skip, TcpFlags, TcpOptions};
 pub use tcp::{seq_ge, TcpPacket};
 

@@ -1,4 +1,8 @@
-//! Link-layer types (the pcap LINKTYPE_* registry) and where their IP packet starts.
+//! Link-layer types (the pcap LINKTYPE_* registry), zero-copy views of their headers
+//! (Ethernet II with VLAN tags, Linux SLL and SLL2: read by the analyzer, written by the
+//! capture writers through the same offsets) and where their IP packet starts.
+
+use crate::WireError;
 
 /// The link types the analyzer decodes. Numbers are the tcpdump.org LINKTYPE_ values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,8 +57,8 @@ impl LinkType {
     }
 }
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+pub const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ETHERTYPE_VLAN: u16 = 0x8100; // IEEE 802.1Q
 const ETHERTYPE_QINQ: u16 = 0x88a8; // IEEE 802.1ad
 const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
@@ -71,12 +75,266 @@ pub enum IpVersion {
     V6,
 }
 
+#[inline]
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+#[inline]
+fn truncated(need: usize, have: usize) -> WireError {
+    WireError::Truncated { need, have }
+}
+
+/// Ethernet II field offsets (IEEE 802.3 clause 3.2.6; RFC 894 for IP over it).
+mod eth {
+    pub const DST: std::ops::Range<usize> = 0..6;
+    pub const SRC: std::ops::Range<usize> = 6..12;
+    pub const ETHERTYPE: usize = 12;
+    pub const HEADER_LEN: usize = 14;
+    /// An 802.1Q / 802.1ad tag: TPID (the tag's ethertype) then TCI, before the real type.
+    pub const TAG_LEN: usize = 4;
+}
+
+/// An Ethernet II frame in a buffer, with any number of 802.1Q / 802.1ad (Q-in-Q) tags
+/// between the addresses and the ethertype of the payload.
+#[derive(Debug, Clone)]
+pub struct EthernetFrame<T: AsRef<[u8]>> {
+    buf: T,
+    /// Offset of the payload's ethertype: 12, plus 4 per VLAN tag.
+    type_at: usize,
+}
+
+impl<T: AsRef<[u8]>> EthernetFrame<T> {
+    pub const HEADER_LEN: usize = eth::HEADER_LEN;
+
+    /// Checks that the buffer holds the addresses, every VLAN tag and the ethertype.
+    #[inline]
+    pub fn new_checked(buf: T) -> Result<Self, WireError> {
+        let b = buf.as_ref();
+        let mut at = eth::ETHERTYPE;
+        loop {
+            if b.len() < at + 2 {
+                return Err(truncated(at + 2, b.len()));
+            }
+            match be16(b, at) {
+                ETHERTYPE_VLAN | ETHERTYPE_QINQ | ETHERTYPE_QINQ_OLD => at += eth::TAG_LEN,
+                _ => return Ok(Self { buf, type_at: at }),
+            }
+        }
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+    pub fn dst_addr(&self) -> [u8; 6] {
+        self.b()[eth::DST].try_into().expect("6 bytes")
+    }
+    pub fn src_addr(&self) -> [u8; 6] {
+        self.b()[eth::SRC].try_into().expect("6 bytes")
+    }
+    /// The VLAN identifiers (the TCI's low 12 bits), outermost first.
+    pub fn vlan_ids(&self) -> impl Iterator<Item = u16> + '_ {
+        (eth::ETHERTYPE..self.type_at).step_by(eth::TAG_LEN).map(|at| be16(self.b(), at + 2) & 0x0fff)
+    }
+    /// The payload's ethertype (after the tags).
+    #[inline]
+    pub fn ethertype(&self) -> u16 {
+        be16(self.b(), self.type_at)
+    }
+    /// Link header length: 14 bytes plus 4 per tag.
+    #[inline]
+    pub fn header_len(&self) -> usize {
+        self.type_at + 2
+    }
+}
+
+impl<'a> EthernetFrame<&'a [u8]> {
+    /// What follows the header (the IP packet when [`Self::ethertype`] says IP).
+    #[inline]
+    pub fn payload(&self) -> &'a [u8] {
+        &self.buf[self.type_at + 2..]
+    }
+}
+
+/// Linux cooked capture v1 header offsets (LINKTYPE_LINUX_SLL, tcpdump.org's
+/// linktypes/LINKTYPE_LINUX_SLL.html): packet type, ARPHRD_ type, address length, 8 bytes
+/// of link-layer address (zero-padded), protocol type.
+mod sll {
+    pub const PACKET_TYPE: usize = 0;
+    pub const HATYPE: usize = 2;
+    pub const ADDR_LEN: usize = 4;
+    pub const ADDR: usize = 6;
+    pub const PROTOCOL: usize = 14;
+    pub const HEADER_LEN: usize = 16;
+}
+
+/// Linux cooked capture v2 header offsets (LINKTYPE_LINUX_SLL2): protocol type, reserved,
+/// interface index, ARPHRD_ type, packet type, address length, 8 bytes of address.
+mod sll2 {
+    pub const PROTOCOL: usize = 0;
+    pub const IFINDEX: usize = 4;
+    pub const HATYPE: usize = 8;
+    pub const PACKET_TYPE: usize = 10;
+    pub const ADDR_LEN: usize = 11;
+    pub const ADDR: usize = 12;
+    pub const HEADER_LEN: usize = 20;
+}
+
+/// Room for the link-layer address in either SLL header.
+const SLL_ADDR_MAX: usize = 8;
+
+/// `ARPHRD_ETHER`: the hardware type of an Ethernet interface (linux/if_arp.h).
+pub const ARPHRD_ETHER: u16 = 1;
+
+/// A Linux cooked capture v1 frame (`tcpdump -i any` before libpcap 1.10).
+#[derive(Debug, Clone)]
+pub struct LinuxSllFrame<T: AsRef<[u8]>> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> LinuxSllFrame<T> {
+    pub const HEADER_LEN: usize = sll::HEADER_LEN;
+
+    /// Checks that the buffer holds the 16-byte header.
+    #[inline]
+    pub fn new_checked(buf: T) -> Result<Self, WireError> {
+        let have = buf.as_ref().len();
+        if have < sll::HEADER_LEN {
+            return Err(truncated(sll::HEADER_LEN, have));
+        }
+        Ok(Self { buf })
+    }
+    fn b(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+    /// 0 to us, 1 broadcast, 2 multicast, 3 to another host, 4 sent by us (`PACKET_*`).
+    pub fn packet_type(&self) -> u16 {
+        be16(self.b(), sll::PACKET_TYPE)
+    }
+    /// The interface's `ARPHRD_*` type.
+    pub fn hatype(&self) -> u16 {
+        be16(self.b(), sll::HATYPE)
+    }
+    /// The link-layer address (its declared length, at most the 8 bytes the header holds).
+    pub fn addr(&self) -> &[u8] {
+        let n = usize::from(be16(self.b(), sll::ADDR_LEN)).min(SLL_ADDR_MAX);
+        &self.b()[sll::ADDR..sll::ADDR + n]
+    }
+    /// The payload's ethertype.
+    #[inline]
+    pub fn protocol(&self) -> u16 {
+        be16(self.b(), sll::PROTOCOL)
+    }
+}
+
+impl<'a> LinuxSllFrame<&'a [u8]> {
+    #[inline]
+    pub fn payload(&self) -> &'a [u8] {
+        &self.buf[sll::HEADER_LEN..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> LinuxSllFrame<T> {
+    pub fn set_packet_type(&mut self, v: u16) {
+        self.buf.as_mut()[sll::PACKET_TYPE..sll::PACKET_TYPE + 2].copy_from_slice(&v.to_be_bytes());
+    }
+    pub fn set_hatype(&mut self, v: u16) {
+        self.buf.as_mut()[sll::HATYPE..sll::HATYPE + 2].copy_from_slice(&v.to_be_bytes());
+    }
+    /// Sets the address and its length; longer than 8 bytes is cut (the header's room).
+    pub fn set_addr(&mut self, addr: &[u8]) {
+        let n = addr.len().min(SLL_ADDR_MAX);
+        let b = self.buf.as_mut();
+        b[sll::ADDR_LEN..sll::ADDR_LEN + 2].copy_from_slice(&(n as u16).to_be_bytes());
+        b[sll::ADDR..sll::ADDR + SLL_ADDR_MAX].fill(0);
+        b[sll::ADDR..sll::ADDR + n].copy_from_slice(&addr[..n]);
+    }
+    pub fn set_protocol(&mut self, v: u16) {
+        self.buf.as_mut()[sll::PROTOCOL..sll::PROTOCOL + 2].copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// A Linux cooked capture v2 frame (`tcpdump -i any` since libpcap 1.10).
+#[derive(Debug, Clone)]
+pub struct LinuxSll2Frame<T: AsRef<[u8]>> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> LinuxSll2Frame<T> {
+    pub const HEADER_LEN: usize = sll2::HEADER_LEN;
+
+    /// Checks that the buffer holds the 20-byte header.
+    #[inline]
+    pub fn new_checked(buf: T) -> Result<Self, WireError> {
+        let have = buf.as_ref().len();
+        if have < sll2::HEADER_LEN {
+            return Err(truncated(sll2::HEADER_LEN, have));
+        }
+        Ok(Self { buf })
+    }
+    fn b(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+    /// The payload's ethertype.
+    #[inline]
+    pub fn protocol(&self) -> u16 {
+        be16(self.b(), sll2::PROTOCOL)
+    }
+    pub fn ifindex(&self) -> u32 {
+        let b = self.b();
+        u32::from_be_bytes([b[sll2::IFINDEX], b[sll2::IFINDEX + 1], b[sll2::IFINDEX + 2], b[sll2::IFINDEX + 3]])
+    }
+    pub fn hatype(&self) -> u16 {
+        be16(self.b(), sll2::HATYPE)
+    }
+    pub fn packet_type(&self) -> u8 {
+        self.b()[sll2::PACKET_TYPE]
+    }
+    pub fn addr(&self) -> &[u8] {
+        let n = usize::from(self.b()[sll2::ADDR_LEN]).min(SLL_ADDR_MAX);
+        &self.b()[sll2::ADDR..sll2::ADDR + n]
+    }
+}
+
+impl<'a> LinuxSll2Frame<&'a [u8]> {
+    #[inline]
+    pub fn payload(&self) -> &'a [u8] {
+        &self.buf[sll2::HEADER_LEN..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> LinuxSll2Frame<T> {
+    pub fn set_protocol(&mut self, v: u16) {
+        self.buf.as_mut()[sll2::PROTOCOL..sll2::PROTOCOL + 2].copy_from_slice(&v.to_be_bytes());
+    }
+    pub fn set_ifindex(&mut self, v: u32) {
+        self.buf.as_mut()[sll2::IFINDEX..sll2::IFINDEX + 4].copy_from_slice(&v.to_be_bytes());
+    }
+    pub fn set_hatype(&mut self, v: u16) {
+        self.buf.as_mut()[sll2::HATYPE..sll2::HATYPE + 2].copy_from_slice(&v.to_be_bytes());
+    }
+    pub fn set_packet_type(&mut self, v: u8) {
+        self.buf.as_mut()[sll2::PACKET_TYPE] = v;
+    }
+    /// Sets the address and its length; longer than 8 bytes is cut (the header's room).
+    pub fn set_addr(&mut self, addr: &[u8]) {
+        let n = addr.len().min(SLL_ADDR_MAX);
+        let b = self.buf.as_mut();
+        b[sll2::ADDR_LEN] = n as u8;
+        b[sll2::ADDR..sll2::ADDR + SLL_ADDR_MAX].fill(0);
+        b[sll2::ADDR..sll2::ADDR + n].copy_from_slice(&addr[..n]);
+    }
+}
+
 /// Strips the link header: returns the IP version and the IP packet, or `None` when the frame
 /// carries something other than IP (ARP, LLDP, …) or is too short for its link header.
 #[inline]
 pub fn ip_payload(link: LinkType, frame: &[u8]) -> Option<(IpVersion, &[u8])> {
     match link {
-        LinkType::Ethernet => ethernet(frame),
+        LinkType::Ethernet => {
+            let f = EthernetFrame::new_checked(frame).ok()?;
+            ethertype(f.ethertype()).map(|v| (v, f.payload()))
+        }
         LinkType::Raw => {
             let version = match frame.first()? >> 4 {
                 4 => IpVersion::V4,
@@ -97,32 +355,15 @@ pub fn ip_payload(link: LinkType, frame: &[u8]) -> Option<(IpVersion, &[u8])> {
             let raw: [u8; 4] = frame.get(..4)?.try_into().ok()?;
             address_family(u32::from_be_bytes(raw)).map(|v| (v, &frame[4..]))
         }
-        // SLL: protocol type (an ethertype) at bytes 14..16 of a 16-byte header.
         LinkType::LinuxSll => {
-            let proto = u16::from_be_bytes(frame.get(14..16)?.try_into().ok()?);
-            ethertype(proto).map(|v| (v, &frame[16..]))
+            let f = LinuxSllFrame::new_checked(frame).ok()?;
+            ethertype(f.protocol()).map(|v| (v, f.payload()))
         }
-        // SLL2: protocol type at bytes 0..2 of a 20-byte header.
         LinkType::LinuxSll2 => {
-            if frame.len() < 20 {
-                return None;
-            }
-            let proto = u16::from_be_bytes([frame[0], frame[1]]);
-            ethertype(proto).map(|v| (v, &frame[20..]))
+            let f = LinuxSll2Frame::new_checked(frame).ok()?;
+            ethertype(f.protocol()).map(|v| (v, f.payload()))
         }
         LinkType::Other(_) => None,
-    }
-}
-
-#[inline]
-fn ethernet(frame: &[u8]) -> Option<(IpVersion, &[u8])> {
-    let mut at = 12;
-    loop {
-        let kind = u16::from_be_bytes(frame.get(at..at + 2)?.try_into().ok()?);
-        match kind {
-            ETHERTYPE_VLAN | ETHERTYPE_QINQ | ETHERTYPE_QINQ_OLD => at += 4,
-            _ => return ethertype(kind).map(|v| (v, &frame[at + 2..])),
-        }
     }
 }
 
@@ -156,6 +397,52 @@ mod tests {
         let (v, ip) = ip_payload(LinkType::Ethernet, &f).unwrap();
         assert_eq!(v, IpVersion::V6);
         assert_eq!(ip, &[0x60]);
+    }
+
+    #[test]
+    fn ethernet_view_reads_addresses_tags_and_payload() {
+        let mut f = vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+        f.extend_from_slice(&[0x88, 0xa8, 0x20, 10, 0x81, 0x00, 0, 20, 0x08, 0x00, 0x45, 0]);
+        let v = EthernetFrame::new_checked(&f[..]).unwrap();
+        assert_eq!(v.dst_addr(), [1, 2, 3, 4, 5, 6]);
+        assert_eq!(v.src_addr(), [7, 8, 9, 10, 11, 12]);
+        assert_eq!(v.vlan_ids().collect::<Vec<_>>(), [10, 20], "PCP bits are not part of the id");
+        assert_eq!((v.ethertype(), v.header_len()), (ETHERTYPE_IPV4, 22));
+        assert_eq!(v.payload(), &[0x45, 0]);
+        // A tag announced but cut: the view says how much the header needed.
+        assert_eq!(EthernetFrame::new_checked(&f[..19]).unwrap_err(), WireError::Truncated { need: 22, have: 19 });
+        assert_eq!(EthernetFrame::new_checked(&f[..13]).unwrap_err(), WireError::Truncated { need: 14, have: 13 });
+    }
+
+    #[test]
+    fn sll_views_read_what_their_setters_write() {
+        let mut b = [0xffu8; 18];
+        let mut h = LinuxSllFrame::new_checked(&mut b[..]).unwrap();
+        h.set_packet_type(4);
+        h.set_hatype(ARPHRD_ETHER);
+        h.set_addr(&[2, 0, 0, 0, 0, 1]);
+        h.set_protocol(ETHERTYPE_IPV6);
+        // The layout of tcpdump.org's LINKTYPE_LINUX_SLL, byte for byte.
+        assert_eq!(&b[..16], &[0, 4, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x86, 0xdd]);
+        let v = LinuxSllFrame::new_checked(&b[..]).unwrap();
+        assert_eq!((v.packet_type(), v.hatype(), v.addr(), v.protocol()), (4, 1, &[2, 0, 0, 0, 0, 1][..], ETHERTYPE_IPV6));
+        assert_eq!(v.payload(), &[0xff, 0xff]);
+        assert_eq!(ip_payload(LinkType::LinuxSll, &b).unwrap(), (IpVersion::V6, &[0xff, 0xff][..]));
+        assert!(LinuxSllFrame::new_checked(&b[..15]).is_err());
+
+        let mut b = [0xffu8; 21];
+        let mut h = LinuxSll2Frame::new_checked(&mut b[..]).unwrap();
+        h.set_protocol(ETHERTYPE_IPV4);
+        h.set_ifindex(7);
+        h.set_hatype(ARPHRD_ETHER);
+        h.set_packet_type(0);
+        h.set_addr(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        // LINKTYPE_LINUX_SLL2; an address longer than the header's 8 bytes is cut.
+        assert_eq!(&b[..20], &[8, 0, 0xff, 0xff, 0, 0, 0, 7, 0, 1, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8]);
+        let v = LinuxSll2Frame::new_checked(&b[..]).unwrap();
+        assert_eq!((v.protocol(), v.ifindex(), v.hatype(), v.packet_type()), (ETHERTYPE_IPV4, 7, 1, 0));
+        assert_eq!((v.addr().len(), v.payload()), (8, &[0xff][..]));
+        assert_eq!(LinuxSll2Frame::new_checked(&b[..19]).unwrap_err(), WireError::Truncated { need: 20, have: 19 });
     }
 
     #[test]

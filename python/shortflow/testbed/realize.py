@@ -17,11 +17,10 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from shortflow import _core
 from shortflow.exceptions import ScenarioError
-from shortflow.testbed.scenario_real import NS, RealScenario
 
 MS = 1_000_000
 #: Linux's jiffy at HZ 250: route and BPF timers are whole jiffies (kernel-facts.md).
@@ -36,6 +35,17 @@ MODEL_ONLY = {
 }
 #: The testbed's links carry 1500-byte frames: 536 (RFC 879) to 1460 payload bytes.
 MSS_RANGE = (536, 1460)
+
+
+class Resolved(Protocol):
+    """What realising reads of a scenario: the model's resolution and the file it came from
+    (named in refusals). `scenario_real.RealScenario` is one; this module stays below it."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def resolved(self) -> dict[str, Any]: ...
 
 
 class RealizeError(ScenarioError):
@@ -112,7 +122,7 @@ def _have_sysctl(name: str) -> bool:
 
 
 class _Realizer:
-    def __init__(self, s: RealScenario) -> None:
+    def __init__(self, s: Resolved) -> None:
         self.s, self.r = s, s.resolved
         self.plan = LinuxPlan()
         self.file = str(s.path)
@@ -321,7 +331,7 @@ class _Realizer:
             if not _have_bpf_tools():
                 raise self.refuse(f"{side}.syn_rto", f"a SYN RTO of {_ms(init)} needs BPF sock_ops (bpftool and clang, "
                                                      f"installed by `make deps`); Linux's own is {_ms(dflt['initial'])}")
-            plan.syn_rto_s = init / NS
+            plan.syn_rto_s = init / (1000 * MS)
             self.decide(f"{key}.initial", "set", "BPF_SOCK_OPS_TIMEOUT_INIT", _ms(init))
         low = rto["min"]
         if low == dflt["min"]:
@@ -445,7 +455,7 @@ def _peer(side: str) -> str:
     return "server" if side == "client" else "client"
 
 
-def realize(s: RealScenario) -> LinuxPlan:
+def realize(s: Resolved) -> LinuxPlan:
     """The plan realising `s` on this kernel, or `RealizeError` naming the field Linux
     cannot set and why."""
     return _Realizer(s).run()

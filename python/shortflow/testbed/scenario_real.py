@@ -3,9 +3,9 @@ resolution (`shortflow._core.resolve_scenario`, the Rust crate `shortflow-scenar
 every default filled in and every value normalised (ns, bytes, bit/s). Nothing here parses
 a scenario: the file, its units and its `--set` overrides are read once, in Rust.
 
-`load` also realises the scenario for this kernel (`realize.realize`): a `RealScenario`
-always carries the `LinuxPlan` the testbed applies, or `load` raises naming the field
-Linux cannot set.
+`load` also realises the scenario for this kernel (`realize.realize`, a module below this
+one: it reads only the resolution and the path): a `RealScenario` always carries the
+`LinuxPlan` the testbed applies, or `load` raises naming the field Linux cannot set.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shortflow import _core
 from shortflow.scenario import Scenario
-
-if TYPE_CHECKING:
-    from shortflow.testbed.realize import LinuxPlan
+from shortflow.testbed.realize import LinuxPlan, realize
 
 NS = 1e9
 
@@ -124,8 +122,6 @@ def load(scenario: str | Path | Scenario, overrides: Iterable[str] = ()) -> Real
     """Resolves a scenario (a file, or a `Scenario` with its overrides) plus `overrides`
     (``key=value``, as ``shortflow simulate --set``) and realises it for this kernel; raises
     `ScenarioError` (a `RealizeError` when the model accepts it and Linux cannot run it)."""
-    from shortflow.testbed.realize import realize
-
     sc = scenario if isinstance(scenario, Scenario) else Scenario.load(Path(scenario))
     extra = tuple(overrides)
     if extra:
