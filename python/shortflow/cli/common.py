@@ -37,6 +37,10 @@ INCOMPLETE = 3
 #: User text longer than this is cut with "…" (a 1 MB key is not echoed whole).
 MAX_TEXT = 200
 
+#: The SCENARIO argument's help, the same for every command that reads one
+#: (`Scenario.load`: a file, or the name of a shipped scenario, from any directory).
+SCENARIO_HELP = "scenario file (TOML), or the name of a shipped one (002-initial-window)"
+
 log = logging.getLogger("shortflow")
 
 

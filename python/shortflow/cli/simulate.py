@@ -10,6 +10,7 @@ import typer
 from shortflow.cli import common
 from shortflow.cli.common import (
     INCOMPLETE,
+    SCENARIO_HELP,
     USAGE,
     check_output_file,
     emit_table,
@@ -63,7 +64,7 @@ def print_connections(result: SimulationResult) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("simulate")
     def simulate_cmd(
-        scenario: Annotated[Path, typer.Argument(help="scenario file (TOML), or the name of a shipped one (002-initial-window)")],
+        scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="override a key: --set path.rtt=100ms")] = None,
         pcap: Annotated[Optional[Path], typer.Option("--pcap", help="write what the capture point saw")] = None,
         json_out: Annotated[Optional[Path], typer.Option("--json", help="write the full report as JSON (- for standard output)")] = None,

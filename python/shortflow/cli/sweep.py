@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import USAGE, emit_table, fail, progress, say
+from shortflow.cli.common import SCENARIO_HELP, USAGE, emit_table, fail, progress, say
 from shortflow.exceptions import ScenarioError
 from shortflow.scenario import Scenario
 
@@ -15,7 +15,7 @@ from shortflow.scenario import Scenario
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
     def sweep_cmd(
-        scenario: Annotated[Path, typer.Argument(help="scenario file (TOML)")],
+        scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
         grid: Annotated[list[str], typer.Option("--grid", help="key=v1,v2,...: one axis of the grid (repeatable)")],
         seeds: Annotated[int, typer.Option("--seeds", help="runs per grid point, seeds 1..K")] = 1,
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="override a key in every run")] = None,

@@ -9,6 +9,7 @@ import typer
 
 from shortflow.cli.common import (
     FAILURE,
+    SCENARIO_HELP,
     USAGE,
     check_output_dir,
     check_output_file,
@@ -78,7 +79,7 @@ def _check_outputs(json_out: Path | None, pcap_dir: Path | None) -> None:
 
 @testbed_app.command("run")
 def run_cmd(
-    scenario: Annotated[Path, typer.Argument(help="Scenario file (TOML).")],
+    scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON here (- for standard output).")] = None,
     pcap_dir: Annotated[Path | None, typer.Option("--pcap-dir", help="Keep the two router captures here.")] = None,
 ) -> None:
@@ -93,7 +94,7 @@ def run_cmd(
 
 @testbed_app.command("plan")
 def plan_cmd(
-    scenario: Annotated[Path, typer.Argument(help="Scenario file (TOML) or a shipped scenario's name.")],
+    scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
     overrides: Annotated[list[str] | None, typer.Option("--set", help="key=value, as for `shortflow simulate`.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the plan as JSON here (- for standard output).")] = None,
 ) -> None:
@@ -145,7 +146,7 @@ def clean_cmd(
 
 @testbed_app.command("compare")
 def compare_cmd(
-    scenario: Annotated[Path, typer.Argument(help="Scenario file (TOML).")],
+    scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
     overrides: Annotated[list[str] | None, typer.Option("--set", help="key=value, as for `shortflow simulate`.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write both results and the verdicts as JSON here (- for standard output).")] = None,
     pcap_dir: Annotated[Path | None, typer.Option("--pcap-dir", help="Keep the real run's captures here.")] = None,
