@@ -30,6 +30,7 @@ from shortflow.units import parse_duration
 ECHO = textwrap.dedent("""
     import socket
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 9000))
+    print("ready", flush=True)
     while True:
         d, a = s.recvfrom(2048); s.sendto(d, a)
 """)
@@ -72,7 +73,10 @@ def delay(rtt_text: str, probes: int = 300) -> None:
         t.set_route("server", [])
         link = Link(t, scenario(rtt))
         link.start()
-        t.spawn("echo", "server", [sys.executable, "-c", ECHO])
+        echo = t.spawn("echo", "server", [sys.executable, "-c", ECHO], stdout=-1)
+        # The first probe waits for the echo's socket: sent earlier (Python starting on the
+        # busy cores) it met a closed port and the probe timed out.
+        assert echo.stdout is not None and echo.stdout.readline().strip() in ("ready", b"ready")
         out = in_ns(t.names.ns("client"), sys.executable, "-c", PROBE, N.SERVER_IP, str(probes), "0.005", timeout=120).stdout
         stats = link.stop()
     err_ms = [(float(x) - rtt) * 1e3 for x in out.split()]

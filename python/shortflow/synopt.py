@@ -104,6 +104,9 @@ class Options:
     rt_priority: int = 10
     #: Copies held at most per source prefix of the initiator (0: no budget).
     prefix_budget: int = DEFAULT_PREFIX_BUDGET
+    #: Make the nftables table with the `nft` command, not owned by the daemon (a SIGKILL
+    #: then leaves it until the next start or `shortflow testbed clean`).
+    unowned_table: bool = False
     extra: list[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -137,6 +140,8 @@ def command(o: Options, exe: str | None = None) -> list[str]:
         args += ["--json-stats", str(o.json_stats)]
     if not o.ipv6:
         args.append("--no-ipv6")
+    if o.unowned_table:
+        args.append("--unowned-table")
     return args + o.extra
 
 

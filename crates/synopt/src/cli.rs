@@ -7,8 +7,11 @@
 //! (refused when another process holds it), creates its table (one transaction), prints
 //! `ready <run id>`. Exit (SIGINT, SIGTERM, SIGHUP, an error): deletes its table and
 //! prints/writes its counters. The rules only copy packets (NFLOG), so a stopped, hung or
-//! killed daemon never delays traffic; SIGKILL leaves the table, which copies to nobody
-//! until the next start or `shortflow testbed clean` deletes it.
+//! killed daemon never delays traffic. The table belongs to the daemon's netlink socket
+//! (libnftables, `flags owner`), so the kernel deletes it even after SIGKILL; where that is
+//! not possible (no libnftables, a kernel before 5.12, `--unowned-table`) a SIGKILL leaves
+//! the table, which copies to nobody until the next start or `shortflow testbed clean`
+//! deletes it.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -95,6 +98,13 @@ struct Args {
     /// document's interface; there is no fail-closed mode.
     #[arg(long, default_value_t = true)]
     fail_open: bool,
+    /// Create the table with the `nft` command, not owned by the daemon: after a SIGKILL it
+    /// stays (copying to nobody) until the next start or `shortflow testbed clean`. By
+    /// default the table belongs to the daemon's netlink socket (libnftables, Linux 5.12+)
+    /// and the kernel deletes it when the daemon dies in any way; without libnftables or on
+    /// an older kernel the daemon falls back to this and says so.
+    #[arg(long)]
+    unowned_table: bool,
 }
 
 fn parse_prefix_lens(s: &str) -> Result<(u8, u8), PrefixLenError> {
@@ -238,7 +248,16 @@ fn run(args: &Args) -> Result<(), RunError> {
         table: RunLock::name(&run_id),
         ipv6,
     };
-    let installed = Installed::install(&params)?;
+    let installed = Installed::install(&params, !args.unowned_table)?;
+    if let Some(why) = installed.unowned() {
+        if !args.unowned_table {
+            eprintln!(
+                "shortflow-synopt: note: table {} is not owned by the daemon ({why}): after a SIGKILL it stays until \
+                 the next start or `shortflow testbed clean`",
+                params.table
+            );
+        }
+    }
     if args.rt_priority > 0 {
         if let Err(e) = sys::go_realtime(args.rt_priority) {
             eprintln!("shortflow-synopt: warning: no real-time priority ({e}); resends may be late under load");
@@ -255,7 +274,7 @@ fn run(args: &Args) -> Result<(), RunError> {
     let head = json!({ "run_id": run_id, "mode": mode.name(), "delay_ms": args.delay_ms, "retries": args.retries,
                        "max_held": args.max_held, "prefix_budget": args.prefix_budget,
                        "prefix_len": [args.prefix_len.0, args.prefix_len.1], "ports": args.ports,
-                       "group": args.group });
+                       "group": args.group, "table_owned": installed.unowned().is_none() });
     let mut d = Daemon {
         mode,
         table: Table::new(config),

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod daemon;
 pub mod error;
+pub mod nftlib;
 pub mod observe;
 pub mod resend;
 pub mod rules;

@@ -1,7 +1,11 @@
 //! The daemon's own nftables table, `inet sf-<runid>-synopt`: which packets are copied to
-//! it. The table is created whole in one `nft -f` transaction and deleted whole with one
+//! it. The table is created whole in one transaction and deleted whole with one
 //! `delete table`, so the host keeps nothing of ours after the daemon exits — no rule, no
-//! chain, not even an empty table — and a half-installed rule set never exists. One `inet`
+//! chain, not even an empty table — and a half-installed rule set never exists. Where
+//! libnftables and the kernel allow it the table is owned by the daemon's netlink socket
+//! (`flags owner`, see `nftlib`), so the kernel deletes it even when the daemon is
+//! SIGKILLed; otherwise it is made with the `nft` command and a killed daemon's table waits
+//! for the next start (`remove_stale`) or `shortflow testbed clean`. One `inet`
 //! table covers IPv4 and IPv6. Its base chains hook at the `mangle` priority (-150); an
 //! accept policy and copy-only rules mean it never changes another table's verdict.
 //!
@@ -12,6 +16,8 @@
 
 use std::io::{self, Write};
 use std::process::{Command, Stdio};
+
+use crate::nftlib::NftLib;
 
 /// Where the daemon runs and which handshake packets it protects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,13 +104,17 @@ pub fn rule_specs(p: &RuleParams) -> Vec<(&'static str, String)> {
     out
 }
 
-/// The `nft -f` script that creates the table whole. `add` + `delete` first: a table of the
-/// same name left by a dead run (ids are taken under the run lock, so it cannot be a live
-/// one) goes in the same transaction.
-pub fn ruleset(p: &RuleParams) -> String {
+/// The `nft -f` script that creates the table whole; `owned`: with `flags owner` (the table
+/// belongs to the socket that runs the script). `add` + `delete` first: a table of the same
+/// name left by a dead run (ids are taken under the run lock, so it cannot be a live one)
+/// goes in the same transaction.
+pub fn ruleset(p: &RuleParams, owned: bool) -> String {
     let specs = rule_specs(p);
     let copy = format!("log group {} snaplen {} queue-threshold 1", p.group, crate::observe::COPY_RANGE);
     let mut s = format!("add table inet {t}\ndelete table inet {t}\ntable inet {t} {{\n", t = p.table);
+    if owned {
+        s += "  flags owner\n";
+    }
     for chain in ["output", "input", "forward"] {
         let rules: Vec<_> = specs.iter().filter(|(c, _)| *c == chain).collect();
         if rules.is_empty() {
@@ -150,28 +160,61 @@ fn nft(args: &[&str], stdin: Option<&str>) -> Result<String, NftError> {
     }
 }
 
-/// The installed table; deleted when dropped (normal exit, error, panic unwinding).
-#[derive(Debug)]
+/// The installed table; deleted when dropped (normal exit, error, panic unwinding) — and,
+/// when owned, by the kernel when the process dies.
 pub struct Installed {
     table: Option<String>,
     rules: usize,
+    /// The libnftables context whose socket owns the table (None: made with `nft`).
+    owner: Option<NftLib>,
+    /// Why the table is not owned (None when it is).
+    unowned: Option<String>,
 }
 
 impl Installed {
-    /// Creates the table of `p` in one transaction: all of it, or nothing.
-    pub fn install(p: &RuleParams) -> Result<Installed, NftError> {
-        nft(&["-f", "-"], Some(&ruleset(p)))?;
-        Ok(Installed { table: Some(p.table.clone()), rules: rule_specs(p).len() })
+    /// Creates the table of `p` in one transaction: all of it, or nothing. Owned by this
+    /// process when `owned` is asked and libnftables and the kernel allow it; else with the
+    /// `nft` command ([`Installed::unowned`] says why).
+    pub fn install(p: &RuleParams, owned: bool) -> Result<Installed, NftError> {
+        let why = if !owned {
+            "--unowned-table".to_string()
+        } else {
+            match NftLib::open() {
+                Ok(mut lib) => match lib.run(&ruleset(p, true)) {
+                    Ok(()) => {
+                        return Ok(Installed { table: Some(p.table.clone()), rules: rule_specs(p).len(), owner: Some(lib), unowned: None })
+                    }
+                    // An old kernel (before 5.12) or nft refuses `flags owner`; any other
+                    // fault shows again below, from the command.
+                    Err(e) => format!("libnftables refused an owned table: {e}"),
+                },
+                Err(e) => format!("no libnftables: {e}"),
+            }
+        };
+        nft(&["-f", "-"], Some(&ruleset(p, false)))?;
+        Ok(Installed { table: Some(p.table.clone()), rules: rule_specs(p).len(), owner: None, unowned: Some(why) })
     }
 
     pub fn count(&self) -> usize {
         self.rules
     }
 
-    /// Deletes the table (once more on failure: a signal sent to our whole process group,
-    /// as `timeout` does, may have hit the first nft child).
+    /// Why the table is not owned by this process (None: it is, and dies with it).
+    pub fn unowned(&self) -> Option<&str> {
+        self.unowned.as_deref()
+    }
+
+    /// Deletes the table. Owned: through its own socket (no other may), then the socket
+    /// closes, which deletes it too should the command have failed. Else with `nft` (once
+    /// more on failure: a signal sent to our whole process group, as `timeout` does, may
+    /// have hit the first nft child).
     pub fn remove(&mut self) -> Result<(), NftError> {
         let Some(t) = self.table.take() else { return Ok(()) };
+        if let Some(mut lib) = self.owner.take() {
+            let r = lib.run(&format!("delete table inet {t}\n"));
+            drop(lib);
+            return r.map_err(|stderr| NftError::Failed { command: format!("delete table inet {t} (libnftables)"), stderr });
+        }
         let args = ["delete", "table", "inet", t.as_str()];
         nft(&args, None).or_else(|_| nft(&args, None)).map(drop)
     }
@@ -237,8 +280,9 @@ mod tests {
             ("output", "tcp dport { 80, 8080 } tcp flags & (syn | ack | rst) == syn meta mark != 0x5f0e".to_string())
         );
         assert!(specs[1..].iter().all(|(c, _)| *c == "input"));
-        let text = ruleset(&params(Mode::Client));
-        assert!(text.starts_with("add table inet sf-abc123-synopt\ndelete table inet sf-abc123-synopt\n"));
+        let text = ruleset(&params(Mode::Client), false);
+        assert!(text.starts_with("add table inet sf-abc123-synopt\ndelete table inet sf-abc123-synopt\ntable inet sf-abc123-synopt {\n  chain"));
+        assert!(ruleset(&params(Mode::Client), true).contains("table inet sf-abc123-synopt {\n  flags owner\n  chain output {"));
         assert!(text.contains("type filter hook output priority mangle; policy accept;"));
         assert!(text.contains("log group 7100 snaplen 65535 queue-threshold 1"));
         assert!(!text.contains("chain forward"), "no empty chains");
@@ -270,9 +314,11 @@ mod tests {
             return;
         }
         for mode in [Mode::Client, Mode::Server, Mode::Router] {
-            let text = ruleset(&params(mode));
-            let r = nft(&["-c", "-f", "-"], Some(&text));
-            assert!(r.is_ok(), "{mode:?}: {r:?}\n{text}");
+            for owned in [false, true] {
+                let text = ruleset(&params(mode), owned);
+                let r = nft(&["-c", "-f", "-"], Some(&text));
+                assert!(r.is_ok(), "{mode:?}: {r:?}\n{text}");
+            }
         }
     }
 

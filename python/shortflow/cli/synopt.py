@@ -54,10 +54,11 @@ def register(app: typer.Typer) -> None:
         fail_open: Annotated[bool, typer.Option("--fail-open", help="traffic flows when the daemon is dead, hung or overloaded: the default and only behaviour (rules only copy packets)")] = True,
         as_json: Annotated[bool, typer.Option("--json", help="with status: print JSON")] = False,
         rt_priority: Annotated[int, typer.Option("--rt-priority", help="SCHED_FIFO priority of the daemon (0: normal priority)")] = 10,
+        unowned_table: Annotated[bool, typer.Option("--unowned-table", help="make the nftables table with the nft command, not owned by the daemon: a SIGKILL then leaves it until the next start or `shortflow testbed clean`")] = False,
     ) -> None:
         """Resend a lost SYN or SYN/ACK after DELAY_MS instead of the kernel's 1 s (needs root).
 
-        Fail-open: the rules in the daemon's own nftables table (inet sf-<run id>-synopt) only copy packets (NFLOG), so traffic flows if the daemon hangs or dies; it deletes its whole table on SIGINT/SIGTERM, and its next start or `shortflow testbed clean` deletes that of a killed daemon.
+        Fail-open: the rules in the daemon's own nftables table (inet sf-<run id>-synopt) only copy packets (NFLOG), so traffic flows if the daemon hangs or dies; it deletes its whole table on SIGINT/SIGTERM, and the table belongs to the daemon's netlink socket (Linux 5.12+, libnftables), so the kernel deletes it when the daemon is killed; without that (or with --unowned-table) its next start or `shortflow testbed clean` deletes a killed daemon's table.
         """
         from shortflow import synopt
 
@@ -78,7 +79,8 @@ def register(app: typer.Typer) -> None:
                 raise SynoptError("choose exactly one of -c (client), -s (server), --router")
             o = synopt.Options(delay_ms=synopt.parse_delay_ms(delay), retries=retries, mode=modes[0],
                                ports=synopt.parse_ports(ports), json_stats=json_stats, max_held=max_held,
-                               group=group, ipv6=not no_ipv6, rt_priority=rt_priority, prefix_budget=prefix_budget)
+                               group=group, ipv6=not no_ipv6, rt_priority=rt_priority, prefix_budget=prefix_budget,
+                               unowned_table=unowned_table)
             synopt.exec_daemon(o)
         except (SynoptError, PrivilegeError) as e:
             fail(e, FAILURE if isinstance(e, synopt.DaemonMissing) else USAGE)

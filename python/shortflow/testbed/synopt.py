@@ -56,7 +56,8 @@ class SynoptDaemon:
         return synopt_rules(self.topo.names.ns(self.role))
 
     def kill(self) -> None:
-        """SIGKILL: the daemon cannot remove its rules (they stay, fail-open)."""
+        """SIGKILL: the daemon cannot remove its rules; the kernel deletes its table when it
+        owns it, else they stay (copying to nobody) until the next start or `testbed clean`."""
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait(timeout=10)
