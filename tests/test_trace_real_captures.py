@@ -115,7 +115,7 @@ def _tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 18
+    assert len(FILES) == 19
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -201,6 +201,25 @@ def test_syns_refused_by_icmpv6_are_tries_that_ended(tmp_path):
     # Its BGP sessions (port 179) started before the capture: no handshake, not a failure.
     bgp = [r for r in _rows(a) if r["server_port"] == 179]
     assert bgp and all(r["handshake"] == "not_seen" for r in bgp)
+
+
+@needs_tshark
+def test_a_try_refused_by_icmpv6_but_resent_on_the_timer_stays_one_try(tmp_path):
+    # suricata-verify ipv6-evasion/ipv6-kill-router-gateway/kill_router6.pcap: a macOS host
+    # (window 65535, options MSS,NOP,WS,NOP,NOP,TS,SACK_PERM,EOL; an ECN SYN first, then
+    # without ECN) connects to port 443 twice; 2001:db8:1::3 answers every SYN with an
+    # ICMPv6 no-route. BSD takes that as a soft error in SYN-SENT (tcp_notify), so the
+    # second try is resent on its timer 1.02 s, 1.02 s and 1.00 s later and refused each
+    # time: five ICMPv6 messages, two tries refused by ICMP, three SYN retransmissions, as
+    # tshark says too (the ICMP does not cause them; the timer does).
+    path = DATA / "sv-kill-router6-icmpv6-retries.pcap"
+    a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
+    assert _tshark_count(path, tmp_path, "icmpv6.type==1 and tcp.flags.syn==1") == 5
+    assert len(ts.icmp_refused) == a.raw_summary["refused_icmp"] == 2
+    assert a.raw_summary["syn"]["retransmissions"] == ts.syn_retransmissions == 3
+    resent = [r for r in _rows(a) if r["syn_count"] > 1]
+    assert [(r["client_port"], r["syn_count"], r["handshake"], r["syn_ladder"]) for r in resent] == \
+        [(54114, 4, "refused_icmp", "linux_linear|bsd")]
 
 
 @needs_tshark
