@@ -289,13 +289,13 @@ def _tshark_copies(path: Path, tmp: Path) -> int:
 @needs_tshark
 @pytest.mark.parametrize(("name", "copies", "tshark_retx"), [
     # arkime mongo.pcap: the capture sees the clients' packets on both sides of a router:
-    # each SYN and handshake ACK twice, 6-16 µs apart, same IP ID, TTL 63 then 62; one
+    # each SYN and handshake ACK twice, 6-60 µs apart, same IP ID, TTL 63 then 62; one
     # server's SYN/ACK twice 45 µs apart at TTL 61 then 60 with IP ID 0 (Linux sets no ID
     # on a SYN/ACK with DF). tshark calls the SYN and SYN/ACK copies retransmissions (4)
     # and the ACK copies duplicate ACKs; a sender's own repeat would carry a new IP ID, or
     # its own TTL: these are the capture's copies.
     ("arkime-mongo-router-duplicates.pcap", 7, 4),
-    # arkime smb-smb1-ascii.pcap: a Windows XP client's SYN twice, 188 µs apart, same IP ID
+    # arkime smb-smb1-ascii.pcap: a Windows client's SYN twice, 188 µs apart, same IP ID
     # 0x5d1e and TTL 128, and the server's SYN/ACK twice 67 µs apart (ID 0x67b3): a SPAN
     # port that copies both directions. tshark calls both second copies retransmissions.
     ("arkime-smb1-bridge-duplicates.pcap", 2, 2),
