@@ -98,7 +98,7 @@ mutants: build
 # Each parser's fuzz target (pcap, pcapng, scenario files) for FUZZ_SECONDS, starting from the committed seeds.
 fuzz:
 	cargo install -q cargo-fuzz
-	cd crates/trace/fuzz && for t in read_pcap read_pcapng; do \
+	cd crates/trace/fuzz && for t in read_pcap read_pcapng decode_icmp; do \
 	  mkdir -p corpus/$$t && cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=8192 || exit 1; \
 	done
 	cd crates/sim/fuzz && mkdir -p corpus/scenario && \

@@ -1,9 +1,14 @@
 """The analyzer on public captures of real hosts, beside tshark.
 
-The captures come from PcapPlusPlus (public domain, The Unlicense), commit
-200853b3a0b5ea2c443d6bee1a67f9c9c67b8f1b; tests/data/real/SOURCES.md names each file's path
-there. Every one must be read to its end without error; the data retransmissions agree
-with tshark's expert analysis wherever tshark is right, and the tests say where it is not.
+The captures come from three repositories; tests/data/real/SOURCES.md names each file's
+repository, commit, path and licence:
+- PcapPlusPlus (public domain, The Unlicense), commit 200853b3a0b5ea2c443d6bee1a67f9c9c67b8f1b;
+- arkime/arkime (Apache-2.0), commit 2d2f3678796bcedc6655a276f476b7ddd457f3f2 (files `arkime-*`);
+- OISF/suricata-verify (MIT), commit 10a45e4bad6d29d0f1239d93119ea24e1bbdab19 (files `sv-*`).
+Every one must be read to its end without error; the data retransmissions and the handshake
+classes (refusals by RST and by ICMP, SYN ladders, retries after a RST, capture duplicates,
+Fast Open) agree with what tshark's fields show wherever tshark is right, and the tests say
+where it is not and why, from the packets.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import gzip
 import shutil
 import subprocess
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -28,19 +35,87 @@ TSHARK_RETX = (
 )
 
 
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (make deps installs it)")
+
+
+def _plain(path: Path, tmp: Path) -> Path:
+    if path.suffix != ".gz":
+        return path
+    plain = tmp / path.stem
+    with gzip.open(path) as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return plain
+
+
+def _tshark_fields(path: Path, tmp: Path, fields: list[str], display_filter: str = "") -> list[list[str]]:
+    cmd = ["tshark", "-r", str(_plain(path, tmp)), "-T", "fields", "-E", "occurrence=f"]
+    if display_filter:
+        cmd += ["-Y", display_filter]
+    for f in fields:
+        cmd += ["-e", f]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+    return [line.split("\t") for line in r.stdout.splitlines()]
+
+
 def _tshark_count(path: Path, tmp: Path, display_filter: str) -> int:
-    if path.suffix == ".gz":
-        plain = tmp / path.stem
-        with gzip.open(path) as src, plain.open("wb") as dst:
-            shutil.copyfileobj(src, dst)
-        path = plain
-    r = subprocess.run(["tshark", "-r", str(path), "-Y", display_filter, "-T", "fields", "-e", "frame.number"],
-                       capture_output=True, text=True, timeout=120, check=True)
-    return len(r.stdout.split())
+    return len(_tshark_fields(path, tmp, ["frame.number"], display_filter))
+
+
+@dataclass
+class TsharkHandshakes:
+    """What tshark's own fields say of the handshakes in a capture, read without our code."""
+
+    #: SYNs (without ACK) tshark flags `tcp.analysis.retransmission`, and SYN/ACKs likewise.
+    syn_retransmissions: int = 0
+    synack_retransmissions: int = 0
+    #: Quoted (client port, server port) of every ICMP / ICMPv6 destination unreachable
+    #: whose quoted TCP header is a SYN: the tries refused by ICMP.
+    icmp_refused: set[tuple[str, str]] = field(default_factory=set)
+    #: tcp.stream numbers with a SYN, no SYN/ACK and a RST from the other side.
+    rst_refused: set[str] = field(default_factory=set)
+    #: Client SYNs sent in such a stream after its first RST.
+    syns_after_rst: int = 0
+    #: tcp.stream numbers whose SYN carries data or a Fast Open option (request or cookie).
+    fast_open: set[str] = field(default_factory=set)
+    #: tcp.stream -> times (s) of the client's SYNs, first one included.
+    syn_times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+
+def _tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
+    fields = ["tcp.stream", "frame.time_epoch", "tcp.srcport", "tcp.dstport", "tcp.flags.syn", "tcp.flags.ack",
+              "tcp.flags.reset", "tcp.len", "tcp.analysis.retransmission", "tcp.options.tfo.request",
+              "tcp.options.tfo.cookie", "icmp.type", "icmpv6.type"]
+    out = TsharkHandshakes()
+    answered: set[str] = set()
+    rst_seen: set[str] = set()
+    client_port: dict[str, str] = {}
+    for stream, t, sport, dport, syn, ack, rst, tcp_len, retx, tfo_req, tfo_cookie, icmp4, icmp6 in _tshark_fields(
+            path, tmp, fields, "tcp or icmp.type==3 or icmpv6.type==1"):
+        syn, ack, rst = syn in ("1", "True"), ack in ("1", "True"), rst in ("1", "True")
+        if icmp4 or icmp6:
+            # tshark dissects the TCP header the message quotes (RFC 792 / RFC 4443 3.1).
+            if (icmp4 == "3" or icmp6 == "1") and syn and not ack:
+                out.icmp_refused.add((sport, dport))
+            continue
+        if syn and not ack:
+            client_port.setdefault(stream, sport)
+            out.syn_times[stream].append(float(t))
+            out.syn_retransmissions += bool(retx)
+            if stream in rst_seen and stream not in answered:
+                out.syns_after_rst += 1
+            if tfo_req or tfo_cookie or (tcp_len and int(tcp_len) > 0):
+                out.fast_open.add(stream)
+        elif syn and ack:
+            answered.add(stream)
+            out.synack_retransmissions += bool(retx)
+        elif rst and stream in client_port and sport != client_port[stream] and stream not in answered:
+            rst_seen.add(stream)
+            out.rst_refused.add(stream)
+    return out
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 11
+    assert len(FILES) == 19
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -56,7 +131,7 @@ def test_every_capture_reads_without_error_and_adds_up(path):
     assert max(abs(total - dur), default=0.0) < 1e-6
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (make deps installs it)")
+@needs_tshark
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_data_retransmissions_agree_with_tshark(path, tmp_path):
     s = shortflow.analyze(path).raw_summary
@@ -90,3 +165,164 @@ def test_handshakes_and_rtt_of_clean_streams():
     assert a.vantage == "client"
     rtt = a.table.column("handshake_rtt_s").to_pylist()
     assert all(0 < r < 1 for r in rtt)
+
+
+def _rows(a) -> list[dict]:
+    return a.table.to_pylist()
+
+
+@needs_tshark
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_refusals_and_fast_open_agree_with_tshark(path, tmp_path):
+    # On every capture: tries refused by ICMP (the quoted SYN's ports), tries refused by a
+    # RST, the SYNs resent after that RST and Fast Open SYNs, each counted from tshark's
+    # own fields, equal the analyzer's.
+    a = shortflow.analyze(path)
+    s, ts = a.raw_summary, _tshark_handshakes(path, tmp_path)
+    icmp = {(str(r["client_port"]), str(r["server_port"])) for r in _rows(a) if r["handshake"] == "refused_icmp"}
+    assert icmp == ts.icmp_refused
+    assert s["refused_icmp"] == len(ts.icmp_refused)
+    assert s["refused_rst"] == len(ts.rst_refused)
+    assert s["syn_retries_after_rst"] == ts.syns_after_rst
+    assert s["fast_open"] == len(ts.fast_open)
+
+
+@needs_tshark
+def test_syns_refused_by_icmpv6_are_tries_that_ended(tmp_path):
+    # arkime ospf.pcap: a Linux host (2001:bef::a00:27ff:fe0d:5c3c) opens 17 connections to
+    # port 80 of web servers; its router 2001:bef::2 answers each SYN with an ICMPv6
+    # destination unreachable, code 0 "no route to destination" (RFC 4443 3.1). Linux ends
+    # the connect on it (tcp_v6_err: tcp_done_with_error in SYN-SENT), so no SYN is resent.
+    path = DATA / "arkime-ospf-icmpv6-no-route.pcap"
+    a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
+    assert len(ts.icmp_refused) == 17
+    assert a.raw_summary["refused_icmp"] == a.raw_summary["unsuccessful"] == 17
+    assert a.raw_summary["syn"]["retransmissions"] == ts.syn_retransmissions == 0
+    # Its BGP sessions (port 179) started before the capture: no handshake, not a failure.
+    bgp = [r for r in _rows(a) if r["server_port"] == 179]
+    assert bgp and all(r["handshake"] == "not_seen" for r in bgp)
+
+
+@needs_tshark
+def test_a_try_refused_by_icmpv6_but_resent_on_the_timer_stays_one_try(tmp_path):
+    # suricata-verify ipv6-evasion/ipv6-kill-router-gateway/kill_router6.pcap: a macOS host
+    # (window 65535, options MSS,NOP,WS,NOP,NOP,TS,SACK_PERM,EOL; an ECN SYN first, then
+    # without ECN) connects to port 443 twice; 2001:db8:1::3 answers every SYN with an
+    # ICMPv6 no-route. BSD takes that as a soft error in SYN-SENT (tcp_notify), so the
+    # second try is resent on its timer 1.02 s, 1.02 s and 1.00 s later and refused each
+    # time: five ICMPv6 messages, two tries refused by ICMP, three SYN retransmissions, as
+    # tshark says too (the ICMP does not cause them; the timer does).
+    path = DATA / "sv-kill-router6-icmpv6-retries.pcap"
+    a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
+    assert _tshark_count(path, tmp_path, "icmpv6.type==1 and tcp.flags.syn==1") == 5
+    assert len(ts.icmp_refused) == a.raw_summary["refused_icmp"] == 2
+    assert a.raw_summary["syn"]["retransmissions"] == ts.syn_retransmissions == 3
+    resent = [r for r in _rows(a) if r["syn_count"] > 1]
+    assert [(r["client_port"], r["syn_count"], r["handshake"], r["syn_ladder"]) for r in resent] == \
+        [(54114, 4, "refused_icmp", "linux_linear|bsd")]
+
+
+@needs_tshark
+def test_syns_resent_after_a_rst_are_one_refused_try_not_retransmissions(tmp_path):
+    # suricata-verify rdp-protocol/RDP-003.pcap: the RDP server 10.226.29.74 (Windows, TTL
+    # 128 one hop away) connects back to port 2998 of the client, which answers RST|ACK;
+    # the server sends the same SYN (same ISN 1293312473) again 0.484 s and 0.504 s later,
+    # refused each time. tshark flags the two repeats "(suspected) retransmission"; they are
+    # not: a retransmission answers silence on the RTO ladder (3 s for this stack), these
+    # answer a refusal within half a second. The analyzer is right: one try, refused by
+    # RST, two retries after the refusal, no SYN retransmission.
+    path = DATA / "sv-rdp-003-rst-retries.pcap"
+    a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
+    assert (ts.syn_retransmissions, len(ts.rst_refused), ts.syns_after_rst) == (2, 1, 2)
+    s = a.raw_summary
+    assert (s["refused_rst"], s["syn_retries_after_rst"], s["syn"]["retransmissions"]) == (1, 2, 0)
+    assert (s["connection_tries"], s["successful"]) == (2, 1)
+    refused = [r for r in _rows(a) if r["handshake"] == "refused_rst"]
+    assert [(r["client_port"], r["server_port"], r["syn_count"], r["syn_retries_after_rst"]) for r in refused] == \
+        [(3955, 2998, 1, 2)]
+
+
+@needs_tshark
+@pytest.mark.parametrize(("name", "ladder", "handshake"), [
+    # suricata-verify sip-method/sip.pcap: a Windows XP host (TTL 128) tries ports 445 and
+    # 139 of 147.137.21.94, never answered: SYNs 2.92 s and 6.01 s apart, Windows' 3 s
+    # initial RTO doubled (RFC 2988's ladder); two gaps cannot tell the two apart.
+    ("sv-sip-never-answered-ladder.pcap", "rfc2988|windows_3s", "never_answered"),
+    # suricata-verify smb2-delete/input.pcap: a macOS client (per its README) resends its
+    # SYN after 1.001 s and 1.000 s, answered after the third: BSD's 1 s repeated (Linux
+    # with tcp_syn_linear_timeouts repeats it too; two gaps cannot tell them apart).
+    ("sv-smb2-delete-linear-ladder.pcap", "linux_linear|bsd", "answered"),
+])
+def test_syn_ladders_agree_with_tshark(name, ladder, handshake, tmp_path):
+    path = DATA / name
+    a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
+    assert a.raw_summary["syn"]["retransmissions"] == ts.syn_retransmissions > 0
+    laddered = [r for r in _rows(a) if r["syn_count"] > 1]
+    assert laddered
+    tshark_gaps = sorted([round(b - a_, 6) for a_, b in zip(t, t[1:])] for t in ts.syn_times.values() if len(t) > 1)
+    assert sorted([round(g, 6) for g in r["syn_gaps_s"]] for r in laddered) == tshark_gaps
+    for r in laddered:
+        assert (r["syn_ladder"], r["handshake"]) == (ladder, handshake)
+        assert "outside" not in r["syn_gap_class"]
+
+
+def _tshark_copies(path: Path, tmp: Path) -> int:
+    """Packets tshark shows twice: same stream, direction, sequence and acknowledgment
+    numbers, flags, length and IP ID (non-zero, or zero with TTLs one apart) as the
+    previous packet that way, TTL equal or one lower, within 1 ms."""
+    fields = ["tcp.stream", "frame.time_epoch", "tcp.srcport", "tcp.seq_raw", "tcp.ack_raw", "tcp.flags",
+              "tcp.len", "ip.id", "ip.ttl", "ipv6.hlim"]
+    last: dict[tuple[str, str], tuple] = {}
+    copies = 0
+    for stream, t, sport, *headers, ip_id, ttl, hlim in _tshark_fields(path, tmp, fields, "tcp and not icmp"):
+        key, now = (stream, sport), (float(t), tuple(headers), ip_id, int(ttl or hlim))
+        prev = last.get(key)
+        has_id = bool(ip_id) and int(ip_id, 16) != 0
+        if prev and prev[1] == now[1] and prev[2] == ip_id and now[0] - prev[0] <= 1e-3 and (
+                (has_id and prev[3] == now[3]) or abs(prev[3] - now[3]) == 1):
+            copies += 1
+            continue  # a third copy is compared with the first
+        last[key] = now
+    return copies
+
+
+@needs_tshark
+@pytest.mark.parametrize(("name", "copies", "tshark_retx"), [
+    # arkime mongo.pcap: the capture sees the clients' packets on both sides of a router:
+    # each SYN and handshake ACK twice, 6-60 µs apart, same IP ID, TTL 63 then 62; one
+    # server's SYN/ACK twice 45 µs apart at TTL 61 then 60 with IP ID 0 (Linux sets no ID
+    # on a SYN/ACK with DF). tshark calls the SYN and SYN/ACK copies retransmissions (4)
+    # and the ACK copies duplicate ACKs; a sender's own repeat would carry a new IP ID, or
+    # its own TTL: these are the capture's copies.
+    ("arkime-mongo-router-duplicates.pcap", 7, 4),
+    # arkime smb-smb1-ascii.pcap: a Windows client's SYN twice, 188 µs apart, same IP ID
+    # 0x5d1e and TTL 128, and the server's SYN/ACK twice 67 µs apart (ID 0x67b3): a SPAN
+    # port that copies both directions. tshark calls both second copies retransmissions.
+    ("arkime-smb1-bridge-duplicates.pcap", 2, 2),
+])
+def test_capture_duplicates_are_not_retransmissions(name, copies, tshark_retx, tmp_path):
+    path = DATA / name
+    a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
+    assert ts.syn_retransmissions + ts.synack_retransmissions == tshark_retx
+    assert _tshark_copies(path, tmp_path) == copies
+    s = a.raw_summary
+    assert s["capture_duplicates"] == copies
+    assert s["syn"]["retransmissions"] == s["synack"]["retransmissions"] == 0
+    assert all(r["syn_count"] == r["synack_count"] == 1 for r in _rows(a))
+    assert s["connection_tries"] == s["successful"]
+
+
+@needs_tshark
+def test_fast_open_connections_are_understood(tmp_path):
+    # suricata-verify tcp-fastopen-01/tfo.pcap (Linux to Linux): the first SYN asks for a
+    # cookie (empty TFO option), the second carries it and 86 bytes of request, which the
+    # server's SYN/ACK acknowledges (RFC 7413 section 3). Both are Fast Open SYNs; both
+    # handshakes are answered and the data on the SYN is not a retransmission.
+    path = DATA / "sv-tcp-fastopen.pcap"
+    a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
+    assert len(ts.fast_open) == 2
+    rows = _rows(a)
+    assert [r["fast_open"] for r in rows] == [True, True]
+    assert [r["handshake"] for r in rows] == ["answered", "answered"]
+    s = a.raw_summary
+    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0

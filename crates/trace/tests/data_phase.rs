@@ -193,6 +193,40 @@ fn capture_duplicates_are_counted_apart() {
 }
 
 #[test]
+fn copies_with_the_same_ip_id_or_one_hop_apart_are_capture_duplicates() {
+    // A SPAN port's copy 190 µs after the original with the same IP ID (arkime's
+    // smb-smb1-ascii.pcap), and a SYN/ACK without an IP ID seen on both sides of a router
+    // (TTL 61, then 60, 45 µs later: arkime's mongo.pcap). Neither is a retransmission.
+    let syn = seg(true, 100, 0, S, 0);
+    let synack = seg(false, 5000, 101, S | A, 0);
+    let id = |ip_id, ttl| SegmentExtra { ip_id, ttl, ..x() };
+    let v = [
+        (0, syn, id(0x5d1e, 128)),
+        (190_000, syn, id(0x5d1e, 128)),
+        (50 * MS, synack, id(0, 61)),
+        (50 * MS + 45_000, synack, id(0, 60)),
+        (51 * MS, seg(true, 101, 5001, A, 0), id(0x5d1f, 255)),
+        (51 * MS + 10_000, seg(true, 101, 5001, A, 0), id(0x5d1f, 0)),
+    ];
+    let (t, s) = analyze("span.pcap", &v);
+    assert_eq!((t.capture_duplicates[0], t.syn_count[0], t.synack_count[0]), (2, 1, 1));
+    assert_eq!((s.syn.retransmissions, s.synack.retransmissions), (0, 0));
+    // TTL 255 and 0 are not one hop apart (and must not overflow): two packets.
+    assert_eq!(t.packets_c2s[0], 3);
+
+    // The same IP ID 2 ms later, or an ID-less SYN/ACK repeated at the same TTL (a server
+    // answering a repeated SYN), are the sender's own: counted, not dropped as copies.
+    let v = [
+        (0, syn, id(0x5d1e, 128)),
+        (2 * MS, syn, id(0x5d1e, 128)),
+        (50 * MS, synack, id(0, 61)),
+        (50 * MS + 45_000, synack, id(0, 61)),
+    ];
+    let (t, _) = analyze("own.pcap", &v);
+    assert_eq!((t.capture_duplicates[0], t.syn_count[0], t.synack_count[0]), (0, 2, 2));
+}
+
+#[test]
 fn syn_retries_after_a_rst_stay_one_refused_try() {
     let mut v = vec![];
     for k in 0..4u64 {

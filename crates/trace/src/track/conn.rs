@@ -91,6 +91,13 @@ struct Fingerprint {
 /// A packet recorded twice (capture on both sides of a bridge or router, or by two
 /// interfaces) is at most this far from its first copy.
 pub const DUPLICATE_WINDOW_NS: u64 = 100_000;
+/// ... or this far when both copies carry the same non-zero IP ID: a sender numbers every
+/// datagram it sends (Linux `ip_select_ident_segs`, Windows' global counter), so its own
+/// repeat carries a new ID, and the window only guards against the ID wrapping. Real
+/// captures of a SPAN port show copies 190 µs apart (arkime's smb-smb1-ascii.pcap,
+/// http-post-upload.pcap), and 1 ms stays far below a TLP (10 ms floor,
+/// `tcp_schedule_loss_probe`) or a SYN's RTO (1 s).
+pub const DUPLICATE_WINDOW_SAME_ID_NS: u64 = 1_000_000;
 
 /// Welford's running mean and variance of the RTT samples (ns).
 #[derive(Debug, Clone, Copy, Default)]
@@ -371,17 +378,22 @@ impl Conn {
         };
         let last = self.last_fp[dir];
         self.last_fp[dir] = fp;
-        // Same headers and IP ID within 100 µs, TTL equal or one lower (both sides of a
-        // router). Without an IP ID (IPv6, or ID 0) only data counts: identical pure ACKs
-        // are legitimately sent in pairs (duplicate ACKs), and a server may answer a
-        // repeated SYN the instant its own timer repeats the SYN/ACK; data is never
-        // retransmitted within 100 µs (the minimum RTO is 200 ms, a TLP ≥ 10 ms).
-        let distinctive = extra.ip_id != 0 || seg.payload_len > 0;
+        // Same headers and IP ID within 100 µs (1 ms with a non-zero ID), TTL equal or
+        // one lower (both sides of a router). Without an IP ID (IPv6, or ID 0) only data
+        // or a TTL one apart counts: identical pure ACKs are legitimately sent in pairs
+        // (duplicate ACKs), and a server may answer a repeated SYN the instant its own
+        // timer repeats the SYN/ACK, but a sender's own repeat leaves with its own TTL, so
+        // copies one hop apart are the capture's (arkime's mongo.pcap: a Linux SYN/ACK
+        // with ID 0 at TTL 61 and 60, 45 µs apart); data is never retransmitted within
+        // 100 µs (the minimum RTO is 200 ms, a TLP ≥ 10 ms).
+        let one_hop = fp.ttl.checked_add(1) == Some(last.ttl) || last.ttl.checked_add(1) == Some(fp.ttl);
+        let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop;
+        let window = if extra.ip_id != 0 { DUPLICATE_WINDOW_SAME_ID_NS } else { DUPLICATE_WINDOW_NS };
         let same = Fingerprint { ts: last.ts, ttl: last.ttl, ..fp } == last;
         let dup = same
             && distinctive
-            && ts.saturating_sub(last.ts) <= DUPLICATE_WINDOW_NS
-            && (fp.ttl == last.ttl || fp.ttl + 1 == last.ttl || last.ttl + 1 == fp.ttl)
+            && ts.saturating_sub(last.ts) <= window
+            && (fp.ttl == last.ttl || one_hop)
             && self.packets[dir] > 0;
         if dup {
             self.last_fp[dir] = last; // a third copy is compared with the first
