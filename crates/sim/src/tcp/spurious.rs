@@ -76,6 +76,9 @@ pub struct LossAck {
     pub dup: bool,
     /// New data can go: unsent data, and the peer's window has room beyond SND.MAX.
     pub can_send_new: bool,
+    /// The SACK-enhanced algorithm (RFC 5682 section 3) runs: duplicate ACKs before the
+    /// first new ACK only update the scoreboard.
+    pub sack: bool,
 }
 
 /// The sender's state when its retransmission timer fired, before the window is reduced.
@@ -201,7 +204,13 @@ impl Frto {
                     Verdict::Genuine
                 }
             }
-            // Step 2a: a duplicate ACK, or everything up to "recover" acknowledged.
+            // Section 3.1 step 2: "If duplicate ACKs arrive before the cumulative
+            // acknowledgment for retransmitted data, adjust the scoreboard according to the
+            // incoming SACK information. Stay in step 2" (Linux tcp_process_loss likewise acts
+            // on neither a SACK nor a dupack while snd_nxt <= high_seq).
+            Step::AfterRto if a.sack && !a.advanced => Verdict::None,
+            // Step 2a: a duplicate ACK (section 2 only), or everything up to "recover"
+            // acknowledged.
             Step::AfterRto if a.dup || a.ack >= self.recover => {
                 self.stop();
                 Verdict::Genuine
@@ -281,6 +290,7 @@ impl Tcb {
             orig_acked: orig_xmit.is_some_and(|t| self.frto.is_original(t)),
             dup: sacked_new || !advanced,
             can_send_new: self.frto_can_send_new(),
+            sack: true,
         };
         if self.frto.on_ack(&a) == Verdict::Spurious {
             self.frto_undo(acked);
@@ -298,7 +308,7 @@ impl Tcb {
         // Without SACK, data not retransmitted is acknowledged when the ACK passes the
         // go-back-N point (step 2), or advances at all once new data went (step 3b).
         let orig_acked = advanced && (self.frto.step == Step::NewDataSent || self.snd_una > prior_nxt);
-        let a = LossAck { advanced, ack: self.snd_una, orig_acked, dup, can_send_new: self.frto_can_send_new() };
+        let a = LossAck { advanced, ack: self.snd_una, orig_acked, dup, can_send_new: self.frto_can_send_new(), sack: false };
         let was_new = self.frto.step == Step::NewDataSent;
         match self.frto.on_ack(&a) {
             Verdict::Spurious => self.frto_undo(self.snd_una - prior_una),

@@ -152,3 +152,59 @@ fn without_new_data_frto_falls_back_to_conventional_recovery() {
         assert_eq!(s.stats.spurious_timeouts, 0, "{kind}: F-RTO stopped at the first ACK");
     }
 }
+
+/// The RFC profile with SACK: the SACK-enhanced F-RTO (RFC 5682 section 3) on the SACK
+/// sender, RFC 6675 recovery, no RACK (document 004's ns-2 set-up).
+fn sack_stack(spurious: &str) -> Rc<StackConfig> {
+    let mut cfg = (*stack("rfc6298", spurious)).clone();
+    cfg.sack = true;
+    cfg.recovery = "rfc6675".to_string();
+    cfg.rack = false;
+    Rc::new(cfg)
+}
+
+/// A spurious timeout whose first ACKs are duplicates: segment 1 of the first window is
+/// reordered behind segments 2-5 (1 ms late) and segments 6-10 come 2 ms late, so the
+/// client answers with four SACKs of 2-5, then the ACK of 1-5, then the ACKs of 6-10; a
+/// delay spike holds all of them until 40 ms after the RTO fired.
+fn reordered_spike(cfg: Rc<StackConfig>) -> Wire {
+    let mut w = Wire::new(cfg, ONE_WAY, vec![]);
+    let ms = Duration::from_millis;
+    w.late_data = vec![(1, ms(1)), (6, ms(2)), (7, ms(2)), (8, ms(2)), (9, ms(2)), (10, ms(2))];
+    let rto_at = w.respond(40);
+    let arrive = Instant::ZERO + ms(200); // written at 150 ms, 50 ms one way
+    let extra = rto_at.since(arrive + ONE_WAY) + ms(40);
+    w.spike = Some((arrive, arrive + ms(3), extra));
+    w.run_until(rto_at + ms(43));
+    w
+}
+
+#[test]
+fn sack_frto_stays_in_step_2_over_duplicate_acks_and_finds_the_timeout_spurious() {
+    // RFC 5682 3.1 step 2: "If duplicate ACKs arrive before the cumulative acknowledgment
+    // for retransmitted data, adjust the scoreboard according to the incoming SACK
+    // information. Stay in step 2". Then the ACK of 1-5 advances SND.UNA below "recover"
+    // (step 2b: new data goes) and the ACK of segment 6, never retransmitted, proves the
+    // timeout spurious (step 3b). Ending F-RTO at the first duplicate ACK (section 2's
+    // rule for the sender without SACK) lost exactly these timeouts.
+    let mut w = reordered_spike(sack_stack("frto"));
+    let s = w.server();
+    let mss = s.w.mss;
+    assert_eq!(s.stats.timeouts, 1);
+    assert_eq!(s.stats.spurious_timeouts, 1, "step 3b after duplicate ACKs in step 2");
+    assert_eq!(s.stats.retransmissions, 1, "only the RTO's segment was resent");
+    assert!(s.w.ssthresh > 100 * mss, "RFC 4015 (4): ssthresh back to pipe_prev, not halved");
+    finish(&mut w);
+    assert_eq!(w.server().stats.retransmissions, 1, "no go-back-N after the spurious timeout");
+
+    // Linux's extended F-RTO undoes already at the first SACK of original data.
+    let mut linux = reordered_spike(sack_stack("linux"));
+    assert_eq!((linux.server().stats.timeouts, linux.server().stats.spurious_timeouts), (1, 1));
+    finish(&mut linux);
+
+    // Without F-RTO the timeout stands and what was only late is resent.
+    let mut off = reordered_spike(sack_stack("off"));
+    assert_eq!((off.server().stats.timeouts, off.server().stats.spurious_timeouts), (1, 0));
+    finish(&mut off);
+    assert!(off.server().stats.retransmissions > 1);
+}

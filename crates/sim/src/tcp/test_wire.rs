@@ -1,6 +1,7 @@
 //! Two real endpoints joined by a hand-driven wire, for packet-by-packet tests of the
 //! senders' timers (Karn's rule, F-RTO): a fixed one-way delay, scripted losses of server
-//! data segments, and an optional delay spike on the client's segments.
+//! data segments, scripted late server data segments (reordering), and an optional delay
+//! spike on the client's segments.
 
 use std::rc::Rc;
 
@@ -24,12 +25,15 @@ pub(super) struct Wire {
     pub lose_data: Vec<u32>,
     /// Client segments sent in [from, to) arrive this much later (a delay spike).
     pub spike: Option<(Instant, Instant, Duration)>,
+    /// Server data segments (1-based, in sending order) that arrive this much later than
+    /// the one-way delay: reordered behind the ones sent after them.
+    pub late_data: Vec<(u32, Duration)>,
 }
 
 impl Wire {
     pub fn new(cfg: Rc<StackConfig>, one_way: Duration, lose_data: Vec<u32>) -> Self {
         let client = Tcb::connect(cfg.clone(), 0, 1000, Instant::ZERO);
-        let mut w = Wire { cfg, client, server: None, flight: Vec::new(), one_way, now: Instant::ZERO, data_sent: 0, lose_data, spike: None };
+        let mut w = Wire { cfg, client, server: None, flight: Vec::new(), one_way, now: Instant::ZERO, data_sent: 0, lose_data, spike: None, late_data: Vec::new() };
         w.collect();
         w
     }
@@ -51,6 +55,10 @@ impl Wire {
                 if seg.len > 0 {
                     self.data_sent += 1;
                     if self.lose_data.contains(&self.data_sent) {
+                        continue;
+                    }
+                    if let Some(&(_, late)) = self.late_data.iter().find(|(n, _)| *n == self.data_sent) {
+                        self.flight.push((at + late, seg));
                         continue;
                     }
                 }
