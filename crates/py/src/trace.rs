@@ -15,7 +15,7 @@ use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::gen::{generate as gen_generate, GenConfig};
 use shortflow_trace::diag::table::SCHEMA;
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
-use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_paths, Analysis, GapClass, LinkType, Options, Progress, Summary, Vantage};
 
 use crate::error::ShortflowError;

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use rustc_hash::FxHashMap;
-use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_wire::{Endpoint, LinkType, Segment, SegmentExtra, TcpFlags, TcpOptions};
 
 use crate::packet::SYN;

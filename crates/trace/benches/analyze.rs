@@ -7,7 +7,7 @@ use std::io::BufWriter;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use shortflow_trace::gen::{generate, GenConfig};
-use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_file, LinkType, Options, Progress};
 
 fn bench(c: &mut Criterion) {

@@ -19,7 +19,7 @@ use rand_distr::{Distribution, Exp};
 
 use crate::diag::Vantage;
 use crate::wire::{Endpoint, LinkType, Segment, TcpFlags};
-use crate::write::{PcapWriter, SegmentOptions};
+use shortflow_wire::capture::{PcapWriter, SegmentOptions};
 
 #[derive(Debug, Clone)]
 pub struct GenConfig {

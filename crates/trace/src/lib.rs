@@ -14,7 +14,6 @@ pub mod read;
 mod mem;
 mod shard;
 pub mod track;
-pub mod write;
 
 pub use analyze::{analyze_capture, analyze_file, analyze_paths, Analysis, FileStats, Options, Progress};
 pub use diag::{ConnectionTable, GapClass, Summary, Vantage};

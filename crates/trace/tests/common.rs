@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use shortflow_trace::gen::{generate, GenConfig, GenTruth};
-use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_file, ConnectionTable, Endpoint, LinkType, Options, Progress, Segment, Summary, TcpFlags};
 
 pub const S: u8 = TcpFlags::SYN;

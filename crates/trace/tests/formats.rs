@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use shortflow_trace::diag::Vantage;
 use shortflow_trace::gen::GenConfig;
-use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{LinkType, ReadErrorKind};
 
 fn cfg(vantage: Vantage, ipv6: bool) -> GenConfig {

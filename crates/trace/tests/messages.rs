@@ -7,7 +7,7 @@ mod common;
 
 use common::generated;
 use shortflow_trace::gen::GenConfig;
-use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_capture, CaptureReader, LinkType, Options, Progress};
 
 /// A small deterministic generator (xorshift64*): the test needs variety, not quality.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use common::generated;
 use shortflow_trace::gen::GenConfig;
 use shortflow_trace::track::TrackerConfig;
-use shortflow_trace::write::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_file, LinkType, Options, Progress};
 
 /// Everything the analysis of one file says, as comparable text.

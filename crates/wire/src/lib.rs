@@ -14,9 +14,11 @@
 //! icmp   ICMP/ICMPv6 destination unreachable with the quoted TCP header (a SYN refused by ICMP)
 //! segment  decode / decode_ext: frame → Segment (+ IP id, TTL, TcpOptions), the analyzer's hot path
 //! emit   Segment (+ SegmentExtra) → a frame for any link type, checksums filled
+//! capture  PcapWriter: those frames into a pcap or pcapng file (the simulator's capture, the generator, tests)
 //! checksum  the Internet checksum (RFC 1071) and the TCP pseudo-header sums
 //! ```
 
+pub mod capture;
 pub mod checksum;
 pub mod emit;
 pub mod icmp;

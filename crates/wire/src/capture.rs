@@ -3,11 +3,14 @@
 //!
 //! The simulator writes what its capture point sees through this module, the trace
 //! generator writes its synthetic traffic through it, and the tests build their corner
-//! cases (VLAN tags, cooked captures, snap lengths, byte orders) with it.
+//! cases (VLAN tags, cooked captures, snap lengths, byte orders) with it. It lives on the
+//! wire floor, beside the frame encoder it wraps, so that the simulator writes captures
+//! without depending on the analyzer; the analyzer's readers (`shortflow_trace::read`)
+//! are the one place a capture file is parsed.
 
 use std::io::{self, Write};
 
-use shortflow_wire::{encode_frame, Framing, LinkType, Segment, SegmentExtra, TcpOptions};
+use crate::{encode_frame, Framing, LinkType, Segment, SegmentExtra, TcpOptions};
 
 /// Timestamp resolution of a classic pcap file (its magic number says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
