@@ -34,10 +34,6 @@ pub struct NftLib {
     errors: CtxGetBuffer,
 }
 
-// SAFETY: the context is used from one thread at a time (`&mut self` for commands) and
-// libnftables keeps no thread-local state in it.
-unsafe impl Send for NftLib {}
-
 fn dlerror() -> String {
     // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libc.
     let e = unsafe { libc::dlerror() };
