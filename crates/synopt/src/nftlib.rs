@@ -1,7 +1,7 @@
 //! nftables run inside the daemon (libnftables, loaded at run time), so that the daemon's
 //! table can belong to the daemon's own netlink socket.
 //!
-//! A table created with `flags owner` (NFT_TABLE_F_OWNER, Linux 5.12; nft 1.0.?) is bound
+//! A table created with `flags owner` (NFT_TABLE_F_OWNER, Linux 5.12; nft 1.0.6 here) is bound
 //! to the netlink socket that created it: the kernel deletes it when that socket closes —
 //! also when the process is SIGKILLed (`nft_rcv_nl_event` on NETLINK_URELEASE,
 //! net/netfilter/nf_tables_api.c) — and refuses changes from any other socket (EPERM).
