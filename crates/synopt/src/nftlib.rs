@@ -1,7 +1,7 @@
 //! nftables run inside the daemon (libnftables, loaded at run time), so that the daemon's
 //! table can belong to the daemon's own netlink socket.
 //!
-//! A table created with `flags owner` (NFT_TABLE_F_OWNER, Linux 5.12; nft 1.0.?) is bound
+//! A table created with `flags owner` (NFT_TABLE_F_OWNER, Linux 5.12; nft 1.0.6 here) is bound
 //! to the netlink socket that created it: the kernel deletes it when that socket closes —
 //! also when the process is SIGKILLed (`nft_rcv_nl_event` on NETLINK_URELEASE,
 //! net/netfilter/nf_tables_api.c) — and refuses changes from any other socket (EPERM).
@@ -24,6 +24,23 @@ type RunCmd = unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int;
 
 const LIBRARY: &CStr = c"libnftables.so.1";
 
+/// Why libnftables cannot be used, or what it refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NftLibError {
+    /// dlopen failed (not installed): the loader's message.
+    #[error("cannot load libnftables.so.1: {0}")]
+    Load(String),
+    #[error("libnftables.so.1 has no {symbol}: {detail}")]
+    Symbol { symbol: String, detail: String },
+    #[error("nft_ctx_new failed")]
+    Context,
+    #[error("the script has a NUL byte")]
+    NulByte,
+    /// nft's own message (it names the line of the script).
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// One libnftables context: its netlink socket (opened by the first command) owns the
 /// tables created through it with `flags owner`. Dropping it closes the socket.
 pub struct NftLib {
@@ -33,10 +50,6 @@ pub struct NftLib {
     run: RunCmd,
     errors: CtxGetBuffer,
 }
-
-// SAFETY: the context is used from one thread at a time (`&mut self` for commands) and
-// libnftables keeps no thread-local state in it.
-unsafe impl Send for NftLib {}
 
 fn dlerror() -> String {
     // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libc.
@@ -53,11 +66,11 @@ fn dlerror() -> String {
 ///
 /// # Safety
 /// `F` must be the symbol's true C signature.
-unsafe fn symbol<F: Copy>(lib: *mut c_void, name: &CStr) -> Result<F, String> {
+unsafe fn symbol<F: Copy>(lib: *mut c_void, name: &CStr) -> Result<F, NftLibError> {
     // SAFETY: lib is a live handle from dlopen; name is NUL-terminated.
     let p = unsafe { libc::dlsym(lib, name.as_ptr()) };
     if p.is_null() {
-        return Err(format!("{} has no {}: {}", LIBRARY.to_string_lossy(), name.to_string_lossy(), dlerror()));
+        return Err(NftLibError::Symbol { symbol: name.to_string_lossy().into_owned(), detail: dlerror() });
     }
     debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
     // SAFETY: a function pointer has the size of a data pointer on every platform dlsym
@@ -68,20 +81,20 @@ unsafe fn symbol<F: Copy>(lib: *mut c_void, name: &CStr) -> Result<F, String> {
 impl NftLib {
     /// Loads libnftables and makes a context whose output and errors are kept (not printed).
     /// Err says why not (no library, an old one).
-    pub fn open() -> Result<NftLib, String> {
+    pub fn open() -> Result<NftLib, NftLibError> {
         // SAFETY: LIBRARY is NUL-terminated; RTLD_NOW resolves everything here or fails.
         let lib = unsafe { libc::dlopen(LIBRARY.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if lib.is_null() {
-            return Err(dlerror());
+            return Err(NftLibError::Load(dlerror()));
         }
-        let close = |e: String| {
+        let close = |e: NftLibError| {
             // SAFETY: lib came from dlopen and nothing of it is in use.
             unsafe { libc::dlclose(lib) };
             e
         };
         // SAFETY: the signatures are libnftables.h's.
         let syms = unsafe {
-            (|| -> Result<_, String> {
+            (|| -> Result<_, NftLibError> {
                 Ok((
                     symbol::<CtxNew>(lib, c"nft_ctx_new")?,
                     symbol::<CtxFree>(lib, c"nft_ctx_free")?,
@@ -96,7 +109,7 @@ impl NftLib {
         // SAFETY: NFT_CTX_DEFAULT (0) is a valid flag set.
         let ctx = unsafe { new(0) };
         if ctx.is_null() {
-            return Err(close("nft_ctx_new failed".into()));
+            return Err(close(NftLibError::Context));
         }
         // SAFETY: ctx is a live context.
         unsafe {
@@ -107,8 +120,8 @@ impl NftLib {
     }
 
     /// Runs an nft script (one transaction, as `nft -f`); Err carries nft's message.
-    pub fn run(&mut self, script: &str) -> Result<(), String> {
-        let text = CString::new(script).map_err(|_| "the script has a NUL byte".to_string())?;
+    pub fn run(&mut self, script: &str) -> Result<(), NftLibError> {
+        let text = CString::new(script).map_err(|_| NftLibError::NulByte)?;
         // SAFETY: ctx is live, text NUL-terminated and alive for the call.
         if unsafe { (self.run)(self.ctx, text.as_ptr()) } == 0 {
             return Ok(());
@@ -119,7 +132,7 @@ impl NftLib {
             let p = (self.errors)(self.ctx);
             if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().trim().to_string() }
         };
-        Err(if msg.is_empty() { "libnftables refused the script".into() } else { msg })
+        Err(NftLibError::Refused(if msg.is_empty() { "refused without a message".into() } else { msg }))
     }
 }
 

@@ -17,7 +17,7 @@
 use std::io::{self, Write};
 use std::process::{Command, Stdio};
 
-use crate::nftlib::NftLib;
+use crate::nftlib::{NftLib, NftLibError};
 
 /// Where the daemon runs and which handshake packets it protects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +139,9 @@ pub enum NftError {
     /// nft ran and refused: its own message (which names the line of the script).
     #[error("`nft {command}` failed: {stderr}")]
     Failed { command: String, stderr: String },
+    /// The same through libnftables, inside the daemon.
+    #[error("`{command}` (libnftables) failed: {source}")]
+    Library { command: String, source: NftLibError },
 }
 
 /// Runs `nft` with `args`, feeding `stdin` when given; the error names the command and
@@ -188,7 +191,7 @@ impl Installed {
                     // fault shows again below, from the command.
                     Err(e) => format!("libnftables refused an owned table: {e}"),
                 },
-                Err(e) => format!("no libnftables: {e}"),
+                Err(e) => e.to_string(),
             }
         };
         nft(&["-f", "-"], Some(&ruleset(p, false)))?;
@@ -213,7 +216,7 @@ impl Installed {
         if let Some(mut lib) = self.owner.take() {
             let r = lib.run(&format!("delete table inet {t}\n"));
             drop(lib);
-            return r.map_err(|stderr| NftError::Failed { command: format!("delete table inet {t} (libnftables)"), stderr });
+            return r.map_err(|source| NftError::Library { command: format!("delete table inet {t}"), source });
         }
         let args = ["delete", "table", "inet", t.as_str()];
         nft(&args, None).or_else(|_| nft(&args, None)).map(drop)
