@@ -81,7 +81,17 @@ class TsharkHandshakes:
     syn_times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
+_HANDSHAKES: dict[Path, TsharkHandshakes] = {}
+
+
 def _tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
+    """Read once per capture (several tests ask; tshark takes a second to start)."""
+    if path not in _HANDSHAKES:
+        _HANDSHAKES[path] = _read_tshark_handshakes(path, tmp)
+    return _HANDSHAKES[path]
+
+
+def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
     fields = ["tcp.stream", "frame.time_epoch", "tcp.srcport", "tcp.dstport", "tcp.flags.syn", "tcp.flags.ack",
               "tcp.flags.reset", "tcp.len", "tcp.analysis.retransmission", "tcp.options.tfo.request",
               "tcp.options.tfo.cookie", "icmp.type", "icmpv6.type"]
