@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from shortflow.cluster import client as dask_client
 from shortflow.scenario import Scenario
 
 ProgressFn = Callable[[int, int], None]
@@ -149,16 +150,6 @@ def run_one(text: str, source: str, overrides: Sequence[str], flows: bool) -> di
     return out
 
 
-def _client(scheduler: str | None, workers: int | None) -> Any:
-    from distributed import Client, LocalCluster
-
-    if scheduler:
-        return Client(scheduler), None
-    n = workers or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
-    return Client(cluster), cluster
-
-
 def sweep(
     scenario: Scenario | str | os.PathLike[str],
     grid: Mapping[str, Sequence[str]] | Iterable[str],
@@ -185,7 +176,7 @@ def sweep(
     g = dict(grid) if isinstance(grid, Mapping) else parse_grid(grid)
     g = {k: [str(v) for v in vs] for k, vs in g.items()}
     runs = plan(sc, g, seeds)
-    client, cluster = _client(scheduler, workers)
+    client, cluster = dask_client(scheduler, workers)
     results: list[dict[str, Any] | None] = [None] * len(runs)
     try:
         from distributed import as_completed
