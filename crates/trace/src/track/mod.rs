@@ -109,6 +109,24 @@ pub struct LatePacket {
     pub from_client: bool,
 }
 
+/// Asks the CPU to bring every cache line of `*x` into its caches (no effect elsewhere
+/// than x86-64, where it is an instruction of the baseline SSE).
+#[inline(always)]
+fn prefetch_bytes<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (x as *const T).cast::<i8>();
+        for off in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: SSE is part of x86-64's baseline; a prefetch never faults, and the
+            // addresses are inside `*x` anyway.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 /// One slot of the connection slab.
 struct Slot {
     key: FlowKey,
@@ -181,6 +199,18 @@ impl<F: FnMut(Conn)> Tracker<F> {
     pub(crate) fn finish_at(mut self, last_ts: u64) -> F {
         self.last_ts = last_ts;
         self.finish()
+    }
+
+    /// Starts loading the state of `seg`'s connection into the cache, for a segment that
+    /// will be observed a few segments later. The tracker's time per packet is mostly
+    /// waiting for its connection's state (~1.3 kB, ~20,000 open at once: far more than
+    /// the L2 cache), one connection after the other; asked ahead, those waits overlap.
+    /// Changes nothing: a hint, wrong at worst (the connection ended before its turn).
+    #[inline]
+    pub(crate) fn prefetch(&self, seg: &Segment) {
+        if let Some(&slot) = self.open.get(&FlowKey::of(seg)) {
+            prefetch_bytes(&self.slab[slot as usize]);
+        }
     }
 
     pub fn open_connections(&self) -> usize {
@@ -325,3 +355,4 @@ impl<F: FnMut(Conn)> Tracker<F> {
         self.sink
     }
 }
+
