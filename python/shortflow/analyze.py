@@ -426,6 +426,7 @@ def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: st
     total = sum(sizes)
     parts: list[tuple[pa.Table, list[dict[str, Any]]] | None] = [None] * len(names)
     client, _ = dask_client(scheduler, None)
+    futures: dict[Any, int] = {}
     try:
         futures = {client.submit(_analyze_one, os.path.abspath(p), options, pure=False): i for i, p in enumerate(names)}
         done_bytes = done_packets = 0
@@ -438,6 +439,8 @@ def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: st
             if progress is not None:
                 progress(done_bytes, total, done_packets)
     finally:
+        # On Ctrl-C or an error the tasks still queued are taken back from the cluster.
+        client.cancel([f for f in futures if not f.done()])
         client.close()
     trace_names = _string_array(names)
     tables, files = [], []
