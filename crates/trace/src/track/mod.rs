@@ -369,4 +369,3 @@ impl<F: FnMut(Conn)> Tracker<F> {
         self.sink
     }
 }
-
