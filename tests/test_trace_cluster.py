@@ -99,3 +99,15 @@ def test_standard_input_and_an_unreachable_scheduler_are_refused(traces, tmp_pat
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "error: Dask scheduler 'no-port-here'" in r.stderr and "internal error" not in r.stderr
+
+
+def test_merged_summaries_add_up_and_a_foreign_state_is_named(traces):
+    from shortflow import _core
+
+    one = [analyze([str(p)]) for p in traces]
+    merged = _core.merge_summaries([a.files[0]["summary_state"] for a in one])
+    assert merged["packets"] == sum(a.raw_summary["packets"] for a in one)
+    assert merged["connection_tries"] == sum(a.raw_summary["connection_tries"] for a in one)
+    assert merged == analyze([str(p) for p in traces]).raw_summary
+    with pytest.raises(ValueError, match="summary state 1: invalid type"):
+        _core.merge_summaries([one[0].files[0]["summary_state"], '{"packets": "many"}'])
