@@ -62,7 +62,7 @@ def test_a_local_dask_cluster_leaves_no_scratch_space():
     """Dask's LocalCluster leaves `dask-scratch-space` in the temporary directory by
     default; the project's cluster (sweeps, analyze) keeps its scratch in a directory of its
     own and removes it. The leftover check would see either."""
-    from shortflow.sweeps import dask_client
+    from shortflow.cluster import dask_client
 
     before = snapshot()
     with dask_client(None, 1) as client:

@@ -52,6 +52,10 @@ def analyze(
     100 ms; Ctrl-C stops reading and keeps what was read.
     """
 
+def merge_summaries(states: Sequence[str]) -> dict[str, Any]:
+    """The summary of files analysed apart: the ``summary_state`` of each file of
+    `analyze`'s ``files``, added up by the core; the same keys as `analyze`'s ``summary``."""
+
 def generate(
     path: str | PathLike[str],
     *,

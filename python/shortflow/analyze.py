@@ -353,6 +353,7 @@ def analyze(
     workers: int = 1,
     table: bool = True,
     progress: ProgressFn | None = None,
+    scheduler: str | None = None,
 ) -> Analysis:
     """Analyze pcap/pcapng traces (plain or gzip) and return their connections.
 
@@ -361,6 +362,11 @@ def analyze(
 
     With ``table=False`` only the summary is computed (``Analysis.table`` is then empty):
     faster and lighter when Table 1 is all that is wanted.
+
+    With ``scheduler`` (a Dask scheduler's address) each trace is one task on that
+    cluster, analysed with ``workers`` threads, and the results are merged into the same
+    table and summary a local run gives; the workers must see the traces at the same paths
+    (absolute paths are sent).
 
     A trace that is truncated or corrupt does not raise: what was read before the bad
     byte is analyzed, and ``Analysis.errors`` names the file and the byte offset.
@@ -377,26 +383,80 @@ def analyze(
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     names = [os.fspath(p) for p in paths]
-    raw = _core.analyze(
-        [Path(p) for p in names],
-        idle_timeout_s=idle_timeout_s,
-        close_linger_s=close_linger_s,
-        workers=workers,
-        table=table,
-        progress=progress,
-    )
-    s = raw["summary"]
+    options: dict[str, Any] = {"idle_timeout_s": idle_timeout_s, "close_linger_s": close_linger_s,
+                               "workers": workers, "table": table}
+    if scheduler is not None:
+        return _analyze_on_cluster(names, options, scheduler, progress)
+    raw = _core.analyze([Path(p) for p in names], progress=progress, **options)
+    return _analysis(_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
+
+
+def _analysis(table: pa.Table, s: dict[str, Any], files: list[dict[str, Any]], interrupted: bool) -> Analysis:
     return Analysis(
-        table=_table(raw, names),
+        table=table,
         summary=table1(s),
         synack=synack_table(s),
         vantage=s["vantage"],
         vantage_counts={k: s[f"vantage_{k}"] for k in VANTAGE_COUNTS},
         vantage_basis=s["vantage_basis"],
-        files=raw["files"],
-        interrupted=raw["interrupted"],
+        files=files,
+        interrupted=interrupted,
         raw_summary=s,
     )
+
+
+def _analyze_one(path: str, options: dict[str, Any]) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """One trace on a Dask worker: its table (trace column as if it were the only file) and
+    its file record (with the core's summary state, merged by the client)."""
+    raw = _core.analyze([Path(path)], **options)
+    return _table(raw, [path]), raw["files"]
+
+
+def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: str,
+                        progress: ProgressFn | None) -> Analysis:
+    """One task per trace on the cluster at `scheduler`; the tables are concatenated in the
+    traces' order and the summaries added up by the core (`_core.merge_summaries`)."""
+    if "-" in names:
+        raise ValueError("standard input ('-') cannot be sent to a Dask cluster: give a file")
+    from distributed import as_completed
+
+    from shortflow.cluster import dask_client
+
+    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in names]
+    total = sum(sizes)
+    parts: list[tuple[pa.Table, list[dict[str, Any]]] | None] = [None] * len(names)
+    with dask_client(scheduler, None) as client:
+        futures: dict[Any, int] = {}
+        try:
+            futures = {client.submit(_analyze_one, os.path.abspath(p), options, pure=False): i
+                       for i, p in enumerate(names)}
+            done_bytes = done_packets = 0
+            for fut in as_completed(futures):
+                i = futures[fut]
+                part = fut.result()
+                parts[i] = part
+                done_bytes += sizes[i]
+                done_packets += sum(f["packets"] for f in part[1])
+                if progress is not None:
+                    progress(done_bytes, total, done_packets)
+        finally:
+            # On Ctrl-C or an error the tasks still queued are taken back from the cluster.
+            client.cancel([f for f in futures if not f.done()])
+    trace_names = _string_array(names)
+    tables, files = [], []
+    for i, part in enumerate(parts):
+        assert part is not None, "every task's result was gathered"
+        t, fs = part
+        # The row's trace is its index among all the traces, as in a local run.
+        col = t.schema.get_field_index("trace")
+        codes = _buffer_array(np.full(t.num_rows, i, np.int32), pa.int32())
+        t = t.set_column(col, t.schema.field(col), pa.DictionaryArray.from_arrays(codes, trace_names))
+        tables.append(t)
+        for f in fs:
+            f["path"] = names[i]  # as the user named it (the worker was sent the absolute path)
+            files.append(f)
+    s = _core.merge_summaries([f["summary_state"] for f in files])
+    return _analysis(pa.concat_tables(tables), s, files, False)
 
 
 def generate(path: str | os.PathLike[str], **options: Any) -> dict[str, int]:

@@ -6,6 +6,10 @@ from __future__ import annotations
 from shortflow._core import ScenarioError, ShortflowError, SimulationLimitError, TraceReadError, UnitError
 
 
+class ClusterError(ShortflowError):
+    """The Dask scheduler's address is malformed or nothing answers there."""
+
+
 class PrivilegeError(ShortflowError):
     """The operation needs root (network namespaces, iptables, BPF)."""
 
@@ -18,5 +22,5 @@ class TuneError(ShortflowError):
     """`shortflow tune` refuses a value, cannot apply it, or cannot revert it."""
 
 
-__all__ = ["PrivilegeError", "ScenarioError", "ShortflowError", "SimulationLimitError", "SynoptError", "TraceReadError",
-           "TuneError", "UnitError"]
+__all__ = ["ClusterError", "PrivilegeError", "ScenarioError", "ShortflowError", "SimulationLimitError", "SynoptError",
+           "TraceReadError", "TuneError", "UnitError"]

@@ -11,19 +11,18 @@ this module only builds the runs, submits them and tabulates the reports.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from shortflow.cluster import dask_client
 from shortflow.scenario import Scenario
 
 ProgressFn = Callable[[int, int], None]
@@ -149,28 +148,6 @@ def run_one(text: str, source: str, overrides: Sequence[str], flows: bool) -> di
         res = SimulationResult(Scenario(text, source, tuple(overrides)), conns, s, raw)
         out["flows"] = res.flows
     return out
-
-
-@contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
-    """A Dask client of the cluster at `scheduler`, or of a local cluster of `workers`
-    processes (default: this machine's cores) that is closed on exit. The local cluster's
-    scratch space (worker directories, locks) goes in a directory of its own, removed on
-    exit: Dask's default, `dask-scratch-space` in the system's temporary directory, stays
-    behind after every run."""
-    from distributed import Client, LocalCluster
-
-    if scheduler:
-        with Client(scheduler) as client:
-            yield client
-        return
-    n = workers or os.cpu_count() or 1
-    import dask
-
-    with tempfile.TemporaryDirectory(prefix="sf-dask-") as scratch, dask.config.set({"temporary-directory": scratch}):
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                          local_directory=scratch) as cluster, Client(cluster) as client:
-            yield client
 
 
 def sweep(

@@ -142,6 +142,9 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
         d.set_item("gzip", f.gzip)?;
         d.set_item("warnings", f.warnings)?;
         d.set_item("summary", summary(py, &f.summary)?)?;
+        // The core's own counts, for `merge_summaries` when files were analysed apart.
+        let state = serde_json::to_string(&f.summary).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        d.set_item("summary_state", state)?;
         match f.error {
             Some(e) => {
                 d.set_item("error", e.to_string())?;
@@ -362,6 +365,19 @@ fn connection_packets<'py>(py: Python<'py>, path: PathBuf, ids: Vec<u64>) -> PyR
     Ok(d)
 }
 
+/// The summary of files analysed apart (one Dask task per file): their `summary_state`s
+/// (as `analyze` returns them per file) added up by the core, converted as `analyze`'s.
+#[pyfunction]
+fn merge_summaries<'py>(py: Python<'py>, states: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+    let mut total = Summary::default();
+    for (i, state) in states.iter().enumerate() {
+        let part: Summary = serde_json::from_str(state)
+            .map_err(|e| PyValueError::new_err(format!("summary state {i}: {e} (not one that analyze returned?)")))?;
+        total.add(&part);
+    }
+    summary(py, &total)
+}
+
 /// The connection table's columns: (name, Arrow type, unit, meaning), in order.
 #[pyfunction]
 fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -375,6 +391,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_summaries, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use crate::diag::{ConnectionTable, Summary};
 use crate::error::ReadError;
-use crate::feed::{read_loop, SegmentSink};
+use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
 use crate::read::CaptureReader;
 use crate::track::{Conn, Tracker, TrackerConfig};
@@ -45,19 +45,49 @@ pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress
 struct Serial<'a, F: FnMut(Conn)> {
     tracker: Tracker<F>,
     peak: &'a mut usize,
+    /// Segments decoded and prefetched but not yet observed, oldest at `head`.
+    ring: [Option<(u64, Segment, SegmentExtra)>; PREFETCH_AHEAD],
+    head: usize,
+    len: usize,
+}
+
+impl<F: FnMut(Conn)> Serial<'_, F> {
+    /// Observes every segment still waiting, in order (before anything else looks at the
+    /// tracker: samples, ICMP, the end).
+    fn drain(&mut self) {
+        while self.len > 0 {
+            self.observe_oldest();
+        }
+    }
+
+    #[inline]
+    fn observe_oldest(&mut self) {
+        if let Some((ts, seg, extra)) = &self.ring[self.head] {
+            let _ = self.tracker.observe_ext(*ts, seg, extra);
+        }
+        self.head = (self.head + 1) % PREFETCH_AHEAD;
+        self.len -= 1;
+    }
 }
 
 impl<F: FnMut(Conn)> SegmentSink for Serial<'_, F> {
     #[inline]
     fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
-        let _ = self.tracker.observe_ext(ts, seg, extra);
+        if self.len == PREFETCH_AHEAD {
+            self.observe_oldest();
+        }
+        self.tracker.prefetch(seg);
+        self.ring[(self.head + self.len) % PREFETCH_AHEAD] = Some((ts, *seg, *extra));
+        self.len += 1;
     }
 
     fn sample(&mut self) {
+        self.drain();
         *self.peak = (*self.peak).max(self.tracker.open_connections());
     }
 
     fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
+        self.drain();
         let _ = self.tracker.observe_icmp(ts, msg);
     }
 }
@@ -80,8 +110,9 @@ pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, pr
             table.push(trace, &c);
         }
     });
-    let mut serial = Serial { tracker, peak: &mut peak };
+    let mut serial = Serial { tracker, peak: &mut peak, ring: [None; PREFETCH_AHEAD], head: 0, len: 0 };
     read_loop(&mut reader, &mut stats, progress, &mut serial);
+    serial.drain(); // read_loop ends with a sample, which drains; this says it plainly
     let late = serial.tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `table`
     // and `summary`) ends here.

@@ -83,6 +83,11 @@ pub(crate) trait SegmentSink {
     fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable);
 }
 
+/// How many segments ahead of the one it observes a tracker asks for a connection's
+/// state (`Tracker::prefetch`): enough for the loads to overlap, few enough that what is
+/// fetched is still in L1/L2 when its segment comes.
+pub(crate) const PREFETCH_AHEAD: usize = 8;
+
 /// Reads every packet of `reader` into `sink`, counting them in `stats` and publishing
 /// progress; stops at the first read error (kept in `stats`) or on cancel.
 pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progress: &Progress, sink: &mut impl SegmentSink) {

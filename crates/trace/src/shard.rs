@@ -15,7 +15,7 @@
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink};
+use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::diag::{ConnectionTable, Summary};
 use crate::read::CaptureReader;
 use crate::track::{shard_of, shard_of_pair, LatePacket, Tracker, TrackerConfig};
@@ -130,19 +130,25 @@ fn run_shard(config: TrackerConfig, trace: u32, build_table: bool, rx: Receiver<
         }
     });
     for mut batch in rx {
-        for m in batch.drain(..) {
-            match m {
+        for i in 0..batch.len() {
+            // The connection of a segment a few messages on is loaded while this one is
+            // observed (see `Tracker::prefetch`).
+            if let Some(Msg::Segment { seg, .. }) = batch.get(i + PREFETCH_AHEAD) {
+                tracker.prefetch(seg);
+            }
+            match &batch[i] {
                 Msg::Segment { ts, index, seg, extra } => {
-                    tracker.set_next_id(index);
-                    let _ = tracker.observe_ext(ts, &seg, &extra);
+                    tracker.set_next_id(*index);
+                    let _ = tracker.observe_ext(*ts, seg, extra);
                 }
-                Msg::Sweep(now) => tracker.sweep_at(now),
+                Msg::Sweep(now) => tracker.sweep_at(*now),
                 Msg::Icmp { ts, msg } => {
-                    let _ = tracker.observe_icmp(ts, &msg);
+                    let _ = tracker.observe_icmp(*ts, msg);
                 }
                 Msg::Sample => samples.push(tracker.open_connections()),
             }
         }
+        batch.clear();
         let _ = back.send(batch);
     }
     let end = *last_ts.lock().expect("the reader does not panic holding it");

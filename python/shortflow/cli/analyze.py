@@ -141,6 +141,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=1024, help="threads: files read in parallel; with fewer files than threads, the rest track each file's connections in parallel [default: one per core]")] = None,
         idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = f"{_core.DEFAULT_IDLE_TIMEOUT_S:g}s",
         close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="address of a running Dask scheduler: one task per trace on its workers (which must see the traces at the same paths), results merged into one table; --workers is then the threads per trace [default: 1]")] = None,
         report: Annotated[Optional[Path], typer.Option("--report", help="write a self-contained HTML report (report.html) into this directory")] = None,
         columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors and warnings")] = False,
@@ -157,6 +158,8 @@ def register(app: typer.Typer) -> None:
         if fmt not in FORMATS:
             fail(f"--format {clip(fmt)!r}: choose one of {', '.join(FORMATS)}", USAGE)
         _check_traces(traces)
+        if scheduler is not None and any(is_stdout(p) for p in traces):
+            fail("--scheduler: standard input ('-') cannot be sent to the cluster's workers; give files", USAGE)
         timeouts = {
             "idle_timeout_s": _duration(idle_timeout, "--idle-timeout", zero_ok=False),
             "close_linger_s": _duration(close_linger, "--close-linger", zero_ok=True),
@@ -179,8 +182,9 @@ def register(app: typer.Typer) -> None:
         from shortflow.analyze import analyze, summary_document
         from shortflow.output import write_table
 
+        threads = workers or (1 if scheduler else common.cores())
         with progress("reading") as step:
-            result = analyze(traces, workers=workers or common.cores(), table=need_table,
+            result = analyze(traces, workers=threads, table=need_table, scheduler=scheduler,
                              progress=lambda done, total, *_: step(done, total or None), **timeouts)
         for f in result.files:
             for w in f.get("warnings") or ():

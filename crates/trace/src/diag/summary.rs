@@ -13,7 +13,8 @@ use super::table::{secs, Vantage};
 use crate::track::{Cause, Conn, Handshake};
 
 /// Counts for one kind of handshake packet (SYN or SYN/ACK).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HandshakeCounts {
     /// Connections in which this packet kind was seen at least once.
     pub with_packet: u64,
@@ -117,7 +118,10 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// The trace-level summary: Table 1 for SYNs (over connection tries) and for SYN/ACKs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Serializable: files analysed in other processes (a Dask cluster) send their summaries
+/// back, and `add` sums them as it does for files read on threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Summary {
     /// Packets read from the capture(s), TCP or not.
     pub packets: u64,

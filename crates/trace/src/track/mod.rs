@@ -109,6 +109,24 @@ pub struct LatePacket {
     pub from_client: bool,
 }
 
+/// Asks the CPU to bring every cache line of `*x` into its caches (no effect elsewhere
+/// than x86-64, where it is an instruction of the baseline SSE).
+#[inline(always)]
+fn prefetch_bytes<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (x as *const T).cast::<i8>();
+        for off in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: SSE is part of x86-64's baseline; a prefetch never faults, and the
+            // addresses are inside `*x` anyway.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 /// One slot of the connection slab.
 struct Slot {
     key: FlowKey,
@@ -124,6 +142,10 @@ struct Slot {
 pub struct Tracker<F: FnMut(Conn)> {
     open: FxHashMap<FlowKey, u32>,
     slab: Vec<Slot>,
+    /// Each slot's connection's `last_ts` (`u64::MAX` for a free slot), beside the slab: a
+    /// sweep reads 8 bytes per connection here and touches only the connections that may
+    /// have timed out, not 1.3 kB of each (a cache miss apiece).
+    last_seen: Vec<u64>,
     free: Vec<u32>,
     /// In-flight buffers of ended connections, for new ones (see `Half::take_flight_buffer`).
     spare: Vec<FlightBuffer>,
@@ -147,6 +169,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
         Self {
             open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()),
             slab: Vec::new(),
+            last_seen: Vec::new(),
             free: Vec::new(),
             spare: Vec::new(),
             config,
@@ -183,6 +206,18 @@ impl<F: FnMut(Conn)> Tracker<F> {
         self.finish()
     }
 
+    /// Starts loading the state of `seg`'s connection into the cache, for a segment that
+    /// will be observed a few segments later. The tracker's time per packet is mostly
+    /// waiting for its connection's state (~1.3 kB, ~20,000 open at once: far more than
+    /// the L2 cache), one connection after the other; asked ahead, those waits overlap.
+    /// Changes nothing: a hint, wrong at worst (the connection ended before its turn).
+    #[inline]
+    pub(crate) fn prefetch(&self, seg: &Segment) {
+        if let Some(&slot) = self.open.get(&FlowKey::of(seg)) {
+            prefetch_bytes(&self.slab[slot as usize]);
+        }
+    }
+
     pub fn open_connections(&self) -> usize {
         self.open.len()
     }
@@ -207,6 +242,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
             let conn = &mut self.slab[slot as usize].conn;
             if !(syn_only && conn.is_new_try(seg)) {
                 conn.observe_ext(ts_ns, seg, extra);
+                self.last_seen[slot as usize] = conn.last_ts;
                 return (conn.id, conn.last_note);
             }
             // Port reuse or a new ISN: the old connection ends here.
@@ -215,6 +251,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
             (self.sink)(old);
             let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
             let out = (conn.id, conn.last_note);
+            self.last_seen[slot as usize] = conn.last_ts;
             self.slab[slot as usize].conn = conn;
             self.next_id += 1;
             return out;
@@ -228,13 +265,16 @@ impl<F: FnMut(Conn)> Tracker<F> {
         let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
         let out = (conn.id, conn.last_note);
         self.next_id += 1;
+        let last_ts = conn.last_ts;
         let slot = match self.free.pop() {
             Some(i) => {
                 self.slab[i as usize] = Slot { key, conn, live: true };
+                self.last_seen[i as usize] = last_ts;
                 i
             }
             None => {
                 self.slab.push(Slot { key, conn, live: true });
+                self.last_seen.push(last_ts);
                 (self.slab.len() - 1) as u32
             }
         };
@@ -269,6 +309,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
         let &slot = self.open.get(&FlowKey::pair(msg.quoted.src, msg.quoted.dst))?;
         let conn = &mut self.slab[slot as usize].conn;
         conn.on_unreachable(ts_ns, msg);
+        self.last_seen[slot as usize] = conn.last_ts;
         Some(conn.id)
     }
 
@@ -283,8 +324,10 @@ impl<F: FnMut(Conn)> Tracker<F> {
             self.next_tomb_sweep_ns = now.saturating_add(time_wait_ns / 4);
             self.closed.retain(|_, t| t.until_ns >= now);
         }
+        // Neither timeout can have passed for a connection seen within the shorter one.
+        let recent = close_linger_ns.min(idle_timeout_ns);
         for (i, slot) in self.slab.iter_mut().enumerate() {
-            if !slot.live {
+            if now.saturating_sub(self.last_seen[i]) <= recent || !slot.live {
                 continue;
             }
             let c = &mut slot.conn;
@@ -308,6 +351,7 @@ impl<F: FnMut(Conn)> Tracker<F> {
                 }
                 (self.sink)(old);
                 slot.live = false;
+                self.last_seen[i] = u64::MAX;
                 self.open.remove(&slot.key);
                 self.free.push(i as u32);
             }
