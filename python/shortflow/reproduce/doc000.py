@@ -4,7 +4,7 @@ then the same with today's stacks (RFC 6298, Linux), which the paper does not ha
 
 from __future__ import annotations
 
-from shortflow.reproduce import Row, Why, row, run_case
+from shortflow.reproduce.rows import Row, Why, row, run_case
 
 SCENARIO = "000-table4"
 

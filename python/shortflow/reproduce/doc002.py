@@ -4,7 +4,7 @@ response with and without slow start after idle."""
 
 from __future__ import annotations
 
-from shortflow.reproduce import NONE, Row, Why, row, run_case
+from shortflow.reproduce.rows import NONE, Row, Why, row, run_case
 
 SCENARIO = "002-initial-window"
 RTT_S = 0.310

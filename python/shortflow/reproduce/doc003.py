@@ -15,8 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from shortflow.reproduce import NONE, Row, Why, row, run_case
 from shortflow.reproduce.doc003_figures import FIGURES
+from shortflow.reproduce.rows import NONE, Row, Why, row, run_case
 
 #: 4-17 ms per flight, over the one to three flights before the last byte.
 INDY = Why("the IRIX Indy took 4-17 ms to answer each flight (figure timestamps); the scenario's client takes "

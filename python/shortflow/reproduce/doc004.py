@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shortflow.reproduce import Row
+from shortflow.reproduce.rows import Row
 from shortflow.reproduce.stats import mean_ci
 from shortflow.scenario import Scenario
 from shortflow.simulate import simulate

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shortflow.exceptions import ScenarioError
-from shortflow.reproduce import Row
+from shortflow.reproduce.rows import Row
 from shortflow.scenario import Scenario
 from shortflow.testbed.compare import agrees
 

@@ -24,6 +24,7 @@ from shortflow.exceptions import PrivilegeError, TuneError
 from shortflow.host import cgroup2_root, kernel_hz, run
 from shortflow.host.runid import fresh_run_id
 from shortflow.tune import journal, orphans, program, routes, selfcheck
+from shortflow.tune.program import refusals
 from shortflow.tune.settings import PrefixRule, TuneSettings, hard_limits, load_prefixes, unsafe
 from shortflow.tune.undo import rollback
 
@@ -373,27 +374,4 @@ def status(*, state_path: Path = DEFAULT_STATE) -> dict[str, Any]:
         bpf["counters"] = program.counters(pins) if pins.exists() else None
         bpf["refusals"] = refusals(bpf["counters"], program.last_errors(pins)) if pins.exists() else []
     return st
-
-
-#: Why the kernel refuses a knob (bpf_sol_tcp_setsockopt(), net/core/filter.c), by errno.
-_REFUSAL_CAUSES = {
-    "iw_refused": {22: "EINVAL: TCP_BPF_IW is taken only before the connection sent data (a TCP Fast Open SYN "
-                       "carrying data counts) and only for a window >= 1"},
-    "rto_min_refused": {22: "EINVAL: outside TCP_TIMEOUT_MIN (2 jiffies) to TCP_RTO_MIN (200 ms)"},
-    "delack_max_refused": {22: "EINVAL: outside TCP_TIMEOUT_MIN (2 jiffies) to TCP_DELACK_MAX (200 ms)"},
-}
-
-
-def refusals(counters: dict[str, int] | None, last_errors: dict[str, int]) -> list[str]:
-    """`setsockopt_errors` explained: per knob, how often the kernel refused it, the last
-    errno and what it means; the connections concerned kept the kernel's own value."""
-    out = []
-    for key, knob in program.REFUSED.items():
-        n = (counters or {}).get(key, 0)
-        if not n:
-            continue
-        errno_ = -last_errors.get(key, 0)
-        cause = _REFUSAL_CAUSES[key].get(errno_, f"errno {errno_} ({os.strerror(errno_) if errno_ else 'unknown'})")
-        out.append(f"the kernel refused {knob} {n} times (last: {cause}); those connections kept the kernel's own value")
-    return out
 

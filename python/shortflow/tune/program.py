@@ -9,6 +9,7 @@ unmounted again on revert), named like every object the project creates so that
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -92,3 +93,26 @@ def write_prefixes(pin_dir: Path, rules: list[PrefixRule], hz: int) -> None:
 __all__ = ["BPF_FS", "COUNTERS", "DEFAULT_RTO_MIN_US", "REFUSED", "attach", "compile_program", "config_of", "counters",
            "detach", "ensure_bpffs", "last_errors", "load", "needs_bpffs", "prog_id", "unpin", "write_config",
            "write_prefixes"]
+
+
+#: Why the kernel refuses a knob (bpf_sol_tcp_setsockopt(), net/core/filter.c), by errno.
+_REFUSAL_CAUSES = {
+    "iw_refused": {22: "EINVAL: TCP_BPF_IW is taken only before the connection sent data (a TCP Fast Open SYN "
+                       "carrying data counts) and only for a window >= 1"},
+    "rto_min_refused": {22: "EINVAL: outside TCP_TIMEOUT_MIN (2 jiffies) to TCP_RTO_MIN (200 ms)"},
+    "delack_max_refused": {22: "EINVAL: outside TCP_TIMEOUT_MIN (2 jiffies) to TCP_DELACK_MAX (200 ms)"},
+}
+
+
+def refusals(counters: dict[str, int] | None, last_errors: dict[str, int]) -> list[str]:
+    """`setsockopt_errors` explained: per knob, how often the kernel refused it, the last
+    errno and what it means; the connections concerned kept the kernel's own value."""
+    out = []
+    for key, knob in REFUSED.items():
+        n = (counters or {}).get(key, 0)
+        if not n:
+            continue
+        errno_ = -last_errors.get(key, 0)
+        cause = _REFUSAL_CAUSES[key].get(errno_, f"errno {errno_} ({os.strerror(errno_) if errno_ else 'unknown'})")
+        out.append(f"the kernel refused {knob} {n} times (last: {cause}); those connections kept the kernel's own value")
+    return out

@@ -34,8 +34,6 @@ c.close(); ls.close()
 def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
     """The refusals (as `tune status` words them) the kernel made for one probe connection;
     empty when it took every knob."""
-    from shortflow.tune import refusals
-
     ns = f"sf-{run_id}-tcheck"
     cg = cgroup2_root() / f"sf-{run_id}-tcheck"
     before = program.counters(pin_dir)
@@ -65,4 +63,4 @@ def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
             cg.rmdir()
         run(["ip", "netns", "del", ns], check=False)
     moved = {k: after[k] - before.get(k, 0) for k in program.REFUSED}
-    return refusals(moved, program.last_errors(pin_dir))
+    return program.refusals(moved, program.last_errors(pin_dir))
