@@ -12,6 +12,10 @@ keeps each disagreement's scenario, JSON and captures under --out.
 
     sudo .venv/bin/python benches/sim_vs_real.py [--table4]
     sudo .venv/bin/python benches/sim_vs_real.py --random 200 --seed 1 --out /tmp/sf-agreement
+    sudo .venv/bin/python benches/sim_vs_real.py --random 200 --seed 1 --only 22,175 --out /tmp/sf-22
+
+--only runs only the listed draws of the same N and seed (every scenario is still drawn, so
+scenario 22 is the same with or without it): a quick re-check of earlier disagreements.
 """
 
 from __future__ import annotations
@@ -112,7 +116,7 @@ def draw(rng: random.Random, i: int) -> tuple[str, str]:
     return "\n".join(lines) + "\n", desc
 
 
-def random_suite(n: int, seed: int, out: Path) -> None:
+def random_suite(n: int, seed: int, out: Path, only: set[int] | None = None) -> None:
     from shortflow.testbed.compare import COUNTS
 
     rng = random.Random(seed)
@@ -121,6 +125,8 @@ def random_suite(n: int, seed: int, out: Path) -> None:
     disagreements: list[str] = []
     for i in range(n):
         text, desc = draw(rng, i)
+        if only is not None and i not in only:
+            continue
         path = out / f"random-{i:03d}.toml"
         path.write_text(text)
         pcaps = out / f"random-{i:03d}-pcap"
@@ -141,12 +147,20 @@ def random_suite(n: int, seed: int, out: Path) -> None:
         bad = [f"{k} sim {fmt(k, s.get(k))} real {fmt(k, r.get(k))}" for k in KEYS if v.get(k) is False]
         disagreements.append(f"| {i} | {desc} | {'; '.join(bad)} |")
         print(f"{i}: DISAGREE ({desc}): {'; '.join(bad)}", flush=True)
-    print(f"\nAgreement: {agree} of {ran} scenarios run ({100 * agree / max(ran, 1):.1f} %), {n - ran} failed to run; "
+    wanted = n if only is None else len(only)
+    print(f"\nAgreement: {agree} of {ran} scenarios run ({100 * agree / max(ran, 1):.1f} %), {wanted - ran} failed to run; "
           f"seed {seed}; counts compared: {', '.join(COUNTS)}\n")
     if disagreements:
         print("| # | scenario | what differs |")
         print("|---|---|---|")
         print("\n".join(disagreements))
+
+
+def only_list(text: str) -> set[int]:
+    try:
+        return {int(x) for x in text.split(",") if x.strip()}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated scenario numbers, got {text!r}") from None
 
 
 def main() -> None:
@@ -156,11 +170,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1, help="seed of the random draw (default 1)")
     ap.add_argument("--out", type=Path, default=Path("sf-agreement"), help="where scenarios, results and the "
                     "captures of disagreements go (default ./sf-agreement)")
+    ap.add_argument("--only", type=only_list, metavar="I,J,...", help="with --random: run only these draws "
+                    "(0-based indices among the N), e.g. earlier disagreements")
     args = ap.parse_args()
+    if args.only is not None and (args.random is None or not args.only or max(args.only) >= args.random):
+        ap.error("--only needs --random N and indices below N")
     print(f"Machine: {platform.processor() or platform.machine()}, Linux {platform.release()}, "
           f"{time.strftime('%Y-%m-%d')}\n")
     if args.random is not None:
-        random_suite(args.random, args.seed, args.out)
+        random_suite(args.random, args.seed, args.out, args.only)
         return
     scenarios()
     if args.table4:

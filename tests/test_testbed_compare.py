@@ -54,6 +54,8 @@ def test_one_lost_syn_agrees_in_both_worlds(tmp_path):
     assert c.real is not None, c.unavailable
     (sim,), (real,) = c.sim, c.real
     assert sim["syn_transmissions"] == real["syn_transmissions"] == 2
+    # The client read at real-time priority (as root), as the simulator's reads at once.
+    assert real["client_realtime"] is True
     # 1 s SYN RTO + RTT (+ serialization); the SYN timer counts whole jiffies from the tick it
     # was armed in (4 ms at HZ 250), so it may fire up to a jiffy early.
     assert -0.004 <= sim["request_sent_s"] - 1.02 < 1e-4

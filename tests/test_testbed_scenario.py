@@ -159,3 +159,23 @@ def test_kernel_defaults_a_scenario_turns_off_reach_both_worlds(tmp_path):
     assert load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nspurious_rto = "off"\n')).plan.server.sysctls["net.ipv4.tcp_frto"] == 0
     with pytest.raises(ScenarioError, match=r"server\.spurious_rto.*tcp_frto"):
         load(write(tmp_path, '[path]\nrtt = "20ms"\n[server]\nspurious_rto = "frto"\n[drop]\ndata = [2]\n'))
+
+
+def test_compare_tries_the_jiffies_phases_only_with_linux_on_both_ends(tmp_path):
+    # `testbed compare` re-simulates a disagreement with other jiffies phases only when both
+    # ends run Linux; it read `client.stack` of the resolved scenario, which names the
+    # profile (`client.profile`), and so crashed on every disagreement.
+    from shortflow.testbed.compare import _linux_both
+
+    s = load(write(tmp_path, """
+        name = "x"
+        [path]
+        rtt = "20ms"
+        [client]
+        stack = "linux"
+        [server]
+        stack = "linux"
+    """))
+    assert s.client["profile"] == "linux" and _linux_both(s)
+    s.resolved["server"]["profile"] = "bsd"  # what a profile Linux cannot mimic would give
+    assert not _linux_both(s)

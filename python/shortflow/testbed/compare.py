@@ -134,7 +134,8 @@ LAGS: tuple[tuple[str, ...], ...] = ((), ("server.timer_lag=4ms",), ("client.tim
 
 
 def _linux_both(s: Any) -> bool:
-    return bool(s.client.stack == "linux" and s.server.stack == "linux")
+    """Both ends run the `linux` profile (the resolved scenario names each side's profile)."""
+    return bool(s.client.get("profile") == "linux" and s.server.get("profile") == "linux")
 
 
 def _phase(sc: Scenario, loss_seed: int, k: int) -> tuple[str, ...]:

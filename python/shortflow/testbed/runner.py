@@ -148,6 +148,9 @@ def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv:
         "response_headers": probe.get("header_bytes"),
         "status": probe.get("status"),
         "error": probe.get("error"),
+        # The client read at real-time priority (probe.py): reads, and with them the ACKs
+        # tcp_cleanup_rbuf sends and autotuning, follow each segment as in the simulator.
+        "client_realtime": probe.get("realtime"),
     }
 
 

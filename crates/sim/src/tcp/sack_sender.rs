@@ -90,6 +90,16 @@ impl Tcb {
                 RecoveryStep::Exit => {
                     self.recover = None;
                     self.cc.on_recovery_exit(&mut self.w, now);
+                    // tcp_fastretrans_alert: step D ends the episode (snd_una ≥ high_seq,
+                    // tcp_try_undo_recovery → TCP_CA_Open), then step E runs in the Open
+                    // state on the same ACK: a segment already marked lost (one sent during
+                    // the episode, e.g. a new last segment) starts a second episode at once
+                    // (tcp_time_to_recover: lost_out → tcp_enter_recovery).
+                    if self.sb.lost_bytes() > 0 && !self.in_loss {
+                        self.enter_sack_recovery(now);
+                        let ev = RecoveryAck { recover: self.recover.unwrap_or(0), ..ev };
+                        self.rec.on_dupack(&mut self.w, &ev);
+                    }
                 }
                 RecoveryStep::Continue | RecoveryStep::RetransmitHead => {}
             },
