@@ -55,12 +55,14 @@ test-rust:
 test-python: build
 	$(PY) -m pytest -q tests
 
-# As strict as the tools: clippy with warnings as errors, mypy --strict and ruff (their
-# settings in pyproject.toml; mypy and ruff come with the package's test extras).
+# As strict as the tools: rustfmt's layout (rustfmt.toml: 130 columns, as ruff's), clippy
+# with warnings as errors, mypy --strict and ruff (their settings in pyproject.toml; mypy
+# and ruff come with the package's test extras).
 lint: lint-rust lint-python
 
 lint-rust:
-	@command -v rustup >/dev/null && rustup component add clippy >/dev/null 2>&1 || true
+	@command -v rustup >/dev/null && rustup component add clippy rustfmt >/dev/null 2>&1 || true
+	cargo fmt --all -- --check
 	cargo clippy --workspace --release --all-targets -q -- -D warnings
 
 lint-python: build

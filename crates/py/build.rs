@@ -32,7 +32,10 @@ fn main() {
                 .status()
                 .is_ok_and(|s| s.success());
         if !built {
-            println!("cargo:warning=BPF program {name} not embedded (no clang or no {}): tune compiles it at run time", src.display());
+            println!(
+                "cargo:warning=BPF program {name} not embedded (no clang or no {}): tune compiles it at run time",
+                src.display()
+            );
             std::fs::write(&obj, b"").expect("OUT_DIR is writable");
         }
     }

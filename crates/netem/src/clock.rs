@@ -40,10 +40,8 @@ pub fn die_with_parent() {
 /// a signal, which the caller treats like a wake-up.
 pub fn wait_readable(fd: RawFd, timeout_ns: Option<u64>) {
     let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    let ts = timeout_ns.map(|ns| libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    });
+    let ts = timeout_ns
+        .map(|ns| libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long });
     let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: one valid pollfd; the timespec outlives the call.
     unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };

@@ -141,9 +141,8 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
             return Err(OptionError::Probability { option: name, value: p });
         }
     }
-    let delay = |name: &str, s: &str| {
-        shortflow_scenario::units::duration_ns(s).map_err(|e| OptionError::from(e.for_subject(name)))
-    };
+    let delay =
+        |name: &str, s: &str| shortflow_scenario::units::duration_ns(s).map_err(|e| OptionError::from(e.for_subject(name)));
     let random = RandomLossConfig {
         forward: LossConfig::Bernoulli(args.loss_forward),
         reverse: LossConfig::Bernoulli(args.loss_reverse),
@@ -237,7 +236,13 @@ mod tests {
 
     #[test]
     fn scenario_refuses_the_flags_it_replaces_naming_both() {
-        for flag in [&["--drop", "syn:1"][..], &["--seed", "3"], &["--delay-forward", "5ms"], &["--loss-reverse", "0.1"], &["--rate", "10Mbit"]] {
+        for flag in [
+            &["--drop", "syn:1"][..],
+            &["--seed", "3"],
+            &["--delay-forward", "5ms"],
+            &["--loss-reverse", "0.1"],
+            &["--rate", "10Mbit"],
+        ] {
             let argv: Vec<&str> = ["--scenario", "s.toml"].iter().chain(flag).copied().collect();
             let e = parse(&argv).unwrap_err().to_string();
             assert!(e.contains("--scenario") && e.contains(flag[0]), "{e}");

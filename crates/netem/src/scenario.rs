@@ -44,7 +44,11 @@ pub fn read(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError
 /// The link for resolved scenario `sc`, or the key the emulator cannot carry.
 pub fn link(sc: &Scenario) -> Result<ScenarioLink, ScenarioError> {
     if sc.dumbbell.is_some() {
-        return Err(ScenarioError::new(&sc.source, "dumbbell", "the emulator is one link between one client and one server, not a dumbbell"));
+        return Err(ScenarioError::new(
+            &sc.source,
+            "dumbbell",
+            "the emulator is one link between one client and one server, not a dumbbell",
+        ));
     }
     let p = &sc.path;
     if p.access_bandwidth_bps != p.bandwidth_bps {
@@ -160,22 +164,22 @@ mod tests {
         let text = "[path]\nrtt = \"10ms\"\n[drop]\nsynack = [2]\nack = [1]\nclient_data = [1]\n";
         let sc = shortflow_scenario::load(text, "d.toml", &[]).unwrap();
         let mut m = link(&sc).unwrap().loss;
-        let fates: Vec<Fate> = [
-            (false, Kind::SynAck),
-            (false, Kind::SynAck),
-            (true, Kind::Ack),
-            (true, Kind::Ack),
-            (true, Kind::ClientData),
-        ]
-        .into_iter()
-        .map(|(c, k)| m.decide_kind(c, Some(k)))
-        .collect();
+        let fates: Vec<Fate> =
+            [(false, Kind::SynAck), (false, Kind::SynAck), (true, Kind::Ack), (true, Kind::Ack), (true, Kind::ClientData)]
+                .into_iter()
+                .map(|(c, k)| m.decide_kind(c, Some(k)))
+                .collect();
         assert_eq!(fates, [Fate::Pass, Fate::Scripted, Fate::Scripted, Fate::Pass, Fate::Scripted]);
     }
 
     #[test]
     fn what_one_link_cannot_carry_is_refused_by_key() {
-        let sc = shortflow_scenario::load("[path]\nrtt = \"10ms\"\nbandwidth = \"10Mbit\"\naccess_bandwidth = \"100Mbit\"\n", "a.toml", &[]).unwrap();
+        let sc = shortflow_scenario::load(
+            "[path]\nrtt = \"10ms\"\nbandwidth = \"10Mbit\"\naccess_bandwidth = \"100Mbit\"\n",
+            "a.toml",
+            &[],
+        )
+        .unwrap();
         let e = link(&sc).err().unwrap();
         assert_eq!((e.file.as_str(), e.key.as_str()), ("a.toml", "path.access_bandwidth"));
         let db = "[dumbbell]\npairs = 2\nbandwidth = \"10Mbit\"\ndelay = \"10ms\"\n";

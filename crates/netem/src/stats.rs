@@ -76,9 +76,7 @@ impl Stats {
     }
 
     pub fn to_json(&self) -> Value {
-        let per_dir = |i: usize| {
-            json!({ "packets": self.packets[i], "released": self.released[i], "lateness": self.lateness[i].to_json() })
-        };
+        let per_dir = |i: usize| json!({ "packets": self.packets[i], "released": self.released[i], "lateness": self.lateness[i].to_json() });
         json!({
             "forward": per_dir(0), "reverse": per_dir(1),
             "overflows": self.overflows, "drops": self.drops,

@@ -5,7 +5,12 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
 create_exception!(shortflow, ShortflowError, PyException, "Base of every shortflow error.");
-create_exception!(shortflow, TraceReadError, ShortflowError, "A capture file could not be read (names the file and byte offset).");
+create_exception!(
+    shortflow,
+    TraceReadError,
+    ShortflowError,
+    "A capture file could not be read (names the file and byte offset)."
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();

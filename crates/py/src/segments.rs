@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use shortflow_wire::decode;
 use shortflow_trace::{CaptureReader, ReadError};
+use shortflow_wire::decode;
 
 use crate::error::TraceReadError;
 

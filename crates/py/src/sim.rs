@@ -11,8 +11,18 @@ use shortflow_sim::{scenario, Budget, RunOptions};
 
 use crate::error::ShortflowError;
 
-create_exception!(shortflow, ScenarioError, ShortflowError, "A scenario file is invalid; the message names the file and the key.");
-create_exception!(shortflow, SimulationLimitError, ShortflowError, "A run reached its memory or event budget; the message says what to change.");
+create_exception!(
+    shortflow,
+    ScenarioError,
+    ShortflowError,
+    "A scenario file is invalid; the message names the file and the key."
+);
+create_exception!(
+    shortflow,
+    SimulationLimitError,
+    ShortflowError,
+    "A run reached its memory or event budget; the message says what to change."
+);
 
 /// Why a run produced no report: its budget, or the capture file.
 enum RunFailure {

@@ -11,12 +11,12 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use shortflow_trace::diag::summary::HandshakeCounts;
+use shortflow_trace::diag::table::SCHEMA;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::gen::{generate as gen_generate, GenConfig};
-use shortflow_trace::diag::table::SCHEMA;
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
-use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_paths, Analysis, GapClass, LinkType, Options, Progress, Summary, Vantage};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
 use crate::error::ShortflowError;
 
@@ -50,7 +50,11 @@ fn analyze<'py>(
         return Err(PyValueError::new_err("idle_timeout_s must be > 0 and close_linger_s >= 0"));
     }
     let opts = Options {
-        tracker: TrackerConfig { idle_timeout_ns: (idle_timeout_s * 1e9) as u64, close_linger_ns: (close_linger_s * 1e9) as u64, ..defaults },
+        tracker: TrackerConfig {
+            idle_timeout_ns: (idle_timeout_s * 1e9) as u64,
+            close_linger_ns: (close_linger_s * 1e9) as u64,
+            ..defaults
+        },
         workers: workers.max(1),
         table,
         // `analyze_paths` gives the workers left over by fewer files to each file's tracking.
@@ -304,8 +308,21 @@ fn generate<'py>(
         return Err(PyValueError::new_err("need arrivals_per_s > 0, 0 <= rtt_min_s <= rtt_max_s and snaplen >= 20"));
     }
     let cfg = GenConfig {
-        connections, seed, arrivals_per_s, rtt_min_s, rtt_max_s, syn_loss, synack_loss, ack_loss, client_rto_s,
-        server_rto_s, syn_retries, synack_retries, vantage, ipv6, response_segments_max,
+        connections,
+        seed,
+        arrivals_per_s,
+        rtt_min_s,
+        rtt_max_s,
+        syn_loss,
+        synack_loss,
+        ack_loss,
+        client_rto_s,
+        server_rto_s,
+        syn_retries,
+        synack_retries,
+        vantage,
+        ipv6,
+        response_segments_max,
         ..GenConfig::default()
     };
     if !matches!(format, "pcap" | "pcapng") {
@@ -318,11 +335,8 @@ fn generate<'py>(
     let io_err = |e: std::io::Error| ShortflowError::new_err(format!("{}: {e}", path.display()));
     let truth = py.detach(|| -> std::io::Result<_> {
         let file = BufWriter::with_capacity(1 << 20, File::create(&path)?);
-        let sink: Box<dyn std::io::Write> = if gzip {
-            Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::fast()))
-        } else {
-            Box::new(file)
-        };
+        let sink: Box<dyn std::io::Write> =
+            if gzip { Box::new(flate2::write::GzEncoder::new(file, flate2::Compression::fast())) } else { Box::new(file) };
         let mut w = match format {
             "pcapng" => PcapWriter::pcapng(sink, link, snaplen)?,
             _ => PcapWriter::pcap(sink, link, res, order, snaplen)?,

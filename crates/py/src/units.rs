@@ -19,10 +19,7 @@ fn unit_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
             let bases = PyTuple::new(py, [py.get_type::<ShortflowError>(), py.get_type::<PyValueError>()])?;
             let ns = PyDict::new(py);
             ns.set_item("__module__", "shortflow")?;
-            ns.set_item(
-                "__doc__",
-                "A duration, size or rate that could not be read; the message names the option or key.",
-            )?;
+            ns.set_item("__doc__", "A duration, size or rate that could not be read; the message names the option or key.")?;
             let t = py.get_type::<PyType>().call1(("UnitError", bases, ns))?;
             Ok(t.cast_into::<PyType>()?.unbind())
         })

@@ -118,7 +118,10 @@ fn annotate(node: &mut Value, prefix: &str) -> Vec<(String, String)> {
             p.insert("default".into(), json!(d));
         }
         if let Some((range, _)) = range_of(&key) {
-            p.insert("x-range".into(), json!(format!("{} to {}", ranges::show(range.unit, range.min), ranges::show(range.unit, range.max))));
+            p.insert(
+                "x-range".into(),
+                json!(format!("{} to {}", ranges::show(range.unit, range.min), ranges::show(range.unit, range.max))),
+            );
             p.insert("x-range-why".into(), json!(range.why));
             if range.unit == Unit::Count && !key.starts_with("drop.") {
                 p.insert("minimum".into(), json!(range.min));
@@ -202,7 +205,9 @@ fn kind_of(v: &Value) -> String {
     };
     match v.get("type") {
         Some(Value::String(t)) => name(t),
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").map(name).collect::<Vec<_>>().join(" or "),
+        Some(Value::Array(ts)) => {
+            ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").map(name).collect::<Vec<_>>().join(" or ")
+        }
         _ => match v.get("anyOf").or_else(|| v.get("oneOf")) {
             Some(Value::Array(alts)) => {
                 let mut kinds: Vec<String> = alts.iter().map(kind_of).filter(|k| !k.is_empty() && k != "null").collect();
@@ -221,7 +226,8 @@ pub fn keys_markdown() -> String {
     let cell = |t: &str| t.replace('|', "\\|");
     for k in keys() {
         let default = if k.default.is_empty() { String::new() } else { format!("`{}`", k.default) };
-        out += &format!("| `{}` | {} | {} | {} | {} | {} |\n", k.key, k.kind, k.unit, cell(&default), cell(&k.range), cell(&k.help));
+        out +=
+            &format!("| `{}` | {} | {} | {} | {} | {} |\n", k.key, k.kind, k.unit, cell(&default), cell(&k.range), cell(&k.help));
     }
     out
 }

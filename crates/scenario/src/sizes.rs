@@ -12,7 +12,10 @@ use crate::units;
 pub enum SizeDist {
     Fixed(u64),
     /// Pareto with shape α > 1 and this mean: scale x_m = mean·(α−1)/α.
-    Pareto { mean: f64, shape: f64 },
+    Pareto {
+        mean: f64,
+        shape: f64,
+    },
     /// Every size of the file, drawn with equal probability.
     Empirical(Vec<u64>),
 }

@@ -58,15 +58,8 @@ const DURATION_UNITS: &[(&str, u128)] = &[
 ];
 
 /// Bytes per unit: SI prefixes are powers of 1000, IEC ones (KiB) powers of 1024.
-const SIZE_UNITS: &[(&str, u128)] = &[
-    ("B", 1),
-    ("kB", 1_000),
-    ("KiB", 1 << 10),
-    ("MB", 1_000_000),
-    ("MiB", 1 << 20),
-    ("GB", 1_000_000_000),
-    ("GiB", 1 << 30),
-];
+const SIZE_UNITS: &[(&str, u128)] =
+    &[("B", 1), ("kB", 1_000), ("KiB", 1 << 10), ("MB", 1_000_000), ("MiB", 1 << 20), ("GB", 1_000_000_000), ("GiB", 1 << 30)];
 
 /// Bits per second per unit. `bit` is ours and SI's, `mbit`/`kbit`/`gbit` are tc's
 /// spellings (tc-rate(8)), `Mbps` is the datasheet's. All mean bits per second.

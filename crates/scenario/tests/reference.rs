@@ -15,7 +15,10 @@ fn docs_scenario_md_has_the_generated_key_table() {
     let doc = std::fs::read_to_string(format!("{ROOT}/docs/scenario.md")).unwrap();
     let start = doc.find(BEGIN).expect("docs/scenario.md has the BEGIN marker") + BEGIN.len();
     let end = doc.find(END).expect("docs/scenario.md has the END marker");
-    assert!(doc[start..end] == keys_markdown(), "docs/scenario.md is stale: regenerate its table with `shortflow scenario keys --markdown`");
+    assert!(
+        doc[start..end] == keys_markdown(),
+        "docs/scenario.md is stale: regenerate its table with `shortflow scenario keys --markdown`"
+    );
 }
 
 #[test]
@@ -36,7 +39,9 @@ fn every_stated_default_is_the_models_default() {
         if ["seed", "path.bandwidth", "workload.port", "[workload.response]"].contains(value) {
             continue;
         }
-        let (text, table) = if key.starts_with("dumbbell.") { (dumbbell, None) } else if let Some(rest) = key.strip_prefix("mechanisms.") {
+        let (text, table) = if key.starts_with("dumbbell.") {
+            (dumbbell, None)
+        } else if let Some(rest) = key.strip_prefix("mechanisms.") {
             (base, rest.split_once('.').map(|(t, _)| format!("mechanisms.{t}={{}}")))
         } else {
             (base, None)
@@ -44,12 +49,18 @@ fn every_stated_default_is_the_models_default() {
         let mut pre: Vec<String> = table.into_iter().collect();
         // Keys of one workload kind are checked within it.
         match *key {
-            "workload.http_1_1" => pre.extend(["workload.kind=packmime", "workload.load=\"50%\"", "workload.duration=\"1s\""].map(String::from)),
+            "workload.http_1_1" => {
+                pre.extend(["workload.kind=packmime", "workload.load=\"50%\"", "workload.duration=\"1s\""].map(String::from))
+            }
             "workload.flows" | "workload.spacing" => pre.push("workload.kind=bulk".into()),
             _ => {}
         }
         let key = key.replace("{side}", "client");
-        let quoted = if value.starts_with('{') || value.parse::<f64>().is_ok() || *value == "false" || *value == "true" { value.to_string() } else { format!("\"{value}\"") };
+        let quoted = if value.starts_with('{') || value.parse::<f64>().is_ok() || *value == "false" || *value == "true" {
+            value.to_string()
+        } else {
+            format!("\"{value}\"")
+        };
         let mut with = pre.clone();
         with.push(format!("{key}={quoted}"));
         let a = load(text, "s.toml", &pre).unwrap();

@@ -20,7 +20,8 @@ fn main() {
     let mut events = 0;
     for _ in 0..runs {
         let t = Instant::now();
-        let (report, _, _) = shortflow_sim::simulate(&text, "bench.toml", &sets, shortflow_sim::RunOptions::default()).expect("scenario");
+        let (report, _, _) =
+            shortflow_sim::simulate(&text, "bench.toml", &sets, shortflow_sim::RunOptions::default()).expect("scenario");
         best = best.min(t.elapsed().as_secs_f64());
         mean = report.connections.iter().filter_map(|c| c.complete_s).sum::<f64>() / f64::from(n);
         events = report.summary.events;

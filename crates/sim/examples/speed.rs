@@ -28,5 +28,10 @@ fn main() {
     }
     let r = last.expect("three runs");
     let n = r.summary.connections as f64;
-    println!("{best:.3} s  {:.0} connections/s  mean complete {:?} s  completed {}", n / best, r.summary.mean_complete_s, r.summary.completed);
+    println!(
+        "{best:.3} s  {:.0} connections/s  mean complete {:?} s  completed {}",
+        n / best,
+        r.summary.mean_complete_s,
+        r.summary.completed
+    );
 }

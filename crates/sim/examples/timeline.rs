@@ -27,12 +27,10 @@ fn main() {
         }
         let (cb, sb) = (cbase.unwrap_or(0), sbase.unwrap_or(0));
         let (own, peer) = if s.from_client { (cb, sb) } else { (sb, cb) };
-        let flags: String = [(SYN, 'S'), (FIN, 'F'), (PSH, 'P'), (ACK, '.')]
-            .iter()
-            .filter(|(f, _)| s.flags & f != 0)
-            .map(|&(_, c)| c)
-            .collect();
-        let sack: Vec<String> = s.sack.as_slice().iter().map(|(l, r)| format!("{}:{}", l.wrapping_sub(peer), r.wrapping_sub(peer))).collect();
+        let flags: String =
+            [(SYN, 'S'), (FIN, 'F'), (PSH, 'P'), (ACK, '.')].iter().filter(|(f, _)| s.flags & f != 0).map(|&(_, c)| c).collect();
+        let sack: Vec<String> =
+            s.sack.as_slice().iter().map(|(l, r)| format!("{}:{}", l.wrapping_sub(peer), r.wrapping_sub(peer))).collect();
         println!(
             "{:>10.6} {} {:<3} {}:{}({}) ack {} win {}{}",
             t.as_secs_f64(),

@@ -57,7 +57,13 @@ impl Capture {
                 *if s.from_client { &mut scales.0 } else { &mut scales.1 } = s.syn_opts.window_scale;
             }
             let shift = match (syn, *scales) {
-                (false, (Some(c), Some(sv))) => if s.from_client { c } else { sv },
+                (false, (Some(c), Some(sv))) => {
+                    if s.from_client {
+                        c
+                    } else {
+                        sv
+                    }
+                }
                 _ => 0,
             };
             let seg = Segment {

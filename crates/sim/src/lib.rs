@@ -30,24 +30,34 @@ pub mod workload;
 pub use shortflow_scenario::{profile, scenario};
 pub mod world;
 
+pub use calibrate::{run, run_at_rate};
 pub use capture::Capture;
 pub use error::{ScenarioError, SimError};
 pub use report::{ConnReport, RunReport};
-pub use calibrate::{run, run_at_rate};
 pub use scenario::Scenario;
 pub use world::{Budget, LimitError, RunOptions, World};
 
 /// Runs an already checked scenario within `budget` (memory, events): refused at once when
 /// its connections alone would need more memory. With `rate`, a rate-driven workload runs
 /// at that many connections/s instead of its own rate or load.
-pub fn try_run(scenario: Scenario, opts: RunOptions, rate: Option<f64>, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
+pub fn try_run(
+    scenario: Scenario,
+    opts: RunOptions,
+    rate: Option<f64>,
+    budget: &Budget,
+) -> Result<(RunReport, Capture), LimitError> {
     World::check_connections(&scenario, opts, budget)?;
     calibrate::try_run(scenario, opts, rate, budget)
 }
 
 /// Reads scenario `text` (named `source` in errors), applies `overrides` (`key=value`) and
 /// runs it.
-pub fn simulate(text: &str, source: &str, overrides: &[String], opts: RunOptions) -> Result<(RunReport, Capture, Scenario), ScenarioError> {
+pub fn simulate(
+    text: &str,
+    source: &str,
+    overrides: &[String],
+    opts: RunOptions,
+) -> Result<(RunReport, Capture, Scenario), ScenarioError> {
     let scenario = scenario::load(text, source, overrides)?;
     let (report, capture) = run(scenario.clone(), opts);
     Ok((report, capture, scenario))

@@ -112,11 +112,8 @@ impl LossModel {
                 return Fate::Scripted;
             }
         }
-        let (cfg, g) = if from_client {
-            (self.config.forward, &mut self.gilbert[0])
-        } else {
-            (self.config.reverse, &mut self.gilbert[1])
-        };
+        let (cfg, g) =
+            if from_client { (self.config.forward, &mut self.gilbert[0]) } else { (self.config.reverse, &mut self.gilbert[1]) };
         let lost = match cfg {
             LossConfig::Bernoulli(p) => p > 0.0 && self.rng.random_bool(p),
             LossConfig::Gilbert(ge) => {
@@ -143,7 +140,24 @@ mod tests {
     use crate::scenario::GilbertConfig;
 
     fn seg(from_client: bool, flags: u8, len: u32) -> Segment {
-        Segment { conn: 0, from_client, seq: 0, ack: 0, flags, len, window: 0, mss: None, syn_opts: Default::default(), ts: false, tsval: 0, tsecr: 0, sack: Default::default(), dsack: false, hs_sent: 0, hs_echo: 0 }
+        Segment {
+            conn: 0,
+            from_client,
+            seq: 0,
+            ack: 0,
+            flags,
+            len,
+            window: 0,
+            mss: None,
+            syn_opts: Default::default(),
+            ts: false,
+            tsval: 0,
+            tsecr: 0,
+            sack: Default::default(),
+            dsack: false,
+            hs_sent: 0,
+            hs_echo: 0,
+        }
     }
 
     #[test]

@@ -63,12 +63,7 @@ impl Topology {
             Port::new(p.access_bandwidth_bps, rest, host_queue()),
             Port::new(p.bandwidth_bps, rest, p.queue.clone()),
         ];
-        Topology {
-            ports,
-            routes: vec![[Route::new(&[0, 1]), Route::new(&[2, 3])]],
-            bottleneck: [1, 3],
-            pair_rtt: vec![p.rtt],
-        }
+        Topology { ports, routes: vec![[Route::new(&[0, 1]), Route::new(&[2, 3])]], bottleneck: [1, 3], pair_rtt: vec![p.rtt] }
     }
 
     /// N pairs across one shared bottleneck. Port 0 and 1 are the bottleneck's two

@@ -50,17 +50,36 @@ const BUDGET_EVERY: u64 = 1 << 14;
 
 enum Event {
     /// `seg` crossed hop `hop` of its route.
-    Arrive { hop: u8, seg: Segment },
-    Timer { conn: u32, client: bool, kind: TimerKind },
-    Optimizer { conn: u32 },
+    Arrive {
+        hop: u8,
+        seg: Segment,
+    },
+    Timer {
+        conn: u32,
+        client: bool,
+        kind: TimerKind,
+    },
+    Optimizer {
+        conn: u32,
+    },
     /// The workload's next connection arrives.
     Start,
-    NextRequest { conn: u32 },
-    Respond { conn: u32 },
+    NextRequest {
+        conn: u32,
+    },
+    Respond {
+        conn: u32,
+    },
     /// Super Fast Retransmit's timer on one side.
-    Sfr { conn: u32, client: bool },
+    Sfr {
+        conn: u32,
+        client: bool,
+    },
     /// A segment that arrived at a host with a `processing_time` reaches its TCP.
-    Process { seg: Segment, client: bool },
+    Process {
+        seg: Segment,
+        client: bool,
+    },
 }
 
 struct Conn {
@@ -346,8 +365,7 @@ impl World {
     }
 
     fn captured_at(&self, client: bool) -> bool {
-        self.opts.capture
-            && self.sc.capture_point == if client { CapturePoint::Client } else { CapturePoint::Server }
+        self.opts.capture && self.sc.capture_point == if client { CapturePoint::Client } else { CapturePoint::Server }
     }
 
     fn endpoint_receive(&mut self, seg: Segment, client: bool, now: Instant) {
@@ -626,7 +644,8 @@ impl World {
     /// Each direction of the shared link: bytes carried and utilisation over the run
     /// (or over the workload's duration when it has one).
     fn link_reports(&self) -> Vec<LinkReport> {
-        let span = if self.sc.workload.duration.0 > 0 { self.sc.workload.duration } else { self.last_active.since(Instant::ZERO) };
+        let span =
+            if self.sc.workload.duration.0 > 0 { self.sc.workload.duration } else { self.last_active.since(Instant::ZERO) };
         ["client_to_server", "server_to_client"]
             .iter()
             .zip(self.topo.bottleneck)

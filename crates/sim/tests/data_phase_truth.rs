@@ -113,9 +113,9 @@ fn initial_window_and_round_trips() {
         // Every segment ACKed at once: slow start doubles each round, as the ideal does.
         assert_eq!(t.rounds[0], t.rounds_ideal[0], "IW {iw}");
         let want = match iw {
-            2 => 5,  // 2+4+8+16+32 ≥ 42
-            4 => 4,  // 4+8+16+32
-            _ => 3,  // 10+20+40
+            2 => 5, // 2+4+8+16+32 ≥ 42
+            4 => 4, // 4+8+16+32
+            _ => 3, // 10+20+40
         };
         assert_eq!(t.rounds[0], want, "IW {iw}");
         // Rounds beyond the first are slow start's: about one RTT each.
@@ -182,7 +182,6 @@ fn server_think_time_is_the_applications() {
     let (_, t, _) = run(BASE, &["workload.think_time=\"300ms\""]);
     assert!((t.time_application_s[0] - 0.3).abs() < 0.002, "{}", t.time_application_s[0]);
 }
-
 
 #[test]
 fn repairs_are_classified_alike_at_every_capture_point() {

@@ -96,4 +96,3 @@ fn doc002_iw2_vs_iw10_rounds() {
         assert!((transfer - rounds * rtt).abs() < 0.01, "IW {iw}: {transfer}");
     }
 }
-

@@ -51,12 +51,18 @@ fn scenario_text() -> impl Strategy<Value = String> {
         (1u32..=30, 1u32..=3, 1u64..=2_000_000, any::<bool>()),
         (dur(vec!["1ms", "3s", "600s", "31536000s"]), dur(vec!["0s", "1ms", "20ms", "2s"]), any::<u32>()),
     )
-        .prop_map(|((syn_rto, syn_retries, synack_retries, rto_min), (iw, ack_every, delack, rto_max),
-                    (fwd, rev, syn_drops), (conns, reqs, resp, parallel), (limit, rtt, seed))| {
-            // rto_min <= rto_max is its own rule (checked elsewhere); keep the pair valid.
-            let rto_max = if rto_max == "1ms" { rto_min } else { rto_max };
-            format!(
-                r#"seed = {seed}
+        .prop_map(
+            |(
+                (syn_rto, syn_retries, synack_retries, rto_min),
+                (iw, ack_every, delack, rto_max),
+                (fwd, rev, syn_drops),
+                (conns, reqs, resp, parallel),
+                (limit, rtt, seed),
+            )| {
+                // rto_min <= rto_max is its own rule (checked elsewhere); keep the pair valid.
+                let rto_max = if rto_max == "1ms" { rto_min } else { rto_max };
+                format!(
+                    r#"seed = {seed}
 time_limit = "{limit}"
 [path]
 rtt = "{rtt}"
@@ -83,8 +89,9 @@ requests = {reqs}
 connections = {conns}
 parallel = {parallel}
 "#
-            )
-        })
+                )
+            },
+        )
 }
 
 proptest! {

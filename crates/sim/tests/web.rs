@@ -42,7 +42,12 @@ fn packmime_load_is_calibrated_within_two_points() {
         assert_eq!(pairs.len(), 50);
         assert!(r.summary.completed as f64 > 0.95 * r.summary.connections as f64);
         // Memory follows the open connections, not the run.
-        assert!(r.summary.peak_open_connections < r.summary.connections / 4, "{} of {}", r.summary.peak_open_connections, r.summary.connections);
+        assert!(
+            r.summary.peak_open_connections < r.summary.connections / 4,
+            "{} of {}",
+            r.summary.peak_open_connections,
+            r.summary.connections
+        );
     }
 }
 
@@ -166,7 +171,11 @@ fn min_rto_004_avoids_the_spurious_timeout_of_an_odd_train() {
 #[test]
 fn min_rto_004_reports_the_cost_of_each_timeout() {
     // The lone last segment lost: the extended minimum (250 ms) times it, C(f) = R/RTO_cur > 1.
-    let (r, rec) = run(DELACK, &["mechanisms.min_rto_004={extended=\"250ms\"}", "drop.data=[3]", "workload.requests=1", "capture.point=\"server\""], true);
+    let (r, rec) = run(
+        DELACK,
+        &["mechanisms.min_rto_004={extended=\"250ms\"}", "drop.data=[3]", "workload.requests=1", "capture.point=\"server\""],
+        true,
+    );
     let c = &r.connections[0];
     assert_eq!(c.timeouts, 1);
     assert_eq!(c.rto_costs.len(), 1);
@@ -175,7 +184,11 @@ fn min_rto_004_reports_the_cost_of_each_timeout() {
     let gap = d[3].0 - d[2].0;
     assert!((0.250..0.27).contains(&gap), "resend {gap} s after the original");
     // A loss in the middle of a train is timed without a floor (C(f) = 1).
-    let (r, _) = run(DELACK, &["mechanisms.min_rto_004={extended=\"250ms\"}", "drop.data=[1]", "workload.requests=1", "workload.response=\"4000B\""], false);
+    let (r, _) = run(
+        DELACK,
+        &["mechanisms.min_rto_004={extended=\"250ms\"}", "drop.data=[1]", "workload.requests=1", "workload.response=\"4000B\""],
+        false,
+    );
     assert!(r.connections[0].rto_costs.iter().all(|&c| c == 1.0), "{:?}", r.connections[0].rto_costs);
 }
 

@@ -52,13 +52,7 @@ struct Args {
     #[arg(long)]
     router: bool,
     /// Server port(s) to protect, comma-separated.
-    #[arg(
-        short = 'p',
-        long = "port",
-        value_name = "PORT[,PORT…]",
-        value_delimiter = ',',
-        required = true
-    )]
+    #[arg(short = 'p', long = "port", value_name = "PORT[,PORT…]", value_delimiter = ',', required = true)]
     ports: Vec<u16>,
     /// Write the counters as JSON here at exit (and on SIGUSR1).
     #[arg(long, value_name = "FILE")]
@@ -144,13 +138,7 @@ fn check(a: &Args) -> Result<(), OptionError> {
 }
 
 fn counters_json(d: &Daemon, head: &serde_json::Value) -> serde_json::Value {
-    let mut v = stats::to_json(
-        &d.stats,
-        &d.table.counters,
-        d.table.held(),
-        sys::rss_kb(),
-        head.clone(),
-    );
+    let mut v = stats::to_json(&d.stats, &d.table.counters, d.table.held(), sys::rss_kb(), head.clone());
     v["pid"] = std::process::id().into();
     v
 }
@@ -160,9 +148,7 @@ fn write_stats(path: &Option<PathBuf>, d: &Daemon, head: &serde_json::Value) {
     let v = counters_json(d, head);
     // Written whole then renamed: a reader never sees half a file.
     let tmp = path.with_extension("tmp");
-    if let Err(e) =
-        std::fs::write(&tmp, v.to_string() + "\n").and_then(|()| std::fs::rename(&tmp, path))
-    {
+    if let Err(e) = std::fs::write(&tmp, v.to_string() + "\n").and_then(|()| std::fs::rename(&tmp, path)) {
         eprintln!("shortflow-synopt: cannot write {}: {e}", path.display());
     }
 }
@@ -209,10 +195,7 @@ fn remove_stale_tables() -> Result<(), RunError> {
 /// Prints the counters, and writes them when `--json-stats` was given.
 fn reporter(path: Option<PathBuf>, head: serde_json::Value) -> Box<dyn Fn(&Daemon)> {
     Box::new(move |d| {
-        eprintln!(
-            "shortflow-synopt: {}",
-            stats::line(&d.stats, &d.table.counters, d.table.held())
-        );
+        eprintln!("shortflow-synopt: {}", stats::line(&d.stats, &d.table.counters, d.table.held()));
         write_stats(&path, d, &head);
     })
 }
@@ -240,14 +223,8 @@ fn run(args: &Args) -> Result<(), RunError> {
     // The group is bound before the rules exist: every copy has a reader.
     let mut obs = Observer::open(args.group, args.rcvbuf_kb.saturating_mul(1024))
         .map_err(|source| RunError::Group { group: args.group, source })?;
-    let params = RuleParams {
-        mode,
-        ports: args.ports.clone(),
-        group: args.group,
-        mark: args.mark,
-        table: RunLock::name(&run_id),
-        ipv6,
-    };
+    let params =
+        RuleParams { mode, ports: args.ports.clone(), group: args.group, mark: args.mark, table: RunLock::name(&run_id), ipv6 };
     let installed = Installed::install(&params, !args.unowned_table)?;
     if let Some(why) = installed.unowned() {
         if !args.unowned_table {
@@ -287,11 +264,7 @@ fn run(args: &Args) -> Result<(), RunError> {
             Box::new(move |d| counters_json(d, &head).to_string())
         },
     };
-    println!(
-        "ready {run_id} ({} rules, NFLOG group {})",
-        installed.count(),
-        args.group
-    );
+    println!("ready {run_id} ({} rules, NFLOG group {})", installed.count(), args.group);
     let result = d.run(&mut obs, &lock);
     drop(installed);
     (d.report)(&d);

@@ -56,9 +56,7 @@ impl Daemon {
                 // Bounded, so a signal landing between the STOP check and the wait costs
                 // at most this long.
                 None => sys::wait_readable(&fds, Some(IDLE_WAKE_NS)),
-                Some(t) if t > now + self.spin_ns => {
-                    sys::wait_readable(&fds, Some(t - now - self.spin_ns))
-                }
+                Some(t) if t > now + self.spin_ns => sys::wait_readable(&fds, Some(t - now - self.spin_ns)),
                 Some(_) => std::hint::spin_loop(),
             }
         }
@@ -67,9 +65,7 @@ impl Daemon {
 
     /// Takes up to BATCH copies; returns how many.
     fn take_arrivals(&mut self, obs: &mut Observer) -> io::Result<usize> {
-        let Daemon {
-            mode, table, stats, ..
-        } = self;
+        let Daemon { mode, table, stats, .. } = self;
         let n = obs.take(BATCH, |pkt, kernel_rt| {
             let now = sys::seen_at(now_ns(), sys::realtime_ns(), kernel_rt);
             stats.packets += 1;
@@ -94,12 +90,7 @@ impl Daemon {
     }
 
     fn resend_due(&mut self) {
-        let Daemon {
-            table,
-            sender,
-            stats,
-            ..
-        } = self;
+        let Daemon { table, sender, stats, .. } = self;
         table.fire_due(now_ns(), |pkt, deadline| {
             let Ok((seg, _)) = decode_ip(pkt) else {
                 return;

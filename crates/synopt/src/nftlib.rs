@@ -130,7 +130,11 @@ impl NftLib {
         // the next command; copied at once.
         let msg = unsafe {
             let p = (self.errors)(self.ctx);
-            if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().trim().to_string() }
+            if p.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().trim().to_string()
+            }
         };
         Err(NftLibError::Refused(if msg.is_empty() { "refused without a message".into() } else { msg }))
     }

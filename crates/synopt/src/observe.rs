@@ -22,9 +22,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
 use netlink_packet_core::{NetlinkMessage, NetlinkPayload, Nla};
-use netlink_packet_netfilter::nflog::{
-    config_request, ConfigCmd, ConfigFlags, ConfigMode, ConfigNla, PacketNla, ULogMessage,
-};
+use netlink_packet_netfilter::nflog::{config_request, ConfigCmd, ConfigFlags, ConfigMode, ConfigNla, PacketNla, ULogMessage};
 use netlink_packet_netfilter::{NetfilterMessage, NetfilterMessageInner, NetfilterProtoFamily};
 use netlink_sys::{constants::NETLINK_NETFILTER, Socket};
 
@@ -88,23 +86,9 @@ impl Observer {
                 e
             }
         })?;
-        send_config(
-            &sock,
-            group,
-            vec![
-                ConfigMode::new_packet(COPY_RANGE).into(),
-                ConfigFlags::SEQ.into(),
-            ],
-        )?;
+        send_config(&sock, group, vec![ConfigMode::new_packet(COPY_RANGE).into(), ConfigFlags::SEQ.into()])?;
         sock.set_non_blocking(true)?;
-        Ok(Observer {
-            sock,
-            group,
-            buf: Vec::with_capacity(RECV_BUF),
-            next_seq: None,
-            lost: 0,
-            overflows: 0,
-        })
+        Ok(Observer { sock, group, buf: Vec::with_capacity(RECV_BUF), next_seq: None, lost: 0, overflows: 0 })
     }
 
     pub fn group(&self) -> u16 {
@@ -115,11 +99,7 @@ impl Observer {
     /// `limit` of them; the kernel time (CLOCK_REALTIME, ns) is when the packet passed the
     /// rule, where the kernel gives it. Returns how many it took (fewer than `limit`: none
     /// left).
-    pub fn take(
-        &mut self,
-        limit: usize,
-        mut each: impl FnMut(&[u8], Option<u64>),
-    ) -> io::Result<usize> {
+    pub fn take(&mut self, limit: usize, mut each: impl FnMut(&[u8], Option<u64>)) -> io::Result<usize> {
         let mut n = 0;
         while n < limit {
             self.buf.clear();
@@ -135,8 +115,7 @@ impl Observer {
             }
             let mut off = 0;
             while off < self.buf.len() {
-                let Ok(msg) = <NetlinkMessage<NetfilterMessage>>::deserialize(&self.buf[off..])
-                else {
+                let Ok(msg) = <NetlinkMessage<NetfilterMessage>>::deserialize(&self.buf[off..]) else {
                     break;
                 };
                 let len = msg.header.length as usize;

@@ -15,22 +15,12 @@ pub struct Sender {
 fn raw_socket(domain: libc::c_int, mark: u32) -> io::Result<RawFd> {
     // SAFETY: a socket we own and an int option.
     unsafe {
-        let fd = libc::socket(
-            domain,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::IPPROTO_RAW,
-        );
+        let fd = libc::socket(domain, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::IPPROTO_RAW);
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
         let m = mark as libc::c_int;
-        let r = libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_MARK,
-            (&m as *const libc::c_int).cast(),
-            4,
-        );
+        let r = libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_MARK, (&m as *const libc::c_int).cast(), 4);
         if r != 0 {
             let e = io::Error::last_os_error();
             libc::close(fd);
@@ -44,11 +34,7 @@ impl Sender {
     /// IPv4 always; IPv6 when `ipv6` (an error there is returned, not hidden).
     pub fn open(mark: u32, ipv6: bool) -> io::Result<Sender> {
         let v4 = raw_socket(libc::AF_INET, mark)?;
-        let v6 = if ipv6 {
-            Some(raw_socket(libc::AF_INET6, mark)?)
-        } else {
-            None
-        };
+        let v6 = if ipv6 { Some(raw_socket(libc::AF_INET6, mark)?) } else { None };
         Ok(Sender { v4, v6 })
     }
 
@@ -62,14 +48,7 @@ impl Sender {
                     sa.sin_family = libc::AF_INET as libc::sa_family_t;
                     sa.sin_addr.s_addr = u32::from_ne_bytes(a.octets());
                     let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-                    libc::sendto(
-                        self.v4,
-                        pkt.as_ptr().cast(),
-                        pkt.len(),
-                        0,
-                        (&sa as *const libc::sockaddr_in).cast(),
-                        len,
-                    )
+                    libc::sendto(self.v4, pkt.as_ptr().cast(), pkt.len(), 0, (&sa as *const libc::sockaddr_in).cast(), len)
                 }
                 IpAddr::V6(a) => {
                     let Some(fd) = self.v6 else {
@@ -79,14 +58,7 @@ impl Sender {
                     sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
                     sa.sin6_addr.s6_addr = a.octets();
                     let len = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
-                    libc::sendto(
-                        fd,
-                        pkt.as_ptr().cast(),
-                        pkt.len(),
-                        0,
-                        (&sa as *const libc::sockaddr_in6).cast(),
-                        len,
-                    )
+                    libc::sendto(fd, pkt.as_ptr().cast(), pkt.len(), 0, (&sa as *const libc::sockaddr_in6).cast(), len)
                 }
             }
         };

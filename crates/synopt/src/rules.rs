@@ -185,7 +185,12 @@ impl Installed {
             match NftLib::open() {
                 Ok(mut lib) => match lib.run(&ruleset(p, true)) {
                     Ok(()) => {
-                        return Ok(Installed { table: Some(p.table.clone()), rules: rule_specs(p).len(), owner: Some(lib), unowned: None })
+                        return Ok(Installed {
+                            table: Some(p.table.clone()),
+                            rules: rule_specs(p).len(),
+                            owner: Some(lib),
+                            unowned: None,
+                        })
                     }
                     // An old kernel (before 5.12) or nft refuses `flags owner`; any other
                     // fault shows again below, from the command.
@@ -233,15 +238,8 @@ impl Drop for Installed {
 
 /// The run id in a synopt table name (`sf-<6 hex>-synopt`), if `token` is one.
 pub fn run_id_of(token: &str) -> Option<&str> {
-    let id = token
-        .trim_matches('"')
-        .strip_prefix("sf-")?
-        .strip_suffix("-synopt")?;
-    (id.len() == 6
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
-    .then_some(id)
+    let id = token.trim_matches('"').strip_prefix("sf-")?.strip_suffix("-synopt")?;
+    (id.len() == 6 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())).then_some(id)
 }
 
 /// Deletes the synopt tables of runs whose daemon is gone (`alive(run_id)` false); returns
@@ -264,14 +262,7 @@ mod tests {
     use super::*;
 
     fn params(mode: Mode) -> RuleParams {
-        RuleParams {
-            mode,
-            ports: vec![80, 8080],
-            group: 7100,
-            mark: 0x5f0e,
-            table: "sf-abc123-synopt".into(),
-            ipv6: true,
-        }
+        RuleParams { mode, ports: vec![80, 8080], group: 7100, mark: 0x5f0e, table: "sf-abc123-synopt".into(), ipv6: true }
     }
 
     #[test]
@@ -284,7 +275,9 @@ mod tests {
         );
         assert!(specs[1..].iter().all(|(c, _)| *c == "input"));
         let text = ruleset(&params(Mode::Client), false);
-        assert!(text.starts_with("add table inet sf-abc123-synopt\ndelete table inet sf-abc123-synopt\ntable inet sf-abc123-synopt {\n  chain"));
+        assert!(text.starts_with(
+            "add table inet sf-abc123-synopt\ndelete table inet sf-abc123-synopt\ntable inet sf-abc123-synopt {\n  chain"
+        ));
         assert!(ruleset(&params(Mode::Client), true).contains("table inet sf-abc123-synopt {\n  flags owner\n  chain output {"));
         assert!(text.contains("type filter hook output priority mangle; policy accept;"));
         assert!(text.contains("log group 7100 snaplen 65535 queue-threshold 1"));
@@ -294,7 +287,9 @@ mod tests {
     #[test]
     fn server_and_router_rules() {
         let server = rule_specs(&params(Mode::Server));
-        assert!(server.iter().any(|(c, m)| *c == "output" && m.starts_with("tcp sport { 80, 8080 } tcp flags & (syn | ack | rst) == syn | ack")));
+        assert!(server
+            .iter()
+            .any(|(c, m)| *c == "output" && m.starts_with("tcp sport { 80, 8080 } tcp flags & (syn | ack | rst) == syn | ack")));
         assert!(server.iter().any(|(c, m)| *c == "input" && m.ends_with("== ack ct original packets 2-6")));
         let router = rule_specs(&params(Mode::Router));
         assert!(router.iter().all(|(c, _)| *c == "forward"));

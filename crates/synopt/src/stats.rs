@@ -19,12 +19,7 @@ pub struct Lateness {
 
 impl Default for Lateness {
     fn default() -> Self {
-        Lateness {
-            bins: vec![0; BINS],
-            n: 0,
-            sum_ns: 0,
-            max_ns: 0,
-        }
+        Lateness { bins: vec![0; BINS], n: 0, sum_ns: 0, max_ns: 0 }
     }
 }
 

@@ -7,10 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Nanoseconds on CLOCK_MONOTONIC, the clock of every deadline here.
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes into a timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -18,10 +15,7 @@ pub fn now_ns() -> u64 {
 
 /// Nanoseconds on CLOCK_REALTIME: only to age a kernel timestamp (NFULA_TIMESTAMP).
 pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes into a timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -40,39 +34,19 @@ pub fn seen_at(now: u64, now_rt: u64, kernel_rt: Option<u64>) -> u64 {
 /// Waits until one of `fds` is readable, a signal arrives, or `timeout_ns` passed (None: no
 /// limit).
 pub fn wait_readable(fds: &[RawFd], timeout_ns: Option<u64>) {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ts = timeout_ns.map(|ns| libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    });
-    let tsp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    let ts = timeout_ns
+        .map(|ns| libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long });
+    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: valid pollfds; the timespec outlives the call.
-    unsafe {
-        libc::ppoll(
-            pfds.as_mut_ptr(),
-            pfds.len() as libc::nfds_t,
-            tsp,
-            std::ptr::null(),
-        )
-    };
+    unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, tsp, std::ptr::null()) };
 }
 
 /// SCHED_FIFO at `priority`, and memory locked: a resend must not wait behind other
 /// processes on two busy cores or on a page fault (kernel-facts.md: without it timers drift
 /// by milliseconds under load).
 pub fn go_realtime(priority: i32) -> io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
+    let param = libc::sched_param { sched_priority: priority };
     // SAFETY: plain syscalls on this process with a valid parameter.
     unsafe {
         if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
@@ -139,11 +113,7 @@ pub struct RunLock {
 fn bind_abstract(name: &str) -> io::Result<RawFd> {
     // SAFETY: a socket we own, a sockaddr_un filled within its bounds.
     unsafe {
-        let fd = libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            0,
-        );
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0);
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -307,16 +277,8 @@ mod tests {
         let (now, rt) = (5_000_000_000, 1_700_000_000_000_000_000);
         assert_eq!(seen_at(now, rt, Some(rt - 3_000_000)), now - 3_000_000);
         assert_eq!(seen_at(now, rt, None), now);
-        assert_eq!(
-            seen_at(now, rt, Some(rt + 1)),
-            now,
-            "from the future: a clock step"
-        );
-        assert_eq!(
-            seen_at(now, rt, Some(rt - 2_000_000_000)),
-            now,
-            "too old to trust"
-        );
+        assert_eq!(seen_at(now, rt, Some(rt + 1)), now, "from the future: a clock step");
+        assert_eq!(seen_at(now, rt, Some(rt - 2_000_000_000)), now, "too old to trust");
     }
 
     #[test]

@@ -150,21 +150,9 @@ impl Table {
         let id = self.next_id;
         self.next_id += 1;
         let data_len = seg.payload_len;
-        self.copies.insert(
-            flow,
-            Copy {
-                pkt: pkt.into(),
-                prefix,
-                isn: seg.seq,
-                data_len,
-                first_ns: now,
-                resent: 0,
-                id,
-            },
-        );
+        self.copies.insert(flow, Copy { pkt: pkt.into(), prefix, isn: seg.seq, data_len, first_ns: now, resent: 0, id });
         *self.per_prefix.entry(prefix).or_insert(0) += 1;
-        self.timers
-            .push(Reverse((now + self.cfg.delay_ns, id, flow)));
+        self.timers.push(Reverse((now + self.cfg.delay_ns, id, flow)));
         self.counters.taken += 1;
         self.counters.held_max = self.counters.held_max.max(self.copies.len() as u64);
         self.compact();
@@ -229,11 +217,7 @@ impl Table {
                 let next = c.first_ns + u64::from(c.resent + 1) * self.cfg.delay_ns;
                 // A daemon that was stalled (stopped, starved) for more than a delay resumes
                 // with one resend, then the usual spacing: not a burst of identical SYNs.
-                let next = if next <= now {
-                    now + self.cfg.delay_ns
-                } else {
-                    next
-                };
+                let next = if next <= now { now + self.cfg.delay_ns } else { next };
                 self.timers.push(Reverse((next, c.id, flow)));
             } else {
                 self.remove(&flow);
@@ -248,8 +232,7 @@ impl Table {
         let limit = 2 * self.copies.len() + 1024;
         if self.timers.len() > limit {
             let copies = &self.copies;
-            self.timers
-                .retain(|Reverse((_, id, flow))| copies.get(flow).is_some_and(|c| c.id == *id));
+            self.timers.retain(|Reverse((_, id, flow))| copies.get(flow).is_some_and(|c| c.id == *id));
         }
     }
 }
@@ -259,20 +242,12 @@ pub fn mask(addr: IpAddr, v4: u8, v6: u8) -> IpAddr {
     match addr {
         IpAddr::V4(a) => {
             let bits = u32::from(v4.min(32));
-            let m = if bits == 0 {
-                0
-            } else {
-                u32::MAX << (32 - bits)
-            };
+            let m = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
             IpAddr::V4((u32::from(a) & m).into())
         }
         IpAddr::V6(a) => {
             let bits = u32::from(v6.min(128));
-            let m = if bits == 0 {
-                0
-            } else {
-                u128::MAX << (128 - bits)
-            };
+            let m = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
             IpAddr::V6((u128::from(a) & m).into())
         }
     }
@@ -318,14 +293,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn table(retries: u32, max_held: usize) -> Table {
-        Table::new(Config {
-            delay_ns: 200 * MS,
-            retries,
-            max_held,
-            prefix_budget: 0,
-            prefix_len_v4: 24,
-            prefix_len_v6: 48,
-        })
+        Table::new(Config { delay_ns: 200 * MS, retries, max_held, prefix_budget: 0, prefix_len_v4: 24, prefix_len_v6: 48 })
     }
 
     /// A SYN from `src` (IPv4 octets) and source port `port`.
@@ -360,11 +328,7 @@ mod tests {
 
     fn assert_adds_up(t: &Table) {
         let c = t.counters;
-        assert_eq!(
-            c.taken,
-            t.held() as u64 + c.answered + c.expired + c.replaced,
-            "{c:?}"
-        );
+        assert_eq!(c.taken, t.held() as u64 + c.answered + c.expired + c.replaced, "{c:?}");
     }
 
     #[test]
@@ -372,14 +336,8 @@ mod tests {
         let mut t = table(3, 10);
         let p = syn_v4(1000, SYN, 0);
         t.hold(0, &parse(&p).unwrap(), &p);
-        assert_eq!(
-            resends_until(&mut t, 2000 * MS),
-            vec![200 * MS, 400 * MS, 600 * MS]
-        );
-        assert_eq!(
-            (t.held(), t.counters.expired, t.counters.resends),
-            (0, 1, 3)
-        );
+        assert_eq!(resends_until(&mut t, 2000 * MS), vec![200 * MS, 400 * MS, 600 * MS]);
+        assert_eq!((t.held(), t.counters.expired, t.counters.resends), (0, 1, 3));
         assert_adds_up(&t);
     }
 
@@ -390,11 +348,7 @@ mod tests {
         t.hold(0, &parse(&p).unwrap(), &p);
         let mut sent = vec![];
         t.fire_due(450 * MS, |_, deadline| sent.push(deadline));
-        assert_eq!(
-            sent,
-            vec![200 * MS],
-            "one resend for the two missed deadlines"
-        );
+        assert_eq!(sent, vec![200 * MS], "one resend for the two missed deadlines");
         t.fire_due(649 * MS, |_, deadline| sent.push(deadline));
         t.fire_due(650 * MS, |_, deadline| sent.push(deadline));
         assert_eq!(sent, vec![200 * MS, 650 * MS]);
@@ -420,19 +374,9 @@ mod tests {
         let mut wrong = answer_to(50, SYN | ACK);
         wrong.ack = 99;
         assert!(!t.answer(&wrong));
-        assert!(
-            !t.answer(&Segment {
-                flags: TcpFlags(SYN),
-                ..answer_to(50, SYN)
-            }),
-            "no ACK flag: no answer"
-        );
+        assert!(!t.answer(&Segment { flags: TcpFlags(SYN), ..answer_to(50, SYN) }), "no ACK flag: no answer");
         assert!(t.answer(&answer_to(50, RST | ACK)));
-        assert_eq!(
-            (t.counters.unmatched, t.counters.answered),
-            (1, 1),
-            "only ACK-bearing packets can be answers"
-        );
+        assert_eq!((t.counters.unmatched, t.counters.answered), (1, 1), "only ACK-bearing packets can be answers");
     }
 
     #[test]
@@ -443,10 +387,7 @@ mod tests {
         t.hold(MS, &parse(&p).unwrap(), &p);
         let q = syn_v4(2, SYN, 0);
         t.hold(2 * MS, &parse(&q).unwrap(), &q);
-        assert_eq!(
-            (t.counters.duplicates, t.counters.replaced, t.held()),
-            (1, 1, 1)
-        );
+        assert_eq!((t.counters.duplicates, t.counters.replaced, t.held()), (1, 1, 1));
         // The replaced copy's timer fires nothing; the new one resends at 2 + 200 ms.
         assert_eq!(resends_until(&mut t, 210 * MS), vec![202 * MS]);
         assert_adds_up(&t);
@@ -456,19 +397,12 @@ mod tests {
     fn full_table_sheds_the_newest_and_keeps_the_held_schedules() {
         let mut t = table(3, 100);
         for i in 0..10_000u32 {
-            let p = syn_from(
-                [10, 231, (i / 250) as u8, (i % 250) as u8],
-                1000 + (i % 60_000) as u16,
-                i,
-            );
+            let p = syn_from([10, 231, (i / 250) as u8, (i % 250) as u8], 1000 + (i % 60_000) as u16, i);
             let taken = t.hold(u64::from(i), &parse(&p).unwrap(), &p);
             assert_eq!(taken, i < 100, "copy {i}");
             assert!(t.held() <= 100 && t.timers.len() <= 2 * 100 + 1024 + 1);
         }
-        assert_eq!(
-            (t.counters.shed, t.counters.shed_prefix, t.counters.held_max),
-            (9_900, 0, 100)
-        );
+        assert_eq!((t.counters.shed, t.counters.shed_prefix, t.counters.held_max), (9_900, 0, 100));
         assert_adds_up(&t);
         // The first 100 keep their whole schedule: resent at 200, 400, 600 ms after them.
         let sent = resends_until(&mut t, 1000 * MS);
@@ -479,10 +413,7 @@ mod tests {
 
     #[test]
     fn a_flooding_prefix_meets_its_budget_and_others_keep_theirs() {
-        let mut t = Table::new(Config {
-            prefix_budget: 10,
-            ..table(3, 1000).cfg
-        });
+        let mut t = Table::new(Config { prefix_budget: 10, ..table(3, 1000).cfg });
         for i in 0..500u32 {
             // 500 SYNs from 500 addresses of 192.0.2.0/24 ...
             let p = syn_from([192, 0, 2, (i % 250) as u8], 2000 + i as u16, i);
@@ -507,10 +438,7 @@ mod tests {
         assert!(t.hold(2 * MS, &parse(&again).unwrap(), &again));
         assert_adds_up(&t);
         let sent = resends_until(&mut t, 201 * MS);
-        assert!(
-            sent.contains(&(201 * MS)),
-            "the legitimate copy is resent after 200 ms: {sent:?}"
-        );
+        assert!(sent.contains(&(201 * MS)), "the legitimate copy is resent after 200 ms: {sent:?}");
     }
 
     #[test]
@@ -519,9 +447,6 @@ mod tests {
         assert_eq!(a, "192.0.2.0".parse::<IpAddr>().unwrap());
         let b = mask("2001:db8:1:2:3::1".parse().unwrap(), 24, 48);
         assert_eq!(b, "2001:db8:1::".parse::<IpAddr>().unwrap());
-        assert_eq!(
-            mask("10.1.2.3".parse().unwrap(), 0, 0),
-            "0.0.0.0".parse::<IpAddr>().unwrap()
-        );
+        assert_eq!(mask("10.1.2.3".parse().unwrap(), 0, 0), "0.0.0.0".parse::<IpAddr>().unwrap());
     }
 }

@@ -7,8 +7,8 @@ use std::io::BufWriter;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use shortflow_trace::gen::{generate, GenConfig};
-use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_file, LinkType, Options, Progress};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
 fn bench(c: &mut Criterion) {
     let path = std::env::temp_dir().join(format!("sf-bench-{}.pcap", std::process::id()));
@@ -20,9 +20,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("analyze");
     g.throughput(Throughput::Elements(truth.packets));
     g.sample_size(20);
-    g.bench_function("interleaved short flows", |b| {
-        b.iter(|| analyze_file(&path, 0, &Options::default(), &Progress::default()))
-    });
+    g.bench_function("interleaved short flows", |b| b.iter(|| analyze_file(&path, 0, &Options::default(), &Progress::default())));
     g.finish();
     std::fs::remove_file(&path).unwrap();
 }

@@ -24,5 +24,9 @@ fn main() {
     let a = shortflow_trace::analyze_paths(&[path.into()], &opts, &progress);
     let secs = t.elapsed().as_secs_f64();
     let packets = a.summary.packets;
-    println!("{packets} packets, {} connections in {secs:.3} s: {:.2} Mpackets/s", a.summary.connections, packets as f64 / secs / 1e6);
+    println!(
+        "{packets} packets, {} connections in {secs:.3} s: {:.2} Mpackets/s",
+        a.summary.connections,
+        packets as f64 / secs / 1e6
+    );
 }

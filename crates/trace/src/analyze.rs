@@ -32,7 +32,12 @@ impl Analysis {
 }
 
 /// Analyzes one file; `trace` is its index in the result's file list.
-pub fn analyze_file(path: &std::path::Path, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+pub fn analyze_file(
+    path: &std::path::Path,
+    trace: u32,
+    opts: &Options,
+    progress: &Progress,
+) -> (ConnectionTable, Summary, FileStats) {
     match CaptureReader::open(path) {
         Ok(reader) => analyze_capture(reader, trace, opts, progress),
         Err(e) => {
@@ -95,7 +100,12 @@ impl<F: FnMut(Conn)> SegmentSink for Serial<'_, F> {
 /// Analyzes an opened capture (a file, or bytes in memory for tests and fuzzing) on this
 /// thread; with `opts.shards` > 1 its connections are tracked on that many threads
 /// (`crate::shard`), with the same results.
-pub fn analyze_capture(mut reader: CaptureReader, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+pub fn analyze_capture(
+    mut reader: CaptureReader,
+    trace: u32,
+    opts: &Options,
+    progress: &Progress,
+) -> (ConnectionTable, Summary, FileStats) {
     if opts.shards > 1 {
         return crate::shard::analyze_sharded(reader, trace, opts, progress);
     }

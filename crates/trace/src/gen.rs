@@ -214,7 +214,9 @@ enum Sent {
     Syn,
     SynAck,
     /// The client's ACK of a SYN/ACK; the first one carries the request right behind it.
-    Ack { with_request: bool },
+    Ack {
+        with_request: bool,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -315,7 +317,10 @@ pub fn generate<W: Write>(cfg: &GenConfig, writer: &mut PcapWriter<W>, opts: &Se
     // The IP-only link types fix the version: LINKTYPE_IPV6 means IPv6 packets whatever
     // `cfg.ipv6` says; LINKTYPE_IPV4 with IPv6 asked for is a contradiction.
     if opts.link == LinkType::Ipv4 && cfg.ipv6 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "link type ipv4 (228) carries only IPv4 packets, but IPv6 was asked for"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "link type ipv4 (228) carries only IPv4 packets, but IPv6 was asked for",
+        ));
     }
     let v6_link = GenConfig { ipv6: true, ..cfg.clone() };
     let cfg = if opts.link == LinkType::Ipv6 { &v6_link } else { cfg };

@@ -10,8 +10,8 @@ pub mod diag;
 pub mod error;
 mod feed;
 pub mod gen;
-pub mod read;
 mod mem;
+pub mod read;
 mod shard;
 pub mod track;
 

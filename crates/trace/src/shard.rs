@@ -15,18 +15,26 @@
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::diag::{ConnectionTable, Summary};
+use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::read::CaptureReader;
 use crate::track::{shard_of, shard_of_pair, LatePacket, Tracker, TrackerConfig};
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 enum Msg {
-    Segment { ts: u64, index: u64, seg: Segment, extra: SegmentExtra },
+    Segment {
+        ts: u64,
+        index: u64,
+        seg: Segment,
+        extra: SegmentExtra,
+    },
     /// Sweep as the single tracker would at this time.
     Sweep(u64),
     /// An ICMP destination-unreachable, for the shard of the 4-tuple it quotes.
-    Icmp { ts: u64, msg: IcmpUnreachable },
+    Icmp {
+        ts: u64,
+        msg: IcmpUnreachable,
+    },
     /// Record the open connections (for the file's peak).
     Sample,
 }
@@ -119,7 +127,14 @@ struct ShardResult {
     late: Vec<LatePacket>,
 }
 
-fn run_shard(config: TrackerConfig, trace: u32, build_table: bool, rx: Receiver<Vec<Msg>>, back: Sender<Vec<Msg>>, last_ts: &std::sync::Mutex<u64>) -> ShardResult {
+fn run_shard(
+    config: TrackerConfig,
+    trace: u32,
+    build_table: bool,
+    rx: Receiver<Vec<Msg>>,
+    back: Sender<Vec<Msg>>,
+    last_ts: &std::sync::Mutex<u64>,
+) -> ShardResult {
     let mut table = ConnectionTable::default();
     let mut summary = Summary::default();
     let mut samples = Vec::new();
@@ -158,7 +173,12 @@ fn run_shard(config: TrackerConfig, trace: u32, build_table: bool, rx: Receiver<
 }
 
 /// `analyze_capture` with `opts.shards` tracker threads.
-pub(crate) fn analyze_sharded(mut reader: CaptureReader, trace: u32, opts: &Options, progress: &Progress) -> (ConnectionTable, Summary, FileStats) {
+pub(crate) fn analyze_sharded(
+    mut reader: CaptureReader,
+    trace: u32,
+    opts: &Options,
+    progress: &Progress,
+) -> (ConnectionTable, Summary, FileStats) {
     let n = opts.shards.max(1);
     let mut stats = FileStats { path: reader.path().to_owned(), gzip: reader.is_gzip(), ..Default::default() };
     let last_ts = std::sync::Mutex::new(0u64);
@@ -176,7 +196,14 @@ pub(crate) fn analyze_sharded(mut reader: CaptureReader, trace: u32, opts: &Opti
             shards.push(Shard { tx, batch: Vec::with_capacity(BATCH) });
         }
         drop(back_tx);
-        let mut router = Router { shards, spare: back_rx, next_sweep_ns: 0, sweep_every_ns: opts.tracker.sweep_every_ns(), segments: 0, last_ts: 0 };
+        let mut router = Router {
+            shards,
+            spare: back_rx,
+            next_sweep_ns: 0,
+            sweep_every_ns: opts.tracker.sweep_every_ns(),
+            segments: 0,
+            last_ts: 0,
+        };
         read_loop(&mut reader, &mut stats, progress, &mut router);
         router.flush();
         *last_ts.lock().expect("no shard panics holding it") = router.last_ts;
@@ -186,7 +213,8 @@ pub(crate) fn analyze_sharded(mut reader: CaptureReader, trace: u32, opts: &Opti
     });
     let mut summary = Summary::default();
     let samples = results.iter().map(|r| r.samples.len()).max().unwrap_or(0);
-    stats.peak_open_connections = (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
+    stats.peak_open_connections =
+        (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
     let mut tables = Vec::with_capacity(results.len());
     let mut late = Vec::new();
     for r in results {

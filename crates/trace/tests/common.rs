@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use shortflow_trace::gen::{generate, GenConfig, GenTruth};
-use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_file, ConnectionTable, Endpoint, LinkType, Options, Progress, Segment, Summary, TcpFlags};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
 pub const S: u8 = TcpFlags::SYN;
 pub const A: u8 = TcpFlags::ACK;

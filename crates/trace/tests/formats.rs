@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use shortflow_trace::diag::Vantage;
 use shortflow_trace::gen::GenConfig;
-use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{LinkType, ReadErrorKind};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
 fn cfg(vantage: Vantage, ipv6: bool) -> GenConfig {
     GenConfig {
@@ -29,7 +29,8 @@ fn pcap(link: LinkType, res: TsResolution, order: ByteOrder) -> PcapWriter<Vec<u
 fn the_four_cases_of_document_000_match_the_ground_truth() {
     for vantage in [Vantage::Client, Vantage::Server] {
         let c = cfg(vantage, false);
-        let (bytes, truth) = generated(&c, pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
+        let (bytes, truth) =
+            generated(&c, pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
         let (t, s, stats) = analyze_bytes("four.pcap", &bytes);
         assert!(stats.error.is_none());
         assert_eq!(s.packets, truth.packets);
@@ -54,17 +55,42 @@ fn the_four_cases_of_document_000_match_the_ground_truth() {
 #[test]
 fn every_format_and_link_type_gives_the_same_summary() {
     let c = cfg(Vantage::Client, false);
-    let (reference, truth) = generated(&c, pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
+    let (reference, truth) =
+        generated(&c, pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
     let (_, want, _) = analyze_bytes("ref.pcap", &reference);
     assert_eq!(want.connection_tries(), truth.connections);
     let variants: Vec<(&str, PcapWriter<Vec<u8>>, SegmentOptions)> = vec![
         ("micro-be", pcap(LinkType::Ethernet, TsResolution::Micro, ByteOrder::Big), SegmentOptions::default()),
-        ("vlan", pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), SegmentOptions { vlan: Some(42), ..Default::default() }),
-        ("sll", pcap(LinkType::LinuxSll, TsResolution::Micro, ByteOrder::Little), SegmentOptions { link: LinkType::LinuxSll, ..Default::default() }),
-        ("sll2", pcap(LinkType::LinuxSll2, TsResolution::Nano, ByteOrder::Little), SegmentOptions { link: LinkType::LinuxSll2, ..Default::default() }),
-        ("raw", pcap(LinkType::Raw, TsResolution::Nano, ByteOrder::Big), SegmentOptions { link: LinkType::Raw, ..Default::default() }),
-        ("null", pcap(LinkType::Null, TsResolution::Micro, ByteOrder::Little), SegmentOptions { link: LinkType::Null, ..Default::default() }),
-        ("loop", pcap(LinkType::Loop, TsResolution::Micro, ByteOrder::Big), SegmentOptions { link: LinkType::Loop, ..Default::default() }),
+        (
+            "vlan",
+            pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little),
+            SegmentOptions { vlan: Some(42), ..Default::default() },
+        ),
+        (
+            "sll",
+            pcap(LinkType::LinuxSll, TsResolution::Micro, ByteOrder::Little),
+            SegmentOptions { link: LinkType::LinuxSll, ..Default::default() },
+        ),
+        (
+            "sll2",
+            pcap(LinkType::LinuxSll2, TsResolution::Nano, ByteOrder::Little),
+            SegmentOptions { link: LinkType::LinuxSll2, ..Default::default() },
+        ),
+        (
+            "raw",
+            pcap(LinkType::Raw, TsResolution::Nano, ByteOrder::Big),
+            SegmentOptions { link: LinkType::Raw, ..Default::default() },
+        ),
+        (
+            "null",
+            pcap(LinkType::Null, TsResolution::Micro, ByteOrder::Little),
+            SegmentOptions { link: LinkType::Null, ..Default::default() },
+        ),
+        (
+            "loop",
+            pcap(LinkType::Loop, TsResolution::Micro, ByteOrder::Big),
+            SegmentOptions { link: LinkType::Loop, ..Default::default() },
+        ),
         ("pcapng", PcapWriter::pcapng(Vec::new(), LinkType::Ethernet, 65535).unwrap(), SegmentOptions::default()),
     ];
     for (name, w, opts) in variants {
@@ -80,8 +106,16 @@ fn every_format_and_link_type_gives_the_same_summary() {
 
 #[test]
 fn ipv6_is_tracked_like_ipv4() {
-    let (v4, _) = generated(&cfg(Vantage::Server, false), pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
-    let (v6, truth) = generated(&cfg(Vantage::Server, true), pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
+    let (v4, _) = generated(
+        &cfg(Vantage::Server, false),
+        pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little),
+        &SegmentOptions::default(),
+    );
+    let (v6, truth) = generated(
+        &cfg(Vantage::Server, true),
+        pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little),
+        &SegmentOptions::default(),
+    );
     let (t6, s6, _) = analyze_bytes("v6.pcap", &v6);
     let (_, s4, _) = analyze_bytes("v4.pcap", &v4);
     assert_eq!(s6.syn, s4.syn);
@@ -100,8 +134,10 @@ fn pcapng_sections_and_interfaces() {
     w.add_interface(LinkType::Raw).unwrap();
     let if1 = w.add_interface(LinkType::LinuxSll2).unwrap();
     w.write_segment(4 * SEC, &seg(true, 1, 0, S, 0), &SegmentOptions { interface: 0, ..Default::default() }).unwrap();
-    w.write_segment(4 * SEC + 20 * MS, &seg(false, 9, 2, S | A, 0), &SegmentOptions { interface: if1, ..Default::default() }).unwrap();
-    w.write_segment(4 * SEC + 21 * MS, &seg(true, 2, 10, A, 0), &SegmentOptions { interface: if1, ..Default::default() }).unwrap();
+    w.write_segment(4 * SEC + 20 * MS, &seg(false, 9, 2, S | A, 0), &SegmentOptions { interface: if1, ..Default::default() })
+        .unwrap();
+    w.write_segment(4 * SEC + 21 * MS, &seg(true, 2, 10, A, 0), &SegmentOptions { interface: if1, ..Default::default() })
+        .unwrap();
     let (t, s, stats) = analyze_bytes("sections.pcapng", &w.into_inner());
     assert!(stats.error.is_none(), "{:?}", stats.error);
     assert_eq!(stats.packets, 4);
@@ -113,7 +149,11 @@ fn pcapng_sections_and_interfaces() {
 #[test]
 fn gzip_is_read_transparently() {
     use std::io::Write;
-    let (bytes, truth) = generated(&cfg(Vantage::Client, false), pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
+    let (bytes, truth) = generated(
+        &cfg(Vantage::Client, false),
+        pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little),
+        &SegmentOptions::default(),
+    );
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&bytes).unwrap();
     let (_, s, stats) = analyze_bytes("t.pcap.gz", &gz.finish().unwrap());
@@ -125,7 +165,12 @@ fn gzip_is_read_transparently() {
 /// A capture cut by a snap length keeps the payload length from the IP header.
 #[test]
 fn snap_length_does_not_hide_payload_sizes() {
-    let pkts = [(SEC, seg(true, 1, 0, S, 0)), (SEC + MS, seg(false, 9, 2, S | A, 0)), (SEC + 2 * MS, seg(true, 2, 10, A, 300)), (SEC + 3 * MS, seg(false, 10, 302, A, 1448))];
+    let pkts = [
+        (SEC, seg(true, 1, 0, S, 0)),
+        (SEC + MS, seg(false, 9, 2, S | A, 0)),
+        (SEC + 2 * MS, seg(true, 2, 10, A, 300)),
+        (SEC + 3 * MS, seg(false, 10, 302, A, 1448)),
+    ];
     for snaplen in [54u32, 64, 96] {
         let mut w = PcapWriter::pcap(Vec::new(), LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little, snaplen).unwrap();
         for (t, s) in &pkts {
@@ -151,7 +196,11 @@ fn record_offsets(bytes: &[u8]) -> Vec<usize> {
 
 #[test]
 fn truncated_file_reports_offset_and_keeps_what_was_read() {
-    let (bytes, truth) = generated(&cfg(Vantage::Client, false), pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
+    let (bytes, truth) = generated(
+        &cfg(Vantage::Client, false),
+        pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little),
+        &SegmentOptions::default(),
+    );
     let offsets = record_offsets(&bytes);
     for cut_record in [1usize, offsets.len() / 2, offsets.len() - 1] {
         let start = offsets[cut_record];
@@ -174,7 +223,11 @@ fn truncated_file_reports_offset_and_keeps_what_was_read() {
 
 #[test]
 fn corrupt_record_length_is_reported_at_its_offset() {
-    let (mut bytes, _) = generated(&cfg(Vantage::Client, false), pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
+    let (mut bytes, _) = generated(
+        &cfg(Vantage::Client, false),
+        pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little),
+        &SegmentOptions::default(),
+    );
     let offsets = record_offsets(&bytes);
     let bad = offsets[10];
     bytes[bad + 8..bad + 12].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
@@ -198,7 +251,8 @@ fn not_a_capture_and_empty_files() {
 #[test]
 fn memory_follows_open_connections_not_file_size() {
     let c = GenConfig { connections: 20_000, arrivals_per_s: 500.0, syn_loss: 0.0, synack_loss: 0.0, ..GenConfig::default() };
-    let (bytes, truth) = generated(&c, pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
+    let (bytes, truth) =
+        generated(&c, pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
     let (_, s, stats) = analyze_bytes("long.pcap", &bytes);
     assert_eq!(s.connection_tries(), truth.connections);
     // 500 connections/s lingering 20 s after their FINs: ~10,000 + sweep slack, of 20,000.
@@ -211,7 +265,8 @@ fn memory_follows_open_connections_not_file_size() {
 #[test]
 fn ip_only_link_types_carry_their_own_version() {
     let ipv6_link = SegmentOptions { link: LinkType::Ipv6, ..Default::default() };
-    let (bytes, _) = generated(&cfg(Vantage::Client, false), pcap(LinkType::Ipv6, TsResolution::Nano, ByteOrder::Little), &ipv6_link);
+    let (bytes, _) =
+        generated(&cfg(Vantage::Client, false), pcap(LinkType::Ipv6, TsResolution::Nano, ByteOrder::Little), &ipv6_link);
     let first = record_offsets(&bytes)[0] + 16;
     assert_eq!(bytes[first] >> 4, 6, "the first packet under LINKTYPE_IPV6 must be IPv6");
     let ipv4_link = SegmentOptions { link: LinkType::Ipv4, ..Default::default() };

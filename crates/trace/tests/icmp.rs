@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use etherparse::{IpNumber, Ipv4Header, Ipv6Header};
 use shortflow_trace::track::Handshake;
-use shortflow_wire::capture::{encode_segment, ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{Endpoint, LinkType, Segment};
+use shortflow_wire::capture::{encode_segment, ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
 enum Pkt {
     Tcp(Segment),

@@ -7,8 +7,8 @@ mod common;
 
 use common::generated;
 use shortflow_trace::gen::GenConfig;
-use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_capture, CaptureReader, LinkType, Options, Progress};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
 /// A small deterministic generator (xorshift64*): the test needs variety, not quality.
 struct Rng(u64);
@@ -77,7 +77,11 @@ fn damage(rng: &mut Rng, clean: &[u8]) -> Vec<u8> {
 fn damaged_captures_give_plain_located_messages() {
     let cfg = GenConfig { connections: 20, ..GenConfig::default() };
     let opts = SegmentOptions::default();
-    let (pcap, _) = generated(&cfg, PcapWriter::pcap(Vec::new(), LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little, 65535).unwrap(), &opts);
+    let (pcap, _) = generated(
+        &cfg,
+        PcapWriter::pcap(Vec::new(), LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little, 65535).unwrap(),
+        &opts,
+    );
     let (pcapng, _) = generated(&cfg, PcapWriter::pcapng(Vec::new(), LinkType::Ethernet, 65535).unwrap(), &opts);
     let mut rng = Rng(0x5eed_1234_abcd_0042);
     let mut messages = 0;

@@ -9,14 +9,17 @@ use std::path::{Path, PathBuf};
 use common::generated;
 use shortflow_trace::gen::GenConfig;
 use shortflow_trace::track::TrackerConfig;
-use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 use shortflow_trace::{analyze_file, LinkType, Options, Progress};
+use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
 /// Everything the analysis of one file says, as comparable text.
 fn outcome(path: &Path, opts: &Options) -> String {
     let (table, summary, stats) = analyze_file(path, 0, opts, &Progress::default());
     assert!(stats.error.is_none(), "{}: {:?}", path.display(), stats.error);
-    format!("{table:?}\n{summary:?}\npeak {} first {:?} last {:?}", stats.peak_open_connections, stats.first_ts_ns, stats.last_ts_ns)
+    format!(
+        "{table:?}\n{summary:?}\npeak {} first {:?} last {:?}",
+        stats.peak_open_connections, stats.first_ts_ns, stats.last_ts_ns
+    )
 }
 
 fn same_for_all_shards(path: &Path, tracker: TrackerConfig) {

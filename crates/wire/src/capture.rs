@@ -48,13 +48,7 @@ const NG_BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
 
 impl<W: Write> PcapWriter<W> {
     /// A classic pcap file with one link type.
-    pub fn pcap(
-        mut out: W,
-        link: LinkType,
-        res: TsResolution,
-        order: ByteOrder,
-        snaplen: u32,
-    ) -> io::Result<Self> {
+    pub fn pcap(mut out: W, link: LinkType, res: TsResolution, order: ByteOrder, snaplen: u32) -> io::Result<Self> {
         let magic = match res {
             TsResolution::Micro => PCAP_MAGIC_MICRO,
             TsResolution::Nano => PCAP_MAGIC_NANO,
@@ -166,7 +160,13 @@ impl<W: Write> PcapWriter<W> {
 
     /// Like [`Self::write_segment`], with the IP identification, TTL and TCP options
     /// (timestamps, SACK blocks, …) of `extra`; its options replace `opts.mss`.
-    pub fn write_segment_with(&mut self, ts_ns: u64, seg: &Segment, opts: &SegmentOptions, extra: Option<&SegmentExtra>) -> io::Result<()> {
+    pub fn write_segment_with(
+        &mut self,
+        ts_ns: u64,
+        seg: &Segment,
+        opts: &SegmentOptions,
+        extra: Option<&SegmentExtra>,
+    ) -> io::Result<()> {
         let link = match &self.format {
             Format::Pcap { .. } => opts.link,
             Format::PcapNg { interfaces } => interfaces[opts.interface as usize],
@@ -212,7 +212,13 @@ pub fn encode_segment(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &S
 
 /// Appends the frame of `seg` (built by the wire layer) with the IP identification, TTL and
 /// TCP options of `extra` (without it: ID 0, TTL 64, and `opts.mss` alone on a SYN).
-pub fn encode_segment_with(out: &mut Vec<u8>, link: LinkType, seg: &Segment, opts: &SegmentOptions, extra: Option<&SegmentExtra>) -> io::Result<()> {
+pub fn encode_segment_with(
+    out: &mut Vec<u8>,
+    link: LinkType,
+    seg: &Segment,
+    opts: &SegmentOptions,
+    extra: Option<&SegmentExtra>,
+) -> io::Result<()> {
     let plain;
     let extra = match extra {
         Some(x) => x,

@@ -8,8 +8,8 @@ use std::io;
 
 use etherparse::PacketBuilder;
 
-use crate::segment::{Endpoint, Segment, SegmentExtra, TcpFlags};
 use crate::link::{EthernetFrame, LinuxSll2Frame, LinuxSllFrame, ARPHRD_ETHER, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use crate::segment::{Endpoint, Segment, SegmentExtra, TcpFlags};
 use crate::LinkType;
 
 /// How a frame is wrapped beyond the link type: an 802.1Q tag on Ethernet.
@@ -59,8 +59,12 @@ fn encode_headers(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &Se
     if (link == LinkType::Ipv4 && !v4) || (link == LinkType::Ipv6 && v4) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("link type {} carries only IPv{} packets, not this IPv{} segment",
-                    if v4 { "ipv6 (229)" } else { "ipv4 (228)" }, if v4 { 6 } else { 4 }, if v4 { 4 } else { 6 }),
+            format!(
+                "link type {} carries only IPv{} packets, not this IPv{} segment",
+                if v4 { "ipv6 (229)" } else { "ipv4 (228)" },
+                if v4 { 6 } else { 4 },
+                if v4 { 4 } else { 6 }
+            ),
         ));
     }
     let ethertype = if v4 { ETHERTYPE_IPV4 } else { ETHERTYPE_IPV6 };
@@ -96,11 +100,21 @@ fn encode_headers(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &Se
     macro_rules! finish {
         ($step:expr) => {{
             let mut t = $step.tcp(s.port, d.port, seg.seq, seg.window);
-            if seg.flags.syn() { t = t.syn(); }
-            if seg.flags.fin() { t = t.fin(); }
-            if seg.flags.rst() { t = t.rst(); }
-            if seg.flags.0 & TcpFlags::PSH != 0 { t = t.psh(); }
-            if seg.flags.ack() { t = t.ack(seg.ack); }
+            if seg.flags.syn() {
+                t = t.syn();
+            }
+            if seg.flags.fin() {
+                t = t.fin();
+            }
+            if seg.flags.rst() {
+                t = t.rst();
+            }
+            if seg.flags.0 & TcpFlags::PSH != 0 {
+                t = t.psh();
+            }
+            if seg.flags.ack() {
+                t = t.ack(seg.ack);
+            }
             if !options.is_empty() {
                 t = t.options_raw(&options).map_err(io::Error::other)?;
             }
@@ -175,7 +189,8 @@ mod tests {
 
     #[test]
     fn version_specific_link_types_refuse_the_other_version() {
-        let e = encode_frame(&mut vec![], LinkType::Ipv4, &Framing::default(), &seg(TcpFlags::SYN, true), &SegmentExtra::default());
+        let e =
+            encode_frame(&mut vec![], LinkType::Ipv4, &Framing::default(), &seg(TcpFlags::SYN, true), &SegmentExtra::default());
         assert!(e.unwrap_err().to_string().contains("carries only IPv4"));
     }
 }

@@ -41,7 +41,9 @@ impl Unreachable {
             Network | NetworkUnknown | TosNetwork => Self::Net,
             Host | HostUnknown | Isolated | TosHost => Self::Host,
             Port => Self::Port,
-            NetworkProhibited | HostProhibited | FilterProhibited | HostPrecedenceViolation | PrecedenceCutoff => Self::Prohibited,
+            NetworkProhibited | HostProhibited | FilterProhibited | HostPrecedenceViolation | PrecedenceCutoff => {
+                Self::Prohibited
+            }
             Protocol | SourceRouteFailed => Self::Other,
             FragmentationNeeded { .. } => return None,
         })

@@ -122,7 +122,13 @@ impl Default for LinuxReceiver {
     fn default() -> Self {
         // Linux 6.18 defaults measured in a fresh network namespace here:
         // tcp_rmem = 4096 131072 33554432, rmem_max = 4194304, tcp_moderate_rcvbuf = 1.
-        Self { rmem: [4096, 131_072, 33_554_432], core_rmem_max: 4_194_304, init_rcv_wnd: None, data_scaling_ratio: 64, moderate_rcvbuf: true }
+        Self {
+            rmem: [4096, 131_072, 33_554_432],
+            core_rmem_max: 4_194_304,
+            init_rcv_wnd: None,
+            data_scaling_ratio: 64,
+            moderate_rcvbuf: true,
+        }
     }
 }
 
@@ -382,17 +388,32 @@ pub fn profile(name: &str) -> Option<StackConfig> {
 
 /// Where each profile's numbers come from (the comments in [`profile`] give the detail).
 pub const PROFILE_SOURCES: &[(&str, &str)] = &[
-    ("rfc2988", "RFC 2988 (2.1) initial RTO 3 s, (2.4) minimum 1 s, (2.5) maximum 60 s; RFC 3390 initial window; \
-                 RFC 2582/3782 NewReno; RFC 1122 4.2.3.2 delayed ACKs (200 ms); the 2008-era stack of document 000"),
+    (
+        "rfc2988",
+        "RFC 2988 (2.1) initial RTO 3 s, (2.4) minimum 1 s, (2.5) maximum 60 s; RFC 3390 initial window; \
+                 RFC 2582/3782 NewReno; RFC 1122 4.2.3.2 delayed ACKs (200 ms); the 2008-era stack of document 000",
+    ),
     ("rfc6298", "RFC 6298 (2.1) initial RTO 1 s, (2.4) minimum 1 s, (5.7) 3 s after a lost SYN; RFC 5681 3.1 initial window"),
-    ("linux", "Linux 6.x include/net/tcp.h (TCP_TIMEOUT_INIT 1 s, TCP_RTO_MIN 200 ms, TCP_RTO_MAX 120 s, \
-               TCP_TIMEOUT_FALLBACK 3 s, TCP_INIT_CWND 10, TCP_ATO_MIN 40 ms), sysctl defaults of this kernel"),
-    ("solaris", "Solaris 2.5.1/2.6 as in document 003 and the Solaris Tunable Parameters guide \
-                 (tcp_rexmit_interval_initial 3 s, _min 400 ms, tcp_slow_start_initial 1)"),
-    ("bsd", "4.4BSD (TCP/IP Illustrated Vol. 1 19.3, Vol. 2 25.1): 200 ms fast-timer delayed ACKs, TCPTV_SRTTDFLT 3 s, \
-             FreeBSD tcp_syn_backoff[]"),
-    ("windows", "Windows Vista/7/2008: initial window 2 (document 002), TcpInitialRtt 3 s, \
-                 TcpMaxConnectRetransmissions 2, MinRto 300 ms"),
+    (
+        "linux",
+        "Linux 6.x include/net/tcp.h (TCP_TIMEOUT_INIT 1 s, TCP_RTO_MIN 200 ms, TCP_RTO_MAX 120 s, \
+               TCP_TIMEOUT_FALLBACK 3 s, TCP_INIT_CWND 10, TCP_ATO_MIN 40 ms), sysctl defaults of this kernel",
+    ),
+    (
+        "solaris",
+        "Solaris 2.5.1/2.6 as in document 003 and the Solaris Tunable Parameters guide \
+                 (tcp_rexmit_interval_initial 3 s, _min 400 ms, tcp_slow_start_initial 1)",
+    ),
+    (
+        "bsd",
+        "4.4BSD (TCP/IP Illustrated Vol. 1 19.3, Vol. 2 25.1): 200 ms fast-timer delayed ACKs, TCPTV_SRTTDFLT 3 s, \
+             FreeBSD tcp_syn_backoff[]",
+    ),
+    (
+        "windows",
+        "Windows Vista/7/2008: initial window 2 (document 002), TcpInitialRtt 3 s, \
+                 TcpMaxConnectRetransmissions 2, MinRto 300 ms",
+    ),
 ];
 
 /// The citation of profile `name`.
@@ -443,8 +464,16 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("synack_backoff", KnobKind::Fixed, "reqsk_timer_handler (the SYN/ACK timer doubles)"),
     k("synack_on_duplicate_syn", KnobKind::Fixed, "tcp_check_req (a duplicate SYN gets the SYN/ACK again)"),
     k("initial_window", KnobKind::Route, "initcwnd"),
-    k("iw_one_after_handshake_loss", KnobKind::Fixed, "tcp_init_transfer (cwnd 1 only after more than one SYN or SYN/ACK retransmission)"),
-    k("linux_handshake", KnobKind::Fixed, "tcp_rtt_tsopt_us, tcp_init_transfer, tcp_check_req (Linux's rules after a handshake resend)"),
+    k(
+        "iw_one_after_handshake_loss",
+        KnobKind::Fixed,
+        "tcp_init_transfer (cwnd 1 only after more than one SYN or SYN/ACK retransmission)",
+    ),
+    k(
+        "linux_handshake",
+        KnobKind::Fixed,
+        "tcp_rtt_tsopt_us, tcp_init_transfer, tcp_check_req (Linux's rules after a handshake resend)",
+    ),
     k("slow_start_after_idle", KnobKind::Sysctl, "net.ipv4.tcp_slow_start_after_idle"),
     k("abc_limit", KnobKind::Fixed, "tcp_slow_start (cwnd grows by every segment acknowledged)"),
     k("congestion_control", KnobKind::Route, "congctl"),

@@ -25,7 +25,14 @@ pub enum QueueConfig {
     /// RED (Floyd & Jacobson 1993), thresholds in packets, hard limit in packets;
     /// `gentle`: between max_th and 2·max_th the drop probability rises from max_p to 1
     /// (Floyd 2000, ns-2's `gentle_`) instead of forcing every drop.
-    Red { min_th: f64, max_th: f64, max_p: f64, weight: f64, limit: u32, gentle: bool },
+    Red {
+        min_th: f64,
+        max_th: f64,
+        max_p: f64,
+        weight: f64,
+        limit: u32,
+        gentle: bool,
+    },
 }
 
 /// N client and N server hosts on their own access links across one shared link.
@@ -267,15 +274,18 @@ pub struct Scenario {
 /// reads, so that both worlds see the same document.
 pub fn document(text: &str, source: &str, overrides: &[String]) -> Result<Table, ScenarioError> {
     if text.len() > MAX_FILE_BYTES {
-        return Err(ScenarioError::new(source, "", format!("{} bytes: a scenario file has at most {MAX_FILE_BYTES}", text.len())));
+        return Err(ScenarioError::new(
+            source,
+            "",
+            format!("{} bytes: a scenario file has at most {MAX_FILE_BYTES}", text.len()),
+        ));
     }
     let mut doc: Table = text.parse().map_err(|e: toml::de::Error| {
         let at = e.span().map(|s| line_column(text, s.start)).unwrap_or_default();
         ScenarioError::new(source, "", format!("{at}not valid TOML: {}", e.message()))
     })?;
     for o in overrides {
-        overrides::apply(&mut doc, o)
-            .map_err(|(key, why)| ScenarioError::new(source, key, format!("{why} (in --set {o})")))?;
+        overrides::apply(&mut doc, o).map_err(|(key, why)| ScenarioError::new(source, key, format!("{why} (in --set {o})")))?;
     }
     Ok(doc)
 }
@@ -374,7 +384,13 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
             let side = match o.side.as_str() {
                 "client" => Side::Client,
                 "server" => Side::Server,
-                other => return Err(err(src, "mechanisms.syn_optimizer.side", format!("{other:?}: expected \"client\" or \"server\""))),
+                other => {
+                    return Err(err(
+                        src,
+                        "mechanisms.syn_optimizer.side",
+                        format!("{other:?}: expected \"client\" or \"server\""),
+                    ))
+                }
             };
             Some(SynOptimizerConfig { side, delay: o.delay.0, retries: o.retries, port: o.port.unwrap_or(workload.port) })
         }
@@ -436,7 +452,9 @@ fn delays(d: &Option<RawDelays>, src: &str, key: &str, pairs: u32) -> Result<Vec
         None => Ok(vec![Duration::from_millis(1)]),
         Some(RawDelays::One(x)) => Ok(vec![x.0]),
         Some(RawDelays::Each(v)) if v.len() == pairs as usize => Ok(v.iter().map(|x| x.0).collect()),
-        Some(RawDelays::Each(v)) => Err(err(src, key, format!("{} delays for {pairs} pairs: give one delay or one per pair", v.len()))),
+        Some(RawDelays::Each(v)) => {
+            Err(err(src, key, format!("{} delays for {pairs} pairs: give one delay or one per pair", v.len())))
+        }
     }
 }
 
@@ -448,7 +466,10 @@ fn dumbbell(d: &RawDumbbell, src: &str) -> Result<DumbbellConfig, ScenarioError>
     let server_delay = delays(&d.server_delay, src, "dumbbell.server_delay", d.pairs)?;
     // The BDP that "bdp" sizes a queue to: the shared rate times the mean pair's RTT.
     let n = d.pairs as usize;
-    let mean_rtt = (0..n).map(|i| 2 * (client_delay[i % client_delay.len()].0 + d.delay.0 .0 + server_delay[i % server_delay.len()].0)).sum::<u64>() / n as u64;
+    let mean_rtt = (0..n)
+        .map(|i| 2 * (client_delay[i % client_delay.len()].0 + d.delay.0 .0 + server_delay[i % server_delay.len()].0))
+        .sum::<u64>()
+        / n as u64;
     let queue = match &d.queue {
         None => QueueConfig::DropTailPackets(100),
         Some(q) => queue(q, src, "dumbbell.queue", d.bandwidth.0, Duration(mean_rtt))?,
@@ -508,7 +529,11 @@ fn queue(q: &RawQueue, src: &str, at: &str, rate_bps: u64, rtt: Duration) -> Res
             match (packets, q.bytes) {
                 (Some(n), None) if n > 0 => Ok(QueueConfig::DropTailPackets(n)),
                 (None, Some(b)) if b.0 > 0 => Ok(QueueConfig::DropTailBytes(b.0)),
-                _ => Err(err(src, at, "a drop-tail queue has either packets = N (or \"bdp\") or bytes = \"64kB\" (not both, not zero)")),
+                _ => Err(err(
+                    src,
+                    at,
+                    "a drop-tail queue has either packets = N (or \"bdp\") or bytes = \"64kB\" (not both, not zero)",
+                )),
             }
         }
         "red" => {
@@ -601,7 +626,11 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
             }
             "cubic" => c.congestion_control = "cubic".to_string(),
             other => {
-                return Err(err(src, &key("congestion_control"), format!("{other:?}: the simulator models \"reno\", \"newreno\" and \"cubic\"")))
+                return Err(err(
+                    src,
+                    &key("congestion_control"),
+                    format!("{other:?}: the simulator models \"reno\", \"newreno\" and \"cubic\""),
+                ))
             }
         }
     }
@@ -696,9 +725,7 @@ fn ack_policy(c: &mut StackConfig, h: &RawHost, src: &str, side: &str) -> Result
     if let Some(p) = h.delayed_ack_phase {
         match &mut c.ack.delayed {
             DelayedAck::Tick { period, phase } if p.0 < *period => *phase = p.0,
-            DelayedAck::Tick { .. } => {
-                return Err(err(src, &key("delayed_ack_phase"), "must be shorter than the tick period"))
-            }
+            DelayedAck::Tick { .. } => return Err(err(src, &key("delayed_ack_phase"), "must be shorter than the tick period")),
             _ => return Err(err(src, &key("delayed_ack_phase"), "applies only to delayed_ack = \"bsd_tick\"")),
         }
     }
@@ -748,7 +775,9 @@ fn random_loss(r: &RawRandomLoss, src: &str, seed: u64) -> Result<RandomLossConf
     };
     let one = |dir: &str, p: Option<f64>, g: &Option<RawGilbert>| -> Result<LossConfig, ScenarioError> {
         match (p, g) {
-            (Some(_), Some(_)) => Err(err(src, &format!("random_loss.gilbert_{dir}"), format!("set either random_loss.{dir} or gilbert_{dir}"))),
+            (Some(_), Some(_)) => {
+                Err(err(src, &format!("random_loss.gilbert_{dir}"), format!("set either random_loss.{dir} or gilbert_{dir}")))
+            }
             (p, None) => Ok(LossConfig::Bernoulli(prob(&format!("random_loss.{dir}"), p.unwrap_or(0.0))?)),
             (None, Some(g)) => {
                 let k = format!("random_loss.gilbert_{dir}");
@@ -813,7 +842,9 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
             (Some(r), None) if r > 0.0 && r.is_finite() => Ok(ArrivalRate::PerSecond(r)),
             (Some(_), None) => Err(err(src, "workload.connections_per_second", "must be above 0")),
             (None, Some(l)) => Ok(ArrivalRate::Load(percent(l, src, "workload.load")?)),
-            (None, None) => Err(err(src, "workload.load", format!("a {kind_name} workload needs load = \"50%\" or connections_per_second"))),
+            (None, None) => {
+                Err(err(src, "workload.load", format!("a {kind_name} workload needs load = \"50%\" or connections_per_second")))
+            }
         }
     };
     let only = |present: bool, key: &str, kinds: &str| -> Result<(), ScenarioError> {
@@ -828,7 +859,11 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
     only((w.request_dist.is_some() || w.response_dist.is_some()) && kind_name != "poisson", "response_dist", "\"poisson\"")?;
     only(w.response_headers.is_some() && kind_name != "http", "response_headers", "\"http\"")?;
     let open_loop = matches!(kind_name, "poisson" | "packmime");
-    only((w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop, "load", "\"poisson\" or \"packmime\"")?;
+    only(
+        (w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop,
+        "load",
+        "\"poisson\" or \"packmime\"",
+    )?;
     let kind = match kind_name {
         "http" => WorkloadKind::Http,
         "poisson" => WorkloadKind::Poisson(PoissonConfig {
@@ -847,7 +882,11 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
         }
     };
     if open_loop && w.duration.is_none() {
-        return Err(err(src, "workload.duration", format!("a {kind_name} workload needs duration = \"300s\" (arrivals stop then)")));
+        return Err(err(
+            src,
+            "workload.duration",
+            format!("a {kind_name} workload needs duration = \"300s\" (arrivals stop then)"),
+        ));
     }
     let response = w.response.map_or(13_549, |s| s.0);
     let response_writes = match &w.response_writes {
@@ -856,7 +895,11 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
             let writes: Vec<u64> = v.iter().map(|s| s.0).collect();
             let total: u64 = writes.iter().sum();
             if total != response || writes.contains(&0) {
-                return Err(err(src, "workload.response_writes", format!("the writes add up to {total}B, the response is {response}B (and none may be 0B)")));
+                return Err(err(
+                    src,
+                    "workload.response_writes",
+                    format!("the writes add up to {total}B, the response is {response}B (and none may be 0B)"),
+                ));
             }
             writes
         }
@@ -935,8 +978,17 @@ mod tests {
 
     #[test]
     fn overrides_and_profiles() {
-        let s = load(MINIMAL, "s.toml", &["client.stack=rfc2988".into(), "client.rto_min=200ms".into(),
-            "server.slow_start_initial=2".into(), "mechanisms.syn_optimizer={side=\"client\", delay=\"200ms\", retries=3}".into()]).unwrap();
+        let s = load(
+            MINIMAL,
+            "s.toml",
+            &[
+                "client.stack=rfc2988".into(),
+                "client.rto_min=200ms".into(),
+                "server.slow_start_initial=2".into(),
+                "mechanisms.syn_optimizer={side=\"client\", delay=\"200ms\", retries=3}".into(),
+            ],
+        )
+        .unwrap();
         assert_eq!(s.client.rto.initial, Duration::from_secs(3));
         assert_eq!(s.client.rto.min, Duration::from_millis(200));
         assert_eq!(s.server.initial_window, InitialWindow::Segments(2));
@@ -961,7 +1013,12 @@ mod tests {
     #[test]
     fn web_keys_are_checked_and_errors_name_them() {
         let db = "[dumbbell]\npairs = 4\nbandwidth = \"10Mbit\"\ndelay = \"10ms\"\n";
-        let s = load(db, "d.toml", &["workload.kind=packmime".into(), "workload.load=\"50%\"".into(), "workload.duration=\"10s\"".into()]).unwrap();
+        let s = load(
+            db,
+            "d.toml",
+            &["workload.kind=packmime".into(), "workload.load=\"50%\"".into(), "workload.duration=\"10s\"".into()],
+        )
+        .unwrap();
         assert_eq!(s.workload.kind.rate(), Some(ArrivalRate::Load(0.5)));
         assert_eq!(s.dumbbell.as_ref().unwrap().pairs, 4);
         let bad = |ov: &[&str]| {
@@ -977,10 +1034,25 @@ mod tests {
         assert_eq!(bad(&["dumbbell.queue={kind=\"red\", packets=100, max_p=0.1, linterm=10}"]), "dumbbell.queue.linterm");
         assert_eq!(bad(&["mechanisms.sfr={side=\"middle\"}"]), "mechanisms.sfr.side");
         assert_eq!(bad(&["path.rtt=\"10ms\""]), "path");
-        assert_eq!(bad(&["workload.kind=poisson", "workload.connections_per_second=5", "workload.duration=\"1s\"",
-            "workload.response_dist={kind=\"empirical\", file=\"no-such.csv\"}"]), "workload.response_dist.file");
+        assert_eq!(
+            bad(&[
+                "workload.kind=poisson",
+                "workload.connections_per_second=5",
+                "workload.duration=\"1s\"",
+                "workload.response_dist={kind=\"empirical\", file=\"no-such.csv\"}"
+            ]),
+            "workload.response_dist.file"
+        );
         // BDP sizing: 10 Mbit/s × 2·(1 + 10 + 1) ms = 30 kB = 30 packets of 1000 B; RED thresholds 5 and 15.
-        let s = load(db, "d.toml", &["dumbbell.queue={kind=\"red\", packets=\"bdp\", q_weight=0.01, linterm=20, gentle=true}".into()]).unwrap();
-        assert_eq!(s.dumbbell.unwrap().queue, QueueConfig::Red { min_th: 5.0, max_th: 15.0, max_p: 0.05, weight: 0.01, limit: 30, gentle: true });
+        let s = load(
+            db,
+            "d.toml",
+            &["dumbbell.queue={kind=\"red\", packets=\"bdp\", q_weight=0.01, linterm=20, gentle=true}".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            s.dumbbell.unwrap().queue,
+            QueueConfig::Red { min_th: 5.0, max_th: 15.0, max_p: 0.05, weight: 0.01, limit: 30, gentle: true }
+        );
     }
 }

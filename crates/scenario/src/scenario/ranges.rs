@@ -45,8 +45,14 @@ pub const RANGES: &[Range] = &[
     r("path.queue.packets", Unit::Count, 1, 1_000_000, "a router buffer of a million packets is already absurd"),
     r("path.queue.bytes", Unit::Bytes, 1, 1_000_000_000, "1 GB of router buffer at most"),
     r("workload.request", Unit::Bytes, 1, 1_000_000_000, "a request has at least one byte; 1 GB keeps a run in memory"),
-    r("workload.response", Unit::Bytes, 1, 1_000_000_000, "an HTTP response has at least one byte (its header), and \
-       a zero-byte one would complete on the kernel but never in a model that waits for data; 1 GB at most"),
+    r(
+        "workload.response",
+        Unit::Bytes,
+        1,
+        1_000_000_000,
+        "an HTTP response has at least one byte (its header), and \
+       a zero-byte one would complete on the kernel but never in a model that waits for data; 1 GB at most",
+    ),
     r("workload.response_writes", Unit::Count, 1, 10_000, "number of writes"),
     r("workload.response_headers", Unit::Bytes, 0, 1_000_000, "HTTP headers of a megabyte are already absurd"),
     r("workload.requests", Unit::Count, 1, 100_000, "requests per connection"),
@@ -154,7 +160,8 @@ pub fn check_scenario(sc: &Scenario, src: &str) -> Result<(), ScenarioError> {
     }
     let d = &sc.drop;
     let drop_range = find(RANGES, "drop.*");
-    for (k, list) in [("syn", &d.syn), ("synack", &d.synack), ("ack", &d.ack), ("data", &d.data), ("client_data", &d.client_data)] {
+    for (k, list) in [("syn", &d.syn), ("synack", &d.synack), ("ack", &d.ack), ("data", &d.data), ("client_data", &d.client_data)]
+    {
         let key = format!("drop.{k}");
         if list.len() > 10_000 {
             return Err(ScenarioError::new(src, &key, format!("{} occurrences: at most 10000 per list", list.len())));

@@ -1,9 +1,9 @@
 //! The scenario file as written: serde structs that refuse unknown keys. Values with units
 //! are `Dur`/`Size`/`Rate`, which refuse a bare number or an unknown unit.
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use std::borrow::Cow;
 
 use crate::time::Duration;

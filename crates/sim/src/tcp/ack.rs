@@ -55,7 +55,16 @@ impl Tcb {
         match self.recover {
             Some(recover) => self.recovery_ack(ack, acked, recover, now),
             None => {
-                let ev = AckEvent { acked, now, rtt, min_rtt: None, prior_in_flight, cwnd_limited: true, snd_una: self.snd_una, snd_nxt: self.snd_nxt };
+                let ev = AckEvent {
+                    acked,
+                    now,
+                    rtt,
+                    min_rtt: None,
+                    prior_in_flight,
+                    cwnd_limited: true,
+                    snd_una: self.snd_una,
+                    snd_nxt: self.snd_nxt,
+                };
                 self.cc.on_ack(&mut self.w, &ev);
             }
         }

@@ -212,11 +212,7 @@ impl Tcb {
         } else {
             retransmitted && self.cfg.iw_one_after_handshake_loss
         };
-        self.w.cwnd = if iw_one {
-            u64::from(self.mss)
-        } else {
-            self.cfg.initial_window.bytes(self.mss)
-        };
+        self.w.cwnd = if iw_one { u64::from(self.mss) } else { self.cfg.initial_window.bytes(self.mss) };
         self.cc.on_established(&mut self.w, now);
     }
 }

@@ -16,7 +16,6 @@ fn stack() -> Rc<StackConfig> {
     Rc::new(cfg)
 }
 
-
 fn server_srtt_after(response: u64, lose: Vec<u32>) -> (Duration, u32) {
     let mut w = Wire::new(stack(), Duration::from_millis(50), lose);
     w.run_until(Instant::ZERO + Duration::from_millis(150)); // handshake done at the server

@@ -302,7 +302,13 @@ mod tests {
     use super::*;
 
     fn cfg() -> LinuxReceiver {
-        LinuxReceiver { rmem: [4096, 131_072, 33_554_432], core_rmem_max: 4_194_304, init_rcv_wnd: None, data_scaling_ratio: 64, moderate_rcvbuf: true }
+        LinuxReceiver {
+            rmem: [4096, 131_072, 33_554_432],
+            core_rmem_max: 4_194_304,
+            init_rcv_wnd: None,
+            data_scaling_ratio: 64,
+            moderate_rcvbuf: true,
+        }
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub mod cc;
 pub mod delack;
 mod handshake;
 pub mod hooks;
+#[cfg(test)]
+mod karn_tests;
 pub mod linux_rcv;
 pub mod rack;
 pub mod recovery;
@@ -25,13 +27,11 @@ mod sack_sender;
 pub mod scoreboard;
 mod send;
 pub mod spurious;
-pub mod timer;
-#[cfg(test)]
-mod karn_tests;
 #[cfg(test)]
 mod spurious_tests;
 #[cfg(test)]
 mod test_wire;
+pub mod timer;
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -44,9 +44,9 @@ use delack::AckState;
 use linux_rcv::LinuxRcv;
 use rack::Rack;
 use recovery::RecoveryOps;
+use rtte::RttEstimator;
 use scoreboard::Scoreboard;
 use timer::Jiffies;
-use rtte::RttEstimator;
 
 /// Handshake transmissions whose send times are kept (later ones give no RTT sample).
 const HS_SENT_KEPT: usize = 8;
@@ -202,8 +202,8 @@ impl Tcb {
         let mss = cfg.mss;
         let cc = cc::by_name(&cfg.congestion_control, &cfg)
             .unwrap_or_else(|| panic!("congestion control {:?} is checked by the scenario", cfg.congestion_control));
-        let rec = recovery::by_name(&cfg.recovery)
-            .unwrap_or_else(|| panic!("recovery {:?} is checked by the scenario", cfg.recovery));
+        let rec =
+            recovery::by_name(&cfg.recovery).unwrap_or_else(|| panic!("recovery {:?} is checked by the scenario", cfg.recovery));
         let frto = spurious::by_name(&cfg.spurious_rto)
             .unwrap_or_else(|| panic!("spurious_rto {:?} is checked by the scenario", cfg.spurious_rto));
         Self {
@@ -307,8 +307,7 @@ impl Tcb {
 
     /// Our FIN was acknowledged and the peer's FIN received: nothing more will be sent.
     pub fn is_closed(&self) -> bool {
-        self.state == State::Failed
-            || (self.fin_received && self.fin_off.is_some_and(|f| self.snd_una > f))
+        self.state == State::Failed || (self.fin_received && self.fin_off.is_some_and(|f| self.snd_una > f))
     }
 
     pub fn bytes_acked(&self) -> u64 {

@@ -45,7 +45,14 @@ impl Rack {
     /// tcp_rack_reo_wnd: zero while no reordering was seen and either recovery is under way
     /// or DupThresh segments are SACKed (RFC 8985 6.2 step 4); else min_RTT/4 per step, at
     /// most SRTT.
-    pub fn reo_wnd(&self, in_recovery: bool, sacked_segments: usize, dupthresh: u32, min_rtt: Option<Duration>, srtt: Option<Duration>) -> Duration {
+    pub fn reo_wnd(
+        &self,
+        in_recovery: bool,
+        sacked_segments: usize,
+        dupthresh: u32,
+        min_rtt: Option<Duration>,
+        srtt: Option<Duration>,
+    ) -> Duration {
         if !self.reord_seen && (in_recovery || sacked_segments >= dupthresh as usize) {
             return Duration::ZERO;
         }
@@ -91,7 +98,13 @@ impl Rack {
 /// delayed; RFC 8985 7.2 uses WCDelAckT) or TCP_TIMEOUT_MIN otherwise (2 jiffies: 8 ms at
 /// HZ 250; 2 ms without jiffies); 1 s without an RTT sample; never later than the RTO
 /// would fire (`rto_left`).
-pub fn probe_timeout(srtt: Option<Duration>, packets_out: usize, rto_min: Duration, rto_left: Option<Duration>, jiffy: Option<Duration>) -> Duration {
+pub fn probe_timeout(
+    srtt: Option<Duration>,
+    packets_out: usize,
+    rto_min: Duration,
+    rto_left: Option<Duration>,
+    jiffy: Option<Duration>,
+) -> Duration {
     let pto = match srtt {
         Some(s) => {
             let two = match jiffy {

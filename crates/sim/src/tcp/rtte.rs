@@ -37,7 +37,20 @@ impl RttEstimator {
     pub fn new(cfg: RtoConfig) -> Self {
         // RFC 6298 (2.1): until a sample is taken, RTO = the initial value.
         let rto = cfg.initial.min(cfg.max);
-        Self { cfg, srtt: None, rttvar: Duration::ZERO, rto, backoff: 0, mdev: 0, mdev_max: 0, rttvar_l: 0, rtt_seq: 0, snd_una: 0, snd_nxt: 0, jiffy: None }
+        Self {
+            cfg,
+            srtt: None,
+            rttvar: Duration::ZERO,
+            rto,
+            backoff: 0,
+            mdev: 0,
+            mdev_max: 0,
+            rttvar_l: 0,
+            rtt_seq: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            jiffy: None,
+        }
     }
 
     /// Linux: timers in jiffies of `jiffy` (CONFIG_HZ 250: 4 ms).

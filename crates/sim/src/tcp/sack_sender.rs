@@ -84,7 +84,14 @@ impl Tcb {
             self.in_loss = false; // TCP_CA_Loss ends when everything sent before the RTO is acked
             self.frto.stop();
         }
-        let ev = RecoveryAck { ack, acked: ack - prior_una, delivered: d.bytes, recover: self.recover.unwrap_or(0), in_flight: self.sb.in_flight(), newly_lost };
+        let ev = RecoveryAck {
+            ack,
+            acked: ack - prior_una,
+            delivered: d.bytes,
+            recover: self.recover.unwrap_or(0),
+            in_flight: self.sb.in_flight(),
+            newly_lost,
+        };
         match self.recover {
             Some(_) if advanced => match self.rec.on_ack(&mut self.w, &ev) {
                 RecoveryStep::Exit => {
@@ -148,7 +155,13 @@ impl Tcb {
     /// RACK (RFC 8985 6.2) or, without it, RFC 6675 IsLost: DupThresh segments SACKed above.
     fn detect_losses(&mut self, now: Instant) -> (u32, u64, Option<Duration>) {
         if self.cfg.rack {
-            let reo = self.rack.reo_wnd(self.recover.is_some() || self.in_loss, self.sb.sacked_segments(), self.cfg.dupack_threshold, self.min_rtt, self.rtte.srtt());
+            let reo = self.rack.reo_wnd(
+                self.recover.is_some() || self.in_loss,
+                self.sb.sacked_segments(),
+                self.cfg.dupack_threshold,
+                self.min_rtt,
+                self.rtte.srtt(),
+            );
             return self.rack.detect_loss(&mut self.sb, now, reo);
         }
         let mss = u64::from(self.mss);
@@ -252,7 +265,14 @@ impl Tcb {
                 self.stats.rack_losses += lost;
                 if lost > 0 && self.recover.is_none() && !self.in_loss {
                     self.enter_sack_recovery(now);
-                    let ev = RecoveryAck { ack: self.snd_una, acked: 0, delivered: self.w.mss, recover: self.snd_max, in_flight: self.sb.in_flight(), newly_lost: 1 };
+                    let ev = RecoveryAck {
+                        ack: self.snd_una,
+                        acked: 0,
+                        delivered: self.w.mss,
+                        recover: self.snd_max,
+                        in_flight: self.sb.in_flight(),
+                        newly_lost: 1,
+                    };
                     self.rec.on_dupack(&mut self.w, &ev);
                 }
                 match wait {

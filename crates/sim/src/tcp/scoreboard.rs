@@ -125,10 +125,18 @@ impl Scoreboard {
         self.in_flight = self.in_flight - before.0 + s.in_flight();
         self.in_flight_pkts = self.in_flight_pkts - before.4 + s.in_flight_pkts();
         if before.1 != s.sacked {
-            if s.sacked { self.sacked += s.len() } else { self.sacked -= before.3 }
+            if s.sacked {
+                self.sacked += s.len()
+            } else {
+                self.sacked -= before.3
+            }
         }
         if before.2 != s.lost {
-            if s.lost { self.lost += s.len() } else { self.lost -= before.3 }
+            if s.lost {
+                self.lost += s.len()
+            } else {
+                self.lost -= before.3
+            }
         }
     }
 

@@ -33,7 +33,18 @@ pub(super) struct Wire {
 impl Wire {
     pub fn new(cfg: Rc<StackConfig>, one_way: Duration, lose_data: Vec<u32>) -> Self {
         let client = Tcb::connect(cfg.clone(), 0, 1000, Instant::ZERO);
-        let mut w = Wire { cfg, client, server: None, flight: Vec::new(), one_way, now: Instant::ZERO, data_sent: 0, lose_data, spike: None, late_data: Vec::new() };
+        let mut w = Wire {
+            cfg,
+            client,
+            server: None,
+            flight: Vec::new(),
+            one_way,
+            now: Instant::ZERO,
+            data_sent: 0,
+            lose_data,
+            spike: None,
+            late_data: Vec::new(),
+        };
         w.collect();
         w
     }
@@ -93,7 +104,11 @@ impl Wire {
             (_, Some((d, who, k))) if d <= until => {
                 self.now = d;
                 let kind = if k == TimerKind::Retransmit as usize { TimerKind::Retransmit } else { TimerKind::DelayedAck };
-                if who == 0 { self.client.on_timer(kind, d) } else { self.server.as_mut().unwrap().on_timer(kind, d) }
+                if who == 0 {
+                    self.client.on_timer(kind, d)
+                } else {
+                    self.server.as_mut().unwrap().on_timer(kind, d)
+                }
             }
             _ => return false,
         }

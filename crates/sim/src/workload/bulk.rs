@@ -29,7 +29,12 @@ impl Workload for Bulk {
         self.started += 1;
         let spec = ConnSpec {
             pair: i % self.pairs,
-            exchanges: vec![Exchange { request: 100, response_writes: vec![self.cfg.size], think: Duration::ZERO, gap: Duration::ZERO }],
+            exchanges: vec![Exchange {
+                request: 100,
+                response_writes: vec![self.cfg.size],
+                think: Duration::ZERO,
+                gap: Duration::ZERO,
+            }],
             close: Closer::Server,
             port: self.port,
         };

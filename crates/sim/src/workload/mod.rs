@@ -11,8 +11,8 @@
 
 pub mod bulk;
 pub mod http;
-pub mod packmime_tables;
 pub mod packmime;
+pub mod packmime_tables;
 pub mod poisson;
 pub mod sizes;
 

@@ -398,7 +398,11 @@ mod tests {
         let mut v1 = Vec::new();
         for _ in 0..60_000 {
             let x = r.next(&mut rng) as f64;
-            if r.state == 0 { v0.push(x) } else { v1.push(x) }
+            if r.state == 0 {
+                v0.push(x)
+            } else {
+                v1.push(x)
+            }
         }
         // State 0: median A(0.5) ≈ 140 B; state 1: median 2^B(−1) ≈ 2^12.4.
         let m0 = quantile(v0, 0.5);

@@ -5,8 +5,8 @@
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{ConnSpec, Exchange, Workload};
 use super::sizes::SizeDistExt;
+use super::{ConnSpec, Exchange, Workload};
 use crate::scenario::{PoissonConfig, WorkloadConfig};
 use crate::time::{Duration, Instant};
 

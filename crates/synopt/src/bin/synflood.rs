@@ -11,10 +11,7 @@ use shortflow_synopt::sys::now_ns;
 use shortflow_wire::{encode_frame, Endpoint, Framing, LinkType, Segment, SegmentExtra, TcpFlags, TcpOptions};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "shortflow-synflood",
-    about = "Paced SYN generator (raw socket) for the synopt flood test"
-)]
+#[command(name = "shortflow-synflood", about = "Paced SYN generator (raw socket) for the synopt flood test")]
 struct Args {
     #[arg(long)]
     src: Ipv4Addr,
@@ -51,19 +48,9 @@ fn syn(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, isn: u32) -> Vec<u8
 }
 
 fn sleep_until(t_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
-    };
+    let ts = libc::timespec { tv_sec: (t_ns / 1_000_000_000) as libc::time_t, tv_nsec: (t_ns % 1_000_000_000) as libc::c_long };
     // SAFETY: absolute sleep on CLOCK_MONOTONIC with a valid timespec.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    };
+    unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
 }
 
 fn main() {
@@ -71,10 +58,7 @@ fn main() {
     // SAFETY: a raw socket we own (IPPROTO_RAW: we write the IP header).
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW) };
     if fd < 0 {
-        eprintln!(
-            "shortflow-synflood: raw socket: {} (needs root)",
-            std::io::Error::last_os_error()
-        );
+        eprintln!("shortflow-synflood: raw socket: {} (needs root)", std::io::Error::last_os_error());
         std::process::exit(1);
     }
     // SAFETY: zeroed sockaddr_in, filled below.
@@ -93,13 +77,7 @@ fn main() {
             let i = sent + errors;
             let src = Ipv4Addr::from(u32::from(a.src) + (i % u64::from(a.sources.max(1))) as u32);
             let sport = 1024 + ((i / u64::from(a.sources.max(1))) % 64_000) as u16;
-            let p = syn(
-                src,
-                a.dst,
-                sport,
-                a.port,
-                (i as u32).wrapping_mul(2_654_435_761),
-            );
+            let p = syn(src, a.dst, sport, a.port, (i as u32).wrapping_mul(2_654_435_761));
             // SAFETY: sendto with our buffer and sockaddr.
             let r = unsafe {
                 libc::sendto(
@@ -120,8 +98,5 @@ fn main() {
         sleep_until(start + tick * 1_000_000);
     }
     let secs = (now_ns() - start) as f64 / 1e9;
-    println!(
-        "{{\"sent\": {sent}, \"errors\": {errors}, \"seconds\": {secs:.3}, \"rate\": {:.0}}}",
-        sent as f64 / secs
-    );
+    println!("{{\"sent\": {sent}, \"errors\": {errors}, \"seconds\": {secs:.3}, \"rate\": {:.0}}}", sent as f64 / secs);
 }

@@ -20,9 +20,13 @@ const STEPS: u32 = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GapClass {
     /// A step of the 1 s ladder; `step` 0 is 1 s, 1 is 2 s, …
-    Rfc6298 { step: u8 },
+    Rfc6298 {
+        step: u8,
+    },
     /// A step of the 3 s ladder; `step` 0 is 3 s, 1 is 6 s, …
-    Rfc2988 { step: u8 },
+    Rfc2988 {
+        step: u8,
+    },
     Outside,
     /// A SYN/ACK repeated because a repeated SYN arrived, not by the server's timer.
     Answer,

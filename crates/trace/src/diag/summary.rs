@@ -296,7 +296,10 @@ impl Summary {
         let (c, s) = (self.vantage_client, self.vantage_server);
         let by_timing = majority(c, s);
         if by_timing != Vantage::Unknown {
-            return (by_timing, format!("handshake timing: SYN→SYN/ACK longer than SYN/ACK→ACK in {c} handshakes, shorter in {s}"));
+            return (
+                by_timing,
+                format!("handshake timing: SYN→SYN/ACK longer than SYN/ACK→ACK in {c} handshakes, shorter in {s}"),
+            );
         }
         let (tc, ts) = (self.vantage_ttl_client, self.vantage_ttl_server);
         let one_way = if self.one_directional > 0 {

@@ -161,7 +161,12 @@ impl CaptureReader {
 }
 
 pub(crate) fn io_kind(e: std::io::Error, gzip: bool) -> ReadErrorKind {
-    if gzip && matches!(e.kind(), std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof) {
+    if gzip
+        && matches!(
+            e.kind(),
+            std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof
+        )
+    {
         ReadErrorKind::Gzip(e.to_string())
     } else {
         ReadErrorKind::Io(e.to_string())

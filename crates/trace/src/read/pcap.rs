@@ -76,7 +76,10 @@ impl PcapState {
         if caplen > MAX_RECORD {
             return Err(ReadErrorKind::Corrupt {
                 what: "packet record header",
-                detail: format!("captured length {} bytes is larger than any packet (16 MiB at most)", crate::error::thousands(caplen as u64)),
+                detail: format!(
+                    "captured length {} bytes is larger than any packet (16 MiB at most)",
+                    crate::error::thousands(caplen as u64)
+                ),
             });
         }
         let needed = RECORD_HEADER_LEN + caplen;

@@ -133,7 +133,12 @@ impl PcapNgState {
         }
         let avail = src.ensure(len).map_err(|e| io_kind(e, src.gzip))?;
         if avail < len {
-            return Err(ReadErrorKind::BlockTruncated { block: block_name(block_type), block_type, claims: len as u64, left: avail as u64 });
+            return Err(ReadErrorKind::BlockTruncated {
+                block: block_name(block_type),
+                block_type,
+                claims: len as u64,
+                left: avail as u64,
+            });
         }
         self.pending = len;
         let w = &src.window()[..len];
@@ -144,13 +149,19 @@ impl PcapNgState {
                 // Its length is sound, so the next block is found: skip this one, say so.
                 let why = parse_failure(&e);
                 if self.skipped.len() < MAX_WARNINGS {
-                    self.skipped.push((src.offset(), format!("skipped a damaged {} (type {block_type}, {len} bytes): {why}", block_name(block_type))));
+                    self.skipped.push((
+                        src.offset(),
+                        format!("skipped a damaged {} (type {block_type}, {len} bytes): {why}", block_name(block_type)),
+                    ));
                 }
                 return Ok(Step::Skip);
             }
             Err(e) => {
                 let why = parse_failure(&e);
-                return Err(ReadErrorKind::Corrupt { what: block_name(block_type), detail: format!("type {block_type}, {len} bytes: {why}") });
+                return Err(ReadErrorKind::Corrupt {
+                    what: block_name(block_type),
+                    detail: format!("type {block_type}, {len} bytes: {why}"),
+                });
             }
         };
         match block {
@@ -159,10 +170,12 @@ impl PcapNgState {
                 Ok(Step::Skip)
             }
             Block::InterfaceDescription(idb) => {
-                let units_per_sec = idb
-                    .ts_resolution()
-                    .filter(|&u| u > 0)
-                    .ok_or_else(|| corrupt("interface description block", format!("timestamp resolution code {} is not a power of 2 or 10 up to 10^19", idb.if_tsresol)))?;
+                let units_per_sec = idb.ts_resolution().filter(|&u| u > 0).ok_or_else(|| {
+                    corrupt(
+                        "interface description block",
+                        format!("timestamp resolution code {} is not a power of 2 or 10 up to 10^19", idb.if_tsresol),
+                    )
+                })?;
                 self.interfaces.push(Interface { link_code: idb.linktype.0 as u32, units_per_sec, offset_secs: idb.if_tsoffset });
                 Ok(Step::Skip)
             }
@@ -185,9 +198,10 @@ impl PcapNgState {
             // A simple packet block has no timestamp and belongs to interface 0: it inherits
             // the time of the packet before it.
             Block::SimplePacket(spb) => {
-                let iface = *self.interfaces.first().ok_or_else(|| {
-                    corrupt("simple packet block", "no interface described in this section".into())
-                })?;
+                let iface = *self
+                    .interfaces
+                    .first()
+                    .ok_or_else(|| corrupt("simple packet block", "no interface described in this section".into()))?;
                 self.current = Current {
                     ts_ns: self.last_ts_ns,
                     link_code: iface.link_code,

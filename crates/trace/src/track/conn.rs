@@ -327,7 +327,8 @@ impl Conn {
             Handshake::RefusedRst
         } else if self.refused_icmp.is_some() {
             Handshake::RefusedIcmp
-        } else if reason == EndReason::Open && trace_end.is_some_and(|t| t.saturating_sub(self.last_ts) < self.next_syn_due_ns()) {
+        } else if reason == EndReason::Open && trace_end.is_some_and(|t| t.saturating_sub(self.last_ts) < self.next_syn_due_ns())
+        {
             Handshake::Open
         } else {
             Handshake::NeverAnswered

@@ -30,7 +30,10 @@ pub enum SendEvent {
     #[default]
     Nothing,
     /// New data (start of a round, of a burst, or inside one).
-    NewData { new_round: bool, new_burst: bool },
+    NewData {
+        new_round: bool,
+        new_burst: bool,
+    },
     Retx(RetxClass),
 }
 
@@ -39,8 +42,12 @@ pub enum SendEvent {
 pub enum Recovery {
     #[default]
     None,
-    Timeout { point: i64 },
-    Fast { point: i64 },
+    Timeout {
+        point: i64,
+    },
+    Fast {
+        point: i64,
+    },
 }
 
 /// One segment of new data in flight, for RTT samples (Karn: none once retransmitted,
@@ -189,7 +196,15 @@ impl Half {
 
     /// The receiver's ACK (and window) for this half's data, seen at `ts`. `path_ns` is the
     /// round trip from the capture point to the receiver (its ACK's share of the delay).
-    pub fn on_ack(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra, path_ns: Option<u64>, sender_near: bool, min_full_rtt: Option<u64>) -> AckOutcome {
+    pub fn on_ack(
+        &mut self,
+        ts: u64,
+        seg: &Segment,
+        extra: &SegmentExtra,
+        path_ns: Option<u64>,
+        sender_near: bool,
+        min_full_rtt: Option<u64>,
+    ) -> AckOutcome {
         let mut out = AckOutcome::default();
         if !self.started || !seg.flags.ack() || seg.flags.syn() || seg.flags.rst() {
             return out;
@@ -223,7 +238,15 @@ impl Half {
         out
     }
 
-    fn new_ack(&mut self, ts: u64, ack: i64, extra: &SegmentExtra, path_ns: Option<u64>, sender_near: bool, min_full_rtt: Option<u64>) -> AckOutcome {
+    fn new_ack(
+        &mut self,
+        ts: u64,
+        ack: i64,
+        extra: &SegmentExtra,
+        path_ns: Option<u64>,
+        sender_near: bool,
+        min_full_rtt: Option<u64>,
+    ) -> AckOutcome {
         let mut out = AckOutcome::default();
         self.una = ack;
         self.acked_any = true;
@@ -356,7 +379,15 @@ impl Half {
     /// A segment this half sent at `ts`.
     /// `rtt_ns` is the full RTT if known, `sender_leg_ns` the round trip from the capture
     /// point to this sender (0 when captured at the sender).
-    pub fn on_send(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra, rto_ns: u64, rtt_ns: Option<u64>, sender_leg_ns: u64) -> SendEvent {
+    pub fn on_send(
+        &mut self,
+        ts: u64,
+        seg: &Segment,
+        extra: &SegmentExtra,
+        rto_ns: u64,
+        rtt_ns: Option<u64>,
+        sender_leg_ns: u64,
+    ) -> SendEvent {
         let seq_len = i64::from(seg.payload_len) + i64::from(seg.flags.fin());
         if seg.flags.syn() || seg.flags.rst() {
             return SendEvent::Nothing;
@@ -414,7 +445,15 @@ impl Half {
     }
 
     /// New data [start, end): first flight, rounds, bursts.
-    fn push_new(&mut self, ts: u64, start: i64, end: i64, tsval: Option<u32>, rtt_ns: Option<u64>, sender_leg_ns: u64) -> (bool, bool) {
+    fn push_new(
+        &mut self,
+        ts: u64,
+        start: i64,
+        end: i64,
+        tsval: Option<u32>,
+        rtt_ns: Option<u64>,
+        sender_leg_ns: u64,
+    ) -> (bool, bool) {
         let nothing_out = self.snd_max <= self.una;
         self.snd_max = end;
         if self.in_flight() < MAX_FLIGHT {

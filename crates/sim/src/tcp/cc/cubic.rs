@@ -266,7 +266,16 @@ mod tests {
     use super::*;
 
     fn ev(acked: u64, now_ms: u64, rtt_ms: u64, una: u64, nxt: u64) -> AckEvent {
-        AckEvent { acked, now: Instant::ZERO + Duration::from_millis(now_ms), rtt: Some(Duration::from_millis(rtt_ms)), min_rtt: None, prior_in_flight: 0, cwnd_limited: true, snd_una: una, snd_nxt: nxt }
+        AckEvent {
+            acked,
+            now: Instant::ZERO + Duration::from_millis(now_ms),
+            rtt: Some(Duration::from_millis(rtt_ms)),
+            min_rtt: None,
+            prior_in_flight: 0,
+            cwnd_limited: true,
+            snd_una: una,
+            snd_nxt: nxt,
+        }
     }
 
     #[test]

@@ -70,7 +70,16 @@ mod tests {
     fn the_trait_grows_only_when_cwnd_limited() {
         let mut r = Reno::new(1);
         let mut w = Window { cwnd: 2000, ssthresh: u64::MAX, mss: 1000 };
-        let ev = AckEvent { acked: 1000, now: Instant::ZERO, rtt: None, min_rtt: None, prior_in_flight: 2000, cwnd_limited: true, snd_una: 0, snd_nxt: 0 };
+        let ev = AckEvent {
+            acked: 1000,
+            now: Instant::ZERO,
+            rtt: None,
+            min_rtt: None,
+            prior_in_flight: 2000,
+            cwnd_limited: true,
+            snd_una: 0,
+            snd_nxt: 0,
+        };
         r.on_ack(&mut w, &ev);
         assert_eq!(w.cwnd, 3000);
         r.on_ack(&mut w, &AckEvent { cwnd_limited: false, ..ev });
