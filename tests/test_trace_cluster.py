@@ -34,14 +34,17 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
+def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A running cluster of 2 workers to send tasks to, its scratch space in the test's own
+    temporary directory (Dask's default, /tmp/dask-scratch-space, would stay behind)."""
+    import dask
     from distributed import LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    try:
+    scratch = tmp_path_factory.mktemp("dask")
+    with dask.config.set({"temporary-directory": str(scratch)}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                         local_directory=str(scratch)) as cluster:
         yield cluster.scheduler_address
-    finally:
-        cluster.close()
 
 
 def test_a_cluster_run_equals_the_local_run(traces, scheduler):
