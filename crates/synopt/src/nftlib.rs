@@ -9,11 +9,14 @@
 //! with it. libnftables keeps its socket in its context, so the context lives as long as
 //! the table should.
 //!
-//! The library is loaded with `dlopen` (the `nftables` package installs it beside `nft`):
+//! The library is loaded at run time through `libloading` (the `nftables` package installs it
+//! beside `nft`):
 //! a machine without it, or a kernel without owner tables, falls back to the `nft` command
 //! (`rules.rs`), whose tables outlive a SIGKILLed daemon until the next start.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+
+use libloading::Library;
 
 /// The libnftables ABI of `libnftables.so.1` (nftables/libnftables.h).
 type CtxNew = unsafe extern "C" fn(u32) -> *mut c_void;
@@ -22,12 +25,12 @@ type CtxBuffer = unsafe extern "C" fn(*mut c_void) -> c_int;
 type CtxGetBuffer = unsafe extern "C" fn(*mut c_void) -> *const c_char;
 type RunCmd = unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int;
 
-const LIBRARY: &CStr = c"libnftables.so.1";
+const LIBRARY: &str = "libnftables.so.1";
 
 /// Why libnftables cannot be used, or what it refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NftLibError {
-    /// dlopen failed (not installed): the loader's message.
+    /// The library cannot be loaded (not installed): the loader's message.
     #[error("cannot load libnftables.so.1: {0}")]
     Load(String),
     #[error("libnftables.so.1 has no {symbol}: {detail}")]
@@ -44,79 +47,56 @@ pub enum NftLibError {
 /// One libnftables context: its netlink socket (opened by the first command) owns the
 /// tables created through it with `flags owner`. Dropping it closes the socket.
 pub struct NftLib {
-    lib: *mut c_void,
     ctx: *mut c_void,
     free: CtxFree,
     run: RunCmd,
     errors: CtxGetBuffer,
+    /// Keeps the library loaded while the function pointers above are in use; declared
+    /// last, so it is unloaded after `drop` has freed the context.
+    _lib: Library,
 }
 
-fn dlerror() -> String {
-    // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libc.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        "unknown error".into()
-    } else {
-        // SAFETY: non-null, NUL-terminated (above).
-        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
-    }
-}
-
-/// The address of `name` in `lib`, as a function of type `F`.
+/// The function `name` of `lib`.
 ///
 /// # Safety
-/// `F` must be the symbol's true C signature.
-unsafe fn symbol<F: Copy>(lib: *mut c_void, name: &CStr) -> Result<F, NftLibError> {
-    // SAFETY: lib is a live handle from dlopen; name is NUL-terminated.
-    let p = unsafe { libc::dlsym(lib, name.as_ptr()) };
-    if p.is_null() {
-        return Err(NftLibError::Symbol { symbol: name.to_string_lossy().into_owned(), detail: dlerror() });
-    }
-    debug_assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: a function pointer has the size of a data pointer on every platform dlsym
-    // serves (POSIX requires it); the caller vouches for the signature.
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
+/// `F` must be the symbol's true C signature, and the pointer must not outlive `lib`.
+unsafe fn symbol<F: Copy>(lib: &Library, name: &str) -> Result<F, NftLibError> {
+    // SAFETY: the caller vouches for the signature and the lifetime.
+    unsafe { lib.get::<F>(name.as_bytes()) }
+        .map(|f| *f)
+        .map_err(|e| NftLibError::Symbol { symbol: name.to_string(), detail: e.to_string() })
 }
 
 impl NftLib {
     /// Loads libnftables and makes a context whose output and errors are kept (not printed).
     /// Err says why not (no library, an old one).
     pub fn open() -> Result<NftLib, NftLibError> {
-        // SAFETY: LIBRARY is NUL-terminated; RTLD_NOW resolves everything here or fails.
-        let lib = unsafe { libc::dlopen(LIBRARY.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if lib.is_null() {
-            return Err(NftLibError::Load(dlerror()));
-        }
-        let close = |e: NftLibError| {
-            // SAFETY: lib came from dlopen and nothing of it is in use.
-            unsafe { libc::dlclose(lib) };
-            e
+        // SAFETY: loading libnftables runs no initialisation code that could break this
+        // process's invariants (it has no constructors beyond libc's and its own globals).
+        let lib = unsafe { Library::new(LIBRARY) }.map_err(|e| NftLibError::Load(e.to_string()))?;
+        // SAFETY: the signatures are libnftables.h's; the pointers live in `NftLib` beside
+        // the library that keeps them valid.
+        let (new, free, buffer_output, buffer_error, errors, run) = unsafe {
+            (
+                symbol::<CtxNew>(&lib, "nft_ctx_new")?,
+                symbol::<CtxFree>(&lib, "nft_ctx_free")?,
+                symbol::<CtxBuffer>(&lib, "nft_ctx_buffer_output")?,
+                symbol::<CtxBuffer>(&lib, "nft_ctx_buffer_error")?,
+                symbol::<CtxGetBuffer>(&lib, "nft_ctx_get_error_buffer")?,
+                symbol::<RunCmd>(&lib, "nft_run_cmd_from_buffer")?,
+            )
         };
-        // SAFETY: the signatures are libnftables.h's.
-        let syms = unsafe {
-            (|| -> Result<_, NftLibError> {
-                Ok((
-                    symbol::<CtxNew>(lib, c"nft_ctx_new")?,
-                    symbol::<CtxFree>(lib, c"nft_ctx_free")?,
-                    symbol::<CtxBuffer>(lib, c"nft_ctx_buffer_output")?,
-                    symbol::<CtxBuffer>(lib, c"nft_ctx_buffer_error")?,
-                    symbol::<CtxGetBuffer>(lib, c"nft_ctx_get_error_buffer")?,
-                    symbol::<RunCmd>(lib, c"nft_run_cmd_from_buffer")?,
-                ))
-            })()
-        };
-        let (new, free, buffer_output, buffer_error, errors, run) = syms.map_err(close)?;
         // SAFETY: NFT_CTX_DEFAULT (0) is a valid flag set.
         let ctx = unsafe { new(0) };
         if ctx.is_null() {
-            return Err(close(NftLibError::Context));
+            return Err(NftLibError::Context);
         }
         // SAFETY: ctx is a live context.
         unsafe {
             buffer_output(ctx);
             buffer_error(ctx);
         }
-        Ok(NftLib { lib, ctx, free, run, errors })
+        Ok(NftLib { ctx, free, run, errors, _lib: lib })
     }
 
     /// Runs an nft script (one transaction, as `nft -f`); Err carries nft's message.
@@ -142,10 +122,8 @@ impl NftLib {
 
 impl Drop for NftLib {
     fn drop(&mut self) {
-        // SAFETY: ctx and lib are live and dropped once; the context closes its socket.
-        unsafe {
-            (self.free)(self.ctx);
-            libc::dlclose(self.lib);
-        }
+        // SAFETY: ctx is live and freed once, before the library is unloaded (`_lib` is
+        // dropped after this); freeing the context closes its socket.
+        unsafe { (self.free)(self.ctx) };
     }
 }
