@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import shortflow
+from shortflow.exceptions import SimulationLimitError
 from shortflow.simulate import CONNECTION_KEYS
 
 SHORTFLOW = [sys.executable, "-m", "shortflow"]
@@ -116,6 +117,19 @@ def test_pcap_round_trip_through_the_analyzer(tmp_path):
         assert row["established"]
         assert math.isclose(row["handshake_rtt_s"], sim["handshake_rtt_s"], abs_tol=50e-6), (row, sim)
     assert sims[0]["syn_transmissions"] == 2
+
+
+def test_pcap_errors_come_before_the_run_and_a_failed_run_leaves_no_pcap(tmp_path):
+    """The pcap is written while the run goes: an unwritable path fails at once, naming
+    the path, and a run stopped by its budget removes the pcap it had begun."""
+    sc = shortflow.Scenario.builtin("001-sfr-web")
+    missing = tmp_path / "no-such-dir" / "x.pcap"
+    with pytest.raises(OSError, match="no-such-dir"):
+        shortflow.simulate(sc, pcap=missing)
+    pcap = tmp_path / "cut.pcap"
+    with pytest.raises(SimulationLimitError, match="raise --max-events"):
+        shortflow.simulate(sc, pcap=pcap, max_events=20_000)
+    assert not pcap.exists()
 
 
 def test_pcap_from_client_capture_point_raw_ip(tmp_path):

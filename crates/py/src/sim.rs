@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use pyo3::create_exception;
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use shortflow_sim::{scenario, Budget, RunOptions};
+use shortflow_sim::{scenario, Budget, PcapStream, RunOptions};
 
 use crate::error::ShortflowError;
 
@@ -117,16 +117,25 @@ fn simulate(
     let opts = RunOptions { capture: pcap.is_some(), timeline };
     let budget = Budget { max_memory, max_events };
     py.detach(|| -> Result<String, RunFailure> {
-        let (link, port) = (sc.capture_link, sc.workload.port);
-        let (report, capture) = shortflow_sim::try_run(sc, opts, rate, &budget).map_err(RunFailure::Limit)?;
-        if let Some(path) = &pcap {
-            let write = || -> std::io::Result<()> {
-                let file = File::create(path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-                capture.write_pcap(BufWriter::new(file), link, port)
-            };
-            write().map_err(RunFailure::Io)?;
-        }
-        Ok(report.to_json())
+        let Some(path) = &pcap else {
+            let (report, _) = shortflow_sim::try_run(sc, opts, rate, &budget).map_err(RunFailure::Limit)?;
+            return Ok(report.to_json());
+        };
+        // The pcap is written while the run goes: opened (and its header written) first,
+        // so an unwritable path fails before the run; removed again when the run fails,
+        // rather than left truncated.
+        let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        let file = File::create(path).map_err(|e| RunFailure::Io(named(e)))?;
+        let run = || -> Result<String, RunFailure> {
+            let mut stream =
+                PcapStream::new(BufWriter::new(file), sc.capture_link, sc.workload.port).map_err(|e| RunFailure::Io(named(e)))?;
+            let report = shortflow_sim::try_run_to(sc, opts, rate, &budget, &mut stream).map_err(RunFailure::Limit)?;
+            stream.finish().map_err(|e| RunFailure::Io(named(e)))?;
+            Ok(report.to_json())
+        };
+        run().inspect_err(|_| {
+            let _ = std::fs::remove_file(path);
+        })
     })
     .map_err(|e| match e {
         RunFailure::Limit(e) => SimulationLimitError::new_err(e.to_string()),

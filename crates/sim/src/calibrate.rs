@@ -8,7 +8,7 @@
 //! within half a point, or after `MAX_RUNS` runs. The report says target, measured, rate
 //! and runs.
 
-use crate::capture::Capture;
+use crate::capture::{Capture, CaptureSink};
 use crate::report::{Calibration, RunReport};
 use crate::scenario::{ArrivalRate, Scenario, WorkloadKind};
 use crate::workload::packmime::PackMime;
@@ -33,12 +33,27 @@ pub fn run_at_rate(sc: Scenario, opts: RunOptions, rate: f64) -> (RunReport, Cap
     try_run(sc, opts, Some(rate), &Budget::default()).expect("no budget, no limit")
 }
 
-/// `run` or `run_at_rate` within `budget` (every calibration run within it).
+/// `run` or `run_at_rate` within `budget` (every calibration run within it), the capture
+/// kept in memory (with `opts.capture`).
 pub fn try_run(sc: Scenario, opts: RunOptions, rate: Option<f64>, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
+    let mut capture = Capture::default();
+    let report = try_run_to(sc, opts, rate, budget, &mut capture)?;
+    Ok((report, capture))
+}
+
+/// The same, each captured segment given to `sink` as the run captures it (with
+/// `opts.capture`): only the final run of a calibration is captured.
+pub fn try_run_to(
+    sc: Scenario,
+    opts: RunOptions,
+    rate: Option<f64>,
+    budget: &Budget,
+    sink: &mut dyn CaptureSink,
+) -> Result<RunReport, LimitError> {
     match (rate, sc.workload.kind.rate()) {
-        (Some(r), _) => World::with_rate(sc, opts, Some(r)).try_run(budget),
-        (None, Some(ArrivalRate::Load(target))) => calibrated(sc, opts, target, budget),
-        _ => World::new(sc, opts).try_run(budget),
+        (Some(r), _) => World::with_rate(sc, opts, Some(r)).capture_to(sink).try_run(budget),
+        (None, Some(ArrivalRate::Load(target))) => calibrated(sc, opts, target, budget, sink),
+        _ => World::new(sc, opts).capture_to(sink).try_run(budget),
     }
 }
 
@@ -67,17 +82,23 @@ pub fn first_guess(sc: &Scenario, target: f64) -> f64 {
     bytes_per_s / wire(per_conn(r0.max(0.01)))
 }
 
-fn calibrated(sc: Scenario, opts: RunOptions, target: f64, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
+fn calibrated(
+    sc: Scenario,
+    opts: RunOptions,
+    target: f64,
+    budget: &Budget,
+    sink: &mut dyn CaptureSink,
+) -> Result<RunReport, LimitError> {
     let quiet = RunOptions::default();
     let plain = !opts.capture && !opts.timeline;
     let mut rate = first_guess(&sc, target);
     let mut runs = 0;
-    let (mut best, mut best_rate) = (None::<(RunReport, Capture)>, rate);
+    let (mut best, mut best_rate) = (None::<RunReport>, rate);
     loop {
         runs += 1;
         let out = World::with_rate(sc.clone(), if plain { opts } else { quiet }, Some(rate)).try_run(budget)?;
-        let m = measured(&out.0);
-        let closer = best.as_ref().is_none_or(|(b, _)| (measured(b) - target).abs() > (m - target).abs());
+        let m = measured(&out);
+        let closer = best.as_ref().is_none_or(|b| (measured(b) - target).abs() > (m - target).abs());
         if closer {
             best = Some(out);
             best_rate = rate;
@@ -88,11 +109,11 @@ fn calibrated(sc: Scenario, opts: RunOptions, target: f64, budget: &Budget) -> R
         // Utilisation cannot pass 1: aim below saturation when the run overshot.
         rate *= (target / m).clamp(0.25, 4.0);
     }
-    let (mut report, capture) = match best {
+    let mut report = match best {
         Some(b) if plain => b,
-        _ => World::with_rate(sc, opts, Some(best_rate)).try_run(budget)?,
+        _ => World::with_rate(sc, opts, Some(best_rate)).capture_to(sink).try_run(budget)?,
     };
     report.summary.calibration =
         Some(Calibration { target, measured: measured(&report), connections_per_second: best_rate, runs });
-    Ok((report, capture))
+    Ok(report)
 }

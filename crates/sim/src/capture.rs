@@ -1,7 +1,13 @@
-//! What the capture point sees, kept as (time, segment) and written as a classic pcap
-//! with nanosecond timestamps through the trace crate's writer (packets built by the wire
-//! layer, options included), so `shortflow analyze` reads the simulator's runs exactly as
-//! it reads real captures.
+//! What the capture point sees, written as a classic pcap with nanosecond timestamps
+//! through the wire layer's writer (packets built by the wire layer, options included), so
+//! `shortflow analyze` reads the simulator's runs exactly as it reads real captures.
+//!
+//! The world hands every captured segment to a `CaptureSink` as it is captured. A run
+//! writes its pcap while it runs (`PcapStream`): capture points see segments in time
+//! order (the event queue pops in time order and each capture is stamped with the
+//! event's time), so nothing needs holding until the end and a run's memory does not
+//! grow with its capture. `Capture` keeps the segments in memory instead, for callers
+//! that look at them after the run (tests, the timeline example).
 
 use std::io::Write;
 
@@ -27,57 +33,135 @@ pub fn server_endpoint(port: u16) -> Endpoint {
     Endpoint::v4([10, 2, 0, 1], port)
 }
 
+/// Where the world puts each segment its capture point sees, in time order.
+pub trait CaptureSink {
+    fn packet(&mut self, t: Instant, s: &crate::packet::Segment);
+    /// Bytes the sink holds for the run (counted against `--max-memory`).
+    fn memory(&self) -> usize;
+    /// The sink cannot take more (a write failed): the run may stop early, its caller
+    /// learns why from the sink.
+    fn failed(&self) -> bool {
+        false
+    }
+}
+
+/// The captured segments kept in memory, for callers that read them after the run.
 #[derive(Debug, Default, Clone)]
 pub struct Capture {
     pub records: Vec<(Instant, crate::packet::Segment)>,
 }
 
+impl CaptureSink for Capture {
+    fn packet(&mut self, t: Instant, s: &crate::packet::Segment) {
+        self.records.push((t, *s));
+    }
+
+    fn memory(&self) -> usize {
+        self.records.capacity() * std::mem::size_of::<(Instant, crate::packet::Segment)>()
+    }
+}
+
 impl Capture {
-    /// Writes the capture as a nanosecond pcap with Ethernet or raw IPv4 framing. Each
-    /// packet is built by the wire layer from its representation, with the TCP options the
-    /// simulated stacks negotiated: MSS, SACK-permitted and window scale on SYNs,
-    /// timestamps on every segment when on, SACK blocks on ACKs.
+    /// Writes the kept segments as `PcapStream` writes them during a run (same bytes).
     pub fn write_pcap<W: Write>(&self, out: W, link: CaptureLink, server_port: u16) -> std::io::Result<()> {
+        let mut stream = PcapStream::new(out, link, server_port)?;
+        for (t, s) in &self.records {
+            stream.packet(*t, s);
+        }
+        stream.finish().map(drop)
+    }
+}
+
+/// A pcap written segment by segment as the run captures them: a nanosecond pcap with
+/// Ethernet or raw IPv4 framing, each packet built by the wire layer from its
+/// representation, with the TCP options the simulated stacks negotiated: MSS,
+/// SACK-permitted and window scale on SYNs, timestamps on every segment when on, SACK
+/// blocks on ACKs. Give it a buffered writer. The first write error stops the writing and
+/// is returned by `finish`.
+pub struct PcapStream<W: Write> {
+    w: PcapWriter<W>,
+    server: Endpoint,
+    framing: SegmentOptions,
+    /// Window scale each end announced, by connection (client, server): a window is
+    /// written shifted once both SYNs carried the option (RFC 7323 2.2).
+    wscale: FxHashMap<u32, (Option<u8>, Option<u8>)>,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> PcapStream<W> {
+    /// Writes the pcap header at once, so an unwritable output fails before the run.
+    pub fn new(out: W, link: CaptureLink, server_port: u16) -> std::io::Result<Self> {
         let link = match link {
             CaptureLink::Ethernet => LinkType::Ethernet,
             CaptureLink::RawIpv4 => LinkType::Raw,
         };
-        let mut w = PcapWriter::pcap(out, link, TsResolution::Nano, ByteOrder::Little, 65_535)?;
-        let server = server_endpoint(server_port);
-        let framing = SegmentOptions { link, interface: 0, vlan: None, mss: None };
-        // Window scale each end announced, by connection (client, server): a window is
-        // written shifted once both SYNs carried the option (RFC 7323 2.2).
-        let mut wscale: FxHashMap<u32, (Option<u8>, Option<u8>)> = FxHashMap::default();
-        for (t, s) in &self.records {
-            let client = client_endpoint(s.conn);
-            let (src, dst) = if s.from_client { (client, server) } else { (server, client) };
-            let syn = s.flags & SYN != 0;
-            let scales = wscale.entry(s.conn).or_default();
-            if syn {
-                *if s.from_client { &mut scales.0 } else { &mut scales.1 } = s.syn_opts.window_scale;
-            }
-            let shift = match (syn, *scales) {
-                (false, (Some(c), Some(sv))) => {
-                    if s.from_client {
-                        c
-                    } else {
-                        sv
-                    }
-                }
-                _ => 0,
-            };
-            let seg = Segment {
-                src,
-                dst,
-                seq: s.seq,
-                ack: s.ack,
-                flags: TcpFlags(s.flags),
-                window: (s.window >> shift).min(65_535) as u16,
-                payload_len: s.len,
-            };
-            w.write_segment_with(t.0, &seg, &framing, Some(&extra(s)))?;
+        let w = PcapWriter::pcap(out, link, TsResolution::Nano, ByteOrder::Little, 65_535)?;
+        Ok(Self {
+            w,
+            server: server_endpoint(server_port),
+            framing: SegmentOptions { link, interface: 0, vlan: None, mss: None },
+            wscale: FxHashMap::default(),
+            error: None,
+        })
+    }
+
+    /// Flushes what is buffered; returns the writer, or the first write error.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
         }
-        w.flush()
+        self.w.flush()?;
+        Ok(self.w.into_inner())
+    }
+
+    fn write(&mut self, t: Instant, s: &crate::packet::Segment) -> std::io::Result<()> {
+        let client = client_endpoint(s.conn);
+        let (src, dst) = if s.from_client { (client, self.server) } else { (self.server, client) };
+        let syn = s.flags & SYN != 0;
+        let scales = self.wscale.entry(s.conn).or_default();
+        if syn {
+            *if s.from_client { &mut scales.0 } else { &mut scales.1 } = s.syn_opts.window_scale;
+        }
+        let shift = match (syn, *scales) {
+            (false, (Some(c), Some(sv))) => {
+                if s.from_client {
+                    c
+                } else {
+                    sv
+                }
+            }
+            _ => 0,
+        };
+        let seg = Segment {
+            src,
+            dst,
+            seq: s.seq,
+            ack: s.ack,
+            flags: TcpFlags(s.flags),
+            window: (s.window >> shift).min(65_535) as u16,
+            payload_len: s.len,
+        };
+        self.w.write_segment_with(t.0, &seg, &self.framing, Some(&extra(s)))
+    }
+}
+
+impl<W: Write> CaptureSink for PcapStream<W> {
+    fn packet(&mut self, t: Instant, s: &crate::packet::Segment) {
+        if self.error.is_none() {
+            if let Err(e) = self.write(t, s) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// The window-scale table (a few bytes a connection); the writer's buffer is the
+    /// caller's and fixed.
+    fn memory(&self) -> usize {
+        self.wscale.capacity() * (std::mem::size_of::<(u32, (Option<u8>, Option<u8>))>() + 1)
+    }
+
+    fn failed(&self) -> bool {
+        self.error.is_some()
     }
 }
 

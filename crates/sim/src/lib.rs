@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! scenario (TOML) → World (engine · links · queues · losses · TCP endpoints · apps)
-//!                 → RunReport (per connection) + Capture (pcap through the trace crate)
+//!                 → RunReport (per connection) + CaptureSink (pcap written during the run by the wire layer)
 //! ```
 
 pub mod app;
@@ -31,7 +31,7 @@ pub use shortflow_scenario::{profile, scenario};
 pub mod world;
 
 pub use calibrate::{run, run_at_rate};
-pub use capture::Capture;
+pub use capture::{Capture, CaptureSink, PcapStream};
 pub use error::{ScenarioError, SimError};
 pub use report::{ConnReport, RunReport};
 pub use scenario::Scenario;
@@ -48,6 +48,19 @@ pub fn try_run(
 ) -> Result<(RunReport, Capture), LimitError> {
     World::check_connections(&scenario, opts, budget)?;
     calibrate::try_run(scenario, opts, rate, budget)
+}
+
+/// `try_run` with each captured segment given to `sink` as the run captures it (a
+/// `PcapStream` writes the pcap during the run; the run's memory does not grow with it).
+pub fn try_run_to(
+    scenario: Scenario,
+    opts: RunOptions,
+    rate: Option<f64>,
+    budget: &Budget,
+    sink: &mut dyn CaptureSink,
+) -> Result<RunReport, LimitError> {
+    World::check_connections(&scenario, opts, budget)?;
+    calibrate::try_run_to(scenario, opts, rate, budget, sink)
 }
 
 /// Reads scenario `text` (named `source` in errors), applies `overrides` (`key=value`) and

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 
 use crate::app::{ClientApp, Later, ServerApp};
-use crate::capture::Capture;
+use crate::capture::CaptureSink;
 use crate::engine::EventQueue;
 use crate::loss::{Fate, LossModel};
 use crate::mechanisms::min_rto_004::MinRto004;
@@ -26,7 +26,7 @@ use crate::workload::{self, ConnSpec, Workload};
 /// What a run should keep besides the per-connection report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunOptions {
-    /// Keep every segment the capture point sees (for a pcap).
+    /// Hand every segment the capture point sees to the run's `CaptureSink`.
     pub capture: bool,
     /// Keep each connection's delivery timeline.
     pub timeline: bool,
@@ -35,7 +35,7 @@ pub struct RunOptions {
 /// What a run may use at most before it stops with a `LimitError` (0: no limit).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Budget {
-    /// Bytes of the run's own data: connections, kept packets, waiting events.
+    /// Bytes of the run's own data: connections, the capture sink's state, waiting events.
     pub max_memory: u64,
     pub max_events: u64,
 }
@@ -125,7 +125,8 @@ impl Conn {
     }
 }
 
-pub struct World {
+/// A run's world; `'s` is the capture sink's borrow (see `capture_to`).
+pub struct World<'s> {
     sc: Rc<Scenario>,
     client_cfg: Rc<StackConfig>,
     server_cfg: Rc<StackConfig>,
@@ -146,14 +147,15 @@ pub struct World {
     /// Connections open at once, at most.
     peak_open: usize,
     opts: RunOptions,
-    pub capture: Capture,
+    /// Where captured segments go as they are captured (with `opts.capture`).
+    sink: Option<&'s mut dyn CaptureSink>,
     dropped: u64,
     later: Vec<Later>,
     /// Time of the last event that did something (cancelled timers still pop later).
     last_active: Instant,
 }
 
-impl World {
+impl<'s> World<'s> {
     /// The world of scenario `sc`.
     pub fn new(sc: Scenario, opts: RunOptions) -> Self {
         Self::with_rate(sc, opts, None)
@@ -184,7 +186,7 @@ impl World {
             reports: Vec::new(),
             peak_open: 0,
             opts,
-            capture: Capture::default(),
+            sink: None,
             dropped: 0,
             later: Vec::new(),
             last_active: Instant::ZERO,
@@ -196,24 +198,43 @@ impl World {
         w
     }
 
+    /// Hands every segment the capture point sees to `sink`, as it is captured (when the
+    /// options ask for a capture). Segments come in time order: the queue pops events in
+    /// time order and a capture is stamped with its event's time.
+    pub fn capture_to(mut self, sink: &'s mut dyn CaptureSink) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
     /// Runs to the end (or the time limit) and reports.
-    pub fn run(self) -> (RunReport, Capture) {
+    pub fn run(self) -> RunReport {
         self.try_run(&Budget::default()).expect("no budget, no limit")
     }
 
     /// Runs to the end (or the time limit) within `budget`: refused at once when the
-    /// connections alone need more memory, stopped when packets kept for the capture and
-    /// waiting events pass it or the events pass `max_events`.
-    pub fn try_run(mut self, budget: &Budget) -> Result<(RunReport, Capture), LimitError> {
+    /// connections alone need more memory, stopped when the capture sink's state and
+    /// waiting events pass it or the events pass `max_events`. Stops early, with the
+    /// report so far, when the sink failed (its owner reports why).
+    pub fn try_run(mut self, budget: &Budget) -> Result<RunReport, LimitError> {
         let conns_bytes = Self::check_connections(&self.sc, self.opts, budget)?;
         let limit = Instant::ZERO + self.sc.time_limit;
         while let Some(ev) = self.q.pop(limit) {
             self.dispatch(ev);
             if self.q.processed.is_multiple_of(BUDGET_EVERY) {
+                if self.sink.as_ref().is_some_and(|s| s.failed()) {
+                    break;
+                }
                 self.check_budget(budget, conns_bytes)?;
             }
         }
         Ok(self.finish())
+    }
+
+    /// Gives `seg`, seen by the capture point at `now`, to the sink.
+    fn capture(&mut self, now: Instant, seg: &Segment) {
+        if let Some(sink) = self.sink.as_deref_mut() {
+            sink.packet(now, seg);
+        }
     }
 
     /// The memory the connections of a scenario need, refused beyond `budget` (before a
@@ -248,16 +269,17 @@ impl World {
                 self.q.processed
             )));
         }
-        let kept = self.capture.records.capacity() * std::mem::size_of::<(Instant, Segment)>();
+        // A pcap is written as the run goes: only the sink's own state counts (a few bytes
+        // a connection for the pcap writer, every segment for a capture kept in memory).
+        let kept = self.sink.as_ref().map_or(0, |s| s.memory());
         let waiting = self.q.len() * EventQueue::<Event>::event_bytes();
         let used = conns_bytes + (kept + waiting) as u64;
         if budget.max_memory > 0 && used > budget.max_memory {
             return Err(LimitError(format!(
-                "the run needs more than the memory limit of {} at simulated time {now} ({} packets kept for \
-                 the capture, {} events waiting): raise --max-memory, or run without --pcap, or lower \
-                 time_limit or workload.connections",
+                "the run needs more than the memory limit of {} at simulated time {now} ({} held by the capture, \
+                 {} events waiting): raise --max-memory, or lower time_limit or workload.connections",
                 human_bytes(budget.max_memory),
-                self.capture.records.len(),
+                human_bytes(kept as u64),
                 self.q.len()
             )));
         }
@@ -337,7 +359,7 @@ impl World {
         if hop == 0 {
             // The router: scripted and random losses, and the router's capture point.
             if self.sc.capture_point == CapturePoint::Router && self.opts.capture {
-                self.capture.records.push((now, seg));
+                self.capture(now, &seg);
             }
             if self.loss.decide(&seg) != Fate::Pass {
                 self.count_drop(seg.conn);
@@ -370,7 +392,7 @@ impl World {
 
     fn endpoint_receive(&mut self, seg: Segment, client: bool, now: Instant) {
         if self.captured_at(client) {
-            self.capture.records.push((now, seg));
+            self.capture(now, &seg);
         }
         if client && seg.is_synack() {
             if let Some(c) = self.conns.get_mut(&seg.conn).filter(|c| c.first_synack_at_client.is_none()) {
@@ -498,7 +520,7 @@ impl World {
     /// A segment leaves an endpoint (or its SYN optimizer).
     fn send_from(&mut self, seg: Segment, client: bool, now: Instant) {
         if self.captured_at(client) {
-            self.capture.records.push((now, seg));
+            self.capture(now, &seg);
         }
         if let Some(c) = self.conns.get_mut(&seg.conn) {
             let r = &mut c.report;
@@ -657,7 +679,7 @@ impl World {
             .collect()
     }
 
-    fn finish(mut self) -> (RunReport, Capture) {
+    fn finish(mut self) -> RunReport {
         let open: Vec<Conn> = std::mem::take(&mut self.conns).into_values().collect();
         for mut c in open {
             if c.client.is_some() {
@@ -700,7 +722,7 @@ impl World {
             CapturePoint::Router => "router",
             CapturePoint::Server => "server",
         };
-        let report = RunReport {
+        RunReport {
             scenario: self.sc.name.clone(),
             source: self.sc.source.clone(),
             seed: self.sc.seed,
@@ -708,8 +730,7 @@ impl World {
             connections,
             summary,
             warnings,
-        };
-        (report, self.capture)
+        }
     }
 }
 
