@@ -34,17 +34,13 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A running cluster of 2 workers to send tasks to, its scratch space in the test's own
-    temporary directory (Dask's default, /tmp/dask-scratch-space, would stay behind)."""
-    import dask
-    from distributed import LocalCluster
+def scheduler() -> Iterator[str]:
+    """The address of a running cluster of 2 workers to send tasks to: the project's own
+    local cluster (`dask_client`, its scratch space removed on exit)."""
+    from shortflow.cluster import dask_client
 
-    scratch = tmp_path_factory.mktemp("dask")
-    with dask.config.set({"temporary-directory": str(scratch)}), \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                         local_directory=str(scratch)) as cluster:
-        yield cluster.scheduler_address
+    with dask_client(None, 2) as client:
+        yield client.scheduler.address
 
 
 def test_a_cluster_run_equals_the_local_run(traces, scheduler):
