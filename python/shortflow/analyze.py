@@ -12,12 +12,12 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from shortflow import _core
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Document 000's Table 1 (SYN rows), in the paper's order: ``Analysis.summary``'s keys.
 TABLE1_KEYS = (
@@ -121,98 +121,10 @@ class Analysis:
         return [f["error"] for f in self.files if f["error"]]
 
 
-# Arrays are built over the core's buffers with `from_buffers`: `pa.array` would copy
-# them and, on its first call, import pandas (~0.3 s of the CLI's start).
-
-
-def _buffer_array(arr: np.ndarray, arrow_type: pa.DataType, nulls: np.ndarray | None = None) -> pa.Array:
-    """An Arrow array over a numpy array's memory; `nulls` marks absent values."""
-    validity, null_count = None, 0
-    if nulls is not None and nulls.any():
-        validity = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
-        null_count = int(nulls.sum())
-    if arr.dtype == np.bool_:
-        data = pa.py_buffer(np.packbits(arr, bitorder="little"))  # Arrow booleans are bits
-    else:
-        data = pa.py_buffer(np.ascontiguousarray(arr))
-    return pa.Array.from_buffers(arrow_type, len(arr), [validity, data], null_count)
-
-
-def _string_array(items: Sequence[str]) -> pa.Array:
-    data = [s.encode() for s in items]
-    offsets = np.zeros(len(data) + 1, np.int32)
-    np.cumsum([len(b) for b in data], out=offsets[1:])
-    return pa.StringArray.from_buffers(len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data)))
-
-
-def _strings(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
-    n = len(offsets) - 1
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
-
-
-def _offsets(offsets: np.ndarray) -> pa.Array:
-    return _buffer_array(offsets.astype(np.int32, copy=False), pa.int32())
-
-
-def _lists(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
-    return pa.ListArray.from_arrays(_offsets(offsets), _buffer_array(values, pa.from_numpy_dtype(values.dtype)))
-
-
-def _codes(codes: np.ndarray) -> pa.Array:
-    return _buffer_array(codes.astype(np.int8, copy=False), pa.int8())
-
-
-def _class_lists(offsets: np.ndarray, codes: np.ndarray, names: Sequence[str]) -> pa.Array:
-    values = pa.DictionaryArray.from_arrays(_codes(codes), _string_array(list(names)))
-    return pa.ListArray.from_arrays(_offsets(offsets), values)
-
-
-#: Dictionary columns and the name list (from the core) their codes index.
-_DICTIONARIES = {"vantage": "vantage", "handshake": "handshake", "outcome": "outcome"}
-
-
 def schema_rows() -> list[tuple[str, str, str, str]]:
     """The connection table's columns as the Rust core defines them: (name, Arrow type,
     unit, meaning)."""
     return [tuple(r) for r in _core.table_schema()]  # type: ignore[misc]
-
-
-def _column(name: str, arrow_type: str, c: dict[str, Any], d: dict[str, Any], trace_names: pa.Array) -> pa.Array:
-    if name == "trace":
-        return pa.DictionaryArray.from_arrays(_buffer_array(c["trace"].astype(np.int32, copy=False), pa.int32()), trace_names)
-    if name in ("client_ip", "server_ip", "syn_ladder"):
-        return _strings(*c[name])
-    if name.endswith("_gap_class"):
-        offsets, codes = c[name]
-        return _class_lists(offsets, codes, d["gap_class"])
-    if name.endswith("_gaps_s"):
-        return _lists(*c[name])
-    if name in _DICTIONARIES:
-        return pa.DictionaryArray.from_arrays(_codes(c[name]), _string_array(list(d[_DICTIONARIES[name]])))
-    arr = c[name]
-    if arrow_type.startswith("timestamp"):
-        return _buffer_array(arr.astype(np.int64, copy=False), pa.timestamp("ns"))
-    if arr.dtype == np.bool_:
-        return _buffer_array(arr, pa.bool_())
-    # Absent values are NaN in the core; in the table they are nulls.
-    return _buffer_array(arr, pa.from_numpy_dtype(arr.dtype), np.isnan(arr) if arr.dtype.kind == "f" else None)
-
-
-def _table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
-    c = raw["columns"]
-    d = raw["dictionaries"]
-    trace_names = _string_array([str(p) for p in paths])
-    arrays = []
-    fields = []
-    for name, arrow_type, unit, doc in schema_rows():
-        arr = _column(name, arrow_type, c, d, trace_names)
-        arrays.append(arr)
-        meta = {"doc": doc}
-        if unit:
-            meta["unit"] = unit
-        fields.append(pa.field(name, arr.type, metadata=meta))
-    # Rows come in order of first appearance, file by file (the core sorts them).
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -237,41 +149,6 @@ def table1(raw_summary: dict[str, Any]) -> dict[str, Any]:
         "packets": raw_summary["packets"],
         "connections": raw_summary["connections"],
     }
-
-
-def _present_values(col: pa.ChunkedArray) -> np.ndarray:
-    """A numeric column's non-null values as floats, read from its buffers (`to_numpy`
-    on a column with nulls imports pandas: ~0.3 s of the CLI's start)."""
-    if not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
-        values: np.ndarray = col.to_numpy(zero_copy_only=False).astype(float)
-        return values
-    dtype = np.dtype(col.type.to_pandas_dtype())
-    parts = []
-    for chunk in col.chunks:
-        n, off = len(chunk), chunk.offset
-        validity, data = chunk.buffers()[:2]
-        values = np.frombuffer(data, dtype)[off:off + n] if n else np.empty(0, dtype)
-        if chunk.null_count and validity is not None:
-            present = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[off:off + n].astype(bool)
-            values = values[present]
-        parts.append(values.astype(float))
-    return np.concatenate(parts) if parts else np.empty(0)
-
-
-def percentiles(table: pa.Table, columns: Sequence[str] = PERCENTILE_COLUMNS) -> dict[str, dict[str, float | None]]:
-    """p50/p90/p99 (and the count of values) of each column over the connections that have one."""
-    out: dict[str, dict[str, float | None]] = {}
-    for name in columns:
-        if name not in table.column_names:
-            continue
-        v = _present_values(table.column(name))
-        v = v[np.isfinite(v)]
-        if v.size == 0:
-            out[name] = {"n": 0, "p50": None, "p90": None, "p99": None}
-        else:
-            p50, p90, p99 = np.percentile(v, [50, 90, 99])
-            out[name] = {"n": int(v.size), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
-    return out
 
 
 def diagnosis(raw_summary: dict[str, Any]) -> dict[str, Any]:
@@ -299,7 +176,9 @@ def summary_document(a: Analysis) -> dict[str, Any]:
 
     doc: dict[str, Any] = dict(a.summary)
     doc.update(diagnosis(a.raw_summary))
-    doc["percentiles"] = percentiles(a.table) if a.table.num_rows else {}
+    from shortflow.arrow_table import percentiles
+
+    doc["percentiles"] = percentiles(a.table, PERCENTILE_COLUMNS) if a.table.num_rows else {}
     doc["synack"] = a.synack
     doc["vantage"] = a.vantage
     doc["vantage_basis"] = a.vantage_basis
@@ -316,13 +195,14 @@ def summary_document(a: Analysis) -> dict[str, Any]:
         if len(a.files) == 1:
             section["percentiles"] = doc["percentiles"]
         elif a.table.num_rows:
+            import pyarrow as pa
             import pyarrow.compute as pc
 
             # Only the columns the percentiles need: filtering the whole table would copy it.
             cols = [c for c in PERCENTILE_COLUMNS if c in a.table.column_names]
             mine = a.table.select(["trace", *cols])
             mine = mine.filter(pc.equal(mine.column("trace").cast(pa.string()), str(f["path"])))
-            section["percentiles"] = percentiles(mine)
+            section["percentiles"] = percentiles(mine, PERCENTILE_COLUMNS)
         files.append(section)
     doc["files"] = files
     return {k: doc[k] for k in SUMMARY_KEYS}
@@ -387,8 +267,10 @@ def analyze(
                                "workers": workers, "table": table}
     if scheduler is not None:
         return _analyze_on_cluster(names, options, scheduler, progress)
+    from shortflow.arrow_table import table as arrow_table
+
     raw = _core.analyze([Path(p) for p in names], progress=progress, **options)
-    return _analysis(_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
+    return _analysis(arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
 
 
 def _analysis(table: pa.Table, s: dict[str, Any], files: list[dict[str, Any]], interrupted: bool) -> Analysis:
@@ -408,8 +290,10 @@ def _analysis(table: pa.Table, s: dict[str, Any], files: list[dict[str, Any]], i
 def _analyze_one(path: str, options: dict[str, Any]) -> tuple[pa.Table, list[dict[str, Any]]]:
     """One trace on a Dask worker: its table (trace column as if it were the only file) and
     its file record (with the core's summary state, merged by the client)."""
+    from shortflow.arrow_table import table as arrow_table
+
     raw = _core.analyze([Path(path)], **options)
-    return _table(raw, [path]), raw["files"]
+    return arrow_table(raw, [path]), raw["files"]
 
 
 def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: str,
@@ -418,8 +302,11 @@ def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: st
     traces' order and the summaries added up by the core (`_core.merge_summaries`)."""
     if "-" in names:
         raise ValueError("standard input ('-') cannot be sent to a Dask cluster: give a file")
+    import numpy as np
+    import pyarrow as pa
     from distributed import as_completed
 
+    from shortflow.arrow_table import buffer_array, string_array
     from shortflow.cluster import dask_client
 
     sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in names]
@@ -442,14 +329,14 @@ def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: st
         finally:
             # On Ctrl-C or an error the tasks still queued are taken back from the cluster.
             client.cancel([f for f in futures if not f.done()])
-    trace_names = _string_array(names)
+    trace_names = string_array(names)
     tables, files = [], []
     for i, part in enumerate(parts):
         assert part is not None, "every task's result was gathered"
         t, fs = part
         # The row's trace is its index among all the traces, as in a local run.
         col = t.schema.get_field_index("trace")
-        codes = _buffer_array(np.full(t.num_rows, i, np.int32), pa.int32())
+        codes = buffer_array(np.full(t.num_rows, i, np.int32), pa.int32())
         t = t.set_column(col, t.schema.field(col), pa.DictionaryArray.from_arrays(codes, trace_names))
         tables.append(t)
         for f in fs:

@@ -18,12 +18,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from shortflow.cluster import dask_client
 from shortflow.scenario import Scenario
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ProgressFn = Callable[[int, int], None]
 
@@ -195,6 +196,8 @@ def sweep(
 
 
 def _tabulate(runs: list[Run], results: list[dict[str, Any]], keys: list[str], flows: bool) -> pa.Table:
+    import pyarrow as pa
+
     if not flows:
         cols: dict[str, list[Any]] = {k: [dict(r.point)[k] for r in runs] for k in keys}
         cols["seed"] = [r.seed for r in runs]

@@ -1,0 +1,30 @@
+"""Every CLI command starts by importing the package and the CLI: neither may load numpy or
+pyarrow (~0.13 s on this machine), which only the commands that build a table need
+(`shortflow.arrow_table`, imported inside the functions that use it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("numpy", "pyarrow", "pandas", "matplotlib", "distributed")
+
+
+def _loaded_after(statement: str) -> dict[str, bool]:
+    code = f"import json, sys\n{statement}\nprint(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded: dict[str, bool] = json.loads(out.stdout)
+    return loaded
+
+
+def test_importing_the_package_and_the_cli_loads_no_table_library() -> None:
+    loaded = _loaded_after("import shortflow, shortflow.cli")
+    assert not any(loaded.values()), f"loaded at import: {[m for m, v in loaded.items() if v]}"
+
+
+def test_the_check_sees_a_table_library_once_a_table_is_built() -> None:
+    # The same check, after the module that builds tables: it must see them (else the
+    # test above could pass by looking at the wrong interpreter).
+    loaded = _loaded_after("import shortflow.arrow_table")
+    assert loaded["numpy"] and loaded["pyarrow"]
