@@ -75,6 +75,18 @@ def temp_dirs() -> list[str]:
     return sorted(str(p) for p in [tmp / "dask-scratch-space", *tmp.glob("sf-dask-*")] if p.exists())
 
 
+def bpf_pins() -> list[str]:
+    """The names under /sys/fs/bpf that are not another session's: the host's own and this
+    session's `sf-<tag>...` pins. A test comparing the listing before and after itself
+    must not see a tuner another session applies or reverts meanwhile."""
+    import os
+
+    from shortflow.host.runid import RUN_ID_PREFIX_ENV
+
+    ours = f"{PREFIX}{os.environ.get(RUN_ID_PREFIX_ENV, '')}"
+    return sorted(p for p in os.listdir("/sys/fs/bpf") if not p.startswith(PREFIX) or p.startswith(ours))
+
+
 def snapshot() -> dict[str, list[str]]:
     snap = leftovers()
     snap["temp_dirs"] = temp_dirs()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from leftover_snapshot import bpf_pins
 from netns import Pair, namespace_pair
 from shortflow.host import cgroup2_root
 from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
@@ -266,11 +267,11 @@ def test_apply_fails_when_the_kernel_refuses_a_knob(tmp_path, cgroup, monkeypatc
 
     monkeypatch.setattr(tune, "hard_limits", lambda s, hz: None)
     state = tmp_path / "state.json"
-    pins_before = sorted(os.listdir("/sys/fs/bpf"))
+    pins_before = bpf_pins()
     with pytest.raises(tune.TuneError) as e:
         apply(TuneSettings(delack_max_s=0.5, cgroup=cgroup), state_path=state)
     assert "TCP_BPF_DELACK_MAX" in str(e.value) and "EINVAL" in str(e.value), e.value
-    assert not state.exists() and sorted(os.listdir("/sys/fs/bpf")) == pins_before
+    assert not state.exists() and bpf_pins() == pins_before
     assert "sock_ops" not in subprocess.run(["bpftool", "cgroup", "show", str(cgroup)], capture_output=True,
                                             text=True).stdout
     result = apply(TuneSettings(delack_max_s=0.5, cgroup=cgroup), state_path=state, force=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from leftover_snapshot import bpf_pins
 from shortflow import testbed
 from shortflow.cli import app
 from shortflow.exceptions import TuneError
@@ -67,7 +68,7 @@ def syn_gap_of(pcap: Path) -> float:
 def snapshot(cgroup: Path) -> tuple[str, str, str]:
     show = subprocess.run(["bpftool", "cgroup", "show", str(cgroup)], capture_output=True, text=True).stdout
     routes = subprocess.run(["ip", "route", "show", "table", "all"], capture_output=True, text=True).stdout
-    return show, routes, " ".join(sorted(os.listdir("/sys/fs/bpf")))
+    return show, routes, " ".join(bpf_pins())
 
 
 def test_iw_and_syn_rto_on_one_port_only_and_revert_leaves_nothing(tmp_path, cgroup):
