@@ -284,12 +284,11 @@ pub fn decode_ip(pkt: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
 #[inline]
 pub fn decode_ext(link: LinkType, frame: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
     let (_, ip) = ip_payload(link, frame).ok_or(Skip::NotIp)?;
-    let mut extra = SegmentExtra::default();
-    let inner = match direct_tcp(ip, &mut extra) {
+    let inner = match direct_tcp(ip) {
         Some(x) => x,
-        None => lax_tcp(ip, &mut extra)?,
+        None => lax_tcp(ip)?,
     };
-    tcp_segment(ip, &inner, extra)
+    tcp_segment(ip, &inner)
 }
 
 /// What the IP layer says of the TCP segment inside it.
@@ -301,6 +300,9 @@ struct IpTcp<'a> {
     declared_end: usize,
     /// The TCP header and payload captured.
     tcp: &'a [u8],
+    /// IPv4 identification (0 for IPv6), IPv4 TTL or IPv6 hop limit.
+    ip_id: u16,
+    ttl: u8,
 }
 
 /// The common case, read through the views of `crate::ip`: an IPv4 or IPv6 packet, whole
@@ -310,20 +312,20 @@ struct IpTcp<'a> {
 /// it), in a few loads instead of the general slicer's checks; `None` leaves every other
 /// packet to `lax_tcp`.
 #[inline(always)]
-fn direct_tcp<'a>(ip: &'a [u8], extra: &mut SegmentExtra) -> Option<IpTcp<'a>> {
+fn direct_tcp(ip: &[u8]) -> Option<IpTcp<'_>> {
     match ip.first()? >> 4 {
         4 => {
             let p = Ipv4Packet::new_captured(ip).ok()?;
             if p.protocol() != PROTO_TCP || p.fragment_offset() != 0 {
                 return None;
             }
-            extra.ip_id = p.ident();
-            extra.ttl = p.ttl();
             Some(IpTcp {
                 src: v4_mapped(p.src()),
                 dst: v4_mapped(p.dst()),
                 declared_end: p.total_len(),
                 tcp: &ip[p.payload_range()],
+                ip_id: p.ident(),
+                ttl: p.ttl(),
             })
         }
         6 => {
@@ -333,8 +335,14 @@ fn direct_tcp<'a>(ip: &'a [u8], extra: &mut SegmentExtra) -> Option<IpTcp<'a>> {
             if p.next_header() != PROTO_TCP || p.payload_len() == 0 {
                 return None;
             }
-            extra.ttl = p.hop_limit();
-            Some(IpTcp { src: p.src(), dst: p.dst(), declared_end: 40 + p.payload_len(), tcp: &ip[p.payload_range()] })
+            Some(IpTcp {
+                src: p.src(),
+                dst: p.dst(),
+                declared_end: 40 + p.payload_len(),
+                tcp: &ip[p.payload_range()],
+                ip_id: 0,
+                ttl: p.hop_limit(),
+            })
         }
         _ => None,
     }
@@ -352,38 +360,35 @@ fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
 /// Any IP packet through etherparse's lax slicer: cut by the snap length, with extension
 /// headers, or not TCP at all.
 #[inline(never)]
-fn lax_tcp<'a>(ip: &'a [u8], extra: &mut SegmentExtra) -> Result<IpTcp<'a>, Skip> {
+fn lax_tcp(ip: &[u8]) -> Result<IpTcp<'_>, Skip> {
     let (slice, _ext_err) = LaxIpSlice::from_slice(ip).map_err(|_| Skip::Malformed)?;
     let payload = slice.payload();
     if payload.ip_number != ip_number::TCP {
         return Err(Skip::NotTcp);
     }
-    let (src_addr, dst_addr, declared_end) = match &slice {
+    let (src, dst, declared_end, ip_id, ttl) = match &slice {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
             if h.fragments_offset().value() != 0 {
                 return Err(Skip::Fragment);
             }
-            extra.ip_id = h.identification();
-            extra.ttl = h.ttl();
-            (v4_mapped(h.source()), v4_mapped(h.destination()), usize::from(h.total_len()))
+            (v4_mapped(h.source()), v4_mapped(h.destination()), usize::from(h.total_len()), h.identification(), h.ttl())
         }
         LaxIpSlice::Ipv6(v6) => {
             let h = v6.header();
             if payload.fragmented {
                 return Err(Skip::Fragment);
             }
-            extra.ttl = h.hop_limit();
-            (h.source(), h.destination(), 40 + usize::from(h.payload_length()))
+            (h.source(), h.destination(), 40 + usize::from(h.payload_length()), 0, h.hop_limit())
         }
     };
-    Ok(IpTcp { src: src_addr, dst: dst_addr, declared_end, tcp: payload.payload })
+    Ok(IpTcp { src, dst, declared_end, tcp: payload.payload, ip_id, ttl })
 }
 
 /// The TCP header at `inner.tcp`, inside the IP packet `ip`.
 #[inline(always)]
-fn tcp_segment(ip: &[u8], inner: &IpTcp<'_>, mut extra: SegmentExtra) -> Result<(Segment, SegmentExtra), Skip> {
-    let IpTcp { src: src_addr, dst: dst_addr, declared_end, tcp } = *inner;
+fn tcp_segment(ip: &[u8], inner: &IpTcp<'_>) -> Result<(Segment, SegmentExtra), Skip> {
+    let IpTcp { src: src_addr, dst: dst_addr, declared_end, tcp, ip_id, ttl } = *inner;
     if tcp.len() < field::FIXED_LEN {
         return Err(Skip::Malformed);
     }
@@ -394,9 +399,12 @@ fn tcp_segment(ip: &[u8], inner: &IpTcp<'_>, mut extra: SegmentExtra) -> Result<
     // Where the TCP header starts inside the IP packet (after options/extension headers).
     let tcp_start = tcp.as_ptr() as usize - ip.as_ptr() as usize;
     let payload_len = declared_end.saturating_sub(tcp_start + header_len);
-    if header_len > field::FIXED_LEN {
-        extra.opts = TcpOptions::parse(&tcp[field::FIXED_LEN..header_len.min(tcp.len())]);
-    }
+    // Built in one piece at the end (no field stored apart, then read back whole).
+    let opts = if header_len > field::FIXED_LEN {
+        TcpOptions::parse(&tcp[field::FIXED_LEN..header_len.min(tcp.len())])
+    } else {
+        TcpOptions::default()
+    };
     let seg = Segment {
         src: Endpoint { addr: src_addr, port: be16(tcp, field::SRC_PORT) },
         dst: Endpoint { addr: dst_addr, port: be16(tcp, field::DST_PORT) },
@@ -406,7 +414,7 @@ fn tcp_segment(ip: &[u8], inner: &IpTcp<'_>, mut extra: SegmentExtra) -> Result<
         window: be16(tcp, field::WIN_SIZE),
         payload_len: payload_len as u32,
     };
-    Ok((seg, extra))
+    Ok((seg, SegmentExtra { ip_id, ttl, opts }))
 }
 
 #[cfg(test)]
@@ -418,12 +426,14 @@ mod tests {
     fn direct_matches_lax(pkt: &[u8]) -> usize {
         let mut taken = 0;
         for n in 0..=pkt.len() {
-            let (mut a, mut b) = (SegmentExtra::default(), SegmentExtra::default());
-            if let Some(direct) = direct_tcp(&pkt[..n], &mut a) {
-                let lax = lax_tcp(&pkt[..n], &mut b).expect("the lax slicer reads what the direct path reads");
-                assert_eq!((direct.src, direct.dst, direct.declared_end), (lax.src, lax.dst, lax.declared_end), "cut {n}");
+            if let Some(direct) = direct_tcp(&pkt[..n]) {
+                let lax = lax_tcp(&pkt[..n]).expect("the lax slicer reads what the direct path reads");
+                assert_eq!(
+                    (direct.src, direct.dst, direct.declared_end, direct.ip_id, direct.ttl),
+                    (lax.src, lax.dst, lax.declared_end, lax.ip_id, lax.ttl),
+                    "cut {n}"
+                );
                 assert_eq!((direct.tcp.as_ptr(), direct.tcp.len()), (lax.tcp.as_ptr(), lax.tcp.len()), "TCP bytes at cut {n}");
-                assert_eq!(a, b, "IP fields at cut {n}");
                 taken += 1;
             }
         }
