@@ -1,7 +1,9 @@
 //! One TCP segment's header fields, decoded from an IP packet.
 //!
 //! IPv4 and IPv6 (extension headers skipped) are sliced with `etherparse`'s lax parser,
-//! which tolerates packets cut short by a capture's snap length. The TCP fields are read
+//! which tolerates packets cut short by a capture's snap length; the common case (TCP
+//! right after the IP header) is read through `crate::ip`'s views instead, with the same
+//! result and fewer checks, since it runs for every packet. The TCP fields are read
 //! from the fixed 20-byte header by offset, so a header whose options were cut off by the
 //! snap length still yields its ports, sequence numbers and flags.
 
