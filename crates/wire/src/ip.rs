@@ -1,6 +1,7 @@
 //! Zero-copy views of IPv4 (RFC 791) and IPv6 (RFC 8200) headers. `new_checked` validates
 //! once what the accessors rely on (version, header length, declared length within the
-//! buffer), so the accessors index without further checks.
+//! buffer), so the accessors index without further checks; `new_captured` checks only the
+//! header, for a packet as a capture recorded it (`payload` then stops at the bytes present).
 
 use crate::checksum;
 use crate::WireError;
