@@ -47,7 +47,7 @@ pub fn analyze_file(
     }
 }
 
-struct Serial<'a, F: FnMut(Conn)> {
+struct Serial<'a, F: FnMut(&Conn)> {
     tracker: Tracker<F>,
     peak: &'a mut usize,
     /// Segments decoded and prefetched but not yet observed, oldest at `head`.
@@ -56,7 +56,7 @@ struct Serial<'a, F: FnMut(Conn)> {
     len: usize,
 }
 
-impl<F: FnMut(Conn)> Serial<'_, F> {
+impl<F: FnMut(&Conn)> Serial<'_, F> {
     /// Observes every segment still waiting, in order (before anything else looks at the
     /// tracker: samples, ICMP, the end).
     fn drain(&mut self) {
@@ -75,7 +75,7 @@ impl<F: FnMut(Conn)> Serial<'_, F> {
     }
 }
 
-impl<F: FnMut(Conn)> SegmentSink for Serial<'_, F> {
+impl<F: FnMut(&Conn)> SegmentSink for Serial<'_, F> {
     #[inline]
     fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
         if self.len == PREFETCH_AHEAD {
@@ -115,9 +115,9 @@ pub fn analyze_capture(
     let build_table = opts.table;
     let mut peak = 0;
     let tracker = Tracker::new(opts.tracker, |c| {
-        summary.add_conn(&c);
+        summary.add_conn(c);
         if build_table {
-            table.push(trace, &c);
+            table.push(trace, c);
         }
     });
     let mut serial = Serial { tracker, peak: &mut peak, ring: [None; PREFETCH_AHEAD], head: 0, len: 0 };

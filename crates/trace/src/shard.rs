@@ -139,9 +139,9 @@ fn run_shard(
     let mut summary = Summary::default();
     let mut samples = Vec::new();
     let mut tracker = Tracker::new_shard(config, |c| {
-        summary.add_conn(&c);
+        summary.add_conn(c);
         if build_table {
-            table.push(trace, &c);
+            table.push(trace, c);
         }
     });
     for mut batch in rx {

@@ -126,7 +126,7 @@ fn idle_connections_are_evicted() {
     use shortflow_trace::track::{Tracker, TrackerConfig};
     let mut ended = Vec::new();
     let cfg = TrackerConfig { idle_timeout_ns: 10 * SEC, close_linger_ns: SEC, ..Default::default() };
-    let mut tr = Tracker::new(cfg, |c| ended.push(c));
+    let mut tr = Tracker::new(cfg, |c| ended.push(c.clone()));
     tr.observe(SEC, &seg(true, 1, 0, S, 0));
     let mut other = seg(true, 5, 0, S, 0);
     other.src.port = 40001;

@@ -1,6 +1,7 @@
 //! Zero-copy views of IPv4 (RFC 791) and IPv6 (RFC 8200) headers. `new_checked` validates
 //! once what the accessors rely on (version, header length, declared length within the
-//! buffer), so the accessors index without further checks.
+//! buffer), so the accessors index without further checks; `new_captured` checks only the
+//! header, for a packet as a capture recorded it (`payload` then stops at the bytes present).
 
 use crate::checksum;
 use crate::WireError;
@@ -56,6 +57,28 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         Ok(Self { buf })
     }
 
+    /// Like [`Self::new_checked`] for a packet as a capture recorded it: only the header
+    /// must be whole; the rest may be cut by the snap length, and the total length may
+    /// declare less than the header (0 in captures of a TSO sender). [`Self::payload`]
+    /// then returns the bytes present.
+    pub fn new_captured(buf: T) -> Result<Self, WireError> {
+        let b = buf.as_ref();
+        if b.len() < v4::MIN_LEN {
+            return Err(WireError::Truncated { need: v4::MIN_LEN, have: b.len() });
+        }
+        if b[v4::VER_IHL] >> 4 != 4 {
+            return Err(WireError::Invalid { field: "IP version", value: u32::from(b[0] >> 4) });
+        }
+        let ihl = usize::from(b[v4::VER_IHL] & 0x0f) * 4;
+        if ihl < v4::MIN_LEN {
+            return Err(WireError::Invalid { field: "IPv4 header length", value: ihl as u32 });
+        }
+        if ihl > b.len() {
+            return Err(WireError::Truncated { need: ihl, have: b.len() });
+        }
+        Ok(Self { buf })
+    }
+
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
     }
@@ -74,6 +97,10 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn protocol(&self) -> u8 {
         self.b()[v4::PROTOCOL]
     }
+    /// The fragment offset (8-byte units): not 0 for every fragment but the first.
+    pub fn fragment_offset(&self) -> u16 {
+        be16(self.b(), v4::FLAGS_FRAG) & 0x1fff
+    }
     /// Fragment offset (8-byte units) or more-fragments set: not the whole datagram.
     pub fn is_fragment(&self) -> bool {
         be16(self.b(), v4::FLAGS_FRAG) & 0x3fff != 0
@@ -84,9 +111,20 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn dst(&self) -> [u8; 4] {
         self.b()[v4::DST..v4::DST + 4].try_into().unwrap()
     }
-    /// The bytes after the header, up to the total length (link padding excluded).
+    /// The bytes after the header, up to the total length (link padding excluded); for a
+    /// view of a captured packet (`new_captured`) cut short or declaring less than its
+    /// header, every byte after the header (etherparse's lax slicing does the same).
     pub fn payload(&self) -> &[u8] {
-        &self.b()[self.header_len()..self.total_len()]
+        &self.b()[self.payload_range()]
+    }
+
+    pub(crate) fn payload_range(&self) -> std::ops::Range<usize> {
+        let (ihl, total, len) = (self.header_len(), self.total_len(), self.b().len());
+        if total < ihl || total > len {
+            ihl..len
+        } else {
+            ihl..total
+        }
     }
     /// The header checksum is right (RFC 791: the header sums to 0xffff).
     pub fn verify_checksum(&self) -> bool {
@@ -103,8 +141,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         b[v4::CHECKSUM..v4::CHECKSUM + 2].copy_from_slice(&c.to_be_bytes());
     }
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        let (ihl, total) = (self.header_len(), self.total_len());
-        &mut self.buf.as_mut()[ihl..total]
+        let r = self.payload_range();
+        &mut self.buf.as_mut()[r]
     }
 }
 
@@ -141,6 +179,20 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         Ok(Self { buf })
     }
 
+    /// Like [`Self::new_checked`] for a packet as a capture recorded it: only the fixed
+    /// header must be whole; the rest may be cut by the snap length ([`Self::payload`]
+    /// then returns the bytes present).
+    pub fn new_captured(buf: T) -> Result<Self, WireError> {
+        let b = buf.as_ref();
+        if b.len() < v6::HEADER_LEN {
+            return Err(WireError::Truncated { need: v6::HEADER_LEN, have: b.len() });
+        }
+        if b[0] >> 4 != 6 {
+            return Err(WireError::Invalid { field: "IP version", value: u32::from(b[0] >> 4) });
+        }
+        Ok(Self { buf })
+    }
+
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
     }
@@ -159,15 +211,28 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     pub fn dst(&self) -> [u8; 16] {
         self.b()[v6::DST..v6::DST + 16].try_into().unwrap()
     }
+    /// The bytes after the fixed header, up to the payload length; for a view of a
+    /// captured packet (`new_captured`) cut short, every byte after the header
+    /// (etherparse's lax slicing does the same). A payload length of 0 (a jumbogram,
+    /// RFC 2675) is an empty payload here.
     pub fn payload(&self) -> &[u8] {
-        &self.b()[v6::HEADER_LEN..v6::HEADER_LEN + self.payload_len()]
+        &self.b()[self.payload_range()]
+    }
+
+    pub(crate) fn payload_range(&self) -> std::ops::Range<usize> {
+        let (n, len) = (self.payload_len(), self.b().len());
+        if v6::HEADER_LEN + n > len {
+            v6::HEADER_LEN..len
+        } else {
+            v6::HEADER_LEN..v6::HEADER_LEN + n
+        }
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        let n = self.payload_len();
-        &mut self.buf.as_mut()[v6::HEADER_LEN..v6::HEADER_LEN + n]
+        let r = self.payload_range();
+        &mut self.buf.as_mut()[r]
     }
 }
 

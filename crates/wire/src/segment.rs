@@ -1,12 +1,15 @@
 //! One TCP segment's header fields, decoded from an IP packet.
 //!
 //! IPv4 and IPv6 (extension headers skipped) are sliced with `etherparse`'s lax parser,
-//! which tolerates packets cut short by a capture's snap length. The TCP fields are read
+//! which tolerates packets cut short by a capture's snap length; the common case (TCP
+//! right after the IP header) is read through `crate::ip`'s views instead, with the same
+//! result and fewer checks, since it runs for every packet. The TCP fields are read
 //! from the fixed 20-byte header by offset, so a header whose options were cut off by the
 //! snap length still yields its ports, sequence numbers and flags.
 
 use etherparse::{ip_number, LaxIpSlice};
 
+use crate::ip::{Ipv4Packet, Ipv6Packet, PROTO_TCP};
 use crate::link::{ip_payload, LinkType};
 use crate::tcp::{be16, be32, field};
 
@@ -283,39 +286,111 @@ pub fn decode_ip(pkt: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
 #[inline]
 pub fn decode_ext(link: LinkType, frame: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
     let (_, ip) = ip_payload(link, frame).ok_or(Skip::NotIp)?;
+    let inner = match direct_tcp(ip) {
+        Some(x) => x,
+        None => lax_tcp(ip)?,
+    };
+    tcp_segment(ip, &inner)
+}
+
+/// What the IP layer says of the TCP segment inside it.
+#[derive(Debug, PartialEq, Eq)]
+struct IpTcp<'a> {
+    src: [u8; 16],
+    dst: [u8; 16],
+    /// Where the IP packet ends as its header declares (the captured bytes may stop sooner).
+    declared_end: usize,
+    /// The TCP header and payload captured.
+    tcp: &'a [u8],
+    /// IPv4 identification (0 for IPv6), IPv4 TTL or IPv6 hop limit.
+    ip_id: u16,
+    ttl: u8,
+}
+
+/// The common case, read through the views of `crate::ip`: an IPv4 or IPv6 packet, whole
+/// or cut by the snap length, whose next header is TCP itself (no IPv4 authentication
+/// header, no IPv6 extension header, no jumbogram). What it returns is what `lax_tcp`
+/// returns for such a packet (the payload is bounded as etherparse's lax slicer bounds
+/// it), in a few loads instead of the general slicer's checks; `None` leaves every other
+/// packet to `lax_tcp`.
+#[inline(always)]
+fn direct_tcp(ip: &[u8]) -> Option<IpTcp<'_>> {
+    match ip.first()? >> 4 {
+        4 => {
+            let p = Ipv4Packet::new_captured(ip).ok()?;
+            if p.protocol() != PROTO_TCP || p.fragment_offset() != 0 {
+                return None;
+            }
+            Some(IpTcp {
+                src: v4_mapped(p.src()),
+                dst: v4_mapped(p.dst()),
+                declared_end: p.total_len(),
+                tcp: &ip[p.payload_range()],
+                ip_id: p.ident(),
+                ttl: p.ttl(),
+            })
+        }
+        6 => {
+            let p = Ipv6Packet::new_captured(ip).ok()?;
+            // A zero payload length (a jumbogram, RFC 2675, or a TSO sender's capture):
+            // the lax slicer's case.
+            if p.next_header() != PROTO_TCP || p.payload_len() == 0 {
+                return None;
+            }
+            Some(IpTcp {
+                src: p.src(),
+                dst: p.dst(),
+                declared_end: 40 + p.payload_len(),
+                tcp: &ip[p.payload_range()],
+                ip_id: 0,
+                ttl: p.hop_limit(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// An IPv4 address as IPv4-mapped IPv6 (`::ffff:a.b.c.d`, see `Endpoint`).
+#[inline(always)]
+fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
+    let mut m = [0u8; 16];
+    m[10..12].copy_from_slice(&[0xff, 0xff]);
+    m[12..].copy_from_slice(&a);
+    m
+}
+
+/// Any IP packet through etherparse's lax slicer: cut by the snap length, with extension
+/// headers, or not TCP at all.
+#[inline(never)]
+fn lax_tcp(ip: &[u8]) -> Result<IpTcp<'_>, Skip> {
     let (slice, _ext_err) = LaxIpSlice::from_slice(ip).map_err(|_| Skip::Malformed)?;
     let payload = slice.payload();
     if payload.ip_number != ip_number::TCP {
         return Err(Skip::NotTcp);
     }
-    let mut extra = SegmentExtra::default();
-    let (src_addr, dst_addr, declared_end) = match &slice {
+    let (src, dst, declared_end, ip_id, ttl) = match &slice {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
             if h.fragments_offset().value() != 0 {
                 return Err(Skip::Fragment);
             }
-            let (s, d) = (h.source(), h.destination());
-            extra.ip_id = h.identification();
-            extra.ttl = h.ttl();
-            let mut sa = [0u8; 16];
-            let mut da = [0u8; 16];
-            sa[10..12].copy_from_slice(&[0xff, 0xff]);
-            da[10..12].copy_from_slice(&[0xff, 0xff]);
-            sa[12..].copy_from_slice(&s);
-            da[12..].copy_from_slice(&d);
-            (sa, da, usize::from(h.total_len()))
+            (v4_mapped(h.source()), v4_mapped(h.destination()), usize::from(h.total_len()), h.identification(), h.ttl())
         }
         LaxIpSlice::Ipv6(v6) => {
             let h = v6.header();
             if payload.fragmented {
                 return Err(Skip::Fragment);
             }
-            extra.ttl = h.hop_limit();
-            (h.source(), h.destination(), 40 + usize::from(h.payload_length()))
+            (h.source(), h.destination(), 40 + usize::from(h.payload_length()), 0, h.hop_limit())
         }
     };
-    let tcp = payload.payload;
+    Ok(IpTcp { src, dst, declared_end, tcp: payload.payload, ip_id, ttl })
+}
+
+/// The TCP header at `inner.tcp`, inside the IP packet `ip`.
+#[inline(always)]
+fn tcp_segment(ip: &[u8], inner: &IpTcp<'_>) -> Result<(Segment, SegmentExtra), Skip> {
+    let IpTcp { src: src_addr, dst: dst_addr, declared_end, tcp, ip_id, ttl } = *inner;
     if tcp.len() < field::FIXED_LEN {
         return Err(Skip::Malformed);
     }
@@ -326,9 +401,12 @@ pub fn decode_ext(link: LinkType, frame: &[u8]) -> Result<(Segment, SegmentExtra
     // Where the TCP header starts inside the IP packet (after options/extension headers).
     let tcp_start = tcp.as_ptr() as usize - ip.as_ptr() as usize;
     let payload_len = declared_end.saturating_sub(tcp_start + header_len);
-    if header_len > field::FIXED_LEN {
-        extra.opts = TcpOptions::parse(&tcp[field::FIXED_LEN..header_len.min(tcp.len())]);
-    }
+    // Built in one piece at the end (no field stored apart, then read back whole).
+    let opts = if header_len > field::FIXED_LEN {
+        TcpOptions::parse(&tcp[field::FIXED_LEN..header_len.min(tcp.len())])
+    } else {
+        TcpOptions::default()
+    };
     let seg = Segment {
         src: Endpoint { addr: src_addr, port: be16(tcp, field::SRC_PORT) },
         dst: Endpoint { addr: dst_addr, port: be16(tcp, field::DST_PORT) },
@@ -338,12 +416,92 @@ pub fn decode_ext(link: LinkType, frame: &[u8]) -> Result<(Segment, SegmentExtra
         window: be16(tcp, field::WIN_SIZE),
         payload_len: payload_len as u32,
     };
-    Ok((seg, extra))
+    Ok((seg, SegmentExtra { ip_id, ttl, opts }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every prefix of `pkt` (as a snap length would cut it) that the direct path reads
+    /// gives what the lax slicer gives; returns how many prefixes the direct path took.
+    fn direct_matches_lax(pkt: &[u8]) -> usize {
+        let mut taken = 0;
+        for n in 0..=pkt.len() {
+            if let Some(direct) = direct_tcp(&pkt[..n]) {
+                let lax = lax_tcp(&pkt[..n]).expect("the lax slicer reads what the direct path reads");
+                assert_eq!(
+                    (direct.src, direct.dst, direct.declared_end, direct.ip_id, direct.ttl),
+                    (lax.src, lax.dst, lax.declared_end, lax.ip_id, lax.ttl),
+                    "cut {n}"
+                );
+                assert_eq!((direct.tcp.as_ptr(), direct.tcp.len()), (lax.tcp.as_ptr(), lax.tcp.len()), "TCP bytes at cut {n}");
+                taken += 1;
+            }
+        }
+        taken
+    }
+
+    #[test]
+    fn direct_path_reads_what_the_lax_slicer_reads() {
+        let opts =
+            TcpOptions { timestamps: Some((7, 9)), sack: [(1, 2), (0, 0), (0, 0), (0, 0)], sack_len: 1, ..Default::default() };
+        let extra = SegmentExtra { ip_id: 0x1234, ttl: 61, opts };
+        let seg = |src: Endpoint, dst: Endpoint| Segment {
+            src,
+            dst,
+            seq: 100,
+            ack: 200,
+            flags: TcpFlags(TcpFlags::ACK | TcpFlags::PSH),
+            window: 512,
+            payload_len: 30,
+        };
+        let mut v4 = Vec::new();
+        let s4 = seg(Endpoint::v4([10, 0, 0, 1], 40000), Endpoint::v4([10, 0, 0, 2], 80));
+        crate::emit::encode_frame(&mut v4, LinkType::Raw, &Default::default(), &s4, &extra).unwrap();
+        let mut v6 = Vec::new();
+        let s6 = seg(
+            Endpoint::v6([0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 40000),
+            Endpoint::v6([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2], 443),
+        );
+        crate::emit::encode_frame(&mut v6, LinkType::Raw, &Default::default(), &s6, &extra).unwrap();
+
+        // Whole and cut packets, with link padding after them.
+        assert_eq!(direct_matches_lax(&v4), v4.len() - 20 + 1);
+        assert_eq!(direct_matches_lax(&v6), v6.len() - 40 + 1);
+        let mut padded = v4.clone();
+        padded.extend_from_slice(&[0xee; 6]);
+        assert!(direct_matches_lax(&padded) > 0);
+        // A total length below the header's (0 from a TSO sender) or beyond the bytes.
+        for total in [0u16, 19, 20, 21, 2000] {
+            let mut p = v4.clone();
+            p[2..4].copy_from_slice(&total.to_be_bytes());
+            assert!(direct_matches_lax(&p) > 0, "total length {total}");
+        }
+        // IPv4 options: a 24-byte header.
+        let mut opt = v4[..20].to_vec();
+        opt[0] = 0x46;
+        opt.extend_from_slice(&[1, 1, 1, 0]);
+        opt.extend_from_slice(&v4[20..]);
+        let total = u16::from_be_bytes([v4[2], v4[3]]) + 4;
+        opt[2..4].copy_from_slice(&total.to_be_bytes());
+        assert!(direct_matches_lax(&opt) > 0);
+        // Left to the lax slicer: fragments, other protocols (an authentication header may
+        // carry TCP), IPv6 extension headers and jumbograms, other versions.
+        let mut frag = v4.clone();
+        frag[7] = 1;
+        let mut auth = v4.clone();
+        auth[9] = 51;
+        let mut hop = v6.clone();
+        hop[6] = 0;
+        let mut jumbo = v6.clone();
+        jumbo[4..6].fill(0);
+        let mut v5 = v4.clone();
+        v5[0] = 0x55;
+        for p in [frag, auth, hop, jumbo, v5] {
+            assert_eq!(direct_matches_lax(&p), 0);
+        }
+    }
 
     #[test]
     fn options_round_trip() {

@@ -47,14 +47,18 @@ impl PcapState {
         })
     }
 
+    /// The record header's four integers (seconds, fraction, captured and original
+    /// length), from a fixed-size array: no bounds check per byte, one byte-order test.
     #[inline]
-    fn u32_at(&self, b: &[u8], at: usize) -> u32 {
-        let raw = [b[at], b[at + 1], b[at + 2], b[at + 3]];
-        if self.big_endian {
-            u32::from_be_bytes(raw)
-        } else {
-            u32::from_le_bytes(raw)
+    fn record_header(&self, h: &[u8; RECORD_HEADER_LEN]) -> [u32; 4] {
+        let mut v = [0u32; 4];
+        for (i, x) in v.iter_mut().enumerate() {
+            *x = u32::from_le_bytes([h[4 * i], h[4 * i + 1], h[4 * i + 2], h[4 * i + 3]]);
         }
+        if self.big_endian {
+            v = v.map(u32::swap_bytes);
+        }
+        v
     }
 
     /// Parses the next record; the record header is read by offset here (four integers)
@@ -69,10 +73,9 @@ impl PcapState {
         if avail < RECORD_HEADER_LEN {
             return Err(ReadErrorKind::Truncated { what: "packet record header", needed: RECORD_HEADER_LEN, available: avail });
         }
-        let w = src.window();
-        let (secs, frac) = (self.u32_at(w, 0), self.u32_at(w, 4));
-        let caplen = self.u32_at(w, 8) as usize;
-        let orig_len = self.u32_at(w, 12);
+        let h = src.window()[..RECORD_HEADER_LEN].try_into().expect("the window holds the record header (checked above)");
+        let [secs, frac, caplen, orig_len] = self.record_header(h);
+        let caplen = caplen as usize;
         if caplen > MAX_RECORD {
             return Err(ReadErrorKind::Corrupt {
                 what: "packet record header",

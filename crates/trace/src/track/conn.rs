@@ -311,6 +311,14 @@ impl Conn {
     /// Ends the connection; `trace_end` is the capture's last timestamp when the capture
     /// ended with it still open (a try still inside the SYN retry ladder is `Open`).
     pub fn ended_at(mut self, reason: EndReason, trace_end: Option<u64>) -> Self {
+        self.end_at(reason, trace_end);
+        self
+    }
+
+    /// Like [`Self::ended_at`], in place: the tracker ends a connection where it lies and
+    /// hands the sink a reference, instead of moving its ~1.3 kB out (and a default one
+    /// in) and through the sink: those copies were a third of the core's cache misses.
+    pub fn end_at(&mut self, reason: EndReason, trace_end: Option<u64>) {
         self.end = reason;
         let end = self.last_ts;
         for h in &mut self.halves {
@@ -333,7 +341,6 @@ impl Conn {
         } else {
             Handshake::NeverAnswered
         };
-        self
     }
 
     /// How long after its last SYN the client's next retry would come: twice the last gap

@@ -134,12 +134,13 @@ struct Slot {
     live: bool,
 }
 
-/// The open connections of one trace; finished ones are handed to `sink`.
+/// The open connections of one trace; each finished one is handed to `sink` by reference,
+/// ended where it lies in the slab (see `Conn::end_at`).
 ///
 /// Connections (about 1.5 kB each with their data-phase state) live in a slab; the hash
 /// map holds only their 4-tuple and slot number, so a lookup probes a small, cache-friendly
 /// table, and growing it never moves the connections.
-pub struct Tracker<F: FnMut(Conn)> {
+pub struct Tracker<F: FnMut(&Conn)> {
     open: FxHashMap<FlowKey, u32>,
     slab: Vec<Slot>,
     /// Each slot's connection's `last_ts` (`u64::MAX` for a free slot), beside the slab: a
@@ -164,7 +165,7 @@ pub struct Tracker<F: FnMut(Conn)> {
     sink: F,
 }
 
-impl<F: FnMut(Conn)> Tracker<F> {
+impl<F: FnMut(&Conn)> Tracker<F> {
     pub fn new(config: TrackerConfig, sink: F) -> Self {
         Self {
             open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()),
@@ -245,14 +246,14 @@ impl<F: FnMut(Conn)> Tracker<F> {
                 self.last_seen[slot as usize] = conn.last_ts;
                 return (conn.id, conn.last_note);
             }
-            // Port reuse or a new ISN: the old connection ends here.
-            let mut old = std::mem::take(conn).ended(EndReason::Reused);
-            let buffers = old.take_flight_buffers();
-            (self.sink)(old);
-            let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
+            // Port reuse or a new ISN: the old connection ends here (in place, see
+            // `Conn::end_at`).
+            conn.end_at(EndReason::Reused, None);
+            let buffers = conn.take_flight_buffers();
+            (self.sink)(conn);
+            *conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
             let out = (conn.id, conn.last_note);
             self.last_seen[slot as usize] = conn.last_ts;
-            self.slab[slot as usize].conn = conn;
             self.next_id += 1;
             return out;
         }
@@ -343,13 +344,14 @@ impl<F: FnMut(Conn)> Tracker<F> {
                     let until_ns = c.last_ts.saturating_add(time_wait_ns);
                     self.closed.insert(slot.key, Tomb { id: c.id, client: c.client, until_ns });
                 }
-                let mut old = std::mem::take(c).ended(reason);
-                for b in old.take_flight_buffers() {
+                // Ended in place (see `Conn::end_at`); the slot keeps it until reused.
+                c.end_at(reason, None);
+                for b in c.take_flight_buffers() {
                     if b.capacity() > 0 && self.spare.len() < MAX_SPARE_BUFFERS {
                         self.spare.push(b);
                     }
                 }
-                (self.sink)(old);
+                (self.sink)(c);
                 slot.live = false;
                 self.last_seen[i] = u64::MAX;
                 self.open.remove(&slot.key);
@@ -360,11 +362,15 @@ impl<F: FnMut(Conn)> Tracker<F> {
 
     /// Ends every connection still open (end of the trace, or of what could be read).
     pub fn finish(mut self) -> F {
-        let mut rest: Vec<Conn> = self.slab.drain(..).filter(|s| s.live).map(|s| s.conn).collect();
-        rest.sort_unstable_by_key(|c| c.id);
-        for c in rest {
+        // In order of appearance, each ended where it lies (see `Conn::end_at`).
+        let mut rest: Vec<(u64, u32)> =
+            self.slab.iter().enumerate().filter(|(_, s)| s.live).map(|(i, s)| (s.conn.id, i as u32)).collect();
+        rest.sort_unstable();
+        for (_, i) in rest {
+            let c = &mut self.slab[i as usize].conn;
             let reason = if c.closed() { c.close_reason() } else { EndReason::Open };
-            (self.sink)(c.ended_at(reason, Some(self.last_ts)));
+            c.end_at(reason, Some(self.last_ts));
+            (self.sink)(c);
         }
         self.sink
     }
