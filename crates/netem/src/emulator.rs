@@ -4,15 +4,13 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use nfq::{Message, Queue, Verdict};
 
 use shortflow_sim::loss::{Fate, Kind, LossModel};
 use shortflow_wire::{decode, LinkType};
 
 use crate::clock::{self, now_ns};
+use crate::nfqueue::{NfQueue, Packet};
 use crate::stats::{Dir, Stats};
 
 pub struct Config {
@@ -60,38 +58,25 @@ fn install_signal_handlers() {
     }
 }
 
-fn open_queue(first: u16) -> io::Result<(Queue, RawFd)> {
-    let fd = clock::next_fd()?;
-    let mut q = Queue::open()?;
-    if !clock::is_netfilter_socket(fd) {
-        return Err(io::Error::other("could not identify the NFQUEUE socket"));
-    }
-    for num in [first, first + 1] {
-        q.bind(num)?;
-        q.set_copy_range(num, COPY_RANGE)?;
-        q.set_queue_max_len(num, QUEUE_MAX_LEN)?;
-        // Fail closed: with the emulator gone, packets must not pass undelayed.
-        q.set_fail_open(num, false)?;
-    }
-    clock::grow_receive_buffer(fd, 8 << 20);
-    q.set_nonblocking(true);
-    Ok((q, fd))
-}
-
+/// A packet held for release: its deadline and its NFQUEUE id (the verdict needs nothing
+/// else; what we read of its headers was used on arrival).
 struct Held {
     release_ns: u64,
-    msg: Message,
+    id: u32,
 }
 
 pub fn run(mut cfg: Config) -> io::Result<Stats> {
     install_signal_handlers();
-    let (mut q, fd) = open_queue(cfg.queue)?;
+    let mut q = NfQueue::open(&[cfg.queue, cfg.queue + 1], COPY_RANGE, QUEUE_MAX_LEN, 8 << 20)?;
+    let fd = q.fd();
     println!("ready");
-    let mut held: [VecDeque<Held>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut held: [VecDeque<Held>; 2] = [VecDeque::with_capacity(4096), VecDeque::with_capacity(4096)];
     let mut stats = Stats::default();
     while !STOP.load(Ordering::Relaxed) {
         take_arrivals(&mut q, &mut cfg, &mut held, &mut stats)?;
-        release_due(&mut q, &mut held, &mut stats)?;
+        release_due(&mut q, cfg.queue, &mut held, &mut stats);
+        // Drops and releases of this turn, in the order given: one system call.
+        q.flush()?;
         let next = held.iter().filter_map(|h| h.front().map(|p| p.release_ns)).min();
         let now = now_ns();
         match next {
@@ -105,36 +90,56 @@ pub fn run(mut cfg: Config) -> io::Result<Stats> {
     Ok(stats)
 }
 
-fn take_arrivals(q: &mut Queue, cfg: &mut Config, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) -> io::Result<()> {
+/// Takes every waiting packet (many per system call), decides its fate and holds the
+/// survivors. Drop verdicts are queued on `q` (sent by the loop's flush, before any
+/// release: a batch accept must never reach a packet meant to be dropped).
+fn take_arrivals(q: &mut NfQueue, cfg: &mut Config, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) -> io::Result<()> {
+    let mut drops: Vec<(u16, u32)> = Vec::new();
     loop {
-        let mut msg = match q.recv() {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+        // One clock read per batch: the packets of a batch were all waiting when it came.
+        let now = now_ns();
+        let n = match q.recv_batch(|p| arrive(p, now, cfg, held, stats, &mut drops)) {
+            Ok(n) => n,
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                // The socket overflowed: the kernel dropped messages, their packets wait in
+                // its queue unseen until the next batch accept of their queue passes them.
                 stats.overflows += 1;
                 continue;
             }
             Err(e) => return Err(e),
         };
-        let now = now_ns();
-        let dir = if msg.get_queue_num() == cfg.queue { Dir::Forward } else { Dir::Reverse };
-        let kind = classify(dir, msg.get_payload());
-        stats.packets[dir.index()] += 1;
-        let fate = cfg.loss.decide_kind(dir == Dir::Forward, kind);
-        if fate != Fate::Pass {
-            let nth = kind.map(|k| cfg.loss.occurrence(k));
-            stats.drop(now, dir, kind, nth, fate);
-            msg.set_verdict(Verdict::Drop);
-            q.verdict(msg)?;
-            continue;
+        for (queue, id) in drops.drain(..) {
+            q.drop_packet(queue, id);
         }
-        let extra = cfg.serialize.map_or(0, |(rate, hops)| serialization_ns(frame_bytes(msg.get_payload()), rate, hops));
-        // A link never reorders: a small packet behind a large one waits for it.
-        let fifo = &mut held[dir.index()];
-        let release_ns = (now + cfg.delay_ns[dir.index()] + extra).max(fifo.back().map_or(0, |h| h.release_ns));
-        fifo.push_back(Held { release_ns, msg });
+        if n == 0 {
+            return Ok(());
+        }
     }
+}
+
+fn arrive(
+    p: Packet<'_>,
+    now: u64,
+    cfg: &mut Config,
+    held: &mut [VecDeque<Held>; 2],
+    stats: &mut Stats,
+    drops: &mut Vec<(u16, u32)>,
+) {
+    let dir = if p.queue == cfg.queue { Dir::Forward } else { Dir::Reverse };
+    let kind = classify(dir, p.payload);
+    stats.packets[dir.index()] += 1;
+    let fate = cfg.loss.decide_kind(dir == Dir::Forward, kind);
+    if fate != Fate::Pass {
+        let nth = kind.map(|k| cfg.loss.occurrence(k));
+        stats.drop(now, dir, kind, nth, fate);
+        drops.push((p.queue, p.id));
+        return;
+    }
+    let extra = cfg.serialize.map_or(0, |(rate, hops)| serialization_ns(frame_bytes(p.payload), rate, hops));
+    // A link never reorders: a small packet behind a large one waits for it.
+    let fifo = &mut held[dir.index()];
+    let release_ns = (now + cfg.delay_ns[dir.index()] + extra).max(fifo.back().map_or(0, |h| h.release_ns));
+    fifo.push_back(Held { release_ns, id: p.id });
 }
 
 /// The kind `[drop]` names for a packet NFQUEUE hands us (it starts at the IP header, cut
@@ -145,21 +150,26 @@ fn classify(dir: Dir, ip: &[u8]) -> Option<Kind> {
     Kind::classify(dir == Dir::Forward, seg.flags.0, seg.payload_len)
 }
 
-fn release_due(q: &mut Queue, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) -> io::Result<()> {
+/// Releases every packet whose deadline has come: per queue, the due packets are the
+/// front of its FIFO, consecutive in the kernel's id order, so one batch accept up to
+/// the last one's id releases them all.
+fn release_due(q: &mut NfQueue, first_queue: u16, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) {
+    let now = now_ns();
     for (i, fifo) in held.iter_mut().enumerate() {
+        let mut last = None;
         while let Some(front) = fifo.front() {
-            let now = now_ns();
             if front.release_ns > now {
                 break;
             }
-            let Held { release_ns, mut msg } = fifo.pop_front().expect("front exists");
-            msg.set_verdict(Verdict::Accept);
-            q.verdict(msg)?;
+            let Held { release_ns, id } = fifo.pop_front().expect("front exists");
             stats.released[i] += 1;
             stats.lateness[i].add(now - release_ns);
+            last = Some(id);
+        }
+        if let Some(id) = last {
+            q.accept_through(first_queue + i as u16, id);
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

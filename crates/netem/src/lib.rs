@@ -18,6 +18,7 @@
 
 mod clock;
 mod emulator;
+mod nfqueue;
 pub mod scenario;
 mod stats;
 
