@@ -6,7 +6,10 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use rand_chacha::ChaCha8Rng;
 use shortflow_sim::loss::{Fate, Kind, LossModel};
+use shortflow_sim::time::Instant;
+use shortflow_sim::topology::Topology;
 use shortflow_wire::{decode, LinkType};
 
 use crate::clock::{self, now_ns};
@@ -15,11 +18,21 @@ use crate::stats::{Dir, Stats};
 
 pub struct Config {
     pub queue: u16,
-    pub delay_ns: [u64; 2],
     pub spin_ns: u64,
     pub loss: LossModel,
-    /// (rate in bit/s, hops): each packet is held `hops` serialization times longer.
-    pub serialize: Option<(u64, u32)>,
+    pub timing: Timing,
+}
+
+/// When a packet that passes is released.
+pub enum Timing {
+    /// The command-line link (`--delay-*`, `--rate`, `--serialize-hops`): each packet is
+    /// held its direction's delay plus `hops` serialization times at `rate`; a rate limit,
+    /// if any, is someone else's (tbf).
+    Hold { delay_ns: [u64; 2], serialize: Option<(u64, u32)> },
+    /// `--scenario`: the simulator's single path (its ports, queues included); each packet
+    /// is released when its last bit would reach the far end there. `rng` serves the
+    /// ports' queues as the simulator's `queue_rng` does (drop-tail draws nothing).
+    Path { topology: Topology, rng: Box<ChaCha8Rng> },
 }
 
 /// Bytes the simulator counts for a packet on an Ethernet link (`Segment::wire_bytes`):
@@ -126,19 +139,48 @@ fn arrive(
     drops: &mut Vec<(u16, u32)>,
 ) {
     let dir = if p.queue == cfg.queue { Dir::Forward } else { Dir::Reverse };
+    let forward = dir == Dir::Forward;
     let kind = classify(dir, p.payload);
+    let bytes = frame_bytes(p.payload);
     stats.packets[dir.index()] += 1;
-    let fate = cfg.loss.decide_kind(dir == Dir::Forward, kind);
+    // On the simulator's path the router sees a packet after the sender's own link: every
+    // packet, lost or not, took its serialization time there first.
+    let at_router = match &mut cfg.timing {
+        Timing::Path { topology, rng } => {
+            let host = topology.route(0, forward).hop(0).expect("a route has the host's port");
+            Some(topology.ports[host].send(Instant(now), bytes as u32, rng).expect("a host's queue is unlimited"))
+        }
+        Timing::Hold { .. } => None,
+    };
+    let fate = cfg.loss.decide_kind(forward, kind);
     if fate != Fate::Pass {
         let nth = kind.map(|k| cfg.loss.occurrence(k));
         stats.drop(now, dir, kind, nth, fate);
         drops.push((p.queue, p.id));
         return;
     }
-    let extra = cfg.serialize.map_or(0, |(rate, hops)| serialization_ns(frame_bytes(p.payload), rate, hops));
-    // A link never reorders: a small packet behind a large one waits for it.
     let fifo = &mut held[dir.index()];
-    let release_ns = (now + cfg.delay_ns[dir.index()] + extra).max(fifo.back().map_or(0, |h| h.release_ns));
+    let release_ns = match &mut cfg.timing {
+        Timing::Hold { delay_ns, serialize } => {
+            let extra = serialize.map_or(0, |(rate, hops)| serialization_ns(bytes, rate, hops));
+            now + delay_ns[dir.index()] + extra
+        }
+        Timing::Path { topology, rng } => {
+            let router = topology.route(0, forward).hop(1).expect("a route has the router's port");
+            let at_router = at_router.expect("computed above for a path");
+            match topology.ports[router].send(at_router, bytes as u32, rng) {
+                Some(at_end) => at_end.0,
+                None => {
+                    // The router's queue is full (`Queue::admit`): a drop-tail loss.
+                    stats.queue_drop(now, dir, kind);
+                    drops.push((p.queue, p.id));
+                    return;
+                }
+            }
+        }
+    };
+    // A link never reorders: a small packet behind a large one waits for it.
+    let release_ns = release_ns.max(fifo.back().map_or(0, |h| h.release_ns));
     fifo.push_back(Held { release_ns, id: p.id });
 }
 

@@ -23,6 +23,7 @@ pub mod scenario;
 mod stats;
 
 use clap::Parser;
+use rand::SeedableRng;
 use std::ffi::OsString;
 
 use shortflow_scenario::units::UnitError;
@@ -124,13 +125,15 @@ fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), OptionError> {
 fn config(args: &Args) -> Result<emulator::Config, OptionError> {
     let spin_ns = shortflow_scenario::units::duration_ns(&args.spin).map_err(|e| OptionError::from(e.for_subject("--spin")))?;
     if let Some(path) = &args.scenario {
-        let link = scenario::link(&scenario::read(path, &args.set)?)?;
+        let sc = scenario::read(path, &args.set)?;
+        let link = scenario::link(&sc)?;
+        // Drop-tail queues draw nothing; the generator is there because a port wants one.
+        let rng = rand_chacha::ChaCha8Rng::seed_from_u64(sc.seed);
         return Ok(emulator::Config {
             queue: args.queue,
-            delay_ns: link.delay_ns,
             spin_ns,
             loss: link.loss,
-            serialize: link.serialize,
+            timing: emulator::Timing::Path { topology: link.topology, rng: Box::new(rng) },
         });
     }
     let mut script = DropConfig::default();
@@ -158,8 +161,10 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
     }
     Ok(emulator::Config {
         queue: args.queue,
-        serialize: rate_bps.filter(|_| args.serialize_hops > 0).map(|r| (r, args.serialize_hops)),
-        delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
+        timing: emulator::Timing::Hold {
+            serialize: rate_bps.filter(|_| args.serialize_hops > 0).map(|r| (r, args.serialize_hops)),
+            delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
+        },
         spin_ns,
         loss: LossModel::new(script, random),
     })
@@ -263,7 +268,10 @@ mod tests {
         std::fs::write(&path, "[path]\nrtt = \"40ms\"\nbandwidth = \"5Mbit\"\n[drop]\nsyn = [1]\n").unwrap();
         let p = path.to_str().unwrap();
         let cfg = config(&parse(&["--scenario", p, "--set", "path.rtt=60ms", "--queue", "2"]).unwrap()).unwrap();
-        assert_eq!((cfg.queue, cfg.delay_ns, cfg.serialize), (2, [30_000_000, 30_000_000], Some((5_000_000, 2))));
+        assert_eq!(cfg.queue, 2);
+        let emulator::Timing::Path { topology, .. } = &cfg.timing else { panic!("a scenario gives the simulator's path") };
+        assert_eq!(topology.ports.iter().map(|p| p.rate_bps).collect::<Vec<_>>(), [5_000_000; 4]);
+        assert_eq!(topology.pair_rtt, [shortflow_sim::time::Duration(60_000_000)]);
         let mut loss = cfg.loss;
         assert_eq!(loss.decide_kind(true, Some(shortflow_sim::loss::Kind::Syn)), shortflow_sim::loss::Fate::Scripted);
         // Errors name the file and the key, overrides included.

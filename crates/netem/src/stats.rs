@@ -75,6 +75,14 @@ impl Stats {
         }));
     }
 
+    /// A packet the router's queue refused (the path's drop-tail limit).
+    pub fn queue_drop(&mut self, t_ns: u64, dir: Dir, kind: Option<Kind>) {
+        self.drops.push(json!({
+            "t_s": t_ns as f64 / 1e9, "direction": dir_name(dir), "kind": kind.map_or("other", Kind::key),
+            "nth": null, "reason": "queue",
+        }));
+    }
+
     pub fn to_json(&self) -> Value {
         let per_dir = |i: usize| json!({ "packets": self.packets[i], "released": self.released[i], "lateness": self.lateness[i].to_json() });
         json!({
