@@ -50,6 +50,9 @@ pub struct Stats {
     pub lateness: [Lateness; 2],
     /// Receive-buffer overflows: the kernel dropped packets we never saw.
     pub overflows: u64,
+    /// Packets the router's drop-tail queue refused (`--scenario`'s path), per direction:
+    /// counted, not listed (a saturated link refuses thousands a second).
+    pub queue_drops: [u64; 2],
     drops: Vec<Value>,
 }
 
@@ -75,19 +78,12 @@ impl Stats {
         }));
     }
 
-    /// A packet the router's queue refused (the path's drop-tail limit).
-    pub fn queue_drop(&mut self, t_ns: u64, dir: Dir, kind: Option<Kind>) {
-        self.drops.push(json!({
-            "t_s": t_ns as f64 / 1e9, "direction": dir_name(dir), "kind": kind.map_or("other", Kind::key),
-            "nth": null, "reason": "queue",
-        }));
-    }
-
     pub fn to_json(&self) -> Value {
         let per_dir = |i: usize| json!({ "packets": self.packets[i], "released": self.released[i], "lateness": self.lateness[i].to_json() });
         json!({
             "forward": per_dir(0), "reverse": per_dir(1),
             "overflows": self.overflows, "drops": self.drops,
+            "queue_drops": { "forward": self.queue_drops[0], "reverse": self.queue_drops[1] },
         })
     }
 }
