@@ -26,6 +26,16 @@ from shortflow.testbed.system import TestbedError, in_ns
 from shortflow.testbed.topology import Topology, stop
 
 
+#: How long before a release the emulator stops sleeping and busy-waits. Its own default
+#: (300 µs) releases within a µs but, once packets are due every few tens of µs (a path
+#: above ~100 Mbit/s), spins without pause and keeps one of this machine's two cores from
+#: the endpoints, whose late reads then change the ACKs the kernel sends. At 20 µs a
+#: release is ~30 µs late at low rates (the wake-up), which the path's timing absorbs (each
+#: release is computed from the simulator's ports, not from the previous one), and the
+#: random suite's high-rate scenarios agreed 16 times in 20 against 12 (BENCHMARKS.md).
+SPIN = "20us"
+
+
 class Link:
     """Started by `start()`, stopped by `stop()` (which returns the emulator's statistics)."""
 
@@ -38,7 +48,8 @@ class Link:
     def start(self) -> None:
         n: RunNames = self.topo.names
         router = n.ns("router")
-        args = [*daemons.command("netem"), "--queue", "0", "--stats", str(self.stats_path), *self._scenario_args()]
+        args = [*daemons.command("netem"), "--queue", "0", "--spin", SPIN, "--stats", str(self.stats_path),
+                *self._scenario_args()]
         self.proc = self.topo.spawn("shortflow-netem", "router", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
