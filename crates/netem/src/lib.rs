@@ -1,17 +1,16 @@
 //! `shortflow-netem`: the testbed's link, run in the router namespace. iptables sends the
 //! forwarded packets of each direction to an NFQUEUE (forward = client → server on queue N,
-//! reverse on N+1); this program holds each one for its direction's one-way delay and then
-//! accepts it, or drops it when a scripted drop or the seeded loss says so. The kernel still
-//! routes; only the verdict's timing is ours. Rate limits are `tbf` on the veths, not here:
-//! tbf spaces packets at the rate but lets each go as soon as the bucket holds its tokens,
-//! while a link sends a packet's last bit size/rate after its first. `--rate` with
-//! `--serialize-hops N` adds that time, N times (one per store-and-forward link of the
-//! simulator's path), to each packet's hold, so tbf with a one-frame bucket and this hold
-//! deliver each packet when the simulator's links would.
+//! reverse on N+1); this program holds each one until the link would deliver it and then
+//! accepts it, or drops it when a scripted drop, the seeded loss or the router's queue says
+//! so. The kernel still routes; only the verdict's timing is ours.
 //!
-//! `--scenario FILE` takes all of that from a scenario file instead, resolved by the one
-//! scenario model (see [`scenario`]): the same delays, scripted drops and seeded random
-//! loss (Bernoulli or Gilbert-Elliott) as the simulator's path for that file.
+//! `--scenario FILE` (what the testbed runs) builds the link from a scenario file, resolved
+//! by the one scenario model (see [`scenario`]): the simulator's own ports (rate, queue,
+//! delays), scripted drops and seeded random loss (Bernoulli or Gilbert-Elliott), so each
+//! packet is released when the simulator's path would deliver it and the emulator is also
+//! the rate limit (no tbf). By hand, `--delay-*`, `--loss-*`, `--drop` and `--rate` with
+//! `--serialize-hops N` hold each packet its direction's delay plus N serialization times,
+//! with no rate limit of its own (put tbf behind it for one).
 //!
 //! Prints `ready` on stdout once bound; on SIGTERM/SIGINT writes its statistics (JSON) to
 //! `--stats` and exits 0.
