@@ -25,7 +25,6 @@ from shortflow.testbed.scenario_real import RealScenario
 from shortflow.testbed.system import TestbedError, in_ns
 from shortflow.testbed.topology import Topology, stop
 
-
 #: How long before a release the emulator stops sleeping and busy-waits. Its own default
 #: (300 µs) releases within a µs but, once packets are due every few tens of µs (a path
 #: above ~100 Mbit/s), spins without pause and keeps one of this machine's two cores from
