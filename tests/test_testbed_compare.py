@@ -49,6 +49,21 @@ def test_tolerances():
     assert agrees("tlp_probes", 1, None) is None and not agrees("tlp_probes", 1, 0)
 
 
+def test_the_phase_trials_cover_every_phase_of_the_wheels_grid(tmp_path):
+    from shortflow.scenario import Scenario
+    from shortflow.testbed.compare import PHASES, _phase, _phase_seeds
+    from shortflow.testbed.scenario_real import resolve
+
+    sc = Scenario.load(write(tmp_path, ONE_SYN_LOST))
+    seeds = _phase_seeds(sc)
+    origins = [resolve(sc.with_overrides(*_phase(sc, 7, s)))["client"] for s in seeds]
+    # One seed per phase of the 8-jiffy grid, in phase order, and the same every time.
+    assert [o["jiffies_origin_ns"] // o["jiffy"] % PHASES for o in origins] == list(range(PHASES))
+    assert _phase_seeds(sc) == seeds and len(set(seeds)) == PHASES
+    # A trial keeps the random losses' seed and turns the wheel on at both ends.
+    assert "random_loss.seed=7" in _phase(sc, 7, seeds[0]) and all(o["timer_slack"] for o in origins)
+
+
 def test_one_lost_syn_agrees_in_both_worlds(tmp_path):
     c = compare(write(tmp_path, ONE_SYN_LOST))
     assert c.real is not None, c.unavailable

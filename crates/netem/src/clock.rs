@@ -47,37 +47,6 @@ pub fn wait_readable(fd: RawFd, timeout_ns: Option<u64>) {
     unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
 }
 
-/// The number the next opened descriptor will get (POSIX: the lowest free one). The `nfq`
-/// crate does not expose its socket; we learn its number this way and check it.
-pub fn next_fd() -> io::Result<RawFd> {
-    // SAFETY: dup/close of a descriptor we create here.
-    unsafe {
-        let fd = libc::dup(0);
-        if fd < 0 {
-            let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            libc::close(fd);
-            return Ok(fd);
-        }
-        libc::close(fd);
-        Ok(fd)
-    }
-}
-
-/// True when `fd` is a netlink socket of protocol NETLINK_NETFILTER.
-pub fn is_netfilter_socket(fd: RawFd) -> bool {
-    let get = |opt| {
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: getsockopt into an int we own.
-        let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, opt, (&mut v as *mut libc::c_int).cast(), &mut len) };
-        (r == 0).then_some(v)
-    };
-    get(libc::SO_DOMAIN) == Some(libc::AF_NETLINK) && get(libc::SO_PROTOCOL) == Some(libc::NETLINK_NETFILTER)
-}
-
 /// Grows the socket's receive buffer so a burst does not overflow it (ENOBUFS).
 pub fn grow_receive_buffer(fd: RawFd, bytes: libc::c_int) {
     // SAFETY: setsockopt with an int; SO_RCVBUFFORCE needs CAP_NET_ADMIN, else fall back.

@@ -4,24 +4,35 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use nfq::{Message, Queue, Verdict};
-
+use rand_chacha::ChaCha8Rng;
 use shortflow_sim::loss::{Fate, Kind, LossModel};
+use shortflow_sim::time::Instant;
+use shortflow_sim::topology::Topology;
 use shortflow_wire::{decode, LinkType};
 
 use crate::clock::{self, now_ns};
+use crate::nfqueue::{NfQueue, Packet};
 use crate::stats::{Dir, Stats};
 
 pub struct Config {
     pub queue: u16,
-    pub delay_ns: [u64; 2],
     pub spin_ns: u64,
     pub loss: LossModel,
-    /// (rate in bit/s, hops): each packet is held `hops` serialization times longer.
-    pub serialize: Option<(u64, u32)>,
+    pub timing: Timing,
+}
+
+/// When a packet that passes is released.
+pub enum Timing {
+    /// The command-line link (`--delay-*`, `--rate`, `--serialize-hops`): each packet is
+    /// held its direction's delay plus `hops` serialization times at `rate`; a rate limit,
+    /// if any, is someone else's (tbf).
+    Hold { delay_ns: [u64; 2], serialize: Option<(u64, u32)> },
+    /// `--scenario`: the simulator's single path (its ports, queues included); each packet
+    /// is released when its last bit would reach the far end there. `rng` serves the
+    /// ports' queues as the simulator's `queue_rng` does (drop-tail draws nothing).
+    Path { topology: Topology, rng: Box<ChaCha8Rng> },
 }
 
 /// Bytes the simulator counts for a packet on an Ethernet link (`Segment::wire_bytes`):
@@ -60,38 +71,25 @@ fn install_signal_handlers() {
     }
 }
 
-fn open_queue(first: u16) -> io::Result<(Queue, RawFd)> {
-    let fd = clock::next_fd()?;
-    let mut q = Queue::open()?;
-    if !clock::is_netfilter_socket(fd) {
-        return Err(io::Error::other("could not identify the NFQUEUE socket"));
-    }
-    for num in [first, first + 1] {
-        q.bind(num)?;
-        q.set_copy_range(num, COPY_RANGE)?;
-        q.set_queue_max_len(num, QUEUE_MAX_LEN)?;
-        // Fail closed: with the emulator gone, packets must not pass undelayed.
-        q.set_fail_open(num, false)?;
-    }
-    clock::grow_receive_buffer(fd, 8 << 20);
-    q.set_nonblocking(true);
-    Ok((q, fd))
-}
-
+/// A packet held for release: its deadline and its NFQUEUE id (the verdict needs nothing
+/// else; what we read of its headers was used on arrival).
 struct Held {
     release_ns: u64,
-    msg: Message,
+    id: u32,
 }
 
 pub fn run(mut cfg: Config) -> io::Result<Stats> {
     install_signal_handlers();
-    let (mut q, fd) = open_queue(cfg.queue)?;
+    let mut q = NfQueue::open(&[cfg.queue, cfg.queue + 1], COPY_RANGE, QUEUE_MAX_LEN, 8 << 20)?;
+    let fd = q.fd();
     println!("ready");
-    let mut held: [VecDeque<Held>; 2] = [VecDeque::new(), VecDeque::new()];
+    let mut held: [VecDeque<Held>; 2] = [VecDeque::with_capacity(4096), VecDeque::with_capacity(4096)];
     let mut stats = Stats::default();
     while !STOP.load(Ordering::Relaxed) {
         take_arrivals(&mut q, &mut cfg, &mut held, &mut stats)?;
-        release_due(&mut q, &mut held, &mut stats)?;
+        release_due(&mut q, cfg.queue, &mut held, &mut stats);
+        // Drops and releases of this turn, in the order given: one system call.
+        q.flush()?;
         let next = held.iter().filter_map(|h| h.front().map(|p| p.release_ns)).min();
         let now = now_ns();
         match next {
@@ -105,36 +103,85 @@ pub fn run(mut cfg: Config) -> io::Result<Stats> {
     Ok(stats)
 }
 
-fn take_arrivals(q: &mut Queue, cfg: &mut Config, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) -> io::Result<()> {
+/// Takes every waiting packet (many per system call), decides its fate and holds the
+/// survivors. Drop verdicts are queued on `q` (sent by the loop's flush, before any
+/// release: a batch accept must never reach a packet meant to be dropped).
+fn take_arrivals(q: &mut NfQueue, cfg: &mut Config, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) -> io::Result<()> {
+    let mut drops: Vec<(u16, u32)> = Vec::new();
     loop {
-        let mut msg = match q.recv() {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+        // One clock read per batch: the packets of a batch were all waiting when it came.
+        let now = now_ns();
+        let n = match q.recv_batch(|p| arrive(p, now, cfg, held, stats, &mut drops)) {
+            Ok(n) => n,
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                // The socket overflowed: the kernel dropped messages, their packets wait in
+                // its queue unseen until the next batch accept of their queue passes them.
                 stats.overflows += 1;
                 continue;
             }
             Err(e) => return Err(e),
         };
-        let now = now_ns();
-        let dir = if msg.get_queue_num() == cfg.queue { Dir::Forward } else { Dir::Reverse };
-        let kind = classify(dir, msg.get_payload());
-        stats.packets[dir.index()] += 1;
-        let fate = cfg.loss.decide_kind(dir == Dir::Forward, kind);
-        if fate != Fate::Pass {
-            let nth = kind.map(|k| cfg.loss.occurrence(k));
-            stats.drop(now, dir, kind, nth, fate);
-            msg.set_verdict(Verdict::Drop);
-            q.verdict(msg)?;
-            continue;
+        for (queue, id) in drops.drain(..) {
+            q.drop_packet(queue, id);
         }
-        let extra = cfg.serialize.map_or(0, |(rate, hops)| serialization_ns(frame_bytes(msg.get_payload()), rate, hops));
-        // A link never reorders: a small packet behind a large one waits for it.
-        let fifo = &mut held[dir.index()];
-        let release_ns = (now + cfg.delay_ns[dir.index()] + extra).max(fifo.back().map_or(0, |h| h.release_ns));
-        fifo.push_back(Held { release_ns, msg });
+        if n == 0 {
+            return Ok(());
+        }
     }
+}
+
+fn arrive(
+    p: Packet<'_>,
+    now: u64,
+    cfg: &mut Config,
+    held: &mut [VecDeque<Held>; 2],
+    stats: &mut Stats,
+    drops: &mut Vec<(u16, u32)>,
+) {
+    let dir = if p.queue == cfg.queue { Dir::Forward } else { Dir::Reverse };
+    let forward = dir == Dir::Forward;
+    let kind = classify(dir, p.payload);
+    let bytes = frame_bytes(p.payload);
+    stats.packets[dir.index()] += 1;
+    // On the simulator's path the router sees a packet after the sender's own link: every
+    // packet, lost or not, took its serialization time there first.
+    let at_router = match &mut cfg.timing {
+        Timing::Path { topology, rng } => {
+            let host = topology.route(0, forward).hop(0).expect("a route has the host's port");
+            Some(topology.ports[host].send(Instant(now), bytes as u32, rng).expect("a host's queue is unlimited"))
+        }
+        Timing::Hold { .. } => None,
+    };
+    let fate = cfg.loss.decide_kind(forward, kind);
+    if fate != Fate::Pass {
+        let nth = kind.map(|k| cfg.loss.occurrence(k));
+        stats.drop(now, dir, kind, nth, fate);
+        drops.push((p.queue, p.id));
+        return;
+    }
+    let fifo = &mut held[dir.index()];
+    let release_ns = match &mut cfg.timing {
+        Timing::Hold { delay_ns, serialize } => {
+            let extra = serialize.map_or(0, |(rate, hops)| serialization_ns(bytes, rate, hops));
+            now + delay_ns[dir.index()] + extra
+        }
+        Timing::Path { topology, rng } => {
+            let router = topology.route(0, forward).hop(1).expect("a route has the router's port");
+            let at_router = at_router.expect("computed above for a path");
+            match topology.ports[router].send(at_router, bytes as u32, rng) {
+                Some(at_end) => at_end.0,
+                None => {
+                    // The router's queue is full (`Queue::admit`): a drop-tail loss.
+                    stats.queue_drops[dir.index()] += 1;
+                    drops.push((p.queue, p.id));
+                    return;
+                }
+            }
+        }
+    };
+    // A link never reorders: a small packet behind a large one waits for it.
+    let release_ns = release_ns.max(fifo.back().map_or(0, |h| h.release_ns));
+    fifo.push_back(Held { release_ns, id: p.id });
 }
 
 /// The kind `[drop]` names for a packet NFQUEUE hands us (it starts at the IP header, cut
@@ -145,26 +192,63 @@ fn classify(dir: Dir, ip: &[u8]) -> Option<Kind> {
     Kind::classify(dir == Dir::Forward, seg.flags.0, seg.payload_len)
 }
 
-fn release_due(q: &mut Queue, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) -> io::Result<()> {
+/// Releases every packet whose deadline has come: per queue, the due packets are the
+/// front of its FIFO, consecutive in the kernel's id order, so one batch accept up to
+/// the last one's id releases them all.
+fn release_due(q: &mut NfQueue, first_queue: u16, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) {
+    let now = now_ns();
     for (i, fifo) in held.iter_mut().enumerate() {
+        let mut last = None;
         while let Some(front) = fifo.front() {
-            let now = now_ns();
             if front.release_ns > now {
                 break;
             }
-            let Held { release_ns, mut msg } = fifo.pop_front().expect("front exists");
-            msg.set_verdict(Verdict::Accept);
-            q.verdict(msg)?;
+            let Held { release_ns, id } = fifo.pop_front().expect("front exists");
             stats.released[i] += 1;
             stats.lateness[i].add(now - release_ns);
+            last = Some(id);
+        }
+        if let Some(id) = last {
+            q.accept_through(first_queue + i as u16, id);
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first 128 bytes of a 1500 B IPv4 TCP segment (ACK, 1460 B of data), as the
+    /// copy range hands it over.
+    fn data_segment() -> Vec<u8> {
+        let mut ip = vec![0x45, 0, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1];
+        ip.extend_from_slice(&[0, 80, 0xc0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0]);
+        ip.resize(128, 0);
+        ip
+    }
+
+    #[test]
+    fn a_scenario_releases_each_packet_when_the_simulators_path_delivers_it() {
+        // 20 ms RTT at 10 Mbit/s; the server's 2nd data segment is a scripted loss.
+        let text = "[path]\nrtt = \"20ms\"\nbandwidth = \"10Mbit\"\n[drop]\ndata = [2]\n";
+        let sc = shortflow_scenario::load(text, "p.toml", &[]).unwrap();
+        let link = crate::scenario::link(&sc).unwrap();
+        let rng = Box::new(<ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1));
+        let mut cfg = Config { queue: 0, spin_ns: 0, loss: link.loss, timing: Timing::Path { topology: link.topology, rng } };
+        let (mut held, mut stats, mut drops) = ([VecDeque::new(), VecDeque::new()], Stats::default(), Vec::new());
+        let seg = data_segment();
+        for id in 1..=3 {
+            arrive(Packet { queue: 1, id, payload: &seg }, 0, &mut cfg, &mut held, &mut stats, &mut drops);
+        }
+        // The lost one still took its time on the server's own link: the third segment
+        // leaves it after three serializations (1518 B: 1.2144 ms each) and the router
+        // after a fourth, then 10 ms of propagation.
+        let ser = 1_214_400;
+        let released: Vec<(u32, u64)> = held[1].iter().map(|h| (h.id, h.release_ns)).collect();
+        assert_eq!(released, [(1, 10_000_000 + 2 * ser), (3, 10_000_000 + 4 * ser)]);
+        assert_eq!(drops, [(1, 2)]);
+        assert_eq!((stats.packets, stats.queue_drops), ([0, 3], [0, 0]));
+    }
 
     #[test]
     fn a_full_frame_at_10_mbit_takes_1_2144_ms_per_hop() {

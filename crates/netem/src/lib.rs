@@ -1,27 +1,28 @@
 //! `shortflow-netem`: the testbed's link, run in the router namespace. iptables sends the
 //! forwarded packets of each direction to an NFQUEUE (forward = client → server on queue N,
-//! reverse on N+1); this program holds each one for its direction's one-way delay and then
-//! accepts it, or drops it when a scripted drop or the seeded loss says so. The kernel still
-//! routes; only the verdict's timing is ours. Rate limits are `tbf` on the veths, not here:
-//! tbf spaces packets at the rate but lets each go as soon as the bucket holds its tokens,
-//! while a link sends a packet's last bit size/rate after its first. `--rate` with
-//! `--serialize-hops N` adds that time, N times (one per store-and-forward link of the
-//! simulator's path), to each packet's hold, so tbf with a one-frame bucket and this hold
-//! deliver each packet when the simulator's links would.
+//! reverse on N+1); this program holds each one until the link would deliver it and then
+//! accepts it, or drops it when a scripted drop, the seeded loss or the router's queue says
+//! so. The kernel still routes; only the verdict's timing is ours.
 //!
-//! `--scenario FILE` takes all of that from a scenario file instead, resolved by the one
-//! scenario model (see [`scenario`]): the same delays, scripted drops and seeded random
-//! loss (Bernoulli or Gilbert-Elliott) as the simulator's path for that file.
+//! `--scenario FILE` (what the testbed runs) builds the link from a scenario file, resolved
+//! by the one scenario model (see [`scenario`]): the simulator's own ports (rate, queue,
+//! delays), scripted drops and seeded random loss (Bernoulli or Gilbert-Elliott), so each
+//! packet is released when the simulator's path would deliver it and the emulator is also
+//! the rate limit (no tbf). By hand, `--delay-*`, `--loss-*`, `--drop` and `--rate` with
+//! `--serialize-hops N` hold each packet its direction's delay plus N serialization times,
+//! with no rate limit of its own (put tbf behind it for one).
 //!
 //! Prints `ready` on stdout once bound; on SIGTERM/SIGINT writes its statistics (JSON) to
 //! `--stats` and exits 0.
 
 mod clock;
 mod emulator;
+mod nfqueue;
 pub mod scenario;
 mod stats;
 
 use clap::Parser;
+use rand::SeedableRng;
 use std::ffi::OsString;
 
 use shortflow_scenario::units::UnitError;
@@ -123,13 +124,15 @@ fn add_drop(script: &mut DropConfig, spec: &str) -> Result<(), OptionError> {
 fn config(args: &Args) -> Result<emulator::Config, OptionError> {
     let spin_ns = shortflow_scenario::units::duration_ns(&args.spin).map_err(|e| OptionError::from(e.for_subject("--spin")))?;
     if let Some(path) = &args.scenario {
-        let link = scenario::link(&scenario::read(path, &args.set)?)?;
+        let sc = scenario::read(path, &args.set)?;
+        let link = scenario::link(&sc)?;
+        // Drop-tail queues draw nothing; the generator is there because a port wants one.
+        let rng = rand_chacha::ChaCha8Rng::seed_from_u64(sc.seed);
         return Ok(emulator::Config {
             queue: args.queue,
-            delay_ns: link.delay_ns,
             spin_ns,
             loss: link.loss,
-            serialize: link.serialize,
+            timing: emulator::Timing::Path { topology: link.topology, rng: Box::new(rng) },
         });
     }
     let mut script = DropConfig::default();
@@ -157,8 +160,10 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
     }
     Ok(emulator::Config {
         queue: args.queue,
-        serialize: rate_bps.filter(|_| args.serialize_hops > 0).map(|r| (r, args.serialize_hops)),
-        delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
+        timing: emulator::Timing::Hold {
+            serialize: rate_bps.filter(|_| args.serialize_hops > 0).map(|r| (r, args.serialize_hops)),
+            delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
+        },
         spin_ns,
         loss: LossModel::new(script, random),
     })
@@ -262,7 +267,10 @@ mod tests {
         std::fs::write(&path, "[path]\nrtt = \"40ms\"\nbandwidth = \"5Mbit\"\n[drop]\nsyn = [1]\n").unwrap();
         let p = path.to_str().unwrap();
         let cfg = config(&parse(&["--scenario", p, "--set", "path.rtt=60ms", "--queue", "2"]).unwrap()).unwrap();
-        assert_eq!((cfg.queue, cfg.delay_ns, cfg.serialize), (2, [30_000_000, 30_000_000], Some((5_000_000, 2))));
+        assert_eq!(cfg.queue, 2);
+        let emulator::Timing::Path { topology, .. } = &cfg.timing else { panic!("a scenario gives the simulator's path") };
+        assert_eq!(topology.ports.iter().map(|p| p.rate_bps).collect::<Vec<_>>(), [5_000_000; 4]);
+        assert_eq!(topology.pair_rtt, [shortflow_sim::time::Duration(60_000_000)]);
         let mut loss = cfg.loss;
         assert_eq!(loss.decide_kind(true, Some(shortflow_sim::loss::Kind::Syn)), shortflow_sim::loss::Fate::Scripted);
         // Errors name the file and the key, overrides included.

@@ -50,6 +50,9 @@ pub struct Stats {
     pub lateness: [Lateness; 2],
     /// Receive-buffer overflows: the kernel dropped packets we never saw.
     pub overflows: u64,
+    /// Packets the router's drop-tail queue refused (`--scenario`'s path), per direction:
+    /// counted, not listed (a saturated link refuses thousands a second).
+    pub queue_drops: [u64; 2],
     drops: Vec<Value>,
 }
 
@@ -80,6 +83,7 @@ impl Stats {
         json!({
             "forward": per_dir(0), "reverse": per_dir(1),
             "overflows": self.overflows, "drops": self.drops,
+            "queue_drops": { "forward": self.queue_drops[0], "reverse": self.queue_drops[1] },
         })
     }
 }

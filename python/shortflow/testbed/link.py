@@ -1,11 +1,16 @@
-"""The emulated link in the router namespace: `shortflow-netem` on NFQUEUE for delay, loss
-and scripted drops (this kernel has no netem qdisc), `tbf` on the router's two egress veths
-for the bottleneck rate and its drop-tail queue.
+"""The emulated link in the router namespace: `shortflow-netem` on NFQUEUE (this kernel has
+no netem qdisc) for the whole path: delay, rate, drop-tail queue, loss and scripted drops.
 
 The emulator is handed the scenario itself (`--scenario`, the same text and overrides the
-testbed resolved) and resolves it through the same model as the simulator: its delays,
-serialization, scripted drops and random loss (Bernoulli or Gilbert-Elliott) are the
-simulator's, and nothing here translates them."""
+testbed resolved) and resolves it through the same model as the simulator: it offers each
+packet to the simulator's own ports (the sender's link, the router's egress with the
+scenario's queue) and releases it when its last bit would arrive there; its scripted drops
+and random loss (Bernoulli or Gilbert-Elliott) are the simulator's, and nothing here
+translates them. There is no tbf: with a one-frame bucket (a larger one lets flights
+through at once, which no link does) every late dequeue lost its lateness, about 18 µs a
+packet on a loaded machine, and the path ran at 80 % of its rate (BENCHMARKS.md, "the
+testbed side"); the emulator's releases are computed from the ports, so a late one does
+not delay the next."""
 
 from __future__ import annotations
 
@@ -20,7 +25,14 @@ from shortflow.testbed.scenario_real import RealScenario
 from shortflow.testbed.system import TestbedError, in_ns
 from shortflow.testbed.topology import Topology, stop
 
-MTU_FRAME = 1514
+#: How long before a release the emulator stops sleeping and busy-waits. Its own default
+#: (300 µs) releases within a µs but, once packets are due every few tens of µs (a path
+#: above ~100 Mbit/s), spins without pause and keeps one of this machine's two cores from
+#: the endpoints, whose late reads then change the ACKs the kernel sends. At 20 µs a
+#: release is ~30 µs late at low rates (the wake-up), which the path's timing absorbs (each
+#: release is computed from the simulator's ports, not from the previous one), and the
+#: random suite's high-rate scenarios agreed 16 times in 20 against 12 (BENCHMARKS.md).
+SPIN = "20us"
 
 
 class Link:
@@ -35,7 +47,8 @@ class Link:
     def start(self) -> None:
         n: RunNames = self.topo.names
         router = n.ns("router")
-        args = [*daemons.command("netem"), "--queue", "0", "--stats", str(self.stats_path), *self._scenario_args()]
+        args = [*daemons.command("netem"), "--queue", "0", "--spin", SPIN, "--stats", str(self.stats_path),
+                *self._scenario_args()]
         self.proc = self.topo.spawn("shortflow-netem", "router", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
@@ -46,9 +59,6 @@ class Link:
         for dev, queue in ((n.router_client_dev, "0"), (n.router_server_dev, "1")):
             in_ns(router, "iptables", "-A", "FORWARD", "-i", dev, "-m", "comment", "--comment", n.rule_comment,
                   "-j", "NFQUEUE", "--queue-num", queue)
-        if self.s.bandwidth_bps:
-            for dev in (n.router_client_dev, n.router_server_dev):
-                in_ns(router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", *self._tbf_args())
 
     def _scenario_args(self) -> list[str]:
         """`--scenario FILE --set K=V ...`: the text and overrides the testbed resolved,
@@ -59,17 +69,6 @@ class Link:
             raise TestbedError("the emulator needs the scenario's text: load it with shortflow.testbed.load")
         self.scenario_path.write_text(sc.text)
         return ["--scenario", str(self.scenario_path), *(a for o in sc.overrides for a in ("--set", o))]
-
-    def _tbf_args(self) -> list[str]:
-        rate = self.s.bandwidth_bps or 0
-        # Burst: one frame. A larger bucket lets the first frames of every flight through
-        # at once, which no link does (the simulator's links serialize every packet; the
-        # emulator adds each packet's own serialization time before tbf).
-        burst = MTU_FRAME
-        # The simulator's default queue (scenario: `path.queue` absent) is 1000 packets:
-        # the same here, so neither world drops what the other would carry.
-        limit = (self.s.queue_packets or 1000) * MTU_FRAME
-        return ["rate", f"{int(rate)}bit", "burst", str(burst), "limit", str(limit)]
 
     def stop(self) -> dict[str, Any]:
         """Stops the emulator and returns its statistics (delays, drops it made)."""

@@ -185,7 +185,7 @@ class _Realizer:
         q = p["queue"]
         if not (isinstance(q, dict) and "drop_tail_packets" in q):
             kind = next(iter(q)) if isinstance(q, dict) else q
-            raise self.refuse("path.queue", f"{kind}: this kernel has only tbf's drop-tail queue in packets (no RED qdisc)")
+            raise self.refuse("path.queue", f"{kind}: the testbed's emulator carries a drop-tail queue in packets only")
         if p["access_bandwidth_bps"] != p["bandwidth_bps"]:
             raise self.refuse("path.access_bandwidth", "the testbed's hosts sit on veths with no rate of their own: "
                                                        "only the router's egress (path.bandwidth) is shaped")
@@ -217,7 +217,7 @@ class _Realizer:
         # model (shortflow-netem --scenario): every drop and loss shape is carried as is.
         for key in ("drop", "random_loss"):
             self.decide(key, "set", "shortflow-netem --scenario", why="the simulator's loss model, same seed")
-        self.decide("path", "set", "shortflow-netem + tbf",
+        self.decide("path", "set", "shortflow-netem --scenario (the simulator's ports)",
                     f"rtt {_ms(p['rtt'])}, {p['bandwidth_bps'] / 1e6:g} Mbit/s, {q['drop_tail_packets']} packets")
         # The testbed always captures both router links, Ethernet-framed.
         self.decide("capture", "model only", "tcpdump on both router links",
