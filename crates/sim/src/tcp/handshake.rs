@@ -71,18 +71,26 @@ impl Tcb {
     /// Sends (or resends) the SYN or SYN/ACK and arms the handshake timer.
     fn send_handshake(&mut self, now: Instant) {
         let flags = if self.is_client { SYN } else { SYN | ACK };
-        if let Some(slot) = self.hs_sent_at.get_mut(self.stats.handshake_segments as usize) {
-            *slot = Some(now);
-        }
-        self.emit(flags, 0, 0, now);
+        self.emit_handshake(flags, now);
         self.snd_nxt = 1;
         self.snd_max = 1;
-        self.stats.handshake_segments += 1;
-        self.last_handshake_sent = Some(now);
         if self.handshake_retries == 0 {
             self.timed = Some((1, now));
         }
         self.arm_handshake_timer(now);
+    }
+
+    /// Sends one SYN or SYN/ACK and keeps its send time under the number its timestamp
+    /// carries (`Segment::hs_sent`), so that the peer's echo of it gives an RTT sample
+    /// (tcp_synack_rtt_meas → tcp_ack_update_rtt's timestamp sample), also for a SYN/ACK
+    /// resent at a duplicate SYN (tcp_check_req → inet_rtx_syn_ack).
+    fn emit_handshake(&mut self, flags: u8, now: Instant) {
+        if let Some(slot) = self.hs_sent_at.get_mut(self.stats.handshake_segments as usize) {
+            *slot = Some(now);
+        }
+        self.emit(flags, 0, 0, now);
+        self.stats.handshake_segments += 1;
+        self.last_handshake_sent = Some(now);
     }
 
     /// The SYN (SYN/ACK) timer from `now`: on Linux a wheel timer like the others (the
@@ -142,9 +150,7 @@ impl Tcb {
             // FreeBSD syncache_add resend it at once, without touching the timer).
             if seg.seq == self.irs && self.cfg.synack_on_duplicate_syn {
                 self.timed = None;
-                self.emit(SYN | ACK, 0, 0, now);
-                self.stats.handshake_segments += 1;
-                self.last_handshake_sent = Some(now);
+                self.emit_handshake(SYN | ACK, now);
                 self.handshake_resent_by_syn = true;
                 if self.cfg.linux_handshake {
                     // tcp_check_req: "Reset timer after retransmitting SYNACK", to
