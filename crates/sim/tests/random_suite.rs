@@ -390,3 +390,54 @@ data = [920]
     let c = run(text, &["workload.response_headers=248B"]);
     agrees(&c, 2.444578, [1, 1, 0, 1, 0]);
 }
+
+#[test]
+fn random_085() {
+    // four losses at 16.4 Mbit/s, 16.9 ms: HyStart's round began at the first ACK with
+    // cwnd ≥ 16 instead of counting rounds from the first flight (hystart_update resets
+    // the round before its low-window check since Linux 6.13), so the ACK train that ends
+    // the kernel's slow start at ~33 segments went unseen; the window grew to the
+    // receiver's 120 segments, the queue with it, and the first two losses fell into one
+    // recovery: two TCPSackRecovery against the kernel's three
+    let text = "name = \"random 85\"
+seed = 86
+[path]
+rtt = \"16.9ms\"
+bandwidth = \"16.4Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"2212B\"
+response = \"696621B\"
+[drop]
+data = [253, 323, 480, 483]
+";
+    let c = run(text, &["workload.response_headers=246B"]);
+    agrees(&c, 0.471469, [1, 4, 0, 3, 0]);
+}
+
+#[test]
+fn random_183() {
+    // three losses and a lost ACK at 8.7 Mbit/s, 197 ms: the same HyStart round start;
+    // one recovery against the kernel's two
+    let text = "name = \"random 183\"
+seed = 184
+[path]
+rtt = \"197.3ms\"
+bandwidth = \"8.7Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"626B\"
+response = \"801904B\"
+[drop]
+data = [301, 446, 555]
+ack = [14]
+";
+    let c = run(text, &["workload.response_headers=246B"]);
+    agrees(&c, 2.100679, [1, 3, 0, 2, 0]);
+}
