@@ -441,3 +441,55 @@ ack = [14]
     let c = run(text, &["workload.response_headers=246B"]);
     agrees(&c, 2.100679, [1, 3, 0, 2, 0]);
 }
+
+#[test]
+fn random_020() {
+    // 5.8 Mbit/s over 4.6 ms, the receive window the limit: the queue holds ~20 segments
+    // (40 ms), and the receiver's autotuning runs once per *its* RTT estimate
+    // (tcp_rcv_space_adjust, rcv_rtt_est from the timestamp echoes,
+    // tcp_rcv_rtt_measure_ts), which includes that queue. With the path's 4.6 ms instead,
+    // the reader never saw more than `space` bytes in one "RTT", the window stayed at
+    // 22 segments for 2 s (the kernel's grew to 100), and the losses fell differently:
+    // three recoveries against the kernel's two
+    let text = "name = \"random 20\"
+seed = 21
+[path]
+rtt = \"4.6ms\"
+bandwidth = \"5.8Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"3243B\"
+response = \"1388164B\"
+[drop]
+data = [466, 509, 960]
+ack = [5]
+";
+    let c = run(text, &["workload.response_headers=248B"]);
+    agrees(&c, 2.081247, [1, 3, 0, 2, 0]);
+}
+
+#[test]
+fn random_094() {
+    // 4.6 Mbit/s over 10.4 ms, four losses: the receiver's RTT estimate as in random_020;
+    // three recoveries against the kernel's two before
+    let text = "name = \"random 94\"
+seed = 95
+[path]
+rtt = \"10.4ms\"
+bandwidth = \"4.6Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"4228B\"
+response = \"1518779B\"
+[drop]
+data = [825, 885, 1049, 1051]
+";
+    let c = run(text, &["workload.response_headers=248B"]);
+    agrees(&c, 2.844131, [1, 4, 0, 2, 0]);
+}
