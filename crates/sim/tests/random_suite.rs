@@ -493,3 +493,30 @@ data = [825, 885, 1049, 1051]
     let c = run(text, &["workload.response_headers=248B"]);
     agrees(&c, 2.844131, [1, 4, 0, 2, 0]);
 }
+
+#[test]
+fn random_068() {
+    // 224 ms, 144 Mbit/s, segment 197 lost and its fast retransmission lost again (the
+    // 266th data packet): the RTO repairs it. The SACKs of the flight sent before the
+    // retransmission keep arriving for another round trip, and each restarts the RTO
+    // (tcp_clean_rtx_queue: a SACK RTT sample from data sent before the head's last
+    // transmission sets FLAG_SET_XMIT_TIMER); the simulator ran the RTO from the
+    // retransmission and finished 0.235 s early (2.095 s)
+    let text = "name = \"random 68\"
+seed = 69
+[path]
+rtt = \"224.0ms\"
+bandwidth = \"144.1Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"1377B\"
+response = \"382201B\"
+[drop]
+data = [197, 266]
+";
+    let c = run(text, &["workload.response_headers=246B"]);
+    agrees(&c, 2.33038, [1, 2, 1, 1, 0]);
+}
