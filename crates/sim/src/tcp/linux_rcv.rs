@@ -3,7 +3,8 @@
 //! clamp (`tcp_init_buffer_space`), `rcv_ssthresh` growth per segment (`tcp_grow_window`),
 //! receive-buffer autotuning once per receiver RTT (`tcp_rcv_space_adjust`,
 //! `tcp_rcvbuf_grow`; the receiver's RTT from the timestamp echoes, queueing included,
-//! `tcp_rcv_rtt_measure_ts`, and the window's turns, `tcp_rcv_rtt_measure`), the window offered on each ACK (`__tcp_select_window`,
+//! `tcp_rcv_rtt_measure_ts`, and the window's turns, `tcp_rcv_rtt_measure`), the window
+//! offered on each ACK (`__tcp_select_window`,
 //! `tcp_select_window`: never shrink the right edge, align to the scale), and when to
 //! acknowledge (`__tcp_ack_snd_check`, quick-ACK mode `tcp_incr_quickack`, the adaptive
 //! delayed-ACK timeout `ato` of `tcp_event_data_recv` and `tcp_send_delayed_ack`).

@@ -45,7 +45,7 @@ impl Tcb {
         // RTO or probe (FLAG_SET_XMIT_TIMER; "Do not re-arm RTO if the sack RTT is measured
         // from data sent after when the head was last (re)transmitted"): during a recovery
         // whose retransmission is lost again, every SACK of the earlier flight restarts it.
-        let sack_rearm = ack == self.snd_una && d.first_clean_xmit.is_some_and(|t| self.sb.get(0).is_some_and(|h| t < h.xmit));
+        let sack_rearm = ack == prior_una && d.first_clean_xmit.is_some_and(|t| self.sb.get(0).is_some_and(|h| t < h.xmit));
         if d.dsack || seg.dsack {
             self.stats.dsacks += 1;
         }
