@@ -390,3 +390,133 @@ data = [920]
     let c = run(text, &["workload.response_headers=248B"]);
     agrees(&c, 2.444578, [1, 1, 0, 1, 0]);
 }
+
+#[test]
+fn random_085() {
+    // four losses at 16.4 Mbit/s, 16.9 ms: HyStart's round began at the first ACK with
+    // cwnd ≥ 16 instead of counting rounds from the first flight (hystart_update resets
+    // the round before its low-window check since Linux 6.13), so the ACK train that ends
+    // the kernel's slow start at ~33 segments went unseen; the window grew to the
+    // receiver's 120 segments, the queue with it, and the first two losses fell into one
+    // recovery: two TCPSackRecovery against the kernel's three
+    let text = "name = \"random 85\"
+seed = 86
+[path]
+rtt = \"16.9ms\"
+bandwidth = \"16.4Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"2212B\"
+response = \"696621B\"
+[drop]
+data = [253, 323, 480, 483]
+";
+    let c = run(text, &["workload.response_headers=246B"]);
+    agrees(&c, 0.471469, [1, 4, 0, 3, 0]);
+}
+
+#[test]
+fn random_183() {
+    // three losses and a lost ACK at 8.7 Mbit/s, 197 ms: the same HyStart round start;
+    // one recovery against the kernel's two
+    let text = "name = \"random 183\"
+seed = 184
+[path]
+rtt = \"197.3ms\"
+bandwidth = \"8.7Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"626B\"
+response = \"801904B\"
+[drop]
+data = [301, 446, 555]
+ack = [14]
+";
+    let c = run(text, &["workload.response_headers=246B"]);
+    agrees(&c, 2.100679, [1, 3, 0, 2, 0]);
+}
+
+#[test]
+fn random_020() {
+    // 5.8 Mbit/s over 4.6 ms, the receive window the limit: the queue holds ~20 segments
+    // (40 ms), and the receiver's autotuning runs once per *its* RTT estimate
+    // (tcp_rcv_space_adjust, rcv_rtt_est from the timestamp echoes,
+    // tcp_rcv_rtt_measure_ts), which includes that queue. With the path's 4.6 ms instead,
+    // the reader never saw more than `space` bytes in one "RTT", the window stayed at
+    // 22 segments for 2 s (the kernel's grew to 100), and the losses fell differently:
+    // three recoveries against the kernel's two
+    let text = "name = \"random 20\"
+seed = 21
+[path]
+rtt = \"4.6ms\"
+bandwidth = \"5.8Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"3243B\"
+response = \"1388164B\"
+[drop]
+data = [466, 509, 960]
+ack = [5]
+";
+    let c = run(text, &["workload.response_headers=248B"]);
+    agrees(&c, 2.081247, [1, 3, 0, 2, 0]);
+}
+
+#[test]
+fn random_094() {
+    // 4.6 Mbit/s over 10.4 ms, four losses: the receiver's RTT estimate as in random_020;
+    // three recoveries against the kernel's two before
+    let text = "name = \"random 94\"
+seed = 95
+[path]
+rtt = \"10.4ms\"
+bandwidth = \"4.6Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"4228B\"
+response = \"1518779B\"
+[drop]
+data = [825, 885, 1049, 1051]
+";
+    let c = run(text, &["workload.response_headers=248B"]);
+    agrees(&c, 2.844131, [1, 4, 0, 2, 0]);
+}
+
+#[test]
+fn random_068() {
+    // 224 ms, 144 Mbit/s, segment 197 lost and its fast retransmission lost again (the
+    // 266th data packet): the RTO repairs it. The SACKs of the flight sent before the
+    // retransmission keep arriving for another round trip, and each restarts the RTO
+    // (tcp_clean_rtx_queue: a SACK RTT sample from data sent before the head's last
+    // transmission sets FLAG_SET_XMIT_TIMER); the simulator ran the RTO from the
+    // retransmission and finished 0.235 s early (2.095 s)
+    let text = "name = \"random 68\"
+seed = 69
+[path]
+rtt = \"224.0ms\"
+bandwidth = \"144.1Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"1377B\"
+response = \"382201B\"
+[drop]
+data = [197, 266]
+";
+    let c = run(text, &["workload.response_headers=246B"]);
+    agrees(&c, 2.33038, [1, 2, 1, 1, 0]);
+}

@@ -2,7 +2,9 @@
 //! and window scale from `tcp_rmem` and the MSS (`tcp_select_initial_window`), the window
 //! clamp (`tcp_init_buffer_space`), `rcv_ssthresh` growth per segment (`tcp_grow_window`),
 //! receive-buffer autotuning once per receiver RTT (`tcp_rcv_space_adjust`,
-//! `tcp_rcvbuf_grow`), the window offered on each ACK (`__tcp_select_window`,
+//! `tcp_rcvbuf_grow`; the receiver's RTT from the timestamp echoes, queueing included,
+//! `tcp_rcv_rtt_measure_ts`, and the window's turns, `tcp_rcv_rtt_measure`), the window
+//! offered on each ACK (`__tcp_select_window`,
 //! `tcp_select_window`: never shrink the right edge, align to the scale), and when to
 //! acknowledge (`__tcp_ack_snd_check`, quick-ACK mode `tcp_incr_quickack`, the adaptive
 //! delayed-ACK timeout `ato` of `tcp_event_data_recv` and `tcp_send_delayed_ack`).
@@ -40,6 +42,13 @@ pub struct LinuxRcv {
     space: u64,
     space_seq: u64,
     space_time: Instant,
+    /// tp->rcv_rtt_est: the receiver's RTT in µs × 8 (0 until measured), the window
+    /// measurement's edge and start (tcp_rcv_rtt_measure), the last echo used
+    /// (rcv_rtt_last_tsecr).
+    rtt_us8: u64,
+    est_seq: u64,
+    est_time: Option<Instant>,
+    last_tsecr: Option<u32>,
     /// icsk_ack.rcv_mss: the receiver's estimate of the sender's segment size.
     rcv_mss: u64,
     /// Quick-ACK credit (icsk_ack.quick) and the delayed-ACK timeout (icsk_ack.ato).
@@ -89,6 +98,10 @@ impl LinuxRcv {
             space: 0,
             space_seq: 0,
             space_time: Instant::ZERO,
+            rtt_us8: 0,
+            est_seq: 0,
+            est_time: None,
+            last_tsecr: None,
             rcv_mss: syn_mss.min(536),
             quick: 0,
             ato: ato_min,
@@ -134,8 +147,51 @@ impl LinuxRcv {
         self.rcv_wup = rcv_nxt;
     }
 
-    /// An in-order data segment of `len` bytes arrived (tcp_event_data_recv).
-    pub fn on_data(&mut self, len: u64, now: Instant, rto: Duration) {
+    /// tcp_rcv_rtt_update: a smaller sample replaces the estimate at once; a larger one
+    /// (timestamps only, not `win_dep`) moves it by 1/8.
+    fn rcv_rtt_update(&mut self, sample_us: u64, win_dep: bool) {
+        let m = sample_us << 3;
+        if self.rtt_us8 == 0 || m < self.rtt_us8 {
+            self.rtt_us8 = m;
+        } else if !win_dep {
+            // (the application has read everything: the queue-not-empty rule never applies)
+            self.rtt_us8 = self.rtt_us8 - (self.rtt_us8 >> 3) + sample_us;
+        }
+    }
+
+    /// tcp_rcv_rtt_measure_ts, for every segment of at least `rcv_mss` that echoes a new
+    /// timestamp (before it is queued, in order or not): the sample is the receiver's own
+    /// millisecond clock minus the echoed TSval, so it holds the queue the data waited in
+    /// and is quantised to whole milliseconds; a zero sample is dropped.
+    pub fn on_timestamp(&mut self, len: u64, tsecr: u32, now: Instant) {
+        if self.last_tsecr == Some(tsecr) {
+            return;
+        }
+        self.last_tsecr = Some(tsecr);
+        if len >= self.rcv_mss {
+            let delta_ms = ((now.0 / 1_000_000) as u32).wrapping_sub(tsecr);
+            if delta_ms > 0 && delta_ms < 0x8000_0000 / 1000 {
+                self.rcv_rtt_update(u64::from(delta_ms) * 1000, false);
+            }
+        }
+    }
+
+    /// tcp_rcv_rtt_measure: the time for rcv_nxt to pass the edge of the window offered when
+    /// the measurement began, kept only as a lower bound (`win_dep`).
+    fn rcv_rtt_measure(&mut self, rcv_nxt: u64, now: Instant) {
+        if let Some(t) = self.est_time {
+            if rcv_nxt < self.est_seq {
+                return;
+            }
+            self.rcv_rtt_update((now.since(t).0 / 1000).max(1), true);
+        }
+        self.est_seq = rcv_nxt + self.rcv_wnd;
+        self.est_time = Some(now);
+    }
+
+    /// An in-order data segment of `len` bytes arrived, rcv_nxt is now `rcv_nxt`
+    /// (tcp_event_data_recv).
+    pub fn on_data(&mut self, len: u64, rcv_nxt: u64, now: Instant, rto: Duration) {
         // tcp_measure_rcv_mss: the segment size, and with it the payload/truesize ratio.
         if len >= self.rcv_mss {
             self.rcv_mss = len.min(self.advmss);
@@ -147,6 +203,7 @@ impl LinuxRcv {
             self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
             self.space = self.space.min(self.window_clamp);
         }
+        self.rcv_rtt_measure(rcv_nxt, now);
         match self.lrcvtime {
             None => {
                 self.incr_quickack();
@@ -189,11 +246,11 @@ impl LinuxRcv {
     }
 
     /// The application has read everything up to `copied` at `now` (tcp_recvmsg →
-    /// tcp_rcv_space_adjust): once per receiver RTT, grow the buffer to twice what was
-    /// read in the last RTT, more while that is growing (slow start), and the clamp with it.
-    pub fn on_read(&mut self, copied: u64, now: Instant, rcv_rtt: Option<Duration>) {
-        let Some(rtt) = rcv_rtt else { return };
-        if now.since(self.space_time) < rtt {
+    /// tcp_rcv_space_adjust): once per receiver RTT (`rcv_rtt_est`, nothing before its first
+    /// sample), grow the buffer to twice what was read in the last RTT, more while that is
+    /// growing (slow start), and the clamp with it.
+    pub fn on_read(&mut self, copied: u64, now: Instant) {
+        if self.rtt_us8 == 0 || now.since(self.space_time).0 / 1000 < self.rtt_us8 >> 3 {
             return;
         }
         let read = copied - self.space_seq;
@@ -329,17 +386,49 @@ mod tests {
         assert_eq!(r.select_window(1), 63 * 1024);
         // The first data segment sets the measured ratio: rcv_ssthresh falls to the clamp
         // (131072 × 64/256 = 32768), but the edge stays: 64512 − 1448 → 62 × 1024 + ...
-        r.on_data(1448, Instant(1), Duration::from_millis(260));
+        r.on_data(1448, 1449, Instant(1), Duration::from_millis(260));
         let w = r.select_window(1449);
         assert_eq!(u64::from(w), align_up(63 * 1024 - 1448, 10));
         assert_eq!(w, 62 * 1024, "tcpdump showed win 62 after the first segment");
     }
 
     #[test]
+    fn receiver_rtt_from_timestamp_echoes_paces_autotuning() {
+        let ms = |m: u64| Instant::ZERO + Duration::from_millis(m);
+        let mut r = LinuxRcv::new(&cfg(), 1460, true, Duration::from_millis(40));
+        r.establish(true, 1448, 1, Instant::ZERO);
+        r.on_data(1448, 1449, ms(5), Duration::from_millis(260));
+        // No estimate yet: tcp_rcv_space_adjust does nothing, however much was read.
+        r.on_read(200_000, ms(50));
+        assert_eq!((r.rtt_us8, r.rcvbuf), (0, 131_072));
+        // An echo of a TSval sent at 10 ms, received at 55.9 ms: 45 ms on the receiver's
+        // millisecond clock; a repeated echo gives no second sample, a zero one none.
+        r.on_timestamp(1448, 10, Instant(55_900_000));
+        assert_eq!(r.rtt_us8 >> 3, 45_000);
+        r.on_timestamp(1448, 10, ms(90));
+        r.on_timestamp(1448, 90, ms(90));
+        assert_eq!(r.rtt_us8 >> 3, 45_000);
+        // A larger sample moves the estimate by 1/8, a smaller one replaces it.
+        r.on_timestamp(1448, 20, ms(69));
+        assert_eq!(r.rtt_us8, 45_000 * 8 - 45_000 + 49_000);
+        r.on_timestamp(1448, 60, ms(90));
+        assert_eq!(r.rtt_us8 >> 3, 30_000);
+        // The first adjustment measures from the establishment; the next waits one
+        // estimated RTT (30 ms) from it.
+        r.on_read(60_000, ms(60));
+        let buf = r.rcvbuf;
+        assert!(buf > 131_072, "60 kB read in the first RTT: the buffer grows");
+        r.on_read(200_000, ms(89));
+        assert_eq!(r.rcvbuf, buf);
+        r.on_read(200_000, ms(90));
+        assert!(r.rcvbuf > buf);
+    }
+
+    #[test]
     fn quick_acks_for_half_a_window_then_every_second_segment() {
         let mut r = LinuxRcv::new(&cfg(), 1460, true, Duration::from_millis(40));
         r.establish(true, 1448, 1, Instant::ZERO);
-        r.on_data(1448, Instant(1), Duration::from_millis(260));
+        r.on_data(1448, 1449, Instant(1), Duration::from_millis(260));
         assert!(r.quick >= 1 && r.quick <= 16);
         for _ in 0..16 {
             r.ack_sent();

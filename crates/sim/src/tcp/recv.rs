@@ -13,6 +13,11 @@ impl Tcb {
         if seg.len == 0 && !fin {
             return;
         }
+        if seg.ts {
+            if let Some(r) = self.lrcv.as_deref_mut() {
+                r.on_timestamp(u64::from(seg.len), seg.tsecr, now);
+            }
+        }
         let start = self.seq_offset(seg.seq).max(0) as u64;
         let end = start + u64::from(seg.len);
         if fin {
@@ -91,7 +96,7 @@ impl Tcb {
         let quickack_route = self.cfg.ack.delayed == DelayedAck::Off;
         let r = self.lrcv.as_deref_mut().expect("a Linux receiver");
         if advanced && len > 0 {
-            r.on_data(u64::from(len), now, rto);
+            r.on_data(u64::from(len), rcv_nxt, now, rto);
         }
         let now_ack = ack_at_once || quickack_route || !self.ooo.is_empty() || r.ack_now(rcv_nxt);
         let timeout = r.delack_timeout(srtt);
@@ -106,12 +111,10 @@ impl Tcb {
             *slot = Some(slot.map_or(at, |t| t.min(at)));
         }
         // tcp_rcv_space_adjust runs once per receiver RTT (tp->rcv_rtt_est, measured from the
-        // data's timestamp echoes, tcp_rcv_rtt_measure_ts), not per SRTT: after a resent SYN
-        // the SRTT starts from the echo of the first SYN (a second or more), while the
-        // receiver's estimate is the path's. The smallest RTT seen stands for it.
-        let rcv_rtt = self.min_rtt.or(srtt);
+        // data's timestamp echoes and the window's turns), not per SRTT: after a resent SYN
+        // the SRTT starts from the echo of the first SYN (a second or more).
         if let Some(r) = self.lrcv.as_deref_mut() {
-            r.on_read(rcv_nxt, now, rcv_rtt);
+            r.on_read(rcv_nxt, now);
         }
     }
 

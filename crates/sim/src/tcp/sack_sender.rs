@@ -40,6 +40,12 @@ impl Tcb {
         let prior_una = self.snd_una;
         let mut d = Delivered::default();
         self.sb.on_ack(ack, sacks, &mut d);
+        // tcp_clean_rtx_queue: an ACK that only SACKs gives an RTT sample (sack_rtt_us) and,
+        // when the data it SACKs left before the head's last (re)transmission, re-arms the
+        // RTO or probe (FLAG_SET_XMIT_TIMER; "Do not re-arm RTO if the sack RTT is measured
+        // from data sent after when the head was last (re)transmitted"): during a recovery
+        // whose retransmission is lost again, every SACK of the earlier flight restarts it.
+        let sack_rearm = ack == prior_una && d.first_clean_xmit.is_some_and(|t| self.sb.get(0).is_some_and(|h| t < h.xmit));
         if d.dsack || seg.dsack {
             self.stats.dsacks += 1;
         }
@@ -147,7 +153,7 @@ impl Tcb {
                 self.xmit_timer = XmitTimer::Reorder;
                 self.arm_xmit(now, wait + extra);
             }
-        } else if advanced {
+        } else if advanced || sack_rearm {
             self.set_xmit_timer(now);
         }
     }

@@ -3,7 +3,8 @@
 //! region, at most one segment per two ACKed in avoidance; slow start counts every ACKed
 //! segment (tcp_slow_start). HyStart (bictcp_hystart_*): slow start ends when an ACK
 //! train lasts longer than half the minimum RTT, or when the RTT of a round's first eight
-//! ACKs rises by min RTT/8 (clamped to 4..16 ms), once cwnd ≥ 16.
+//! ACKs rises by min RTT/8 (clamped to 4..16 ms), once cwnd ≥ 16; rounds are counted from
+//! the first flight (6.18's hystart_update).
 //!
 //! Linux counts in packets; this module converts the byte window with the MSS.
 
@@ -160,12 +161,17 @@ impl Cubic {
         if self.delay_min.is_none_or(|d| d > delay) {
             self.delay_min = Some(delay);
         }
-        let cwnd = w.cwnd / w.mss;
-        if self.found || !self.hystart || !w.in_slow_start() || cwnd < HYSTART_LOW_WINDOW {
+        if self.found || !self.hystart || !w.in_slow_start() {
             return;
         }
+        // hystart_update: the round restarts before the low-window check, so rounds are
+        // counted from the first flight on (6.13's "fix incorrect HyStart round start
+        // detection"; before it, the first round began at cwnd 16 and missed the trains).
         if ev.snd_una > self.end_seq {
             self.hystart_reset(ev.now, ev.snd_nxt);
+        }
+        if w.cwnd / w.mss < HYSTART_LOW_WINDOW {
+            return;
         }
         let delay_min = self.delay_min.unwrap_or(delay);
         // ACK-train detection (no pacing: half of min RTT plus the GSO allowance).
@@ -321,5 +327,27 @@ mod tests {
         }
         assert!(c.found);
         assert_eq!(w.ssthresh, w.cwnd);
+    }
+
+    #[test]
+    fn hystart_rounds_start_below_the_low_window() {
+        // Linux ≥ 6.13 hystart_update: snd_una past end_seq starts a new round even while
+        // cwnd < hystart_low_window, so the round in progress when cwnd reaches 16 began at
+        // the ACK below it (10 ms, cwnd 15), and its train is measured from there: with
+        // ACKs 1 ms apart it passes (min RTT 20 ms + 1 ms) / 2 at 21 ms, not 22 ms.
+        let mut c = Cubic::new(true);
+        let mut w = Window { cwnd: 15_000, ssthresh: u64::MAX, mss: 1000 };
+        c.on_established(&mut w, Instant::ZERO);
+        let mut found_at = None;
+        for k in 0..20 {
+            c.on_ack(&mut w, &ev(1000, 10 + k, 20, 1001 + k * 100, 15_001 + k * 2000));
+            if c.found {
+                found_at = Some(10 + k);
+                break;
+            }
+        }
+        assert_eq!(c.round_start, Instant::ZERO + Duration::from_millis(10));
+        assert_eq!(found_at, Some(21));
+        assert_eq!(w.ssthresh, 26_000, "cwnd when the train was seen");
     }
 }
