@@ -520,3 +520,30 @@ data = [197, 266]
     let c = run(text, &["workload.response_headers=246B"]);
     agrees(&c, 2.33038, [1, 2, 1, 1, 0]);
 }
+
+#[test]
+fn random_016() {
+    // The SYN/ACK and both response segments lost: the client's repeated SYN made the
+    // server resend its SYN/ACK, and the client's ACK echoed that SYN/ACK's timestamp. The
+    // kernel takes an RTT sample from the echo (tcp_synack_rtt_meas); the simulator had
+    // not kept that SYN/ACK's send time, fell back to the RTO after a SYN loss and timed
+    // the response's losses out at 5.23 s (kernel: /tmp/b14/full3, s11-b14's run)
+    let text = "name = \"random 16\"
+seed = 17
+[path]
+rtt = \"117.7ms\"
+bandwidth = \"17.5Mbit\"
+[client]
+stack = \"linux\"
+[server]
+stack = \"linux\"
+[workload]
+request = \"1749B\"
+response = \"1012B\"
+[drop]
+data = [1, 2]
+synack = [1]
+";
+    let c = run(text, &["workload.response_headers=242B"]);
+    agrees(&c, 2.002018, [2, 2, 2, 0, 1]);
+}
