@@ -115,6 +115,7 @@ def simulate(
     max_memory: int = 0,
     max_events: int = 0,
     rate: float | None = None,
+    totals_only: bool = False,
 ) -> str:
     """Run a scenario with the GIL released; returns the report as JSON text.
 

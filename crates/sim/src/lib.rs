@@ -33,7 +33,7 @@ pub mod world;
 pub use calibrate::{run, run_at_rate};
 pub use capture::{Capture, CaptureSink, PcapStream};
 pub use error::{ScenarioError, SimError};
-pub use report::{ConnReport, RunReport};
+pub use report::{ConnReport, RunReport, Totals};
 pub use scenario::Scenario;
 pub use world::{Budget, LimitError, RunOptions, World};
 
