@@ -129,8 +129,7 @@ fn simulate(
         let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         let file = File::create(path).map_err(|e| RunFailure::Io(named(e)))?;
         let run = || -> Result<String, RunFailure> {
-            let mut stream =
-                PcapStream::new(BufWriter::new(file), sc.capture_link, sc.workload.port).map_err(|e| RunFailure::Io(named(e)))?;
+            let mut stream = PcapStream::for_scenario(BufWriter::new(file), &sc).map_err(|e| RunFailure::Io(named(e)))?;
             let report = shortflow_sim::try_run_to(sc, opts, rate, &budget, &mut stream).map_err(RunFailure::Limit)?;
             stream.finish().map_err(|e| RunFailure::Io(named(e)))?;
             Ok(report.to_json())

@@ -159,6 +159,10 @@ pub struct World<'s> {
     /// Each connection's pair by id (4 bytes a connection), so packets still in flight
     /// after their connection left reach the capture point.
     pair_of: Vec<u32>,
+    /// With `path.rtt_max`: each connection's extra two-way delay by id (its drawn RTT
+    /// less `path.rtt`; empty otherwise), and the stream it is drawn from.
+    extra_rtt: Vec<Duration>,
+    rtt_rng: ChaCha8Rng,
     /// Reports of the connections that left (none with `opts.totals_only`).
     reports: Vec<ConnReport>,
     /// Every connection that left, added up.
@@ -204,6 +208,8 @@ impl<'s> World<'s> {
             conns: FxHashMap::default(),
             next_id: 0,
             pair_of: Vec::new(),
+            extra_rtt: Vec::new(),
+            rtt_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x5254_5452),
             reports: Vec::new(),
             totals: Totals::default(),
             complete_sum_s: 0.0,
@@ -386,6 +392,11 @@ impl<'s> World<'s> {
             }
         }
         self.pair_of.push(c.spec.pair);
+        if let Some(max) = self.sc.path.rtt_max {
+            // Uniform in [rtt, rtt_max] (a draw only when the scenario asks for one).
+            let span = max.0 - self.sc.path.rtt.0;
+            self.extra_rtt.push(Duration(if span == 0 { 0 } else { self.rtt_rng.random_range(0..=span) }));
+        }
         self.conns.insert(id, c);
         self.peak_open = self.peak_open.max(self.conns.len());
         self.pump(id, true, now);
@@ -416,11 +427,31 @@ impl<'s> World<'s> {
     /// Offers `seg` to hop `hop` of its route.
     fn transmit(&mut self, hop: u8, seg: Segment, now: Instant) {
         let pair = self.pair_of[seg.conn as usize];
-        let Some(port) = self.topo.route(pair, seg.from_client).hop(hop) else { return };
+        let route = self.topo.route(pair, seg.from_client);
+        let Some(port) = route.hop(hop) else { return };
         match self.topo.ports[port].send(now, seg.wire_bytes(), &mut self.queue_rng) {
-            Some(at) => self.q.schedule(at, Event::Arrive { hop, seg }),
+            Some(at) => {
+                let at = at + self.extra_delay(seg.conn, hop, route.hop(hop + 1).is_none());
+                self.q.schedule(at, Event::Arrive { hop, seg })
+            }
             None => self.count_drop(seg.conn),
         }
+    }
+
+    /// A connection's own extra delay on hop `hop` (`path.rtt_max`): a quarter of its
+    /// extra two-way delay on the sender's link (the first hop), the rest of the one-way
+    /// half on the receiver's side (the last hop), as `path.rtt` splits over the four
+    /// crossings. Propagation only: the ports' queues and rates see the packet as before.
+    fn extra_delay(&self, conn: u32, hop: u8, last: bool) -> Duration {
+        let Some(&Duration(x)) = self.extra_rtt.get(conn as usize) else { return Duration::ZERO };
+        let first = x / 4;
+        Duration(if hop == 0 {
+            first
+        } else if last {
+            x / 2 - first
+        } else {
+            0
+        })
     }
 
     fn count_drop(&mut self, conn: u32) {

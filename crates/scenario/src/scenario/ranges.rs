@@ -40,6 +40,7 @@ const fn r(key: &'static str, unit: Unit, min: u64, max: u64, why: &'static str)
 pub const RANGES: &[Range] = &[
     r("time_limit", Unit::Nanos, MS, 365 * 24 * 3600 * S, "a simulated year at most"),
     r("path.rtt", Unit::Nanos, 0, 60 * S, "a minute covers a geostationary path many times over"),
+    r("path.rtt_max", Unit::Nanos, 0, 60 * S, "as path.rtt"),
     r("path.bandwidth", Unit::BitsPerSecond, 1_000, 1_000_000_000_000, "1 kbit/s to 1 Tbit/s"),
     r("path.access_bandwidth", Unit::BitsPerSecond, 1_000, 1_000_000_000_000, "1 kbit/s to 1 Tbit/s"),
     r("path.queue.packets", Unit::Count, 1, 1_000_000, "a router buffer of a million packets is already absurd"),
@@ -149,6 +150,9 @@ pub fn check_scenario(sc: &Scenario, src: &str) -> Result<(), ScenarioError> {
     match sc.path.queue {
         QueueConfig::DropTailPackets(n) | QueueConfig::Red { limit: n, .. } => values.push(("path.queue.packets", u64::from(n))),
         QueueConfig::DropTailBytes(b) => values.push(("path.queue.bytes", b)),
+    }
+    if let Some(m) = sc.path.rtt_max {
+        values.push(("path.rtt_max", m.0));
     }
     if let Some(o) = &sc.syn_optimizer {
         values.push(("mechanisms.syn_optimizer.delay", o.delay.0));
