@@ -111,6 +111,8 @@ pub struct PcapStream<W: Write> {
     w: PcapWriter<W>,
     server: Endpoint,
     ipv6: bool,
+    /// Added to every timestamp: the capture's time 0 (Unix time, ns).
+    start_ns: u64,
     framing: SegmentOptions,
     /// Window scale each end announced, by connection (client, server): a window is
     /// written shifted once both SYNs carried the option (RFC 7323 2.2).
@@ -140,10 +142,17 @@ impl<W: Write> PcapStream<W> {
             w,
             server: server_endpoint(server_port, ipv6),
             ipv6,
+            start_ns: 0,
             framing: SegmentOptions { link, interface: 0, vlan, mss: None },
             wscale: FxHashMap::default(),
             error: None,
         }
+    }
+
+    /// Timestamps from `unix_ns` instead of 0 (1970): a synthetic trace dated like a real one.
+    pub fn starting_at(mut self, unix_ns: u64) -> Self {
+        self.start_ns = unix_ns;
+        self
     }
 
     /// Flushes what is buffered; returns the writer, or the first write error.
@@ -182,7 +191,7 @@ impl<W: Write> PcapStream<W> {
             window: (s.window >> shift).min(65_535) as u16,
             payload_len: s.len,
         };
-        self.w.write_segment_with(t.0, &seg, &self.framing, Some(&extra(s)))
+        self.w.write_segment_with(self.start_ns + t.0, &seg, &self.framing, Some(&extra(s)))
     }
 }
 

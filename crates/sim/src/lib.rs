@@ -12,6 +12,7 @@ pub mod calibrate;
 pub mod capture;
 pub mod engine;
 pub mod error;
+pub mod generate;
 pub mod link;
 pub mod loss;
 pub mod mechanisms;

@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::generated;
-use shortflow_trace::gen::GenConfig;
+use common::{generated, GenOptions};
 use shortflow_trace::{analyze_capture, CaptureReader, LinkType, Options, Progress};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
@@ -75,7 +74,7 @@ fn damage(rng: &mut Rng, clean: &[u8]) -> Vec<u8> {
 
 #[test]
 fn damaged_captures_give_plain_located_messages() {
-    let cfg = GenConfig { connections: 20, ..GenConfig::default() };
+    let cfg = GenOptions { connections: 20, ..GenOptions::default() };
     let opts = SegmentOptions::default();
     let (pcap, _) = generated(
         &cfg,

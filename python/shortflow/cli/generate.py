@@ -1,4 +1,5 @@
-"""`shortflow generate`: a synthetic trace of interleaved short flows with known losses."""
+"""`shortflow generate`: a synthetic trace of interleaved short flows with known losses, run
+through the simulator (`shortflow_sim::generate`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def register(app: typer.Typer) -> None:
         rtt_max: Annotated[str, typer.Option(help="largest path RTT")] = "200ms",
         syn_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN")] = 0.01,
         synack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN/ACK")] = 0.005,
-        ack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of the client's handshake ACK (with the request)")] = 0.0,
+        ack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each client pure ACK (the handshake's third packet and later ones)")] = 0.0,
         client_rto: Annotated[str, typer.Option(help="client's initial SYN RTO (1s RFC 6298, 3s RFC 2988)")] = "1s",
         server_rto: Annotated[str, typer.Option(help="server's initial SYN/ACK RTO")] = "1s",
         vantage: Annotated[str, typer.Option(help="capture point: client or server")] = "client",

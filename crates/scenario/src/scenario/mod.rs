@@ -69,6 +69,8 @@ impl ArrivalRate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoissonConfig {
     pub rate: ArrivalRate,
+    /// Arrivals stop after this many connections (None: at the workload's duration only).
+    pub max_connections: Option<u64>,
     pub request: SizeDist,
     pub response: SizeDist,
 }
@@ -321,6 +323,10 @@ pub fn document(text: &str, source: &str, overrides: &[String]) -> Result<Table,
     }
     Ok(doc)
 }
+
+/// Most arrivals a Poisson workload may have (`max_connections`): a run that keeps totals
+/// only holds the connections open at once, so the count is bounded by time, not memory.
+pub const MAX_ARRIVALS: u64 = 1_000_000_000;
 
 /// Largest scenario file read (a scenario is a page of TOML; this refuses a wrong file).
 pub const MAX_FILE_BYTES: usize = 4 << 20;
@@ -911,7 +917,15 @@ fn dist(d: &Option<RawDist>, fixed: u64, src: &str, key: &str) -> Result<SizeDis
             let v = sizes::parse_csv(&text).map_err(|e| err(src, &k("file"), format!("{}: {e}", path.display())))?;
             Ok(SizeDist::Empirical(v))
         }
-        other => Err(err(src, &k("kind"), format!("{other:?}: expected \"fixed\", \"pareto\" or \"empirical\""))),
+        "uniform" => {
+            let min = d.min.ok_or_else(|| err(src, &k("min"), "a uniform size needs min = \"1B\" and max"))?.0;
+            let max = d.max.ok_or_else(|| err(src, &k("max"), "a uniform size needs min and max = \"20kB\""))?.0;
+            if min == 0 || max < min {
+                return Err(err(src, &k("max"), format!("{min}B to {max}B: need 1B <= min <= max")));
+            }
+            Ok(SizeDist::Uniform { min, max })
+        }
+        other => Err(err(src, &k("kind"), format!("{other:?}: expected \"fixed\", \"pareto\", \"empirical\" or \"uniform\""))),
     }
 }
 
@@ -939,6 +953,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
     only((w.flows.is_some() || w.size.is_some() || w.spacing.is_some()) && kind_name != "bulk", "flows", "\"bulk\"")?;
     only((w.request_dist.is_some() || w.response_dist.is_some()) && kind_name != "poisson", "response_dist", "\"poisson\"")?;
     only(w.response_headers.is_some() && kind_name != "http", "response_headers", "\"http\"")?;
+    only(w.max_connections.is_some() && kind_name != "poisson", "max_connections", "\"poisson\"")?;
     let open_loop = matches!(kind_name, "poisson" | "packmime");
     only(
         (w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop,
@@ -949,6 +964,13 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
         "http" => WorkloadKind::Http,
         "poisson" => WorkloadKind::Poisson(PoissonConfig {
             rate: rate()?,
+            max_connections: match w.max_connections {
+                Some(0) => return Err(err(src, "workload.max_connections", "must be at least 1")),
+                Some(n) if n > MAX_ARRIVALS => {
+                    return Err(err(src, "workload.max_connections", format!("{n}: at most {MAX_ARRIVALS}")))
+                }
+                n => n,
+            },
             request: dist(&w.request_dist, w.request.map_or(300, |s| s.0), src, "workload.request_dist")?,
             response: dist(&w.response_dist, w.response.map_or(13_549, |s| s.0), src, "workload.response_dist")?,
         }),
@@ -962,11 +984,11 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
             return Err(err(src, "workload.kind", format!("{other:?}: expected \"http\", \"poisson\", \"packmime\" or \"bulk\"")))
         }
     };
-    if open_loop && w.duration.is_none() {
+    if open_loop && w.duration.is_none() && w.max_connections.is_none() {
         return Err(err(
             src,
             "workload.duration",
-            format!("a {kind_name} workload needs duration = \"300s\" (arrivals stop then)"),
+            format!("a {kind_name} workload needs duration = \"300s\" (arrivals stop then) or max_connections"),
         ));
     }
     let response = w.response.map_or(13_549, |s| s.0);

@@ -371,12 +371,12 @@ pub struct RawGilbert {
     pub loss_bad: Option<f64>,
 }
 
-/// A size distribution: kind "fixed" (size), "pareto" (mean, shape) or "empirical" (file,
-/// a CSV of sizes, relative to the scenario file).
+/// A size distribution: kind "fixed" (size), "pareto" (mean, shape), "empirical" (file,
+/// a CSV of sizes, relative to the scenario file) or "uniform" (min, max).
 #[derive(Debug, Deserialize, JsonSchema, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct RawDist {
-    /// "fixed", "pareto" or "empirical".
+    /// "fixed", "pareto", "empirical" or "uniform".
     pub kind: String,
     /// fixed: the size.
     pub size: Option<Size>,
@@ -386,6 +386,10 @@ pub struct RawDist {
     pub shape: Option<f64>,
     /// empirical: a CSV of sizes, relative to the scenario file.
     pub file: Option<String>,
+    /// uniform: the smallest size (every size from min to max equally likely).
+    pub min: Option<Size>,
+    /// uniform: the largest size.
+    pub max: Option<Size>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -400,6 +404,9 @@ pub struct RawWorkload {
     pub load: Option<String>,
     /// Connections arrive during this time (poisson, packmime).
     pub duration: Option<Dur>,
+    /// poisson: arrivals stop after this many connections (or at duration, if set, when
+    /// that comes first).
+    pub max_connections: Option<u64>,
     /// poisson: the distribution of request sizes (instead of request).
     pub request_dist: Option<RawDist>,
     /// poisson: the distribution of response sizes (instead of response).
