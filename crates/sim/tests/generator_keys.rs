@@ -118,3 +118,24 @@ fn every_link_type_reads_back_through_the_analyzer() {
         assert_eq!(first.contains(':'), v6, "{link}: client {first}");
     }
 }
+
+#[test]
+fn poisson_stops_at_max_connections_with_uniform_sizes() {
+    let text = POISSON.replace("duration = \"2s\"", "max_connections = 1500").replace(
+        r#"response_dist = { kind = "fixed", size = "5000B" }"#,
+        r#"response_dist = { kind = "uniform", min = "100B", max = "20000B" }"#,
+    );
+    let sc = scenario::load(&text, "count.toml", &[]).expect("no duration needed with max_connections");
+    let (r, _) = try_run(sc, REPORTS, None, &Budget::default()).unwrap();
+    assert_eq!(r.connections.len(), 1500, "arrivals stop at max_connections");
+    let sizes: Vec<u64> = r.connections.iter().map(|c| c.response_bytes).collect();
+    assert!(sizes.iter().all(|&s| (100..=20_000).contains(&s)));
+    let mean = sizes.iter().sum::<u64>() as f64 / sizes.len() as f64;
+    assert!((mean - 10_050.0).abs() < 500.0, "mean {mean}");
+    assert!(r.connections.iter().all(|c| c.bytes_received == c.response_bytes), "every response delivered");
+    // With a duration too, whichever comes first: 1000/s for 2 s is ~2000 arrivals.
+    let both =
+        scenario::load(&text.replace("max_connections = 1500", "max_connections = 1500\nduration = \"500ms\""), "b.toml", &[]);
+    let (r, _) = try_run(both.unwrap(), REPORTS, None, &Budget::default()).unwrap();
+    assert!((400..600).contains(&r.connections.len()), "{}", r.connections.len());
+}

@@ -1176,6 +1176,29 @@ mod tests {
         bad(&["capture.link=\"ipv4\"", "capture.ipv6=true"], "capture.ipv6", "only IPv4");
         bad(&["capture.link=\"raw\"", "capture.vlan=7"], "capture.vlan", "Ethernet");
         bad(&["capture.vlan=4096"], "capture.vlan", "0 to 4095");
+        bad(&["workload.max_connections=10"], "workload.max_connections", "\"poisson\"");
+        let poisson = |extra: &str| format!("{MINIMAL}[workload]\nkind = \"poisson\"\nconnections_per_second = 10.0\n{extra}");
+        let e = load(&poisson(""), "p.toml", &[]).unwrap_err();
+        assert_eq!(e.key, "workload.duration", "{e}");
+        assert!(e.message.contains("or max_connections"), "{e}");
+        assert_eq!(load(&poisson("max_connections = 0\n"), "p.toml", &[]).unwrap_err().key, "workload.max_connections");
+        let e = load(
+            &poisson("max_connections = 5\nresponse_dist = { kind = \"uniform\", min = \"9kB\", max = \"1kB\" }\n"),
+            "p.toml",
+            &[],
+        );
+        assert_eq!(e.unwrap_err().key, "workload.response_dist.max");
+        let ok = load(
+            &poisson("max_connections = 5\nresponse_dist = { kind = \"uniform\", min = \"1B\", max = \"1kB\" }\n"),
+            "p.toml",
+            &[],
+        );
+        match ok.unwrap().workload.kind {
+            WorkloadKind::Poisson(p) => {
+                assert_eq!((p.max_connections, p.response), (Some(5), SizeDist::Uniform { min: 1, max: 1000 }))
+            }
+            k => panic!("{k:?}"),
+        }
         let dumbbell = "[dumbbell]\npairs = 2\nbandwidth = \"10Mbit\"\ndelay = \"5ms\"\n[path]\nrtt_max = \"90ms\"\n";
         assert_eq!(load(dumbbell, "d.toml", &[]).unwrap_err().key, "path");
         let s = load(
