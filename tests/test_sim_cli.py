@@ -154,5 +154,7 @@ def test_totals_only_keeps_no_connection_and_the_same_totals(tmp_path):
     assert t["connections"] == 30
     assert t["syn_transmissions"] == sum(c["syn_transmissions"] for c in f["connections"])
     assert t["timeouts"] == sum(c["timeouts"] for c in f["connections"]) > 0
+    shown = run("simulate", str(s), "--totals-only").stdout
+    assert "30 connections" in shown and "GET s" not in shown  # the summary, no per-connection table
     r = run("simulate", str(s), "--totals-only", "--flows", str(tmp_path / "f.parquet"), check=False)
     assert r.returncode == 2 and "--flows needs the per-connection reports" in r.stderr

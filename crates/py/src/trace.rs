@@ -335,6 +335,8 @@ fn generate<'py>(
     if !matches!(format, "pcap" | "pcapng") {
         return Err(PyValueError::new_err(format!("format must be 'pcap' or 'pcapng', not {format:?}")));
     }
+    // Options the scenario model refuses fail before the file is created.
+    shortflow_sim::generate::scenario(&opts).map_err(|e| ShortflowError::new_err(format!("{}: {}", e.key, e.message)))?;
     let link = link_from_name(link)?;
     let res = if nanosecond { TsResolution::Nano } else { TsResolution::Micro };
     let order = if big_endian { ByteOrder::Big } else { ByteOrder::Little };
@@ -352,8 +354,8 @@ fn generate<'py>(
         Ok(truth)
     });
     let truth = truth.map_err(|e| match e {
-        // An option the scenario model refused (names what the option became).
-        GenError::Options(e) => failed(&e.message),
+        // An option the scenario model refused, named as the API names it.
+        GenError::Options(e) => ShortflowError::new_err(format!("{}: {}", e.key, e.message)),
         e => failed(&e),
     })?;
     let d = PyDict::new(py);

@@ -127,7 +127,7 @@ pub fn scenario(o: &GenOptions) -> Result<Scenario, ScenarioError> {
     if o.link == CaptureLink::Ipv4 && o.ipv6 {
         return Err(ScenarioError::new(
             "shortflow generate",
-            "capture.ipv6",
+            "ipv6",
             "link type ipv4 (228) carries only IPv4 packets, but IPv6 was asked for",
         ));
     }
@@ -190,13 +190,39 @@ ipv6 = {ipv6}
         point = if o.server_side { "server" } else { "client" },
         link = link_key(o.link),
     );
-    scenario::load(&text, "shortflow generate", &[])
+    // An error names the option the refused key came from.
+    scenario::load(&text, "shortflow generate", &[]).map_err(|e| {
+        let option = option_of(&e.key).unwrap_or(&e.key).to_string();
+        ScenarioError::new("shortflow generate", option, e.message)
+    })
+}
+
+/// The generator option (as the Python API names it) a scenario key of `scenario` comes from.
+fn option_of(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "path.rtt" => "rtt_min_s",
+        "path.rtt_max" => "rtt_max_s",
+        "client.syn_rto" => "client_rto_s",
+        "server.syn_rto" => "server_rto_s",
+        "client.syn_retries" => "syn_retries",
+        "server.synack_retries" => "synack_retries",
+        "random_loss.syn" => "syn_loss",
+        "random_loss.synack" => "synack_loss",
+        "random_loss.ack" => "ack_loss",
+        "workload.connections_per_second" => "arrivals_per_s",
+        "workload.max_connections" => "connections",
+        "workload.response_dist.max" => "response_segments_max",
+        "capture.ipv6" => "ipv6",
+        "capture.vlan" => "vlan",
+        _ => return None,
+    })
 }
 
 /// Why a generator run failed: its options (as the scenario key they became), its budget,
 /// or the writer.
 #[derive(Debug, thiserror::Error)]
 pub enum GenError {
+    /// `{option}: {why}` (the option as the Python API names it).
     #[error("{0}")]
     Options(#[from] ScenarioError),
     #[error("{0}")]

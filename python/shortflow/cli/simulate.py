@@ -42,12 +42,13 @@ def _s(x: Any) -> str:
 
 def print_connections(result: SimulationResult) -> None:
     conns = result.connections
-    emit_table(f"{result.scenario.name} ({result.scenario.source})", list(COLUMNS),
-               [[c[k] for k in COLUMNS.values()] for c in conns[:MAX_ROWS]],
-               right=[True] * len(COLUMNS), fmt=_s,
-               caption="GET s: request sent, done s: response complete (from the first SYN) · SYN, SYN/ACK: "
-                       "transmissions · rtx: retransmitted segments · RTO: timer expiries · FR: fast "
-                       "retransmits · dACK: delayed ACKs · lost: packets lost on the path")
+    if conns:  # none kept with --totals-only: the summary lines alone
+        emit_table(f"{result.scenario.name} ({result.scenario.source})", list(COLUMNS),
+                   [[c[k] for k in COLUMNS.values()] for c in conns[:MAX_ROWS]],
+                   right=[True] * len(COLUMNS), fmt=_s,
+                   caption="GET s: request sent, done s: response complete (from the first SYN) · SYN, SYN/ACK: "
+                           "transmissions · rtx: retransmitted segments · RTO: timer expiries · FR: fast "
+                           "retransmits · dACK: delayed ACKs · lost: packets lost on the path")
     s = result.summary
     more = f" (first {MAX_ROWS} shown)" if len(conns) > MAX_ROWS else ""
     say(f"{s['connections']:,} connections{more} · {s['completed']:,} complete · mean complete "

@@ -58,6 +58,13 @@ pub const RANGES: &[Range] = &[
     r("workload.response_headers", Unit::Bytes, 0, 1_000_000, "HTTP headers of a megabyte are already absurd"),
     r("workload.requests", Unit::Count, 1, 100_000, "requests per connection"),
     r("workload.connections", Unit::Count, 1, 1_000_000, "each connection keeps its report in memory"),
+    r(
+        "workload.max_connections",
+        Unit::Count,
+        1,
+        1_000_000_000,
+        "a totals-only run holds only the open connections: the bound is the run's time",
+    ),
     r("workload.think_time", Unit::Nanos, 0, 3600 * S, "an hour at most"),
     r("workload.idle", Unit::Nanos, 0, 3600 * S, "an hour at most"),
     r("workload.interval", Unit::Nanos, 0, 3600 * S, "an hour at most"),
@@ -150,6 +157,11 @@ pub fn check_scenario(sc: &Scenario, src: &str) -> Result<(), ScenarioError> {
     match sc.path.queue {
         QueueConfig::DropTailPackets(n) | QueueConfig::Red { limit: n, .. } => values.push(("path.queue.packets", u64::from(n))),
         QueueConfig::DropTailBytes(b) => values.push(("path.queue.bytes", b)),
+    }
+    if let crate::scenario::WorkloadKind::Poisson(p) = &sc.workload.kind {
+        if let Some(n) = p.max_connections {
+            values.push(("workload.max_connections", n));
+        }
     }
     if let Some(m) = sc.path.rtt_max {
         values.push(("path.rtt_max", m.0));

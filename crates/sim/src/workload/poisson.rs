@@ -29,8 +29,9 @@ impl Poisson {
             w: w.clone(),
             pairs: pairs.max(1),
             rate,
-            // No duration: arrivals end with max_connections alone.
-            end: if w.duration.0 > 0 { Instant::ZERO + w.duration } else { Instant(u64::MAX) },
+            // No duration (the model asks for one unless max_connections is set): arrivals
+            // end with max_connections alone.
+            end: if w.duration.0 == 0 && cfg.max_connections.is_some() { Instant(u64::MAX) } else { Instant::ZERO + w.duration },
             left: cfg.max_connections.unwrap_or(u64::MAX),
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x504f_4953),
         }
