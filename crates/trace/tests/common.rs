@@ -1,7 +1,6 @@
 //! Helpers shared by the integration tests: write captures in memory, analyze them.
 #![allow(dead_code)]
 
-pub use shortflow_sim::generate::{GenOptions, GenTruth};
 use shortflow_trace::{analyze_file, ConnectionTable, Endpoint, LinkType, Options, Progress, Segment, Summary, TcpFlags};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
@@ -31,34 +30,6 @@ pub fn pcap_of(packets: &[(u64, Segment)]) -> Vec<u8> {
         w.write_segment(*t, s, &SegmentOptions::default()).unwrap();
     }
     w.into_inner()
-}
-
-/// A synthetic trace from the simulator's generator workload, through writer `w`, framed as
-/// `opts` says (its link type must be the writer's).
-pub fn generated(cfg: &GenOptions, w: PcapWriter<Vec<u8>>, opts: &SegmentOptions) -> (Vec<u8>, GenTruth) {
-    let (truth, bytes) = try_generated(cfg, w, opts).unwrap();
-    (bytes, truth)
-}
-
-pub fn try_generated(
-    cfg: &GenOptions,
-    w: PcapWriter<Vec<u8>>,
-    opts: &SegmentOptions,
-) -> Result<(GenTruth, Vec<u8>), shortflow_sim::generate::GenError> {
-    let name = match opts.link {
-        LinkType::Ethernet => "ethernet",
-        LinkType::Raw => "raw",
-        LinkType::Null => "null",
-        LinkType::Loop => "loop",
-        LinkType::LinuxSll => "sll",
-        LinkType::LinuxSll2 => "sll2",
-        LinkType::Ipv4 => "ipv4",
-        LinkType::Ipv6 => "ipv6",
-        LinkType::Other(n) => panic!("the generator writes no link type {n}"),
-    };
-    let link = shortflow_sim::generate::link_by_name(name).unwrap();
-    let cfg = GenOptions { link, vlan: opts.vlan, ..cfg.clone() };
-    shortflow_sim::generate::generate(&cfg, w, &shortflow_sim::Budget::default())
 }
 
 /// Writes `bytes` to a temporary file and analyzes it.

@@ -1,8 +1,13 @@
 //! The same generated traffic through every container, byte order, timestamp resolution
 //! and link type gives the same analysis, equal to the generator's ground truth.
 
+// The analyzer's own test helpers (pcaps of scripted segments, analysis of bytes), and the
+// generator's traces.
+#[path = "../../trace/tests/common.rs"]
 mod common;
+mod generated;
 use common::*;
+use generated::*;
 use shortflow_trace::diag::Vantage;
 use shortflow_trace::{LinkType, ReadErrorKind};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};

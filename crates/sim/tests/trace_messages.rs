@@ -3,9 +3,13 @@
 //! must give `FILE: byte N: what` without the parser's internals or byte dumps. The fuzz
 //! targets (`make fuzz`) check the same on whatever libFuzzer finds.
 
+// The analyzer's own test helpers (pcaps of scripted segments, analysis of bytes), and the
+// generator's traces.
+#[path = "../../trace/tests/common.rs"]
 mod common;
+mod generated;
 
-use common::{generated, GenOptions};
+use generated::{generated, GenOptions};
 use shortflow_trace::{analyze_capture, CaptureReader, LinkType, Options, Progress};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 

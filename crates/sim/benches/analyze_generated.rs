@@ -1,5 +1,6 @@
-//! criterion: the analyzer on a generated trace of interleaved short flows (~210,000
-//! packets, snap length 96), packets per second. `cargo bench -p shortflow-trace`.
+//! criterion: the analyzer on a generated trace of interleaved short flows (~280,000
+//! packets, snap length 96), packets per second. `cargo bench -p shortflow-sim --bench analyze_generated`
+//! (here, not in the analyzer's crate, which stands below the simulator).
 //! The figures in BENCHMARKS.md come from `benches/run.py` on 5 M packets beside tcptrace
 //! and tshark; this bench is for tracking changes between commits.
 

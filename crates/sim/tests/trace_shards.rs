@@ -2,11 +2,15 @@
 //! single tracker's results exactly: the same rows in the same order with the same ids,
 //! the same summary, the same peak of open connections.
 
+// The analyzer's own test helpers (pcaps of scripted segments, analysis of bytes), and the
+// generator's traces.
+#[path = "../../trace/tests/common.rs"]
 mod common;
+mod generated;
 
 use std::path::{Path, PathBuf};
 
-use common::{generated, GenOptions};
+use generated::{generated, GenOptions};
 use shortflow_trace::track::TrackerConfig;
 use shortflow_trace::{analyze_file, LinkType, Options, Progress};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
