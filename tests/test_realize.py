@@ -68,6 +68,25 @@ def test_cli_plan_prints_every_field_and_refuses_by_key(tmp_path):
     assert r.exit_code == 2 and "client.delayed_ack" in r.output and "bsd_tick" in r.output
 
 
+LINUX = ("client.stack=linux", "server.stack=linux")
+
+
+def test_generator_keys_are_refused_or_carried_honestly():
+    # A per-connection delay: the emulator has one delay each way, so the testbed refuses it.
+    with pytest.raises(RealizeError) as e:
+        load(Scenario.builtin("000-table4"), ["path.rtt_max=900ms"])
+    assert e.value.key == "path.rtt_max" and "per connection" in str(e.value)  # type: ignore[attr-defined]
+    # A loss of one packet kind is the emulator's own loss model (the simulator's, same seed),
+    # and it counts as random loss for the fields that act only then.
+    s = load(Scenario.builtin("000-table4"), [*LINUX, "random_loss.synack=0.3"])
+    assert s.plan is not None
+    assert any(d.key == "random_loss" and d.knob == "shortflow-netem --scenario" for d in s.plan.decisions)
+    # Link type and IP version choose the simulator's pcap only.
+    s = load(Scenario.builtin("000-table4"), [*LINUX, "capture.link=sll2", "capture.ipv6=true"])
+    assert s.plan is not None
+    assert any(d.key == "capture" and d.action == "model only" for d in s.plan.decisions)
+
+
 # -- one resolution wherever the scenario is read ---------------------------------------
 
 def _durations(ms: int) -> st.SearchStrategy[tuple[str, str]]:

@@ -140,3 +140,21 @@ def test_pcap_from_client_capture_point_raw_ip(tmp_path):
     a = shortflow.analyze([pcap])
     (row,) = a.table.to_pylist()
     assert row["bytes_s2c"] == 13549 and row["bytes_c2s"] == 27
+
+
+def test_totals_only_keeps_no_connection_and_the_same_totals(tmp_path):
+    s = write(tmp_path, BASE + "[workload]\nconnections = 30\n[random_loss]\nforward = 0.2\nreverse = 0.2\n")
+    full, lean = tmp_path / "full.json", tmp_path / "lean.json"
+    run("simulate", str(s), "--json", str(full), "-q")
+    run("simulate", str(s), "--json", str(lean), "-q", "--totals-only")
+    f, lean_report = json.loads(full.read_text()), json.loads(lean.read_text())
+    assert lean_report["connections"] == [] and len(f["connections"]) == 30
+    t = lean_report["summary"]["totals"]
+    assert t == f["summary"]["totals"]
+    assert t["connections"] == 30
+    assert t["syn_transmissions"] == sum(c["syn_transmissions"] for c in f["connections"])
+    assert t["timeouts"] == sum(c["timeouts"] for c in f["connections"]) > 0
+    shown = run("simulate", str(s), "--totals-only").stdout
+    assert "30 connections" in shown and "GET s" not in shown  # the summary, no per-connection table
+    r = run("simulate", str(s), "--totals-only", "--flows", str(tmp_path / "f.parquet"), check=False)
+    assert r.returncode == 2 and "--flows needs the per-connection reports" in r.stderr

@@ -207,3 +207,11 @@ def _has_pandas() -> bool:
     except ImportError:
         return False
     return True
+
+
+def test_generator_option_beyond_the_models_range_names_the_option(tmp_path):
+    p = tmp_path / "far.pcap"
+    # The generator's options become scenario keys: a 100 s RTT is beyond path.rtt_max's range.
+    with pytest.raises(shortflow.ShortflowError, match="rtt_max_s: .*60s"):
+        shortflow.generate(p, connections=5, rtt_max_s=100.0)
+    assert not p.exists(), "refused before the file is created"

@@ -82,7 +82,10 @@ def generate(
     snaplen: int = 65535,
     gzip: bool = False,
 ) -> dict[str, int]:
-    """Write a synthetic capture of interleaved short flows; returns its ground truth."""
+    """Write a synthetic capture of interleaved short flows, run through the simulator
+    (Poisson arrivals, each connection's RTT uniform in [rtt_min_s, rtt_max_s], SYNs, SYN/ACKs
+    and client pure ACKs lost with their own probabilities); returns the ground truth the
+    simulator counted at its capture point."""
 
 def check_scenario(scenario_text: str, source_name: str, overrides: Sequence[str] = ...) -> str:
     """Check a scenario (with ``key=value`` overrides); returns its name or raises ScenarioError."""
@@ -115,6 +118,7 @@ def simulate(
     max_memory: int = 0,
     max_events: int = 0,
     rate: float | None = None,
+    totals_only: bool = False,
 ) -> str:
     """Run a scenario with the GIL released; returns the report as JSON text.
 

@@ -347,7 +347,8 @@ def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: st
 
 
 def generate(path: str | os.PathLike[str], **options: Any) -> dict[str, int]:
-    """Write a synthetic trace of interleaved short flows; returns its ground truth.
+    """Write a synthetic trace of interleaved short flows, run through the simulator;
+    returns its ground truth (counted by the simulator at its capture point).
 
     Options are those of ``shortflow generate`` (see ``shortflow generate --help``).
     """

@@ -155,12 +155,15 @@ def simulate(
     rate: float | None = None,
     max_memory: int | str | None = None,
     max_events: int = DEFAULT_MAX_EVENTS,
+    totals_only: bool = False,
 ) -> SimulationResult:
     """Runs `scenario` (a `Scenario`, or the path of a scenario file) with ``key=value``
     overrides. With `pcap`, writes what the capture point saw; with `timeline`, each
     connection gets ``timeline``: (seconds from first SYN, response bytes so far). With
     `rate`, a Poisson or PackMime workload runs at that many connections/s instead of its
     own rate or calibrated load (the same traffic as the calibrated run that found it).
+    With `totals_only`, no connection's report is kept (``connections`` is empty, the
+    summary's ``totals`` add them up), so memory follows the connections open at once.
 
     The run stays within `max_memory` (bytes, or a size such as ``"2GB"``; default a
     quarter of this machine's memory) and `max_events`; beyond, it raises
@@ -176,6 +179,7 @@ def simulate(
     if extra:
         sc = sc.with_overrides(*extra)
     text = _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline, rate=rate,
-                          max_memory=memory_budget(max_memory), max_events=max_events)
+                          max_memory=memory_budget(max_memory), max_events=max_events,
+                          totals_only=totals_only)
     raw = json.loads(text)
     return SimulationResult(sc, raw["connections"], raw["summary"], raw)

@@ -150,6 +150,8 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
         forward: LossConfig::Bernoulli(args.loss_forward),
         reverse: LossConfig::Bernoulli(args.loss_reverse),
         seed: args.seed,
+        // The command line's losses are per direction; per-kind losses come with --scenario.
+        kinds: Default::default(),
     };
     let rate_bps = match &args.rate {
         None => None,

@@ -59,6 +59,14 @@ pub fn link(sc: &Scenario) -> Result<ScenarioLink, ScenarioError> {
             "the emulated hosts have no rate of their own: only path.bandwidth (the router's egress) is shaped",
         ));
     }
+    if let Some(m) = p.rtt_max {
+        // One link, one delay each way: the emulator has no per-connection delay.
+        return Err(ScenarioError::new(
+            &sc.source,
+            "path.rtt_max",
+            format!("{m}: the emulator delays every packet alike (path.rtt), it draws no delay per connection"),
+        ));
+    }
     if let QueueConfig::Red { .. } = p.queue {
         // RED's drops come from the simulator's own generator, in its event order: the
         // emulator could run RED but not the same drops.
@@ -225,5 +233,19 @@ mod tests {
         let _ = std::fs::remove_dir_all(p.parent().unwrap());
         let e = read(Path::new("/nonexistent/s.toml"), &[]).unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/s.toml: cannot read:"), "{e}");
+    }
+
+    #[test]
+    fn per_connection_delay_is_refused_and_kind_losses_are_carried() {
+        let sets = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let sc = shortflow_scenario::load(GILBERT, "g.toml", &sets(&["path.rtt_max=\"90ms\""])).unwrap();
+        let e = link(&sc).err().expect("refused");
+        assert_eq!(e.key, "path.rtt_max", "{e}");
+        // A kind's loss is the simulator's loss model: the same fates for the same packets.
+        let sc = shortflow_scenario::load(GILBERT, "g.toml", &sets(&["random_loss.synack=0.4"])).unwrap();
+        let fates = decisions(link(&sc).unwrap().loss);
+        assert_eq!(fates, decisions(LossModel::for_scenario(&sc)));
+        let synacks = packets().iter().zip(&fates).filter(|((_, k), f)| *k == Some(Kind::SynAck) && **f != Fate::Pass).count();
+        assert!((120..200).contains(&synacks), "{synacks} of 400 SYN/ACKs lost at 40 %");
     }
 }

@@ -96,8 +96,9 @@ fn scenario_schema() -> String {
 /// scenario's capture point saw; with `rate`, a rate-driven workload runs at that many
 /// connections/s instead of its own rate or load. Runs with the GIL released, within
 /// `max_memory` bytes and `max_events` events (0: no limit), raising SimulationLimitError beyond.
+/// With `totals_only`, the report keeps the run's totals and no connection.
 #[pyfunction]
-#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false, rate=None, max_memory=0, max_events=0))]
+#[pyo3(signature = (scenario_text, source_name, overrides=Vec::new(), *, pcap=None, timeline=false, rate=None, max_memory=0, max_events=0, totals_only=false))]
 #[allow(clippy::too_many_arguments)]
 fn simulate(
     py: Python<'_>,
@@ -109,12 +110,13 @@ fn simulate(
     rate: Option<f64>,
     max_memory: u64,
     max_events: u64,
+    totals_only: bool,
 ) -> PyResult<String> {
     let sc = scenario::load(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
     if rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         return Err(pyo3::exceptions::PyValueError::new_err("rate: connections per second must be above 0"));
     }
-    let opts = RunOptions { capture: pcap.is_some(), timeline };
+    let opts = RunOptions { capture: pcap.is_some(), timeline, totals_only };
     let budget = Budget { max_memory, max_events };
     py.detach(|| -> Result<String, RunFailure> {
         let Some(path) = &pcap else {
@@ -127,8 +129,7 @@ fn simulate(
         let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         let file = File::create(path).map_err(|e| RunFailure::Io(named(e)))?;
         let run = || -> Result<String, RunFailure> {
-            let mut stream =
-                PcapStream::new(BufWriter::new(file), sc.capture_link, sc.workload.port).map_err(|e| RunFailure::Io(named(e)))?;
+            let mut stream = PcapStream::for_scenario(BufWriter::new(file), &sc).map_err(|e| RunFailure::Io(named(e)))?;
             let report = shortflow_sim::try_run_to(sc, opts, rate, &budget, &mut stream).map_err(RunFailure::Limit)?;
             stream.finish().map_err(|e| RunFailure::Io(named(e)))?;
             Ok(report.to_json())

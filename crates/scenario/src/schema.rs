@@ -25,6 +25,11 @@ pub const DEFAULTS: &[(&str, &str)] = &[
     ("random_loss.forward", "0.0"),
     ("random_loss.reverse", "0.0"),
     ("random_loss.seed", "seed"),
+    ("random_loss.syn", "0.0"),
+    ("random_loss.synack", "0.0"),
+    ("random_loss.ack", "0.0"),
+    ("random_loss.data", "0.0"),
+    ("random_loss.client_data", "0.0"),
     ("workload.kind", "http"),
     ("workload.request", "300B"),
     ("workload.response", "13549B"),
@@ -48,6 +53,7 @@ pub const DEFAULTS: &[(&str, &str)] = &[
     ("mechanisms.syn_optimizer.port", "workload.port"),
     ("capture.point", "client"),
     ("capture.link", "ethernet"),
+    ("capture.ipv6", "false"),
     ("{side}.stack", "linux"),
 ];
 

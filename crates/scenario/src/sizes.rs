@@ -1,5 +1,6 @@
 //! Size distributions for the simple workloads, as a scenario states them: fixed, Pareto
-//! (heavy-tailed, given by its mean and shape) and empirical (the sizes of a CSV file).
+//! (heavy-tailed, given by its mean and shape), empirical (the sizes of a CSV file) and
+//! uniform (min to max).
 //! Drawing from them is the simulator's job (`shortflow_sim::workload::sizes`).
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,11 @@ pub enum SizeDist {
     },
     /// Every size of the file, drawn with equal probability.
     Empirical(Vec<u64>),
+    /// Every size from min to max (bytes, both included) equally likely.
+    Uniform {
+        min: u64,
+        max: u64,
+    },
 }
 
 impl SizeDist {
@@ -26,6 +32,7 @@ impl SizeDist {
             SizeDist::Fixed(n) => *n as f64,
             SizeDist::Pareto { mean, .. } => *mean,
             SizeDist::Empirical(v) => v.iter().sum::<u64>() as f64 / v.len() as f64,
+            SizeDist::Uniform { min, max } => (*min + *max) as f64 / 2.0,
         }
     }
 }

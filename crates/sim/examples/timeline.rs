@@ -11,7 +11,7 @@ fn main() {
         std::process::exit(2);
     };
     let text = std::fs::read_to_string(path).expect("read scenario");
-    let opts = RunOptions { capture: true, timeline: false };
+    let opts = RunOptions { capture: true, timeline: false, totals_only: false };
     let (report, capture, _) = match simulate(&text, path, &args[1..], opts) {
         Ok(r) => r,
         Err(e) => {

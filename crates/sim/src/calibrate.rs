@@ -89,7 +89,8 @@ fn calibrated(
     budget: &Budget,
     sink: &mut dyn CaptureSink,
 ) -> Result<RunReport, LimitError> {
-    let quiet = RunOptions::default();
+    // The trial runs are measured by their links alone: they keep no connection report.
+    let quiet = RunOptions { totals_only: true, ..RunOptions::default() };
     let plain = !opts.capture && !opts.timeline;
     let mut rate = first_guess(&sc, target);
     let mut runs = 0;

@@ -24,13 +24,42 @@ use crate::time::Instant;
 const FIRST_PORT: u32 = 10_000;
 const PORTS: u32 = 50_000;
 
-pub fn client_endpoint(conn: u32) -> Endpoint {
+/// With `ipv6`, the same numbers in fd00:1::/64 (a unique local prefix, RFC 4193).
+pub fn client_endpoint(conn: u32, ipv6: bool) -> Endpoint {
     let block = conn / PORTS;
-    Endpoint::v4([10, 1, (block >> 8) as u8, (block & 0xff) as u8 + 1], (FIRST_PORT + conn % PORTS) as u16)
+    let port = (FIRST_PORT + conn % PORTS) as u16;
+    if ipv6 {
+        let mut a = [0u8; 16];
+        a[..4].copy_from_slice(&[0xfd, 0x00, 0x00, 0x01]);
+        a[12..].copy_from_slice(&(block + 1).to_be_bytes());
+        return Endpoint::v6(a, port);
+    }
+    Endpoint::v4([10, 1, (block >> 8) as u8, (block & 0xff) as u8 + 1], port)
 }
 
-pub fn server_endpoint(port: u16) -> Endpoint {
+/// The server: 10.2.0.1, or fd00:2::1.
+pub fn server_endpoint(port: u16, ipv6: bool) -> Endpoint {
+    if ipv6 {
+        let mut a = [0u8; 16];
+        a[..4].copy_from_slice(&[0xfd, 0x00, 0x00, 0x02]);
+        a[15] = 1;
+        return Endpoint::v6(a, port);
+    }
     Endpoint::v4([10, 2, 0, 1], port)
+}
+
+/// The writer's link type for a scenario's `capture.link`.
+pub fn link_type(link: CaptureLink) -> LinkType {
+    match link {
+        CaptureLink::Ethernet => LinkType::Ethernet,
+        CaptureLink::RawIpv4 => LinkType::Raw,
+        CaptureLink::Null => LinkType::Null,
+        CaptureLink::Loop => LinkType::Loop,
+        CaptureLink::Sll => LinkType::LinuxSll,
+        CaptureLink::Sll2 => LinkType::LinuxSll2,
+        CaptureLink::Ipv4 => LinkType::Ipv4,
+        CaptureLink::Ipv6 => LinkType::Ipv6,
+    }
 }
 
 /// Where the world puts each segment its capture point sees, in time order.
@@ -81,6 +110,9 @@ impl Capture {
 pub struct PcapStream<W: Write> {
     w: PcapWriter<W>,
     server: Endpoint,
+    ipv6: bool,
+    /// Added to every timestamp: the capture's time 0 (Unix time, ns).
+    start_ns: u64,
     framing: SegmentOptions,
     /// Window scale each end announced, by connection (client, server): a window is
     /// written shifted once both SYNs carried the option (RFC 7323 2.2).
@@ -90,19 +122,37 @@ pub struct PcapStream<W: Write> {
 
 impl<W: Write> PcapStream<W> {
     /// Writes the pcap header at once, so an unwritable output fails before the run.
+    /// IPv4, no VLAN tag: `for_scenario` takes the scenario's capture keys.
     pub fn new(out: W, link: CaptureLink, server_port: u16) -> std::io::Result<Self> {
-        let link = match link {
-            CaptureLink::Ethernet => LinkType::Ethernet,
-            CaptureLink::RawIpv4 => LinkType::Raw,
-        };
-        let w = PcapWriter::pcap(out, link, TsResolution::Nano, ByteOrder::Little, 65_535)?;
-        Ok(Self {
+        let w = PcapWriter::pcap(out, link_type(link), TsResolution::Nano, ByteOrder::Little, 65_535)?;
+        Ok(Self::with_writer(w, link, false, None, server_port))
+    }
+
+    /// The nanosecond pcap of scenario `sc`: its link type, IP version and VLAN tag.
+    pub fn for_scenario(out: W, sc: &crate::Scenario) -> std::io::Result<Self> {
+        let w = PcapWriter::pcap(out, link_type(sc.capture_link), TsResolution::Nano, ByteOrder::Little, 65_535)?;
+        Ok(Self::with_writer(w, sc.capture_link, sc.capture_ipv6, sc.capture_vlan, sc.workload.port))
+    }
+
+    /// Segments written through `w`, a writer the caller opened (pcap or pcapng, any
+    /// timestamp resolution, byte order and snap length) for `link`.
+    pub fn with_writer(w: PcapWriter<W>, link: CaptureLink, ipv6: bool, vlan: Option<u16>, server_port: u16) -> Self {
+        let link = link_type(link);
+        Self {
             w,
-            server: server_endpoint(server_port),
-            framing: SegmentOptions { link, interface: 0, vlan: None, mss: None },
+            server: server_endpoint(server_port, ipv6),
+            ipv6,
+            start_ns: 0,
+            framing: SegmentOptions { link, interface: 0, vlan, mss: None },
             wscale: FxHashMap::default(),
             error: None,
-        })
+        }
+    }
+
+    /// Timestamps from `unix_ns` instead of 0 (1970): a synthetic trace dated like a real one.
+    pub fn starting_at(mut self, unix_ns: u64) -> Self {
+        self.start_ns = unix_ns;
+        self
     }
 
     /// Flushes what is buffered; returns the writer, or the first write error.
@@ -115,7 +165,7 @@ impl<W: Write> PcapStream<W> {
     }
 
     fn write(&mut self, t: Instant, s: &crate::packet::Segment) -> std::io::Result<()> {
-        let client = client_endpoint(s.conn);
+        let client = client_endpoint(s.conn, self.ipv6);
         let (src, dst) = if s.from_client { (client, self.server) } else { (self.server, client) };
         let syn = s.flags & SYN != 0;
         let scales = self.wscale.entry(s.conn).or_default();
@@ -141,7 +191,7 @@ impl<W: Write> PcapStream<W> {
             window: (s.window >> shift).min(65_535) as u16,
             payload_len: s.len,
         };
-        self.w.write_segment_with(t.0, &seg, &self.framing, Some(&extra(s)))
+        self.w.write_segment_with(self.start_ns + t.0, &seg, &self.framing, Some(&extra(s)))
     }
 }
 

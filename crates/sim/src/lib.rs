@@ -12,6 +12,7 @@ pub mod calibrate;
 pub mod capture;
 pub mod engine;
 pub mod error;
+pub mod generate;
 pub mod link;
 pub mod loss;
 pub mod mechanisms;
@@ -33,7 +34,7 @@ pub mod world;
 pub use calibrate::{run, run_at_rate};
 pub use capture::{Capture, CaptureSink, PcapStream};
 pub use error::{ScenarioError, SimError};
-pub use report::{ConnReport, RunReport};
+pub use report::{ConnReport, RunReport, Totals};
 pub use scenario::Scenario;
 pub use world::{Budget, LimitError, RunOptions, World};
 

@@ -1,5 +1,7 @@
 //! Which packets the router loses: scripted drops by kind and occurrence first, then each
-//! direction's random loss (Bernoulli or Gilbert-Elliott) from a seeded ChaCha stream.
+//! direction's random loss (Bernoulli or Gilbert-Elliott) from a seeded ChaCha stream, and
+//! each kind's own Bernoulli loss (`random_loss.syn`, ...) from a second stream, so that
+//! adding a kind's loss leaves the direction's draws as they were.
 //!
 //! The one loss model of shortflow: the simulator's router and the testbed's emulator
 //! (`shortflow-netem`, which classifies real packets with [`Kind::classify`]) both decide
@@ -10,6 +12,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::packet::{Segment, ACK, FIN, RST, SYN};
 use crate::scenario::{DropConfig, LossConfig, RandomLossConfig, Scenario};
+
+/// Mixed into the loss seed for the per-kind stream ("KIND").
+const KIND_STREAM: u64 = 0x4b49_4e44;
 
 /// The kinds `[drop]` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,13 +75,15 @@ pub struct LossModel {
     seen: [u32; 5],
     config: RandomLossConfig,
     rng: ChaCha8Rng,
+    kind_rng: ChaCha8Rng,
     gilbert: [Gilbert; 2],
 }
 
 impl LossModel {
     pub fn new(script: DropConfig, config: RandomLossConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed);
-        Self { script, seen: [0; 5], config, rng, gilbert: [Gilbert { bad: false }, Gilbert { bad: false }] }
+        let kind_rng = ChaCha8Rng::seed_from_u64(config.seed ^ KIND_STREAM);
+        Self { script, seen: [0; 5], config, rng, kind_rng, gilbert: [Gilbert { bad: false }, Gilbert { bad: false }] }
     }
 
     /// The router's model for scenario `sc`: its scripted drops and its seeded random loss.
@@ -97,6 +104,7 @@ impl LossModel {
 
     /// The same decision from a packet's direction and kind alone (the emulator's view).
     pub fn decide_kind(&mut self, from_client: bool, kind: Option<Kind>) -> Fate {
+        let mut kind_lost = false;
         if let Some(kind) = kind {
             let i = kind as usize;
             self.seen[i] += 1;
@@ -111,6 +119,16 @@ impl LossModel {
             if list.contains(&n) {
                 return Fate::Scripted;
             }
+            let k = &self.config.kinds;
+            let p = match kind {
+                Kind::Syn => k.syn,
+                Kind::SynAck => k.synack,
+                Kind::Ack => k.ack,
+                Kind::Data => k.data,
+                Kind::ClientData => k.client_data,
+            };
+            // Drawn only where asked for: a scenario without kind losses draws nothing here.
+            kind_lost = p > 0.0 && self.kind_rng.random_bool(p);
         }
         let (cfg, g) =
             if from_client { (self.config.forward, &mut self.gilbert[0]) } else { (self.config.reverse, &mut self.gilbert[1]) };
@@ -125,7 +143,7 @@ impl LossModel {
                 self.rng.random_bool(if g.bad { ge.loss_bad } else { ge.loss_good })
             }
         };
-        if lost {
+        if lost || kind_lost {
             Fate::Random
         } else {
             Fate::Pass
@@ -137,7 +155,7 @@ impl LossModel {
 mod tests {
     use super::*;
     use crate::packet::{ACK, SYN};
-    use crate::scenario::GilbertConfig;
+    use crate::scenario::{GilbertConfig, KindLoss};
 
     fn seg(from_client: bool, flags: u8, len: u32) -> Segment {
         Segment {
@@ -163,7 +181,12 @@ mod tests {
     #[test]
     fn scripted_occurrences_count_retransmissions() {
         let script = DropConfig { syn: vec![1, 3], data: vec![2], ..Default::default() };
-        let none = RandomLossConfig { forward: LossConfig::Bernoulli(0.0), reverse: LossConfig::Bernoulli(0.0), seed: 1 };
+        let none = RandomLossConfig {
+            forward: LossConfig::Bernoulli(0.0),
+            reverse: LossConfig::Bernoulli(0.0),
+            seed: 1,
+            kinds: KindLoss::default(),
+        };
         let mut m = LossModel::new(script, none);
         let fates: Vec<Fate> = (0..4).map(|_| m.decide(&seg(true, SYN, 0))).collect();
         assert_eq!(fates, vec![Fate::Scripted, Fate::Pass, Fate::Scripted, Fate::Pass]);
@@ -189,7 +212,12 @@ mod tests {
 
     #[test]
     fn occurrences_are_counted_per_kind() {
-        let none = RandomLossConfig { forward: LossConfig::Bernoulli(0.0), reverse: LossConfig::Bernoulli(0.0), seed: 1 };
+        let none = RandomLossConfig {
+            forward: LossConfig::Bernoulli(0.0),
+            reverse: LossConfig::Bernoulli(0.0),
+            seed: 1,
+            kinds: KindLoss::default(),
+        };
         let mut m = LossModel::new(DropConfig { data: vec![2], ..Default::default() }, none);
         assert_eq!(m.decide_kind(false, Some(Kind::Data)), Fate::Pass);
         assert_eq!(m.decide_kind(true, Some(Kind::Syn)), Fate::Pass);
@@ -200,7 +228,12 @@ mod tests {
     #[test]
     fn gilbert_elliott_losses_come_in_bursts() {
         let ge = GilbertConfig { p_good_to_bad: 0.01, p_bad_to_good: 0.25, loss_good: 0.0, loss_bad: 1.0 };
-        let cfg = RandomLossConfig { forward: LossConfig::Gilbert(ge), reverse: LossConfig::Bernoulli(0.0), seed: 3 };
+        let cfg = RandomLossConfig {
+            forward: LossConfig::Gilbert(ge),
+            reverse: LossConfig::Bernoulli(0.0),
+            seed: 3,
+            kinds: KindLoss::default(),
+        };
         let mut m = LossModel::new(DropConfig::default(), cfg);
         let lost: Vec<bool> = (0..100_000).map(|_| m.decide(&seg(true, ACK, 10)) != Fate::Pass).collect();
         let rate = lost.iter().filter(|&&l| l).count() as f64 / lost.len() as f64;
@@ -209,5 +242,32 @@ mod tests {
         let bursts = lost.windows(2).filter(|w| w[1] && !w[0]).count() as f64;
         let mean_burst = rate * lost.len() as f64 / bursts;
         assert!((mean_burst - 4.0).abs() < 0.7, "{mean_burst}"); // 1 / p_bad_to_good
+    }
+
+    #[test]
+    fn a_kind_loses_its_share_and_leaves_the_other_draws_alone() {
+        let forward = LossConfig::Bernoulli(0.1);
+        let plain = RandomLossConfig { forward, reverse: LossConfig::Bernoulli(0.0), seed: 9, kinds: KindLoss::default() };
+        let kinds = KindLoss { syn: 0.3, ..KindLoss::default() };
+        let mut a = LossModel::new(DropConfig::default(), plain.clone());
+        let mut b = LossModel::new(DropConfig::default(), RandomLossConfig { kinds, ..plain });
+        let (mut syn_lost, mut n) = (0, 0);
+        for i in 0..60_000 {
+            // Alternate SYNs and client data: only the SYNs take the kind's loss.
+            let s = if i % 2 == 0 { seg(true, SYN, 0) } else { seg(true, ACK, 100) };
+            let (fa, fb) = (a.decide(&s), b.decide(&s));
+            if fa != Fate::Pass {
+                assert_eq!(fb, Fate::Random, "the direction's draws are the same with a kind's loss added");
+            }
+            if i % 2 == 0 {
+                n += 1;
+                syn_lost += u32::from(fb != Fate::Pass);
+            } else {
+                assert_eq!(fa, fb, "data is not a SYN");
+            }
+        }
+        // Lost by either: 1 - 0.9 · 0.7 = 0.37.
+        let rate = f64::from(syn_lost) / f64::from(n);
+        assert!((rate - 0.37).abs() < 0.01, "{rate}");
     }
 }

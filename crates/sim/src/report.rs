@@ -94,6 +94,32 @@ pub struct Calibration {
     pub runs: u32,
 }
 
+/// Counts over all the connections of a run, added up as each one finishes: what a run
+/// keeps of its connections when it is asked for totals only (`RunOptions::totals_only`,
+/// the trace generator's runs of millions of connections), and always reported.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Totals {
+    pub connections: u64,
+    /// Connections whose client reached ESTABLISHED (it got a SYN/ACK).
+    pub established: u64,
+    /// Connections whose client had every response.
+    pub completed: u64,
+    pub syn_transmissions: u64,
+    pub synack_transmissions: u64,
+    pub retransmissions: u64,
+    pub timeouts: u64,
+    /// What the capture point saw (0 without a capture): packets, SYNs, SYN/ACKs.
+    pub packets_captured: u64,
+    pub syns_captured: u64,
+    pub synacks_captured: u64,
+    /// Connections with more than one SYN (SYN/ACK) in the capture.
+    pub multiple_syns_captured: u64,
+    pub multiple_synacks_captured: u64,
+    /// Connections whose capture holds the client's ACK of a SYN/ACK: the handshake is
+    /// complete as the capture shows it (what an analyzer of the capture calls successful).
+    pub handshakes_captured: u64,
+}
+
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Summary {
     pub connections: usize,
@@ -107,6 +133,7 @@ pub struct Summary {
     /// The run stopped at the scenario's time_limit with connections incomplete.
     pub time_limit_reached: bool,
     pub peak_open_connections: usize,
+    pub totals: Totals,
     pub bottleneck: Vec<LinkReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,

@@ -15,7 +15,7 @@ use crate::mechanisms::min_rto_004::MinRto004;
 use crate::mechanisms::sfr::Sfr;
 use crate::packet::Segment;
 use crate::profile::StackConfig;
-use crate::report::{ConnReport, LinkReport, RequestReport, RunReport, Summary};
+use crate::report::{ConnReport, LinkReport, RequestReport, RunReport, Summary, Totals};
 use crate::scenario::{CapturePoint, Scenario, Side};
 use crate::synopt::SynOptimizer;
 use crate::tcp::{State, Tcb, TimerKind, TIMER_KINDS};
@@ -30,6 +30,11 @@ pub struct RunOptions {
     pub capture: bool,
     /// Keep each connection's delivery timeline.
     pub timeline: bool,
+    /// Keep only the run's totals (`Summary::totals`): each connection's report is added
+    /// to them when it finishes and dropped, so memory follows the connections open at
+    /// once, not the run's length (`RunReport::connections` stays empty). For runs of
+    /// millions of connections whose capture is the product (the trace generator).
+    pub totals_only: bool,
 }
 
 /// What a run may use at most before it stops with a `LimitError` (0: no limit).
@@ -101,6 +106,17 @@ struct Conn {
     sfr_scheduled: [Option<Instant>; 2],
     /// Per side: when the last segment that arrived reaches TCP (`processing_time`).
     processed_until: [Instant; 2],
+    /// What the capture point saw of this connection's handshake.
+    seen: Seen,
+}
+
+/// One connection's handshake as the capture point saw it (for `Totals`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    syns: u32,
+    synacks: u32,
+    /// The client's ACK of a SYN/ACK (a segment with ACK and without SYN or RST).
+    client_ack: bool,
 }
 
 impl Conn {
@@ -121,6 +137,7 @@ impl Conn {
             sfr: [None, None],
             sfr_scheduled: [None; 2],
             processed_until: [Instant::ZERO; 2],
+            seen: Seen::default(),
         }
     }
 }
@@ -142,8 +159,16 @@ pub struct World<'s> {
     /// Each connection's pair by id (4 bytes a connection), so packets still in flight
     /// after their connection left reach the capture point.
     pair_of: Vec<u32>,
-    /// Reports of the connections that left.
+    /// With `path.rtt_max`: each connection's extra two-way delay by id (its drawn RTT
+    /// less `path.rtt`; empty otherwise), and the stream it is drawn from.
+    extra_rtt: Vec<Duration>,
+    rtt_rng: ChaCha8Rng,
+    /// Reports of the connections that left (none with `opts.totals_only`).
     reports: Vec<ConnReport>,
+    /// Every connection that left, added up.
+    totals: Totals,
+    /// Sum of the completion times in `totals` (for the mean with `opts.totals_only`).
+    complete_sum_s: f64,
     /// Connections open at once, at most.
     peak_open: usize,
     opts: RunOptions,
@@ -183,7 +208,11 @@ impl<'s> World<'s> {
             conns: FxHashMap::default(),
             next_id: 0,
             pair_of: Vec::new(),
+            extra_rtt: Vec::new(),
+            rtt_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x5254_5452),
             reports: Vec::new(),
+            totals: Totals::default(),
+            complete_sum_s: 0.0,
             peak_open: 0,
             opts,
             sink: None,
@@ -237,19 +266,32 @@ impl<'s> World<'s> {
         if let Some(sink) = self.sink.as_deref_mut() {
             sink.packet(now, seg);
         }
+        self.totals.packets_captured += 1;
+        if let Some(c) = self.conns.get_mut(&seg.conn) {
+            let s = &mut c.seen;
+            if seg.is_synack() {
+                s.synacks += 1;
+            } else if seg.is_syn() {
+                s.syns += 1;
+            } else if seg.from_client && seg.has(crate::packet::ACK) && !seg.has(crate::packet::RST) && s.synacks > 0 {
+                s.client_ack = true;
+            }
+        }
     }
 
     /// The memory the connections of a scenario need, refused beyond `budget` (before a
     /// `World` allocates them): every connection keeps its record and report to the end;
     /// the two control blocks exist only while it is open (freed at close, see
     /// `check_done`), so they count once for a sequential workload, n times in parallel.
+    /// A run that keeps totals only holds the open connections alone (counted as the run
+    /// goes, `check_budget`).
     pub fn check_connections(sc: &Scenario, opts: RunOptions, budget: &Budget) -> Result<u64, LimitError> {
         let n = u64::from(sc.workload.connections);
         let open_at_once = if sc.workload.parallel { n } else { 1 };
         let timeline = if opts.timeline { 64 * std::mem::size_of::<(f64, u64)>() } else { 0 };
         let per_conn = (std::mem::size_of::<Conn>() + timeline) as u64;
         let tcbs = 2 * std::mem::size_of::<Tcb>() as u64 * open_at_once;
-        let conns_bytes = per_conn * n + tcbs;
+        let conns_bytes = per_conn * if opts.totals_only { open_at_once } else { n } + tcbs;
         if budget.max_memory > 0 && conns_bytes > budget.max_memory {
             return Err(LimitError(format!(
                 "{n} connections need about {} of memory ({per_conn} bytes each, and {} for the {open_at_once} open \
@@ -275,7 +317,13 @@ impl<'s> World<'s> {
         // a connection for the pcap writer, every segment for a capture kept in memory).
         let kept = self.sink.as_ref().map_or(0, |s| s.memory());
         let waiting = self.q.len() * EventQueue::<Event>::event_bytes();
-        let used = conns_bytes + (kept + waiting) as u64;
+        // Kept totals only, the connections open now and each one's pair (4 bytes).
+        let open = if self.opts.totals_only {
+            self.conns.len() * (std::mem::size_of::<Conn>() + 2 * std::mem::size_of::<Tcb>()) + 4 * self.pair_of.len()
+        } else {
+            0
+        };
+        let used = conns_bytes + (kept + waiting + open) as u64;
         if budget.max_memory > 0 && used > budget.max_memory {
             return Err(LimitError(format!(
                 "the run needs more than the memory limit of {} at simulated time {now} ({} held by the capture, \
@@ -344,6 +392,11 @@ impl<'s> World<'s> {
             }
         }
         self.pair_of.push(c.spec.pair);
+        if let Some(max) = self.sc.path.rtt_max {
+            // Uniform in [rtt, rtt_max] (a draw only when the scenario asks for one).
+            let span = max.0 - self.sc.path.rtt.0;
+            self.extra_rtt.push(Duration(if span == 0 { 0 } else { self.rtt_rng.random_range(0..=span) }));
+        }
         self.conns.insert(id, c);
         self.peak_open = self.peak_open.max(self.conns.len());
         self.pump(id, true, now);
@@ -374,11 +427,31 @@ impl<'s> World<'s> {
     /// Offers `seg` to hop `hop` of its route.
     fn transmit(&mut self, hop: u8, seg: Segment, now: Instant) {
         let pair = self.pair_of[seg.conn as usize];
-        let Some(port) = self.topo.route(pair, seg.from_client).hop(hop) else { return };
+        let route = self.topo.route(pair, seg.from_client);
+        let Some(port) = route.hop(hop) else { return };
         match self.topo.ports[port].send(now, seg.wire_bytes(), &mut self.queue_rng) {
-            Some(at) => self.q.schedule(at, Event::Arrive { hop, seg }),
+            Some(at) => {
+                let at = at + self.extra_delay(seg.conn, hop, route.hop(hop + 1).is_none());
+                self.q.schedule(at, Event::Arrive { hop, seg })
+            }
             None => self.count_drop(seg.conn),
         }
+    }
+
+    /// A connection's own extra delay on hop `hop` (`path.rtt_max`): a quarter of its
+    /// extra two-way delay on the sender's link (the first hop), the rest of the one-way
+    /// half on the receiver's side (the last hop), as `path.rtt` splits over the four
+    /// crossings. Propagation only: the ports' queues and rates see the packet as before.
+    fn extra_delay(&self, conn: u32, hop: u8, last: bool) -> Duration {
+        let Some(&Duration(x)) = self.extra_rtt.get(conn as usize) else { return Duration::ZERO };
+        let first = x / 4;
+        Duration(if hop == 0 {
+            first
+        } else if last {
+            x / 2 - first
+        } else {
+            0
+        })
     }
 
     fn count_drop(&mut self, conn: u32) {
@@ -608,18 +681,39 @@ impl<'s> World<'s> {
         if c.done && closed(&c.client) && closed(&c.server) {
             if let Some(mut c) = self.conns.remove(&conn) {
                 Self::collect(&mut c);
-                self.reports.push(self.finish_report(c));
+                self.keep(c);
             }
         }
     }
 
-    fn finish_report(&self, c: Conn) -> ConnReport {
+    /// A finished (or, at the end, still open) connection: added to the totals, and its
+    /// report kept unless the run keeps totals only.
+    fn keep(&mut self, c: Conn) {
+        let (r, s, t) = (&c.report, c.seen, &mut self.totals);
+        t.connections += 1;
+        t.established += u64::from(r.established);
+        t.syn_transmissions += u64::from(r.syn_transmissions);
+        t.synack_transmissions += u64::from(r.synack_transmissions);
+        t.retransmissions += u64::from(r.retransmissions);
+        t.timeouts += u64::from(r.timeouts);
+        t.syns_captured += u64::from(s.syns);
+        t.synacks_captured += u64::from(s.synacks);
+        t.multiple_syns_captured += u64::from(s.syns > 1);
+        t.multiple_synacks_captured += u64::from(s.synacks > 1);
+        t.handshakes_captured += u64::from(s.client_ack);
+        if let Some(d) = r.complete_s {
+            t.completed += 1;
+            self.complete_sum_s += d;
+        }
+        if self.opts.totals_only {
+            return;
+        }
         let mut r = c.report;
         // Asked for, a timeline is always there, empty when nothing arrived.
         if self.opts.timeline {
             r.timeline.get_or_insert_with(Vec::new);
         }
-        r
+        self.reports.push(r);
     }
 
     /// Copies the endpoints' counters into the connection's report.
@@ -687,35 +781,42 @@ impl<'s> World<'s> {
             if c.client.is_some() {
                 Self::collect(&mut c);
             }
-            let r = self.finish_report(c);
-            self.reports.push(r);
+            self.keep(c);
         }
         let mut connections = std::mem::take(&mut self.reports);
         connections.sort_unstable_by_key(|r| r.id);
-        let done: Vec<f64> = connections.iter().filter_map(|c| c.complete_s).collect();
+        let t = self.totals;
+        let mean_complete_s = if t.completed == 0 {
+            None
+        } else if self.opts.totals_only {
+            Some(self.complete_sum_s / t.completed as f64)
+        } else {
+            // Added up in connection order (the order of the report), as ever.
+            Some(connections.iter().filter_map(|c| c.complete_s).sum::<f64>() / t.completed as f64)
+        };
         // Events still waiting at the end lie beyond the time limit (the loop ran dry
         // otherwise); with connections incomplete the run was cut short.
-        let incomplete = connections.len() - done.len();
+        let incomplete = t.connections - t.completed;
         let time_limit_reached = !self.q.is_empty() && incomplete > 0;
         let mut warnings = Vec::new();
         if time_limit_reached {
             warnings.push(format!(
                 "the run reached its time_limit ({}) with {incomplete} of {} connections incomplete: \
                  raise time_limit if they should finish",
-                self.sc.time_limit,
-                connections.len()
+                self.sc.time_limit, t.connections
             ));
         }
         let summary = Summary {
-            connections: connections.len(),
-            completed: done.len(),
-            mean_complete_s: if done.is_empty() { None } else { Some(done.iter().sum::<f64>() / done.len() as f64) },
+            connections: t.connections as usize,
+            completed: t.completed as usize,
+            mean_complete_s,
             simulated_s: self.last_active.as_secs_f64(),
             events: self.q.processed,
             events_scheduled_in_past: self.q.scheduled_in_past,
             packets_dropped: self.dropped,
             time_limit_reached,
             peak_open_connections: self.peak_open,
+            totals: t,
             bottleneck: self.link_reports(),
             calibration: None,
         };

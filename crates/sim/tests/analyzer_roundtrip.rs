@@ -28,7 +28,7 @@ connections = 12
 
 fn simulate_and_analyze(point: &str) -> (Vec<ConnReport>, ConnectionTable) {
     let sets = vec![format!("capture.point=\"{point}\"")];
-    let opts = RunOptions { capture: true, timeline: false };
+    let opts = RunOptions { capture: true, timeline: false, totals_only: false };
     let (report, cap, sc) = simulate(SCENARIO, "roundtrip.toml", &sets, opts).expect("scenario");
     let mut pcap = Vec::new();
     cap.write_pcap(&mut pcap, sc.capture_link, sc.workload.port).unwrap();

@@ -31,7 +31,7 @@ point = "server"
 
 fn capture(text: &str, sets: &[&str]) -> Vec<u8> {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let opts = RunOptions { capture: true, timeline: false };
+    let opts = RunOptions { capture: true, timeline: false, totals_only: false };
     let (_, cap, sc) = simulate(text, "options.toml", &sets, opts).expect("scenario");
     let mut pcap = Vec::new();
     cap.write_pcap(&mut pcap, sc.capture_link, sc.workload.port).unwrap();

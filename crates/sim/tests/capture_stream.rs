@@ -25,7 +25,7 @@ response = "200kB"
 connections = 200
 "#;
 
-const CAPTURE: RunOptions = RunOptions { capture: true, timeline: false };
+const CAPTURE: RunOptions = RunOptions { capture: true, timeline: false, totals_only: false };
 
 fn load(sets: &[&str]) -> shortflow_sim::Scenario {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();

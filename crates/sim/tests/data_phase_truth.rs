@@ -34,7 +34,7 @@ point = "server"
 
 fn run(text: &str, sets: &[&str]) -> (Vec<ConnReport>, ConnectionTable, Summary) {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let opts = RunOptions { capture: true, timeline: false };
+    let opts = RunOptions { capture: true, timeline: false, totals_only: false };
     let (report, cap, sc) = simulate(text, "truth.toml", &sets, opts).expect("scenario");
     let mut pcap = Vec::new();
     cap.write_pcap(&mut pcap, sc.capture_link, sc.workload.port).unwrap();

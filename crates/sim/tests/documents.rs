@@ -9,7 +9,8 @@ const T003_SOL: &str = include_str!("../../../python/shortflow/scenarios/003-sol
 
 fn run(text: &str, sets: &[&str]) -> ConnReport {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let (mut report, _, _) = simulate(text, "doc.toml", &sets, RunOptions { timeline: true, capture: false }).unwrap();
+    let (mut report, _, _) =
+        simulate(text, "doc.toml", &sets, RunOptions { timeline: true, capture: false, totals_only: false }).unwrap();
     assert_eq!(report.summary.events_scheduled_in_past, 0);
     report.connections.remove(0)
 }

@@ -103,7 +103,7 @@ proptest! {
         let budget = Budget { max_memory: BUDGET, max_events: 20_000_000 };
         let before = LIVE.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
-        let result = try_run(sc, RunOptions { capture, timeline: false }, None, &budget);
+        let result = try_run(sc, RunOptions { capture, timeline: false, totals_only: false }, None, &budget);
         let grown = PEAK.load(Ordering::Relaxed) - before;
         prop_assert!(grown <= BOUND, "heap grew by {grown} bytes (budget {BUDGET})");
         match result {

@@ -46,7 +46,7 @@ parallel = {parallel}
 }
 
 fn run(text: &str, capture: bool) -> (RunReport, Vec<u8>) {
-    let opts = RunOptions { capture, timeline: true };
+    let opts = RunOptions { capture, timeline: true, totals_only: false };
     let (report, cap, sc) = simulate(text, "prop.toml", &[], opts).expect("generated scenarios are valid");
     let mut pcap = Vec::new();
     if capture {

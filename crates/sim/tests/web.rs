@@ -7,7 +7,7 @@ use shortflow_sim::{scenario, RunOptions};
 fn run(text: &str, sets: &[&str], capture: bool) -> (shortflow_sim::RunReport, Vec<(f64, Segment)>) {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     let sc = scenario::load(text, "web.toml", &sets).unwrap();
-    let (r, c) = shortflow_sim::run(sc, RunOptions { capture, timeline: false });
+    let (r, c) = shortflow_sim::run(sc, RunOptions { capture, timeline: false, totals_only: false });
     (r, c.records.iter().map(|(t, s)| (t.as_secs_f64(), *s)).collect())
 }
 

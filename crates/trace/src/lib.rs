@@ -9,7 +9,6 @@ pub mod analyze;
 pub mod diag;
 pub mod error;
 mod feed;
-pub mod gen;
 mod mem;
 pub mod read;
 mod shard;

@@ -1,7 +1,6 @@
 //! Helpers shared by the integration tests: write captures in memory, analyze them.
 #![allow(dead_code)]
 
-use shortflow_trace::gen::{generate, GenConfig, GenTruth};
 use shortflow_trace::{analyze_file, ConnectionTable, Endpoint, LinkType, Options, Progress, Segment, Summary, TcpFlags};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
@@ -31,11 +30,6 @@ pub fn pcap_of(packets: &[(u64, Segment)]) -> Vec<u8> {
         w.write_segment(*t, s, &SegmentOptions::default()).unwrap();
     }
     w.into_inner()
-}
-
-pub fn generated(cfg: &GenConfig, mut w: PcapWriter<Vec<u8>>, opts: &SegmentOptions) -> (Vec<u8>, GenTruth) {
-    let truth = generate(cfg, &mut w, opts).unwrap();
-    (w.into_inner(), truth)
 }
 
 /// Writes `bytes` to a temporary file and analyzes it.

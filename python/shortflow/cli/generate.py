@@ -1,4 +1,5 @@
-"""`shortflow generate`: a synthetic trace of interleaved short flows with known losses."""
+"""`shortflow generate`: a synthetic trace of interleaved short flows with known losses, run
+through the simulator (`shortflow_sim::generate`)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ def register(app: typer.Typer) -> None:
         connections: Annotated[int, typer.Option(min=1, max=100_000_000, help="connections to generate")] = 1000,
         seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="random seed (same seed, same file)")] = 1,
         arrivals: Annotated[float, typer.Option("--arrivals-per-s", min=0.001, max=1e9, help="new connections per second")] = 2000.0,
-        rtt_min: Annotated[str, typer.Option(help="smallest path RTT")] = "10ms",
-        rtt_max: Annotated[str, typer.Option(help="largest path RTT")] = "200ms",
+        rtt_min: Annotated[str, typer.Option(help="smallest RTT a connection draws (uniform to --rtt-max)")] = "10ms",
+        rtt_max: Annotated[str, typer.Option(help="largest RTT a connection draws")] = "200ms",
         syn_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN")] = 0.01,
         synack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each SYN/ACK")] = 0.005,
-        ack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of the client's handshake ACK (with the request)")] = 0.0,
+        ack_loss: Annotated[float, typer.Option(min=0.0, max=0.999, help="loss probability of each client pure ACK (the handshake's third packet and later ones)")] = 0.0,
         client_rto: Annotated[str, typer.Option(help="client's initial SYN RTO (1s RFC 6298, 3s RFC 2988)")] = "1s",
         server_rto: Annotated[str, typer.Option(help="server's initial SYN/ACK RTO")] = "1s",
         vantage: Annotated[str, typer.Option(help="capture point: client or server")] = "client",

@@ -42,12 +42,13 @@ def _s(x: Any) -> str:
 
 def print_connections(result: SimulationResult) -> None:
     conns = result.connections
-    emit_table(f"{result.scenario.name} ({result.scenario.source})", list(COLUMNS),
-               [[c[k] for k in COLUMNS.values()] for c in conns[:MAX_ROWS]],
-               right=[True] * len(COLUMNS), fmt=_s,
-               caption="GET s: request sent, done s: response complete (from the first SYN) · SYN, SYN/ACK: "
-                       "transmissions · rtx: retransmitted segments · RTO: timer expiries · FR: fast "
-                       "retransmits · dACK: delayed ACKs · lost: packets lost on the path")
+    if conns:  # none kept with --totals-only: the summary lines alone
+        emit_table(f"{result.scenario.name} ({result.scenario.source})", list(COLUMNS),
+                   [[c[k] for k in COLUMNS.values()] for c in conns[:MAX_ROWS]],
+                   right=[True] * len(COLUMNS), fmt=_s,
+                   caption="GET s: request sent, done s: response complete (from the first SYN) · SYN, SYN/ACK: "
+                           "transmissions · rtx: retransmitted segments · RTO: timer expiries · FR: fast "
+                           "retransmits · dACK: delayed ACKs · lost: packets lost on the path")
     s = result.summary
     more = f" (first {MAX_ROWS} shown)" if len(conns) > MAX_ROWS else ""
     say(f"{s['connections']:,} connections{more} · {s['completed']:,} complete · mean complete "
@@ -73,6 +74,8 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("-q", "--quiet", help="no table")] = False,
         max_memory: Annotated[Optional[str], typer.Option("--max-memory", help="stop cleanly beyond this much memory for the run, e.g. 2GB (default: a quarter of this machine's)")] = None,
         max_events: Annotated[int, typer.Option("--max-events", min=1, help="stop cleanly after this many events")] = DEFAULT_MAX_EVENTS,
+        totals_only: Annotated[bool, typer.Option("--totals-only", help="keep no per-connection report, only the "
+                                                                         "run's totals (memory follows the open connections)")] = False,
     ) -> None:
         """Simulate the connections a scenario file describes and print one row per connection.
 
@@ -87,11 +90,13 @@ def register(app: typer.Typer) -> None:
         if json_out is not None:
             check_output_file(json_out, "--json")
         if flows is not None:
+            if totals_only:
+                fail("--flows needs the per-connection reports that --totals-only does not keep", USAGE)
             check_output_file(flows, "--flows")
         try:
             sc = Scenario.load(scenario, sets or [])
             with progress(f"simulating {sc.name}"):
-                result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events)
+                result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events, totals_only=totals_only)
         except (ScenarioError, ValueError) as e:
             fail(e, USAGE)
         except SimulationLimitError as e:

@@ -141,7 +141,8 @@ class _Realizer:
     # What can happen in this scenario, for fields that act only on some events.
     def random_loss(self) -> bool:
         rl = self.r["random_loss"]
-        return any(d.get("bernoulli", 1.0) > 0 for d in (rl["forward"], rl["reverse"]))
+        kinds = any(p > 0 for p in rl["kinds"].values())  # random_loss.syn, .synack, ...
+        return kinds or any(d.get("bernoulli", 1.0) > 0 for d in (rl["forward"], rl["reverse"]))
 
     def handshake_drops(self) -> int:
         return len(self.r["drop"]["syn"]) + len(self.r["drop"]["synack"])
@@ -186,6 +187,9 @@ class _Realizer:
         if not (isinstance(q, dict) and "drop_tail_packets" in q):
             kind = next(iter(q)) if isinstance(q, dict) else q
             raise self.refuse("path.queue", f"{kind}: the testbed's emulator carries a drop-tail queue in packets only")
+        if p["rtt_max"] is not None:
+            raise self.refuse("path.rtt_max", "the testbed's emulator delays every packet by path.rtt; "
+                                              "it draws no delay per connection")
         if p["access_bandwidth_bps"] != p["bandwidth_bps"]:
             raise self.refuse("path.access_bandwidth", "the testbed's hosts sit on veths with no rate of their own: "
                                                        "only the router's egress (path.bandwidth) is shaped")

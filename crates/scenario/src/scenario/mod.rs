@@ -69,6 +69,8 @@ impl ArrivalRate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoissonConfig {
     pub rate: ArrivalRate,
+    /// Arrivals stop after this many connections (None: at the workload's duration only).
+    pub max_connections: Option<u64>,
     pub request: SizeDist,
     pub response: SizeDist,
 }
@@ -139,6 +141,8 @@ pub struct MinRto004Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathConfig {
     pub rtt: Duration,
+    /// Each connection's two-way delay is drawn uniformly from `rtt` to this (None: `rtt`).
+    pub rtt_max: Option<Duration>,
     pub bandwidth_bps: u64,
     pub access_bandwidth_bps: u64,
     pub queue: QueueConfig,
@@ -176,11 +180,29 @@ pub enum LossConfig {
     Gilbert(GilbertConfig),
 }
 
+/// Bernoulli loss probabilities of one packet kind each (the kinds `[drop]` names), drawn
+/// besides the direction's loss.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindLoss {
+    pub syn: f64,
+    pub synack: f64,
+    pub ack: f64,
+    pub data: f64,
+    pub client_data: f64,
+}
+
+impl KindLoss {
+    pub fn any(&self) -> bool {
+        [self.syn, self.synack, self.ack, self.data, self.client_data].iter().any(|&p| p > 0.0)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RandomLossConfig {
     pub forward: LossConfig,
     pub reverse: LossConfig,
     pub seed: u64,
+    pub kinds: KindLoss,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -240,11 +262,19 @@ pub enum CapturePoint {
     Server,
 }
 
+/// The capture's link type (the writer, `shortflow_wire::capture`, frames each one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CaptureLink {
     Ethernet,
+    /// LINKTYPE_RAW ("raw"): the IP version from the packet.
     RawIpv4,
+    Null,
+    Loop,
+    Sll,
+    Sll2,
+    Ipv4,
+    Ipv6,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -266,6 +296,10 @@ pub struct Scenario {
     pub min_rto_004: Option<MinRto004Config>,
     pub capture_point: CapturePoint,
     pub capture_link: CaptureLink,
+    /// The capture writes IPv6 packets.
+    pub capture_ipv6: bool,
+    /// 802.1Q VLAN id of every captured frame (Ethernet).
+    pub capture_vlan: Option<u16>,
 }
 
 /// Reads scenario `text` (from `source`, named in errors), applies `overrides`
@@ -365,13 +399,16 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         None => None,
         Some(d) => Some(dumbbell(d, src)?),
     };
-    if dumbbell.is_some() && (raw.path.rtt.is_some() || raw.path.bandwidth.is_some() || raw.path.queue.is_some()) {
+    if dumbbell.is_some()
+        && (raw.path.rtt.is_some() || raw.path.rtt_max.is_some() || raw.path.bandwidth.is_some() || raw.path.queue.is_some())
+    {
         return Err(err(src, "path", "a scenario has either [path] (one client, one server) or [dumbbell], not both"));
     }
     let path = match &dumbbell {
         // The dumbbell's pair 0 stands for `path` where a single path is asked about.
         Some(d) => PathConfig {
             rtt: Duration(2 * (d.client_delay[0].0 + d.delay.0 + d.server_delay[0].0)),
+            rtt_max: None,
             bandwidth_bps: d.bandwidth_bps,
             access_bandwidth_bps: d.access_bandwidth_bps,
             queue: d.queue.clone(),
@@ -404,8 +441,39 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
     let capture_link = match raw.capture.link.as_deref().unwrap_or("ethernet") {
         "ethernet" => CaptureLink::Ethernet,
         "raw" => CaptureLink::RawIpv4,
-        other => return Err(err(src, "capture.link", format!("{other:?}: expected \"ethernet\" or \"raw\""))),
+        "null" => CaptureLink::Null,
+        "loop" => CaptureLink::Loop,
+        "sll" => CaptureLink::Sll,
+        "sll2" => CaptureLink::Sll2,
+        "ipv4" => CaptureLink::Ipv4,
+        "ipv6" => CaptureLink::Ipv6,
+        other => {
+            return Err(err(
+                src,
+                "capture.link",
+                format!("{other:?}: expected \"ethernet\", \"raw\", \"null\", \"loop\", \"sll\", \"sll2\", \"ipv4\" or \"ipv6\""),
+            ))
+        }
     };
+    // LINKTYPE_IPV4 and LINKTYPE_IPV6 carry packets of one IP version only.
+    let capture_ipv6 = match (capture_link, raw.capture.ipv6) {
+        (CaptureLink::Ipv6, Some(false)) => {
+            return Err(err(src, "capture.ipv6", "false, but link = \"ipv6\" (LINKTYPE_IPV6) carries only IPv6 packets"))
+        }
+        (CaptureLink::Ipv4, Some(true)) => {
+            return Err(err(src, "capture.ipv6", "true, but link = \"ipv4\" (LINKTYPE_IPV4) carries only IPv4 packets"))
+        }
+        (CaptureLink::Ipv6, _) => true,
+        (_, v) => v.unwrap_or(false),
+    };
+    if let Some(v) = raw.capture.vlan {
+        if capture_link != CaptureLink::Ethernet {
+            return Err(err(src, "capture.vlan", "an 802.1Q tag is part of an Ethernet frame: needs link = \"ethernet\""));
+        }
+        if v > 4095 {
+            return Err(err(src, "capture.vlan", format!("{v}: a VLAN id is 0 to 4095 (12 bits)")));
+        }
+    }
     let sc = Scenario {
         name: raw.name.clone().unwrap_or_else(|| src.to_string()),
         source: src.to_string(),
@@ -423,6 +491,8 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         min_rto_004,
         capture_point,
         capture_link,
+        capture_ipv6,
+        capture_vlan: raw.capture.vlan,
     };
     ranges::check_scenario(&sc, src)?;
     Ok(sc)
@@ -444,7 +514,13 @@ fn path(p: &RawPath, src: &str) -> Result<PathConfig, ScenarioError> {
         None => QueueConfig::DropTailPackets(1000),
         Some(q) => queue(q, src, "path.queue", bandwidth_bps, rtt)?,
     };
-    Ok(PathConfig { rtt, bandwidth_bps, access_bandwidth_bps: p.access_bandwidth.map_or(bandwidth_bps, |r| r.0), queue })
+    let rtt_max = match p.rtt_max {
+        Some(m) if m.0 < rtt => {
+            return Err(err(src, "path.rtt_max", format!("{} is below path.rtt ({rtt}): the range is rtt to rtt_max", m.0)))
+        }
+        m => m.map(|m| m.0),
+    };
+    Ok(PathConfig { rtt, rtt_max, bandwidth_bps, access_bandwidth_bps: p.access_bandwidth.map_or(bandwidth_bps, |r| r.0), queue })
 }
 
 fn delays(d: &Option<RawDelays>, src: &str, key: &str, pairs: u32) -> Result<Vec<Duration>, ScenarioError> {
@@ -794,6 +870,13 @@ fn random_loss(r: &RawRandomLoss, src: &str, seed: u64) -> Result<RandomLossConf
         forward: one("forward", r.forward, &r.gilbert_forward)?,
         reverse: one("reverse", r.reverse, &r.gilbert_reverse)?,
         seed: r.seed.unwrap_or(seed),
+        kinds: KindLoss {
+            syn: prob("random_loss.syn", r.syn.unwrap_or(0.0))?,
+            synack: prob("random_loss.synack", r.synack.unwrap_or(0.0))?,
+            ack: prob("random_loss.ack", r.ack.unwrap_or(0.0))?,
+            data: prob("random_loss.data", r.data.unwrap_or(0.0))?,
+            client_data: prob("random_loss.client_data", r.client_data.unwrap_or(0.0))?,
+        },
     })
 }
 
@@ -830,7 +913,15 @@ fn dist(d: &Option<RawDist>, fixed: u64, src: &str, key: &str) -> Result<SizeDis
             let v = sizes::parse_csv(&text).map_err(|e| err(src, &k("file"), format!("{}: {e}", path.display())))?;
             Ok(SizeDist::Empirical(v))
         }
-        other => Err(err(src, &k("kind"), format!("{other:?}: expected \"fixed\", \"pareto\" or \"empirical\""))),
+        "uniform" => {
+            let min = d.min.ok_or_else(|| err(src, &k("min"), "a uniform size needs min = \"1B\" and max"))?.0;
+            let max = d.max.ok_or_else(|| err(src, &k("max"), "a uniform size needs min and max = \"20kB\""))?.0;
+            if min == 0 || max < min {
+                return Err(err(src, &k("max"), format!("{min}B to {max}B: need 1B <= min <= max")));
+            }
+            Ok(SizeDist::Uniform { min, max })
+        }
+        other => Err(err(src, &k("kind"), format!("{other:?}: expected \"fixed\", \"pareto\", \"empirical\" or \"uniform\""))),
     }
 }
 
@@ -858,6 +949,7 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
     only((w.flows.is_some() || w.size.is_some() || w.spacing.is_some()) && kind_name != "bulk", "flows", "\"bulk\"")?;
     only((w.request_dist.is_some() || w.response_dist.is_some()) && kind_name != "poisson", "response_dist", "\"poisson\"")?;
     only(w.response_headers.is_some() && kind_name != "http", "response_headers", "\"http\"")?;
+    only(w.max_connections.is_some() && kind_name != "poisson", "max_connections", "\"poisson\"")?;
     let open_loop = matches!(kind_name, "poisson" | "packmime");
     only(
         (w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop,
@@ -868,6 +960,8 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
         "http" => WorkloadKind::Http,
         "poisson" => WorkloadKind::Poisson(PoissonConfig {
             rate: rate()?,
+            // Its range (1 to 10^9) is checked with the others (`ranges`).
+            max_connections: w.max_connections,
             request: dist(&w.request_dist, w.request.map_or(300, |s| s.0), src, "workload.request_dist")?,
             response: dist(&w.response_dist, w.response.map_or(13_549, |s| s.0), src, "workload.response_dist")?,
         }),
@@ -881,11 +975,11 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
             return Err(err(src, "workload.kind", format!("{other:?}: expected \"http\", \"poisson\", \"packmime\" or \"bulk\"")))
         }
     };
-    if open_loop && w.duration.is_none() {
+    if open_loop && w.duration.is_none() && w.max_connections.is_none() {
         return Err(err(
             src,
             "workload.duration",
-            format!("a {kind_name} workload needs duration = \"300s\" (arrivals stop then)"),
+            format!("a {kind_name} workload needs duration = \"300s\" (arrivals stop then) or max_connections"),
         ));
     }
     let response = w.response.map_or(13_549, |s| s.0);
@@ -1054,5 +1148,61 @@ mod tests {
             s.dumbbell.unwrap().queue,
             QueueConfig::Red { min_th: 5.0, max_th: 15.0, max_p: 0.05, weight: 0.01, limit: 30, gentle: true }
         );
+    }
+
+    #[test]
+    fn generator_keys_are_checked_with_their_key() {
+        let bad = |sets: &[&str], key: &str, says: &str| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            let e = load(MINIMAL, "g.toml", &sets).unwrap_err();
+            assert_eq!(e.key, key, "{e}");
+            assert!(e.to_string().contains(says), "{e}");
+        };
+        bad(&["path.rtt_max=\"50ms\""], "path.rtt_max", "below path.rtt");
+        bad(&["path.rtt_max=\"61s\""], "path.rtt_max", "");
+        bad(&["random_loss.syn=1.5"], "random_loss.syn", "not a probability");
+        bad(&["random_loss.client_data=-0.1"], "random_loss.client_data", "not a probability");
+        bad(&["capture.link=\"token-ring\""], "capture.link", "\"sll2\"");
+        bad(&["capture.link=\"ipv6\"", "capture.ipv6=false"], "capture.ipv6", "only IPv6");
+        bad(&["capture.link=\"ipv4\"", "capture.ipv6=true"], "capture.ipv6", "only IPv4");
+        bad(&["capture.link=\"raw\"", "capture.vlan=7"], "capture.vlan", "Ethernet");
+        bad(&["capture.vlan=4096"], "capture.vlan", "0 to 4095");
+        bad(&["workload.max_connections=10"], "workload.max_connections", "\"poisson\"");
+        let poisson = |extra: &str| format!("{MINIMAL}[workload]\nkind = \"poisson\"\nconnections_per_second = 10.0\n{extra}");
+        let e = load(&poisson(""), "p.toml", &[]).unwrap_err();
+        assert_eq!(e.key, "workload.duration", "{e}");
+        assert!(e.message.contains("or max_connections"), "{e}");
+        assert_eq!(load(&poisson("max_connections = 0\n"), "p.toml", &[]).unwrap_err().key, "workload.max_connections");
+        let e = load(
+            &poisson("max_connections = 5\nresponse_dist = { kind = \"uniform\", min = \"9kB\", max = \"1kB\" }\n"),
+            "p.toml",
+            &[],
+        );
+        assert_eq!(e.unwrap_err().key, "workload.response_dist.max");
+        let ok = load(
+            &poisson("max_connections = 5\nresponse_dist = { kind = \"uniform\", min = \"1B\", max = \"1kB\" }\n"),
+            "p.toml",
+            &[],
+        );
+        match ok.unwrap().workload.kind {
+            WorkloadKind::Poisson(p) => {
+                assert_eq!((p.max_connections, p.response), (Some(5), SizeDist::Uniform { min: 1, max: 1000 }))
+            }
+            k => panic!("{k:?}"),
+        }
+        let dumbbell = "[dumbbell]\npairs = 2\nbandwidth = \"10Mbit\"\ndelay = \"5ms\"\n[path]\nrtt_max = \"90ms\"\n";
+        assert_eq!(load(dumbbell, "d.toml", &[]).unwrap_err().key, "path");
+        let s = load(
+            MINIMAL,
+            "g.toml",
+            &["path.rtt_max=\"200ms\"".into(), "random_loss.synack=0.25".into(), "capture.link=\"ipv6\"".into()],
+        )
+        .unwrap();
+        assert_eq!(s.path.rtt_max, Some(Duration::from_millis(200)));
+        assert_eq!(s.random_loss.kinds, KindLoss { synack: 0.25, ..KindLoss::default() });
+        assert!(s.capture_ipv6 && s.capture_link == CaptureLink::Ipv6);
+        // Unset, the keys change nothing.
+        let plain = load(MINIMAL, "g.toml", &[]).unwrap();
+        assert_eq!((plain.path.rtt_max, plain.random_loss.kinds.any(), plain.capture_ipv6), (None, false, false));
     }
 }

@@ -40,6 +40,7 @@ const fn r(key: &'static str, unit: Unit, min: u64, max: u64, why: &'static str)
 pub const RANGES: &[Range] = &[
     r("time_limit", Unit::Nanos, MS, 365 * 24 * 3600 * S, "a simulated year at most"),
     r("path.rtt", Unit::Nanos, 0, 60 * S, "a minute covers a geostationary path many times over"),
+    r("path.rtt_max", Unit::Nanos, 0, 60 * S, "as path.rtt"),
     r("path.bandwidth", Unit::BitsPerSecond, 1_000, 1_000_000_000_000, "1 kbit/s to 1 Tbit/s"),
     r("path.access_bandwidth", Unit::BitsPerSecond, 1_000, 1_000_000_000_000, "1 kbit/s to 1 Tbit/s"),
     r("path.queue.packets", Unit::Count, 1, 1_000_000, "a router buffer of a million packets is already absurd"),
@@ -57,6 +58,13 @@ pub const RANGES: &[Range] = &[
     r("workload.response_headers", Unit::Bytes, 0, 1_000_000, "HTTP headers of a megabyte are already absurd"),
     r("workload.requests", Unit::Count, 1, 100_000, "requests per connection"),
     r("workload.connections", Unit::Count, 1, 1_000_000, "each connection keeps its report in memory"),
+    r(
+        "workload.max_connections",
+        Unit::Count,
+        1,
+        1_000_000_000,
+        "a totals-only run holds only the open connections: the bound is the run's time",
+    ),
     r("workload.think_time", Unit::Nanos, 0, 3600 * S, "an hour at most"),
     r("workload.idle", Unit::Nanos, 0, 3600 * S, "an hour at most"),
     r("workload.interval", Unit::Nanos, 0, 3600 * S, "an hour at most"),
@@ -149,6 +157,14 @@ pub fn check_scenario(sc: &Scenario, src: &str) -> Result<(), ScenarioError> {
     match sc.path.queue {
         QueueConfig::DropTailPackets(n) | QueueConfig::Red { limit: n, .. } => values.push(("path.queue.packets", u64::from(n))),
         QueueConfig::DropTailBytes(b) => values.push(("path.queue.bytes", b)),
+    }
+    if let crate::scenario::WorkloadKind::Poisson(p) = &sc.workload.kind {
+        if let Some(n) = p.max_connections {
+            values.push(("workload.max_connections", n));
+        }
+    }
+    if let Some(m) = sc.path.rtt_max {
+        values.push(("path.rtt_max", m.0));
     }
     if let Some(o) = &sc.syn_optimizer {
         values.push(("mechanisms.syn_optimizer.delay", o.delay.0));

@@ -105,6 +105,10 @@ pub struct RawScenario {
 pub struct RawPath {
     /// Two-way propagation delay, split evenly over the four link crossings.
     pub rtt: Option<Dur>,
+    /// Each connection's own two-way delay, drawn uniformly from rtt to rtt_max (the
+    /// flows of a busy link come from near and far); the extra delay is added to the
+    /// connection's packets on both ends' links, not to the shared queue.
+    pub rtt_max: Option<Dur>,
     /// Rate of the router's egress links (the bottleneck).
     pub bandwidth: Option<Rate>,
     /// Rate of the client's and server's own links (default: `bandwidth`).
@@ -340,6 +344,17 @@ pub struct RawRandomLoss {
     pub gilbert_forward: Option<RawGilbert>,
     /// Gilbert-Elliott bursty loss, server to client (instead of reverse).
     pub gilbert_reverse: Option<RawGilbert>,
+    /// Bernoulli loss probability of each client SYN, besides its direction's loss.
+    pub syn: Option<f64>,
+    /// Bernoulli loss probability of each server SYN/ACK, besides its direction's loss.
+    pub synack: Option<f64>,
+    /// Bernoulli loss probability of each client pure ACK (the handshake's third packet
+    /// and every later one), besides its direction's loss.
+    pub ack: Option<f64>,
+    /// Bernoulli loss probability of each server data segment, besides its direction's loss.
+    pub data: Option<f64>,
+    /// Bernoulli loss probability of each client data segment, besides its direction's loss.
+    pub client_data: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Clone)]
@@ -356,12 +371,12 @@ pub struct RawGilbert {
     pub loss_bad: Option<f64>,
 }
 
-/// A size distribution: kind "fixed" (size), "pareto" (mean, shape) or "empirical" (file,
-/// a CSV of sizes, relative to the scenario file).
+/// A size distribution: kind "fixed" (size), "pareto" (mean, shape), "empirical" (file,
+/// a CSV of sizes, relative to the scenario file) or "uniform" (min, max).
 #[derive(Debug, Deserialize, JsonSchema, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct RawDist {
-    /// "fixed", "pareto" or "empirical".
+    /// "fixed", "pareto", "empirical" or "uniform".
     pub kind: String,
     /// fixed: the size.
     pub size: Option<Size>,
@@ -371,6 +386,10 @@ pub struct RawDist {
     pub shape: Option<f64>,
     /// empirical: a CSV of sizes, relative to the scenario file.
     pub file: Option<String>,
+    /// uniform: the smallest size (every size from min to max equally likely).
+    pub min: Option<Size>,
+    /// uniform: the largest size.
+    pub max: Option<Size>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -385,6 +404,9 @@ pub struct RawWorkload {
     pub load: Option<String>,
     /// Connections arrive during this time (poisson, packmime).
     pub duration: Option<Dur>,
+    /// poisson: arrivals stop after this many connections (or at duration, if set, when
+    /// that comes first).
+    pub max_connections: Option<u64>,
     /// poisson: the distribution of request sizes (instead of request).
     pub request_dist: Option<RawDist>,
     /// poisson: the distribution of response sizes (instead of response).
@@ -473,6 +495,12 @@ pub struct RawSynOptimizer {
 pub struct RawCapture {
     /// "client", "router" or "server": where the simulator's capture is taken.
     pub point: Option<String>,
-    /// "ethernet" or "raw" (raw IPv4).
+    /// The pcap's link type: "ethernet", "raw" (LINKTYPE_RAW), "null", "loop", "sll",
+    /// "sll2", "ipv4" or "ipv6" (LINKTYPE_IPV4/IPV6, raw packets of that version only).
     pub link: Option<String>,
+    /// Write the packets with IPv6 addresses and headers (the simulated links still carry
+    /// IPv4-sized packets); link = "ipv6" implies it.
+    pub ipv6: Option<bool>,
+    /// An 802.1Q VLAN id on every frame (link = "ethernet" only).
+    pub vlan: Option<u16>,
 }

@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     if let Ok(s) = scenario::load(&text, "fuzz.toml", &[]) {
         if small(&s) {
-            let (report, _) = run(s, RunOptions { capture: true, timeline: true });
+            let (report, _) = run(s, RunOptions { capture: true, timeline: true, totals_only: false });
             assert_eq!(report.summary.events_scheduled_in_past, 0);
         }
     }

@@ -16,6 +16,8 @@ pub struct Poisson {
     pairs: u32,
     rate: f64,
     end: Instant,
+    /// Arrivals still to come under `max_connections` (u64::MAX: unbounded).
+    left: u64,
     rng: ChaCha8Rng,
 }
 
@@ -27,7 +29,10 @@ impl Poisson {
             w: w.clone(),
             pairs: pairs.max(1),
             rate,
-            end: Instant::ZERO + w.duration,
+            // No duration (the model asks for one unless max_connections is set): arrivals
+            // end with max_connections alone.
+            end: if w.duration.0 == 0 && cfg.max_connections.is_some() { Instant(u64::MAX) } else { Instant::ZERO + w.duration },
+            left: cfg.max_connections.unwrap_or(u64::MAX),
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x504f_4953),
         }
     }
@@ -47,7 +52,7 @@ impl Poisson {
 impl Workload for Poisson {
     fn first(&mut self) -> Option<Instant> {
         let t = Instant::ZERO + self.gap();
-        (t < self.end).then_some(t)
+        (t < self.end && self.left > 0).then_some(t)
     }
 
     fn arrive(&mut self, now: Instant) -> (ConnSpec, Option<Instant>) {
@@ -60,7 +65,8 @@ impl Workload for Poisson {
             close: self.w.close,
             port: self.w.port,
         };
+        self.left = self.left.saturating_sub(1);
         let next = now + self.gap();
-        (spec, (next < self.end).then_some(next))
+        (spec, (next < self.end && self.left > 0).then_some(next))
     }
 }

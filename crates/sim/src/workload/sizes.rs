@@ -24,6 +24,7 @@ impl SizeDistExt for SizeDist {
                 (xm * u.powf(-1.0 / shape)).round().max(1.0) as u64
             }
             SizeDist::Empirical(v) => v[rng.random_range(0..v.len())],
+            SizeDist::Uniform { min, max } => rng.random_range(*min..=*max),
         }
     }
 }

@@ -1,23 +1,27 @@
 //! The same generated traffic through every container, byte order, timestamp resolution
 //! and link type gives the same analysis, equal to the generator's ground truth.
 
+// The analyzer's own test helpers (pcaps of scripted segments, analysis of bytes), and the
+// generator's traces.
+#[path = "../../trace/tests/common.rs"]
 mod common;
+mod generated;
 use common::*;
+use generated::*;
 use shortflow_trace::diag::Vantage;
-use shortflow_trace::gen::GenConfig;
 use shortflow_trace::{LinkType, ReadErrorKind};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
-fn cfg(vantage: Vantage, ipv6: bool) -> GenConfig {
-    GenConfig {
+fn cfg(vantage: Vantage, ipv6: bool) -> GenOptions {
+    GenOptions {
         connections: 400,
         seed: 42,
         syn_loss: 0.15,
         synack_loss: 0.15,
         ack_loss: 0.15,
-        vantage,
+        server_side: vantage == Vantage::Server,
         ipv6,
-        ..GenConfig::default()
+        ..GenOptions::default()
     }
 }
 
@@ -121,7 +125,7 @@ fn ipv6_is_tracked_like_ipv4() {
     assert_eq!(s6.syn, s4.syn);
     assert_eq!(s6.connection_tries(), truth.connections);
     let ip = std::str::from_utf8(&t6.client_ip.data[..t6.client_ip.offsets[1] as usize]).unwrap();
-    assert!(ip.starts_with("fd00::"), "{ip}");
+    assert!(ip.starts_with("fd00:1::"), "{ip}"); // the simulator's clients: fd00:1::/64
 }
 
 /// pcapng with two sections, the second with two interfaces of different link types and
@@ -250,7 +254,7 @@ fn not_a_capture_and_empty_files() {
 /// small fraction of its connections at once.
 #[test]
 fn memory_follows_open_connections_not_file_size() {
-    let c = GenConfig { connections: 20_000, arrivals_per_s: 500.0, syn_loss: 0.0, synack_loss: 0.0, ..GenConfig::default() };
+    let c = GenOptions { connections: 20_000, arrivals_per_s: 500.0, syn_loss: 0.0, synack_loss: 0.0, ..GenOptions::default() };
     let (bytes, truth) =
         generated(&c, pcap(LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little), &SegmentOptions::default());
     let (_, s, stats) = analyze_bytes("long.pcap", &bytes);
@@ -270,8 +274,8 @@ fn ip_only_link_types_carry_their_own_version() {
     let first = record_offsets(&bytes)[0] + 16;
     assert_eq!(bytes[first] >> 4, 6, "the first packet under LINKTYPE_IPV6 must be IPv6");
     let ipv4_link = SegmentOptions { link: LinkType::Ipv4, ..Default::default() };
-    let mut w = pcap(LinkType::Ipv4, TsResolution::Nano, ByteOrder::Little);
-    let e = shortflow_trace::gen::generate(&cfg(Vantage::Client, true), &mut w, &ipv4_link).unwrap_err();
+    let w = pcap(LinkType::Ipv4, TsResolution::Nano, ByteOrder::Little);
+    let e = try_generated(&cfg(Vantage::Client, true), w, &ipv4_link).unwrap_err();
     assert!(e.to_string().contains("ipv4 (228) carries only IPv4"), "{e}");
     let mut w = pcap(LinkType::Ipv6, TsResolution::Nano, ByteOrder::Little);
     let e = w.write_segment(0, &seg(true, 1, 0, S, 0), &ipv6_link).unwrap_err();

@@ -3,10 +3,13 @@
 //! must give `FILE: byte N: what` without the parser's internals or byte dumps. The fuzz
 //! targets (`make fuzz`) check the same on whatever libFuzzer finds.
 
+// The analyzer's own test helpers (pcaps of scripted segments, analysis of bytes), and the
+// generator's traces.
+#[path = "../../trace/tests/common.rs"]
 mod common;
+mod generated;
 
-use common::generated;
-use shortflow_trace::gen::GenConfig;
+use generated::{generated, GenOptions};
 use shortflow_trace::{analyze_capture, CaptureReader, LinkType, Options, Progress};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
 
@@ -75,7 +78,7 @@ fn damage(rng: &mut Rng, clean: &[u8]) -> Vec<u8> {
 
 #[test]
 fn damaged_captures_give_plain_located_messages() {
-    let cfg = GenConfig { connections: 20, ..GenConfig::default() };
+    let cfg = GenOptions { connections: 20, ..GenOptions::default() };
     let opts = SegmentOptions::default();
     let (pcap, _) = generated(
         &cfg,

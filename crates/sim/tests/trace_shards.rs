@@ -2,12 +2,15 @@
 //! single tracker's results exactly: the same rows in the same order with the same ids,
 //! the same summary, the same peak of open connections.
 
+// The analyzer's own test helpers (pcaps of scripted segments, analysis of bytes), and the
+// generator's traces.
+#[path = "../../trace/tests/common.rs"]
 mod common;
+mod generated;
 
 use std::path::{Path, PathBuf};
 
-use common::generated;
-use shortflow_trace::gen::GenConfig;
+use generated::{generated, GenOptions};
 use shortflow_trace::track::TrackerConfig;
 use shortflow_trace::{analyze_file, LinkType, Options, Progress};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolution};
@@ -40,7 +43,7 @@ fn write_temp(name: &str, bytes: &[u8]) -> PathBuf {
 
 #[test]
 fn generated_traces_with_losses_and_early_sweeps() {
-    let cfg = GenConfig { connections: 3000, seed: 7, syn_loss: 0.08, synack_loss: 0.05, ack_loss: 0.05, ..Default::default() };
+    let cfg = GenOptions { connections: 3000, seed: 7, syn_loss: 0.08, synack_loss: 0.05, ack_loss: 0.05, ..Default::default() };
     let w = PcapWriter::pcap(Vec::new(), LinkType::Ethernet, TsResolution::Nano, ByteOrder::Little, 65535).unwrap();
     let (bytes, _) = generated(&cfg, w, &SegmentOptions::default());
     let path = write_temp("gen.pcap", &bytes);
