@@ -310,7 +310,7 @@ fn generate<'py>(
         return Err(PyValueError::new_err("need arrivals_per_s > 0, 0 <= rtt_min_s <= rtt_max_s and snaplen >= 20"));
     }
     let ns = |s: f64| (s * 1e9).round() as u64;
-    let capture_link = shortflow_sim::generate::link_by_name(link).ok_or_else(|| {
+    let capture_link = shortflow_sim::scenario::CaptureLink::from_name(link).ok_or_else(|| {
         PyValueError::new_err(format!("unknown link type {link:?} (ethernet, raw, null, loop, sll, sll2, ipv4, ipv6)"))
     })?;
     let opts = GenOptions {

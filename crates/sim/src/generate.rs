@@ -92,34 +92,6 @@ pub struct GenTruth {
     pub multiple_synacks: u64,
 }
 
-/// The capture's link type by the name `shortflow generate --link` takes.
-pub fn link_by_name(name: &str) -> Option<CaptureLink> {
-    Some(match name {
-        "ethernet" => CaptureLink::Ethernet,
-        "raw" => CaptureLink::RawIpv4,
-        "null" => CaptureLink::Null,
-        "loop" => CaptureLink::Loop,
-        "sll" => CaptureLink::Sll,
-        "sll2" => CaptureLink::Sll2,
-        "ipv4" => CaptureLink::Ipv4,
-        "ipv6" => CaptureLink::Ipv6,
-        _ => return None,
-    })
-}
-
-fn link_key(l: CaptureLink) -> &'static str {
-    match l {
-        CaptureLink::Ethernet => "ethernet",
-        CaptureLink::RawIpv4 => "raw",
-        CaptureLink::Null => "null",
-        CaptureLink::Loop => "loop",
-        CaptureLink::Sll => "sll",
-        CaptureLink::Sll2 => "sll2",
-        CaptureLink::Ipv4 => "ipv4",
-        CaptureLink::Ipv6 => "ipv6",
-    }
-}
-
 /// The scenario of a generator run: read and checked by the scenario model like any file
 /// (its errors name the key an option became).
 pub fn scenario(o: &GenOptions) -> Result<Scenario, ScenarioError> {
@@ -188,7 +160,7 @@ ipv6 = {ipv6}
         n = o.connections,
         resp = u64::from(o.response_segments_max.max(1)) * SEGMENT_BYTES,
         point = if o.server_side { "server" } else { "client" },
-        link = link_key(o.link),
+        link = o.link.name(),
     );
     // An error names the option the refused key came from.
     scenario::load(&text, "shortflow generate", &[]).map_err(|e| {

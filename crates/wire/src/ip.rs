@@ -37,16 +37,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// length declares (a packet cut by a snap length is refused: use [`crate::decode`]).
     pub fn new_checked(buf: T) -> Result<Self, WireError> {
         let b = buf.as_ref();
-        if b.len() < v4::MIN_LEN {
-            return Err(WireError::Truncated { need: v4::MIN_LEN, have: b.len() });
-        }
-        if b[v4::VER_IHL] >> 4 != 4 {
-            return Err(WireError::Invalid { field: "IP version", value: u32::from(b[0] >> 4) });
-        }
-        let ihl = usize::from(b[v4::VER_IHL] & 0x0f) * 4;
-        if ihl < v4::MIN_LEN {
-            return Err(WireError::Invalid { field: "IPv4 header length", value: ihl as u32 });
-        }
+        let ihl = Self::check_header_fields(b)?;
         let total = usize::from(be16(b, v4::TOTAL_LEN));
         if total < ihl {
             return Err(WireError::Invalid { field: "IPv4 total length", value: total as u32 });
@@ -63,6 +54,17 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// then returns the bytes present.
     pub fn new_captured(buf: T) -> Result<Self, WireError> {
         let b = buf.as_ref();
+        let ihl = Self::check_header_fields(b)?;
+        if ihl > b.len() {
+            return Err(WireError::Truncated { need: ihl, have: b.len() });
+        }
+        Ok(Self { buf })
+    }
+
+    /// What both constructors require: a fixed header's bytes, version 4 and a header
+    /// length of at least 20; returns the header length.
+    #[inline]
+    fn check_header_fields(b: &[u8]) -> Result<usize, WireError> {
         if b.len() < v4::MIN_LEN {
             return Err(WireError::Truncated { need: v4::MIN_LEN, have: b.len() });
         }
@@ -73,10 +75,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         if ihl < v4::MIN_LEN {
             return Err(WireError::Invalid { field: "IPv4 header length", value: ihl as u32 });
         }
-        if ihl > b.len() {
-            return Err(WireError::Truncated { need: ihl, have: b.len() });
-        }
-        Ok(Self { buf })
+        Ok(ihl)
     }
 
     fn b(&self) -> &[u8] {

@@ -277,6 +277,29 @@ pub enum CaptureLink {
     Ipv6,
 }
 
+impl CaptureLink {
+    /// Every link type under its name in scenario files (`capture.link`) and in
+    /// `shortflow generate --link`: the one table both read.
+    pub const NAMES: [(&'static str, CaptureLink); 8] = [
+        ("ethernet", CaptureLink::Ethernet),
+        ("raw", CaptureLink::RawIpv4),
+        ("null", CaptureLink::Null),
+        ("loop", CaptureLink::Loop),
+        ("sll", CaptureLink::Sll),
+        ("sll2", CaptureLink::Sll2),
+        ("ipv4", CaptureLink::Ipv4),
+        ("ipv6", CaptureLink::Ipv6),
+    ];
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|&(_, l)| l)
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, l)| *l == self).map(|&(n, _)| n).expect("every link type is named")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     pub name: String,
@@ -438,22 +461,13 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         "server" => CapturePoint::Server,
         other => return Err(err(src, "capture.point", format!("{other:?}: expected \"client\", \"router\" or \"server\""))),
     };
-    let capture_link = match raw.capture.link.as_deref().unwrap_or("ethernet") {
-        "ethernet" => CaptureLink::Ethernet,
-        "raw" => CaptureLink::RawIpv4,
-        "null" => CaptureLink::Null,
-        "loop" => CaptureLink::Loop,
-        "sll" => CaptureLink::Sll,
-        "sll2" => CaptureLink::Sll2,
-        "ipv4" => CaptureLink::Ipv4,
-        "ipv6" => CaptureLink::Ipv6,
-        other => {
-            return Err(err(
-                src,
-                "capture.link",
-                format!("{other:?}: expected \"ethernet\", \"raw\", \"null\", \"loop\", \"sll\", \"sll2\", \"ipv4\" or \"ipv6\""),
-            ))
-        }
+    let link = raw.capture.link.as_deref().unwrap_or("ethernet");
+    let Some(capture_link) = CaptureLink::from_name(link) else {
+        return Err(err(
+            src,
+            "capture.link",
+            format!("{link:?}: expected \"ethernet\", \"raw\", \"null\", \"loop\", \"sll\", \"sll2\", \"ipv4\" or \"ipv6\""),
+        ));
     };
     // LINKTYPE_IPV4 and LINKTYPE_IPV6 carry packets of one IP version only.
     let capture_ipv6 = match (capture_link, raw.capture.ipv6) {

@@ -27,7 +27,7 @@ pub fn try_generated(cfg: &GenOptions, w: PcapWriter<Vec<u8>>, opts: &SegmentOpt
         LinkType::Ipv6 => "ipv6",
         LinkType::Other(n) => panic!("the generator writes no link type {n}"),
     };
-    let link = shortflow_sim::generate::link_by_name(name).unwrap();
+    let link = shortflow_sim::scenario::CaptureLink::from_name(name).unwrap();
     let cfg = GenOptions { link, vlan: opts.vlan, ..cfg.clone() };
     shortflow_sim::generate::generate(&cfg, w, &shortflow_sim::Budget::default())
 }
