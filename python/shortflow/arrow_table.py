@@ -87,6 +87,8 @@ def _column(name: str, arrow_type: str, c: dict[str, Any], d: dict[str, Any], tr
 
 
 def table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
+    """The connection table of one `_core.analyze` result over the traces `paths`, its
+    columns as the core's schema names and documents them."""
     c = raw["columns"]
     d = raw["dictionaries"]
     trace_names = string_array([str(p) for p in paths])
@@ -101,7 +103,6 @@ def table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
         fields.append(pa.field(name, arr.type, metadata=meta))
     # Rows come in order of first appearance, file by file (the core sorts them).
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
 
 
 def _present_values(col: pa.ChunkedArray) -> np.ndarray:
