@@ -311,7 +311,8 @@ fn generate<'py>(
     }
     let ns = |s: f64| (s * 1e9).round() as u64;
     let capture_link = shortflow_sim::scenario::CaptureLink::from_name(link).ok_or_else(|| {
-        PyValueError::new_err(format!("unknown link type {link:?} (ethernet, raw, null, loop, sll, sll2, ipv4, ipv6)"))
+        let names: Vec<&str> = shortflow_sim::scenario::CaptureLink::names().collect();
+        PyValueError::new_err(format!("unknown link type {link:?} ({})", names.join(", ")))
     })?;
     let opts = GenOptions {
         connections,

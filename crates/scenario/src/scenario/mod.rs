@@ -298,6 +298,11 @@ impl CaptureLink {
     pub fn name(self) -> &'static str {
         Self::NAMES.iter().find(|(_, l)| *l == self).map(|&(n, _)| n).expect("every link type is named")
     }
+
+    /// The names, in order, for messages that list what is accepted.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Self::NAMES.iter().map(|&(n, _)| n)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -463,11 +468,11 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
     };
     let link = raw.capture.link.as_deref().unwrap_or("ethernet");
     let Some(capture_link) = CaptureLink::from_name(link) else {
-        return Err(err(
-            src,
-            "capture.link",
-            format!("{link:?}: expected \"ethernet\", \"raw\", \"null\", \"loop\", \"sll\", \"sll2\", \"ipv4\" or \"ipv6\""),
-        ));
+        return Err(err(src, "capture.link", {
+            let quoted: Vec<String> = CaptureLink::names().map(|n| format!("{n:?}")).collect();
+            let (last, rest) = quoted.split_last().expect("link types exist");
+            format!("{link:?}: expected {} or {last}", rest.join(", "))
+        }));
     };
     // LINKTYPE_IPV4 and LINKTYPE_IPV6 carry packets of one IP version only.
     let capture_ipv6 = match (capture_link, raw.capture.ipv6) {
