@@ -91,9 +91,10 @@ impl CaptureSink for Capture {
 }
 
 impl Capture {
-    /// Writes the kept segments as `PcapStream` writes them during a run (same bytes).
-    pub fn write_pcap<W: Write>(&self, out: W, link: CaptureLink, server_port: u16) -> std::io::Result<()> {
-        let mut stream = PcapStream::new(out, link, server_port)?;
+    /// Writes the kept segments as `PcapStream::for_scenario` writes them during a run of
+    /// `sc` (same bytes: its link type, IP version and VLAN tag).
+    pub fn write_pcap<W: Write>(&self, out: W, sc: &crate::Scenario) -> std::io::Result<()> {
+        let mut stream = PcapStream::for_scenario(out, sc)?;
         for (t, s) in &self.records {
             stream.packet(*t, s);
         }
@@ -121,14 +122,8 @@ pub struct PcapStream<W: Write> {
 }
 
 impl<W: Write> PcapStream<W> {
-    /// Writes the pcap header at once, so an unwritable output fails before the run.
-    /// IPv4, no VLAN tag: `for_scenario` takes the scenario's capture keys.
-    pub fn new(out: W, link: CaptureLink, server_port: u16) -> std::io::Result<Self> {
-        let w = PcapWriter::pcap(out, link_type(link), TsResolution::Nano, ByteOrder::Little, 65_535)?;
-        Ok(Self::with_writer(w, link, false, None, server_port))
-    }
-
     /// The nanosecond pcap of scenario `sc`: its link type, IP version and VLAN tag.
+    /// Writes the pcap header at once, so an unwritable output fails before the run.
     pub fn for_scenario(out: W, sc: &crate::Scenario) -> std::io::Result<Self> {
         let w = PcapWriter::pcap(out, link_type(sc.capture_link), TsResolution::Nano, ByteOrder::Little, 65_535)?;
         Ok(Self::with_writer(w, sc.capture_link, sc.capture_ipv6, sc.capture_vlan, sc.workload.port))

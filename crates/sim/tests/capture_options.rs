@@ -34,7 +34,7 @@ fn capture(text: &str, sets: &[&str]) -> Vec<u8> {
     let opts = RunOptions { capture: true, timeline: false, totals_only: false };
     let (_, cap, sc) = simulate(text, "options.toml", &sets, opts).expect("scenario");
     let mut pcap = Vec::new();
-    cap.write_pcap(&mut pcap, sc.capture_link, sc.workload.port).unwrap();
+    cap.write_pcap(&mut pcap, &sc).unwrap();
     pcap
 }
 

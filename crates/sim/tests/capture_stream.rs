@@ -33,18 +33,26 @@ fn load(sets: &[&str]) -> shortflow_sim::Scenario {
 }
 
 fn streamed(sc: shortflow_sim::Scenario, budget: &Budget) -> Result<Vec<u8>, LimitError> {
-    let mut stream = PcapStream::new(Vec::new(), sc.capture_link, sc.workload.port).unwrap();
+    let mut stream = PcapStream::for_scenario(Vec::new(), &sc).unwrap();
     try_run_to(sc, CAPTURE, None, budget, &mut stream)?;
     Ok(stream.finish().unwrap())
 }
 
 #[test]
 fn the_streamed_pcap_is_the_kept_capture_written_after_the_run() {
-    for sets in [&[][..], &["capture.link=raw"], &["capture.point=server"], &["capture.point=router", "capture.link=raw"]] {
+    let cases: [&[&str]; 6] = [
+        &[],
+        &["capture.link=raw"],
+        &["capture.point=server"],
+        &["capture.point=router", "capture.link=raw"],
+        &["capture.ipv6=true", "capture.vlan=42"],
+        &["capture.ipv6=true", "capture.link=sll2"],
+    ];
+    for sets in cases {
         let sc = load(sets);
         let (_, cap) = try_run(sc.clone(), CAPTURE, None, &Budget::default()).unwrap();
         let mut kept = Vec::new();
-        cap.write_pcap(&mut kept, sc.capture_link, sc.workload.port).unwrap();
+        cap.write_pcap(&mut kept, &sc).unwrap();
         let stream = streamed(sc, &Budget::default()).unwrap();
         assert!(cap.records.len() > 10_000, "{sets:?}: {} packets", cap.records.len());
         assert_eq!(stream.len(), kept.len(), "{sets:?}");
@@ -86,7 +94,7 @@ impl Write for Full {
 fn a_failing_writer_stops_the_run_and_is_reported() {
     let sc = load(&[]);
     let full = try_run(sc.clone(), RunOptions::default(), None, &Budget::default()).unwrap().0;
-    let mut stream = PcapStream::new(Full { room: 100_000 }, sc.capture_link, sc.workload.port).unwrap();
+    let mut stream = PcapStream::for_scenario(Full { room: 100_000 }, &sc).unwrap();
     let cut = try_run_to(sc, CAPTURE, None, &Budget::default(), &mut stream).unwrap();
     assert!(cut.summary.events < full.summary.events / 2, "{} of {} events", cut.summary.events, full.summary.events);
     let err = stream.finish().map(drop).unwrap_err();

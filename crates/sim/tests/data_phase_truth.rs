@@ -37,7 +37,7 @@ fn run(text: &str, sets: &[&str]) -> (Vec<ConnReport>, ConnectionTable, Summary)
     let opts = RunOptions { capture: true, timeline: false, totals_only: false };
     let (report, cap, sc) = simulate(text, "truth.toml", &sets, opts).expect("scenario");
     let mut pcap = Vec::new();
-    cap.write_pcap(&mut pcap, sc.capture_link, sc.workload.port).unwrap();
+    cap.write_pcap(&mut pcap, &sc).unwrap();
     let reader = CaptureReader::from_bytes("sim.pcap", pcap).unwrap();
     let (table, summary, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
     assert!(stats.error.is_none(), "{:?}", stats.error);

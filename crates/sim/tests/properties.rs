@@ -50,7 +50,7 @@ fn run(text: &str, capture: bool) -> (RunReport, Vec<u8>) {
     let (report, cap, sc) = simulate(text, "prop.toml", &[], opts).expect("generated scenarios are valid");
     let mut pcap = Vec::new();
     if capture {
-        cap.write_pcap(&mut pcap, sc.capture_link, sc.workload.port).expect("pcap to memory");
+        cap.write_pcap(&mut pcap, &sc).expect("pcap to memory");
     }
     (report, pcap)
 }
