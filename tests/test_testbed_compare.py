@@ -109,3 +109,18 @@ def test_reproduce_real_column_for_a_table4_row():
     assert without.real_tune is not None and 0.195 <= without.real_tune <= 0.245, without
     # With the optimizer: the testbed runs `shortflow synopt -d 200 -r 3 -c`.
     assert with_optimizer.real is not None and 0.195 <= with_optimizer.real <= 0.215, with_optimizer
+
+
+def test_reproduce_real_column_runs_an_rfc_stack_on_linuxs_handshake_rules():
+    """A lost SYN/ACK lets Linux's handshake rules act (the duplicate SYN pushes the SYN/ACK
+    timer back), which the RFC stacks do not have and the kernel cannot turn off: the row
+    runs with `linux_handshake=true` on both sides and says so, beside the simulator's
+    figure with the same rules."""
+    rows = [r for r in reproduce(["000"])
+            if r.figure == "table4-server-rfc6298" and r.case == "1 SYN/ACK lost, without optimizer"]
+    assert len(rows) == 1
+    add_real_column(rows)
+    (r,) = rows
+    assert r.real is not None and 1.0 <= r.real <= 1.06, r
+    assert "linux_handshake=true" in r.real_note and "the simulator's figure is the same" in r.real_note, r
+    assert "client.linux_handshake=true" not in r.overrides, "the row's own overrides are unchanged"

@@ -685,6 +685,7 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
     set!(c.synack_retries, h.synack_retries);
     set!(c.synack_on_duplicate_syn, h.synack_on_duplicate_syn);
     set!(c.iw_one_after_handshake_loss, h.iw_one_after_handshake_loss);
+    set!(c.linux_handshake, h.linux_handshake);
     set!(c.slow_start_after_idle, h.slow_start_after_idle);
     set!(c.abc_limit, h.abc_limit);
     set!(c.dupack_threshold, h.dupack_threshold);

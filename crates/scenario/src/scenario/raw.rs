@@ -259,6 +259,11 @@ pub struct RawHost {
     pub slow_start_initial: Option<u32>,
     /// After a lost SYN or SYN/ACK the initial window is one segment (RFC 5681 3.1).
     pub iw_one_after_handshake_loss: Option<bool>,
+    /// Linux's rules after a handshake resend: an RTT sample from the timestamp echo, the
+    /// initial window cut to one segment only after more than one resend, and a duplicate
+    /// SYN's SYN/ACK pushing the SYN/ACK timer back (tcp_rtt_tsopt_us, tcp_init_transfer,
+    /// tcp_check_req). Replaces `iw_one_after_handshake_loss` when on.
+    pub linux_handshake: Option<bool>,
     /// Restart from the initial window after an idle RTO (RFC 5681 4.1).
     pub slow_start_after_idle: Option<bool>,
     /// Slow-start growth per ACK in segments (RFC 3465 L); 0: as many as acknowledged.
