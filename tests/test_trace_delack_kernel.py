@@ -45,20 +45,38 @@ def exchange(tmp_path: Path, exchanges: int, mode: str) -> tuple[float, dict[str
     return json.loads(c_out.splitlines()[-1])["last_exchange_s"], row, a.raw_summary
 
 
+#: A loaded VM may deschedule the probe after the ACK arrives, which its clock counts and the
+#: capture does not: such a run says nothing of the analyzer, so it is run again, this often.
+TRIES = 3
+
+
 def test_nagle_behind_a_delayed_ack_is_one_stall_of_the_time_the_client_waited(tmp_path):
-    waited, row, summary = exchange(tmp_path, 2, "nagle")
-    assert waited >= 0.040, waited  # the kernel did delay the ACK (TCP_DELACK_MIN)
-    assert row["delack_stalls"] == 1 and summary["delayed_ack_stalls"] == 1, (row, summary)
-    # The analyzer's time lost to it is the client's own wait, to the capture's precision
-    # (the rest of the exchange is two round trips on a veth: well under a millisecond).
-    assert abs(row["time_delayed_ack_s"] - waited) < 0.003, (row["time_delayed_ack_s"], waited)
-    assert row["time_delayed_ack_s"] > row["time_network_s"] + row["time_application_s"], row
+    gaps = []
+    for _ in range(TRIES):
+        waited, row, summary = exchange(tmp_path, 2, "nagle")
+        assert waited >= 0.040, waited  # the kernel did delay the ACK (TCP_DELACK_MIN)
+        assert row["delack_stalls"] == 1 and summary["delayed_ack_stalls"] == 1, (row, summary)
+        # The stall lasts at least the kernel's shortest delayed ACK, and never longer than
+        # the client waited (to the capture's 1 ms).
+        assert 0.040 <= row["time_delayed_ack_s"] <= waited + 0.001, (row["time_delayed_ack_s"], waited)
+        assert row["time_delayed_ack_s"] > row["time_network_s"] + row["time_application_s"], row
+        # The analyzer's time lost to it is the client's own wait, to the capture's precision
+        # (the rest of the exchange is two round trips on a veth: well under a millisecond).
+        gaps.append(waited - row["time_delayed_ack_s"])
+        if gaps[-1] < 0.003:
+            return
+    pytest.fail(f"the client waited longer than the analyzer's stall by {gaps} s in {TRIES} runs")
 
 
 @pytest.mark.parametrize("exchanges, mode", [(2, "nodelay"), (1, "nagle")],
                          ids=["TCP_NODELAY", "first-exchange-quick-ack"])
 def test_no_stall_without_nagle_or_in_quick_ack_mode(tmp_path, exchanges, mode):
-    waited, row, summary = exchange(tmp_path, exchanges, mode)
-    assert waited < 0.020, waited  # nothing waited for an ACK on the client's side
-    assert row["delack_stalls"] == 0 and summary["delayed_ack_stalls"] == 0, (row, summary)
-    assert row["time_delayed_ack_s"] == 0, row
+    waits = []
+    for _ in range(TRIES):
+        waited, row, summary = exchange(tmp_path, exchanges, mode)
+        assert row["delack_stalls"] == 0 and summary["delayed_ack_stalls"] == 0, (row, summary)
+        assert row["time_delayed_ack_s"] == 0, row
+        waits.append(waited)
+        if waited < 0.020:  # nothing waited for an ACK on the client's side
+            return
+    pytest.fail(f"the client's last exchange took {waits} s in {TRIES} runs: a wait for an ACK?")
