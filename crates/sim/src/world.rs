@@ -176,6 +176,8 @@ pub struct World<'s> {
     sink: Option<&'s mut dyn CaptureSink>,
     dropped: u64,
     later: Vec<Later>,
+    /// An empty buffer with capacity, swapped with a control block's `out` in `pump`.
+    out_spare: Vec<Segment>,
     /// Time of the last event that did something (cancelled timers still pop later).
     last_active: Instant,
 }
@@ -218,6 +220,7 @@ impl<'s> World<'s> {
             sink: None,
             dropped: 0,
             later: Vec::new(),
+            out_spare: Vec::new(),
             last_active: Instant::ZERO,
             sc: Rc::new(sc),
         };
@@ -635,7 +638,10 @@ impl<'s> World<'s> {
                 c.scheduled[side][k as usize] = Some(at);
             }
         }
-        let out = std::mem::take(&mut tcb.out);
+        // The segments TCP queued, swapped for the world's empty spare buffer: both keep
+        // their capacity, so no segment costs an allocation (a new `Vec` a pump did).
+        let mut out = std::mem::take(&mut self.out_spare);
+        std::mem::swap(&mut out, &mut tcb.out);
         if let Some(sfr) = c.sfr[side].as_mut() {
             if out.iter().any(|s| s.seq_len() > 0 && !s.has(crate::packet::SYN)) {
                 sfr.on_send(tcb.highest_sent(), now);
@@ -649,7 +655,7 @@ impl<'s> World<'s> {
         }
         let port = c.spec.port;
         let optimizer = sc.syn_optimizer.filter(|o| (o.side == Side::Client) == client);
-        for seg in out {
+        for seg in out.drain(..) {
             if let Some(cfg) = optimizer {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     if let Some(at) = c.optimizer.outgoing(&cfg, &seg, port, now) {
@@ -659,12 +665,15 @@ impl<'s> World<'s> {
             }
             self.send_from(seg, client, now);
         }
-        for l in std::mem::take(&mut self.later) {
+        self.out_spare = out;
+        let mut later = std::mem::take(&mut self.later);
+        for l in later.drain(..) {
             match l {
                 Later::NextRequest(at) => self.q.schedule(at, Event::NextRequest { conn }),
                 Later::Respond(at) => self.q.schedule(at, Event::Respond { conn }),
             }
         }
+        self.later = later;
         self.check_done(conn, now);
     }
 
