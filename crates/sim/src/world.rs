@@ -53,6 +53,7 @@ pub struct LimitError(pub String);
 /// Events between two looks at the budget (a look costs a few additions).
 const BUDGET_EVERY: u64 = 1 << 14;
 
+#[derive(Clone, Copy)]
 enum Event {
     /// `seg` crossed hop `hop` of its route.
     Arrive {
@@ -250,8 +251,7 @@ impl<'s> World<'s> {
     pub fn try_run(mut self, budget: &Budget) -> Result<RunReport, LimitError> {
         let conns_bytes = Self::check_connections(&self.sc, self.opts, budget)?;
         let limit = Instant::ZERO + self.sc.time_limit;
-        while let Some(ev) = self.q.pop(limit) {
-            self.dispatch(ev);
+        while self.dispatch_next(limit) {
             if self.q.processed.is_multiple_of(BUDGET_EVERY) {
                 if self.sink.as_ref().is_some_and(|s| s.failed()) {
                     break;
@@ -339,22 +339,24 @@ impl<'s> World<'s> {
         Ok(())
     }
 
-    fn dispatch(&mut self, ev: Event) {
-        let now = self.q.now();
-        match ev {
+    /// Runs the next event before `limit`; false when none is left. The event is matched
+    /// in its queue slot (`EventQueue::pop`), its fields copied out by the pattern.
+    fn dispatch_next(&mut self, limit: Instant) -> bool {
+        let Some((now, ev)) = self.q.pop(limit) else { return false };
+        match *ev {
             Event::Arrive { hop, seg } => self.arrive(hop, seg, now),
             Event::Timer { conn, client, kind } => self.timer(conn, client, kind, now),
             Event::Optimizer { conn } => self.optimizer_fire(conn, now),
             Event::Start => self.start(now),
             Event::NextRequest { conn } => {
-                let Some(c) = self.conns.get_mut(&conn) else { return };
+                let Some(c) = self.conns.get_mut(&conn) else { return true };
                 if let Some(tcb) = c.client.as_deref_mut() {
                     c.client_app.send_request(tcb, &c.spec, now);
                 }
                 self.pump(conn, true, now);
             }
             Event::Respond { conn } => {
-                let Some(c) = self.conns.get_mut(&conn) else { return };
+                let Some(c) = self.conns.get_mut(&conn) else { return true };
                 if let Some(tcb) = c.server.as_deref_mut() {
                     c.server_app.respond(tcb, &c.spec, now);
                 }
@@ -363,6 +365,7 @@ impl<'s> World<'s> {
             Event::Sfr { conn, client } => self.sfr_fire(conn, client, now),
             Event::Process { seg, client } => self.endpoint_process(seg, client, now),
         }
+        true
     }
 
     /// The workload's next connection arrives: create it, send its SYN.
