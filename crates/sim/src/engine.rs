@@ -81,6 +81,9 @@ impl<E: Copy> EventQueue<E> {
         self.now
     }
 
+    /// Inlined: the event is then built in its slot, not built on the caller's stack and
+    /// copied in wider pieces than it was written (a store-forwarding stall per event).
+    #[inline(always)]
     pub fn schedule(&mut self, at: Instant, event: E) {
         let at = if at < self.now {
             self.scheduled_in_past += 1;

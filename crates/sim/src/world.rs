@@ -427,18 +427,18 @@ impl<'s> World<'s> {
                 return;
             }
         }
-        self.transmit(next, seg, now);
+        self.transmit(next, &seg, now);
     }
 
     /// Offers `seg` to hop `hop` of its route.
-    fn transmit(&mut self, hop: u8, seg: Segment, now: Instant) {
+    fn transmit(&mut self, hop: u8, seg: &Segment, now: Instant) {
         let pair = self.pair_of[seg.conn as usize];
         let route = self.topo.route(pair, seg.from_client);
         let Some(port) = route.hop(hop) else { return };
         match self.topo.ports[port].send(now, seg.wire_bytes(), &mut self.queue_rng) {
             Some(at) => {
                 let at = at + self.extra_delay(seg.conn, hop, route.hop(hop + 1).is_none());
-                self.q.schedule(at, Event::Arrive { hop, seg })
+                self.q.schedule(at, Event::Arrive { hop, seg: *seg })
             }
             None => self.count_drop(seg.conn),
         }
@@ -594,14 +594,14 @@ impl<'s> World<'s> {
             if let Some(next) = c.optimizer.deadline {
                 self.q.schedule(next, Event::Optimizer { conn });
             }
-            self.send_from(copy, cfg.side == Side::Client, now);
+            self.send_from(&copy, cfg.side == Side::Client, now);
         }
     }
 
     /// A segment leaves an endpoint (or its SYN optimizer).
-    fn send_from(&mut self, seg: Segment, client: bool, now: Instant) {
+    fn send_from(&mut self, seg: &Segment, client: bool, now: Instant) {
         if self.captured_at(client) {
-            self.capture(now, &seg);
+            self.capture(now, seg);
         }
         if let Some(c) = self.conns.get_mut(&seg.conn) {
             let r = &mut c.report;
@@ -658,16 +658,20 @@ impl<'s> World<'s> {
         }
         let port = c.spec.port;
         let optimizer = sc.syn_optimizer.filter(|o| (o.side == Side::Client) == client);
-        for seg in out.drain(..) {
+        // Each segment is read where `emit` wrote it, by reference down to the event that
+        // carries it: a copy passed on by value was read back in wider pieces than it was
+        // written, and waited for the store buffer (`perf annotate`: ~20 % of `pump`).
+        for seg in &out {
             if let Some(cfg) = optimizer {
                 if let Some(c) = self.conns.get_mut(&conn) {
-                    if let Some(at) = c.optimizer.outgoing(&cfg, &seg, port, now) {
+                    if let Some(at) = c.optimizer.outgoing(&cfg, seg, port, now) {
                         self.q.schedule(at, Event::Optimizer { conn });
                     }
                 }
             }
             self.send_from(seg, client, now);
         }
+        out.clear();
         self.out_spare = out;
         let mut later = std::mem::take(&mut self.later);
         for l in later.drain(..) {
