@@ -127,7 +127,8 @@ impl<E: Copy> EventQueue<E> {
     /// A reference into its slot (free again, not overwritten before the next `schedule`):
     /// matched in place, its fields are read from where `schedule` wrote them long before.
     /// A copy of the whole event, made here and read back at once, was written in pieces
-    /// the store buffer could not forward to the segment's wider reads (~20 % of a run).
+    /// the store buffer could not forward to the segment's wider reads (a quarter of the
+    /// event loop's own cycles, `perf annotate`).
     pub fn pop(&mut self, limit: Instant) -> Option<(Instant, &E)> {
         let next = self.heap.peek()?;
         if next.at > limit {
