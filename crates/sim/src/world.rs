@@ -53,6 +53,7 @@ pub struct LimitError(pub String);
 /// Events between two looks at the budget (a look costs a few additions).
 const BUDGET_EVERY: u64 = 1 << 14;
 
+#[derive(Clone, Copy)]
 enum Event {
     /// `seg` crossed hop `hop` of its route.
     Arrive {
@@ -176,6 +177,8 @@ pub struct World<'s> {
     sink: Option<&'s mut dyn CaptureSink>,
     dropped: u64,
     later: Vec<Later>,
+    /// An empty buffer with capacity, swapped with a control block's `out` in `pump`.
+    out_spare: Vec<Segment>,
     /// Time of the last event that did something (cancelled timers still pop later).
     last_active: Instant,
 }
@@ -218,6 +221,7 @@ impl<'s> World<'s> {
             sink: None,
             dropped: 0,
             later: Vec::new(),
+            out_spare: Vec::new(),
             last_active: Instant::ZERO,
             sc: Rc::new(sc),
         };
@@ -247,8 +251,7 @@ impl<'s> World<'s> {
     pub fn try_run(mut self, budget: &Budget) -> Result<RunReport, LimitError> {
         let conns_bytes = Self::check_connections(&self.sc, self.opts, budget)?;
         let limit = Instant::ZERO + self.sc.time_limit;
-        while let Some(ev) = self.q.pop(limit) {
-            self.dispatch(ev);
+        while self.dispatch_next(limit) {
             if self.q.processed.is_multiple_of(BUDGET_EVERY) {
                 if self.sink.as_ref().is_some_and(|s| s.failed()) {
                     break;
@@ -336,22 +339,24 @@ impl<'s> World<'s> {
         Ok(())
     }
 
-    fn dispatch(&mut self, ev: Event) {
-        let now = self.q.now();
-        match ev {
+    /// Runs the next event before `limit`; false when none is left. The event is matched
+    /// in its queue slot (`EventQueue::pop`), its fields copied out by the pattern.
+    fn dispatch_next(&mut self, limit: Instant) -> bool {
+        let Some((now, ev)) = self.q.pop(limit) else { return false };
+        match *ev {
             Event::Arrive { hop, seg } => self.arrive(hop, seg, now),
             Event::Timer { conn, client, kind } => self.timer(conn, client, kind, now),
             Event::Optimizer { conn } => self.optimizer_fire(conn, now),
             Event::Start => self.start(now),
             Event::NextRequest { conn } => {
-                let Some(c) = self.conns.get_mut(&conn) else { return };
+                let Some(c) = self.conns.get_mut(&conn) else { return true };
                 if let Some(tcb) = c.client.as_deref_mut() {
                     c.client_app.send_request(tcb, &c.spec, now);
                 }
                 self.pump(conn, true, now);
             }
             Event::Respond { conn } => {
-                let Some(c) = self.conns.get_mut(&conn) else { return };
+                let Some(c) = self.conns.get_mut(&conn) else { return true };
                 if let Some(tcb) = c.server.as_deref_mut() {
                     c.server_app.respond(tcb, &c.spec, now);
                 }
@@ -360,6 +365,7 @@ impl<'s> World<'s> {
             Event::Sfr { conn, client } => self.sfr_fire(conn, client, now),
             Event::Process { seg, client } => self.endpoint_process(seg, client, now),
         }
+        true
     }
 
     /// The workload's next connection arrives: create it, send its SYN.
@@ -421,18 +427,18 @@ impl<'s> World<'s> {
                 return;
             }
         }
-        self.transmit(next, seg, now);
+        self.transmit(next, &seg, now);
     }
 
     /// Offers `seg` to hop `hop` of its route.
-    fn transmit(&mut self, hop: u8, seg: Segment, now: Instant) {
+    fn transmit(&mut self, hop: u8, seg: &Segment, now: Instant) {
         let pair = self.pair_of[seg.conn as usize];
         let route = self.topo.route(pair, seg.from_client);
         let Some(port) = route.hop(hop) else { return };
         match self.topo.ports[port].send(now, seg.wire_bytes(), &mut self.queue_rng) {
             Some(at) => {
                 let at = at + self.extra_delay(seg.conn, hop, route.hop(hop + 1).is_none());
-                self.q.schedule(at, Event::Arrive { hop, seg })
+                self.q.schedule(at, Event::Arrive { hop, seg: *seg })
             }
             None => self.count_drop(seg.conn),
         }
@@ -588,14 +594,14 @@ impl<'s> World<'s> {
             if let Some(next) = c.optimizer.deadline {
                 self.q.schedule(next, Event::Optimizer { conn });
             }
-            self.send_from(copy, cfg.side == Side::Client, now);
+            self.send_from(&copy, cfg.side == Side::Client, now);
         }
     }
 
     /// A segment leaves an endpoint (or its SYN optimizer).
-    fn send_from(&mut self, seg: Segment, client: bool, now: Instant) {
+    fn send_from(&mut self, seg: &Segment, client: bool, now: Instant) {
         if self.captured_at(client) {
-            self.capture(now, &seg);
+            self.capture(now, seg);
         }
         if let Some(c) = self.conns.get_mut(&seg.conn) {
             let r = &mut c.report;
@@ -635,7 +641,10 @@ impl<'s> World<'s> {
                 c.scheduled[side][k as usize] = Some(at);
             }
         }
-        let out = std::mem::take(&mut tcb.out);
+        // The segments TCP queued, swapped for the world's empty spare buffer: both keep
+        // their capacity, so no segment costs an allocation (a new `Vec` a pump did).
+        let mut out = std::mem::take(&mut self.out_spare);
+        std::mem::swap(&mut out, &mut tcb.out);
         if let Some(sfr) = c.sfr[side].as_mut() {
             if out.iter().any(|s| s.seq_len() > 0 && !s.has(crate::packet::SYN)) {
                 sfr.on_send(tcb.highest_sent(), now);
@@ -649,22 +658,29 @@ impl<'s> World<'s> {
         }
         let port = c.spec.port;
         let optimizer = sc.syn_optimizer.filter(|o| (o.side == Side::Client) == client);
-        for seg in out {
+        // Each segment is read where `emit` wrote it, by reference down to the event that
+        // carries it: a copy passed on by value was read back in wider pieces than it was
+        // written, and waited for the store buffer (`perf annotate`: ~20 % of `pump`).
+        for seg in &out {
             if let Some(cfg) = optimizer {
                 if let Some(c) = self.conns.get_mut(&conn) {
-                    if let Some(at) = c.optimizer.outgoing(&cfg, &seg, port, now) {
+                    if let Some(at) = c.optimizer.outgoing(&cfg, seg, port, now) {
                         self.q.schedule(at, Event::Optimizer { conn });
                     }
                 }
             }
             self.send_from(seg, client, now);
         }
-        for l in std::mem::take(&mut self.later) {
+        out.clear();
+        self.out_spare = out;
+        let mut later = std::mem::take(&mut self.later);
+        for l in later.drain(..) {
             match l {
                 Later::NextRequest(at) => self.q.schedule(at, Event::NextRequest { conn }),
                 Later::Respond(at) => self.q.schedule(at, Event::Respond { conn }),
             }
         }
+        self.later = later;
         self.check_done(conn, now);
     }
 

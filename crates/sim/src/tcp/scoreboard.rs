@@ -145,6 +145,11 @@ impl Scoreboard {
         let s = Sent { start, end, xmit: now, ever_retrans: false, sacked: false, lost: false, retrans: false };
         self.in_flight += s.len();
         self.in_flight_pkts += 1;
+        if self.segs.capacity() == 0 {
+            // Room for a whole initial window (10) and more at once: growing 4, 8, 16 cost
+            // three reallocations a connection.
+            self.segs.reserve(16);
+        }
         self.segs.push_back(s);
     }
 
