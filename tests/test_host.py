@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import struct
 import subprocess
+import time
 
 import pytest
 
@@ -28,6 +29,10 @@ def test_namespaces_and_links_come_from_ip_json():
         assert netns.links(ns) == ["lo", "peer0"]
         sleeper = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "30"])
         try:
+            # `ip netns exec` enters the namespace after it has started: wait for that.
+            deadline = time.monotonic() + 5
+            while not netns.namespace_pids(ns) and time.monotonic() < deadline:
+                time.sleep(0.01)
             assert netns.namespace_pids(ns) not in (None, [])
             assert netns.kill_namespace(ns)
             assert sleeper.wait(timeout=5) != 0, "the process inside was killed"
