@@ -95,6 +95,60 @@ fn three_duplicate_acks_then_fast_retransmit() {
     assert_eq!(t.retx_spurious_s2c[0], 0);
 }
 
+/// Server data segment k at `times[k]`, and the client's ACKs `(ts, k)` of the first k.
+fn flight(times: &[u64], acks: &[(u64, u32)]) -> Vec<(u64, Segment, SegmentExtra)> {
+    let mut v: Vec<_> = times.iter().enumerate().map(|(k, &ts)| (ts, data(k as u32), x())).collect();
+    v.extend(acks.iter().map(|&(ts, k)| (ts, ack_of(k), x())));
+    v.sort_by_key(|p| p.0); // stable: a segment and an ACK at the same instant keep this order
+    v
+}
+
+#[test]
+fn near_a_loaded_sender_the_first_ack_ends_the_first_flight_as_captured() {
+    // The timing of tests/test_trace_truth_kernel.py's flaky failure (11 instead of 10 at
+    // the server side, under load): the server took 400 µs to answer the SYN, so its leg
+    // (0.4 ms) and the handshake RTT (10.4 ms) both hold its processing; the data RTT is
+    // 10 ms. The 11th segment leaves 30 µs after the capture saw the first ACK — its
+    // answer — still inside the handshake RTT and inside half the leg after the ACK.
+    let us = MS / 1000;
+    let mut pkts = vec![
+        (0, seg(true, 100, 0, S, 0), x()),
+        (400 * us, seg(false, 5000, 101, S | A, 0), x()),
+        (10_400 * us, seg(true, 101, 5001, A, 0), x()),
+        (10_400 * us, seg(true, 101, 5001, A | P, 100), x()),
+    ];
+    let t0 = 10_450 * us;
+    let ack = t0 + 10 * MS + 50 * us;
+    let mut times: Vec<u64> = (0..10).map(|k| t0 + k * 10 * us).collect();
+    times.push(ack + 30 * us); // the ACK's answer
+    times.push(ack + 40 * us);
+    pkts.extend(flight(&times, &[(ack, 2), (ack + 10 * MS, 12)]));
+    let (t, _) = analyze("iw_loaded_sender.pcap", &pkts);
+    assert_eq!((t.iw_segments[0], t.iw_bytes[0]), (10, 10 * u64::from(MSS)));
+}
+
+#[test]
+fn away_from_the_sender_the_first_flight_may_arrive_after_the_first_ack() {
+    // Seen near the client behind a slow link: the first flight arrives 100 µs apart and
+    // the client ACKs its second segment at once; the other eight left the server before
+    // that ACK reached it (10 ms away) and still count; the ACK's answer, one leg later,
+    // does not.
+    let us = MS / 1000;
+    let mut pkts = vec![
+        (0, seg(true, 100, 0, S, 0), x()),
+        (10 * MS, seg(false, 5000, 101, S | A, 0), x()),
+        (10 * MS + 50 * us, seg(true, 101, 5001, A, 0), x()),
+        (10 * MS + 50 * us, seg(true, 101, 5001, A | P, 100), x()),
+    ];
+    let t0 = 20_100 * us;
+    let ack = t0 + 150 * us;
+    let mut times: Vec<u64> = (0..10).map(|k| t0 + k * 100 * us).collect();
+    times.push(ack + 10 * MS);
+    pkts.extend(flight(&times, &[(ack, 2), (ack + 20 * MS, 11)]));
+    let (t, _) = analyze("iw_near_receiver.pcap", &pkts);
+    assert_eq!(t.iw_segments[0], 10);
+}
+
 #[test]
 fn one_sack_duplicate_ack_is_enough_evidence() {
     let t0 = 60 * MS;

@@ -471,9 +471,17 @@ impl Half {
         // sender, after the sender's leg near the receiver (half of it, for jitter). The
         // ACK's test is what decides near the receiver: there the next flight arrives one
         // RTT after the first as well, within the RTT's noise of the first's end.
+        // Near the sender (its leg under a quarter of the RTT) the ACK reaches the sender
+        // as the capture sees it: what the capture sees leave after the ACK may be the
+        // ACK's answer, so the ACK ends the flight at once. There the leg is mostly the
+        // sender's own time to answer the SYN (a loaded host: hundreds of µs), which half
+        // of would let the ACK's answer in — and the handshake RTT, which holds the same
+        // delay, lets it past the RTT bound too.
         let first = *self.first_data_ts.get_or_insert(ts);
         if !self.iw_closed {
-            let after_ack = self.first_data_ack_ts.is_some_and(|a| ts >= a + sender_leg_ns / 2);
+            let near_sender = rtt_ns.is_some_and(|rtt| sender_leg_ns.saturating_mul(4) <= rtt);
+            let slack = if near_sender { 0 } else { sender_leg_ns / 2 };
+            let after_ack = self.first_data_ack_ts.is_some_and(|a| ts >= a + slack);
             let in_first = !after_ack
                 && match rtt_ns {
                     Some(rtt) => ts < first + rtt.max(1),
