@@ -215,3 +215,15 @@ def test_generator_option_beyond_the_models_range_names_the_option(tmp_path):
     with pytest.raises(shortflow.ShortflowError, match="rtt_max_s: .*60s"):
         shortflow.generate(p, connections=5, rtt_max_s=100.0)
     assert not p.exists(), "refused before the file is created"
+
+
+def test_a_table_that_cannot_be_written_fails_with_its_path(lossy_trace, tmp_path):
+    # The table is written on a thread beside the summary: its error still ends the
+    # command, names the file, and no summary claims a table was written.
+    path, _ = lossy_trace
+    (tmp_path / "out" / "connections.parquet").mkdir(parents=True)
+    r = run("analyze", str(path), "--out", str(tmp_path / "out"), "--summary-json", str(tmp_path / "s.json"), check=False)
+    assert r.returncode == 1, r
+    assert "connections.parquet" in r.stderr and "directory" in r.stderr.lower(), r.stderr
+    assert "table:" not in r.stdout
+    assert not (tmp_path / "s.json").exists()

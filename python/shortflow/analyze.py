@@ -7,8 +7,10 @@ column buffers as Arrow arrays and names things.
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,10 +269,36 @@ def analyze(
                                "workers": workers, "table": table}
     if scheduler is not None:
         return _analyze_on_cluster(names, options, scheduler, progress)
+    # numpy and pyarrow load (~0.13 s) while the core reads, which runs without the GIL.
+    loading = import_in_background("shortflow.arrow_table")
+    raw = _core.analyze([Path(p) for p in names], progress=progress, **options)
+    loading.join()
     from shortflow.arrow_table import table as arrow_table
 
-    raw = _core.analyze([Path(p) for p in names], progress=progress, **options)
     return _analysis(arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
+
+
+_BACKGROUND_IMPORTS = threading.Lock()
+
+
+def import_in_background(*modules: str) -> threading.Thread:
+    """Starts importing `modules` on a thread and returns it: the caller does GIL-free
+    work meanwhile (the Rust core), joins, then imports them itself — at no cost if the
+    thread got there, with the import's own error if it failed (the thread keeps quiet)."""
+
+    def load() -> None:
+        # One background import at a time: two threads importing modules that import each
+        # other can meet in importlib's deadlock check.
+        with _BACKGROUND_IMPORTS:
+            for name in modules:
+                try:
+                    importlib.import_module(name)
+                except Exception:  # the caller's own import reports it
+                    return
+
+    t = threading.Thread(target=load, name="shortflow-imports", daemon=True)
+    t.start()
+    return t
 
 
 def _analysis(table: pa.Table, s: dict[str, Any], files: list[dict[str, Any]], interrupted: bool) -> Analysis:

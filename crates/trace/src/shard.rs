@@ -224,7 +224,7 @@ pub(crate) fn analyze_sharded(
     }
     summary.late_packets += late.len() as u64;
     let mut table = ConnectionTable::concat(tables);
-    table.sort_by_conn_id();
+    table.sort_by_conn_id_on(n);
     // Late packets are counted on their rows while the ids are still the shards' own.
     if opts.table {
         for p in &late {

@@ -179,9 +179,11 @@ def register(app: typer.Typer) -> None:
         # The per-connection table is built only when something uses it (the summary's
         # percentiles do).
         need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
-        from shortflow.analyze import analyze, summary_document
+        from shortflow.analyze import analyze, import_in_background, summary_document
         from shortflow.output import write_table
 
+        if out_dir is not None and fmt == "parquet":
+            import_in_background("pyarrow.parquet")  # while the core reads
         threads = workers or (1 if scheduler else common.cores())
         with progress("reading") as step:
             result = analyze(traces, workers=threads, table=need_table, scheduler=scheduler,
@@ -193,10 +195,14 @@ def register(app: typer.Typer) -> None:
                 error(f"{f['error']} — the {f['packets']:,} packets before it were analyzed")
         # Files first, printing after: `| head` closing standard output never loses them.
         written: list[str] = []
+        # The table is written on a thread (pyarrow's writer runs without the GIL) while
+        # the summary is worked out here; its error, if any, is raised as if written here.
+        writing = None
         if out_dir is not None:
-            path = write_table(result.table, out_dir, fmt, metadata=_metadata(result, traces))
-            written.append(f"table: {path} ({result.table.num_rows:,} connections)")
+            writing = common.Running(write_table, result.table, out_dir, fmt, metadata=_metadata(result, traces))
         doc = summary_document(result)
+        if writing is not None:
+            written.append(f"table: {writing.result()} ({result.table.num_rows:,} connections)")
         if summary_json is not None:
             write_json(summary_json, doc, "--summary-json")
             if not is_stdout(summary_json):

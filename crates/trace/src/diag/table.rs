@@ -470,22 +470,40 @@ impl ConnectionTable {
     /// users read them in order of first appearance). Permutes one column at a time, so
     /// the extra memory is one column, not a second table.
     pub fn sort_by_conn_id(&mut self) {
+        self.sort_by_conn_id_on(1);
+    }
+
+    /// `sort_by_conn_id` with the columns shared among `threads` threads (one column at a
+    /// time on each): after the trackers have finished, the gather is the serial tail of
+    /// a sharded run (~0.1 s of a 5 M-packet trace's table).
+    pub fn sort_by_conn_id_on(&mut self, threads: usize) {
         if self.conn_id.windows(2).all(|w| w[0] <= w[1]) {
             return;
         }
         let mut perm: Vec<u32> = (0..self.len() as u32).collect();
         perm.sort_unstable_by_key(|&i| self.conn_id[i as usize]);
-        macro_rules! permute {
-            ($($f:ident),*) => { $( self.$f = perm.iter().map(|&i| self.$f[i as usize]).collect(); )* };
+        let mut columns: Vec<&mut (dyn Permute + Send)> = Vec::new();
+        macro_rules! each {
+            ($($f:ident),*) => { $( columns.push(&mut self.$f); )* };
         }
-        crate::plain_columns!(permute);
-        self.client_ip = permute_strings(&self.client_ip, &perm);
-        self.server_ip = permute_strings(&self.server_ip, &perm);
-        self.syn_ladder = permute_strings(&self.syn_ladder, &perm);
-        self.syn_gaps_s = permute_list(&self.syn_gaps_s, &perm);
-        self.syn_gap_class = permute_list(&self.syn_gap_class, &perm);
-        self.synack_gaps_s = permute_list(&self.synack_gaps_s, &perm);
-        self.synack_gap_class = permute_list(&self.synack_gap_class, &perm);
+        crate::plain_columns!(each);
+        columns.push(&mut self.client_ip);
+        columns.push(&mut self.server_ip);
+        columns.push(&mut self.syn_ladder);
+        columns.push(&mut self.syn_gaps_s);
+        columns.push(&mut self.syn_gap_class);
+        columns.push(&mut self.synack_gaps_s);
+        columns.push(&mut self.synack_gap_class);
+        let perm = &perm;
+        let per_thread = columns.len().div_ceil(threads.max(1));
+        std::thread::scope(|s| {
+            let mut chunks = columns.chunks_mut(per_thread);
+            let here = chunks.next();
+            for chunk in chunks {
+                s.spawn(move || chunk.iter_mut().for_each(|c| c.permute(perm)));
+            }
+            here.into_iter().flatten().for_each(|c| c.permute(perm));
+        });
     }
 
     /// The rows of `parts`, one after the other, built a column at a time: each part's
@@ -552,6 +570,30 @@ fn push_gaps(gaps: &mut ListColumn<f64>, classes: &mut ListColumn<u8>, gaps_ns: 
             GapClass::classify(secs(g)).code()
         }
     }));
+}
+
+/// A column whose rows can be put in the order `perm` (row k of the result is row
+/// `perm[k]`).
+trait Permute {
+    fn permute(&mut self, perm: &[u32]);
+}
+
+impl<T: Copy> Permute for Vec<T> {
+    fn permute(&mut self, perm: &[u32]) {
+        *self = perm.iter().map(|&i| self[i as usize]).collect();
+    }
+}
+
+impl Permute for StringColumn {
+    fn permute(&mut self, perm: &[u32]) {
+        *self = permute_strings(self, perm);
+    }
+}
+
+impl<T: Copy> Permute for ListColumn<T> {
+    fn permute(&mut self, perm: &[u32]) {
+        *self = permute_list(self, perm);
+    }
 }
 
 fn permute_strings(c: &StringColumn, perm: &[u32]) -> StringColumn {
