@@ -179,6 +179,8 @@ def register(app: typer.Typer) -> None:
         # The per-connection table is built only when something uses it (the summary's
         # percentiles do).
         need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
+        from concurrent.futures import ThreadPoolExecutor
+
         from shortflow.analyze import analyze, import_in_background, summary_document
         from shortflow.output import write_table
 
@@ -197,12 +199,13 @@ def register(app: typer.Typer) -> None:
         written: list[str] = []
         # The table is written on a thread (pyarrow's writer runs without the GIL) while
         # the summary is worked out here; its error, if any, is raised as if written here.
-        writing = None
-        if out_dir is not None:
-            writing = common.Running(write_table, result.table, out_dir, fmt, metadata=_metadata(result, traces))
-        doc = summary_document(result)
-        if writing is not None:
-            written.append(f"table: {writing.result()} ({result.table.num_rows:,} connections)")
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shortflow-table") as pool:
+            writing = None
+            if out_dir is not None:
+                writing = pool.submit(write_table, result.table, out_dir, fmt, metadata=_metadata(result, traces))
+            doc = summary_document(result)
+            if writing is not None:
+                written.append(f"table: {writing.result()} ({result.table.num_rows:,} connections)")
         if summary_json is not None:
             write_json(summary_json, doc, "--summary-json")
             if not is_stdout(summary_json):

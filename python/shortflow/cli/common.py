@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Generic, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import typer
 
@@ -145,35 +145,6 @@ def write_text(path: Path | str, text: str, flag: str) -> None:
 def write_json(path: Path | str, doc: Any, flag: str = "--json") -> None:
     """`doc` as a JSON document (always one, even when empty) to `path` or ``-``."""
     write_text(path, json.dumps(doc, indent=1) + "\n", flag)
-
-
-T = TypeVar("T")
-
-
-# -- work beside the main thread --------------------------------------------------------
-
-class Running(Generic[T]):
-    """A call running on its own thread; `result()` waits for it and returns its value or
-    raises its exception here, as if it had been called here."""
-
-    def __init__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> None:
-        self._value: T | None = None
-        self._error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                self._value = fn(*args, **kwargs)
-            except BaseException as e:  # handed to the caller in result()
-                self._error = e
-
-        self._thread = threading.Thread(target=run, name=f"shortflow-{getattr(fn, '__name__', 'work')}", daemon=True)
-        self._thread.start()
-
-    def result(self) -> T:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value  # type: ignore[return-value]
 
 
 # -- tables -----------------------------------------------------------------------------
