@@ -502,7 +502,7 @@ fn random_068() {
     // (tcp_clean_rtx_queue: a SACK RTT sample from data sent before the head's last
     // transmission sets FLAG_SET_XMIT_TIMER); the simulator ran the RTO from the
     // retransmission and finished 0.235 s early (2.095 s). The kernel on the exact link
-    // (s12-a14, 2026-11-23): 2.332, 2.121, 2.338, 2.334 s in four runs (2.100 and 2.121 s in
+    // (s12-a14, 2026-11-23): 2.332, 2.121, 2.338, 2.334 s in four runs (2.100 and 2.117 s in
     // the idle ones of the session before): its receiver grows its buffer in the second
     // flight or not (the reader's wake-up against a 0.45 ms margin, `random_036` below),
     // which decides whether the last 30 segments leave in the fifth flight (2.10-2.12 s)
