@@ -60,6 +60,8 @@ def test_the_phase_trials_cover_every_phase_of_the_wheels_grid(tmp_path):
     # One seed per phase of the 8-jiffy grid, in phase order, and the same every time.
     assert [o["jiffies_origin_ns"] // o["jiffy"] % PHASES for o in origins] == list(range(PHASES))
     assert _phase_seeds(sc) == seeds and len(set(seeds)) == PHASES
+    # ... and the k-th in the k-th eighth of a millisecond: the TSval clock's phase.
+    assert [o["jiffies_origin_ns"] % 1_000_000 * PHASES // 1_000_000 for o in origins] == list(range(PHASES))
     # A trial keeps the random losses' seed and turns the wheel on at both ends.
     assert "random_loss.seed=7" in _phase(sc, 7, seeds[0]) and all(o["timer_slack"] for o in origins)
 

@@ -134,7 +134,7 @@ def compare(scenario: str | Path | Scenario, overrides: Iterable[str] = (), pcap
 #: out for scenario 82 of the random suite).
 PHASES = 8
 #: Seeds tried, in order, for a top-level seed of each phase.
-PHASE_SEEDS = range(1001, 1001 + 64 * PHASES)
+PHASE_SEEDS = range(1001, 1001 + 64 * 64 * PHASES)
 #: Timer lags tried with each phase: none, or one side's timers one jiffy (4 ms) late.
 LAGS: tuple[tuple[str, ...], ...] = ((), ("server.timer_lag=4ms",), ("client.timer_lag=4ms",))
 
@@ -153,16 +153,24 @@ def _phase(sc: Scenario, loss_seed: int, seed: int) -> tuple[str, ...]:
 
 def _phase_seeds(sc: Scenario) -> list[int]:
     """The first seed of `PHASE_SEEDS` whose jiffies origin falls in each phase of the
-    level-1 grid (the scenario model draws the origin from the seed), in phase order."""
+    level-1 grid (the scenario model draws the origin from the seed), in phase order; the
+    k-th also in the k-th eighth of a millisecond, the phase of the TSval clock (the
+    simulator's `Tcb::ts_clock`), whose whole-millisecond receiver RTT samples decide when
+    autotuning steps (tcp_rcv_space_adjust), so the trials spread over that phase too."""
     from shortflow.testbed.scenario_real import resolve
 
     found: dict[int, int] = {}
+    fallback: dict[int, int] = {}
     for seed in PHASE_SEEDS:
         client = resolve(sc.with_overrides(f"seed={seed}"))["client"]
-        found.setdefault(int(client["jiffies_origin_ns"]) // int(client["jiffy"]) % PHASES, seed)
+        origin = int(client["jiffies_origin_ns"])
+        phase = origin // int(client["jiffy"]) % PHASES
+        fallback.setdefault(phase, seed)
+        if origin % 1_000_000 * PHASES // 1_000_000 == phase:
+            found.setdefault(phase, seed)
         if len(found) == PHASES:
             break
-    return [found[k] for k in sorted(found)]
+    return [found.get(k, fallback[k]) for k in sorted(fallback)]
 
 
 def _judge(sc: Scenario, real: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, bool | None]]]:

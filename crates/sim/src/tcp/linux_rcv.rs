@@ -161,15 +161,16 @@ impl LinuxRcv {
 
     /// tcp_rcv_rtt_measure_ts, for every segment of at least `rcv_mss` that echoes a new
     /// timestamp (before it is queued, in order or not): the sample is the receiver's own
-    /// millisecond clock minus the echoed TSval, so it holds the queue the data waited in
-    /// and is quantised to whole milliseconds; a zero sample is dropped.
-    pub fn on_timestamp(&mut self, len: u64, tsecr: u32, now: Instant) {
+    /// millisecond clock (`now_ms`, the host's TSval clock) minus the echoed TSval, so it
+    /// holds the queue the data waited in and is quantised to whole milliseconds (which of
+    /// two values depends on the clock's phase); a zero sample is dropped.
+    pub fn on_timestamp(&mut self, len: u64, tsecr: u32, now_ms: u32) {
         if self.last_tsecr == Some(tsecr) {
             return;
         }
         self.last_tsecr = Some(tsecr);
         if len >= self.rcv_mss {
-            let delta_ms = ((now.0 / 1_000_000) as u32).wrapping_sub(tsecr);
+            let delta_ms = now_ms.wrapping_sub(tsecr);
             if delta_ms > 0 && delta_ms < 0x8000_0000 / 1000 {
                 self.rcv_rtt_update(u64::from(delta_ms) * 1000, false);
             }
@@ -401,17 +402,17 @@ mod tests {
         // No estimate yet: tcp_rcv_space_adjust does nothing, however much was read.
         r.on_read(200_000, ms(50));
         assert_eq!((r.rtt_us8, r.rcvbuf), (0, 131_072));
-        // An echo of a TSval sent at 10 ms, received at 55.9 ms: 45 ms on the receiver's
+        // An echo of a TSval sent at 10 ms, received with the clock at 55 ms: 45 ms on the receiver's
         // millisecond clock; a repeated echo gives no second sample, a zero one none.
-        r.on_timestamp(1448, 10, Instant(55_900_000));
+        r.on_timestamp(1448, 10, 55);
         assert_eq!(r.rtt_us8 >> 3, 45_000);
-        r.on_timestamp(1448, 10, ms(90));
-        r.on_timestamp(1448, 90, ms(90));
+        r.on_timestamp(1448, 10, 90);
+        r.on_timestamp(1448, 90, 90);
         assert_eq!(r.rtt_us8 >> 3, 45_000);
         // A larger sample moves the estimate by 1/8, a smaller one replaces it.
-        r.on_timestamp(1448, 20, ms(69));
+        r.on_timestamp(1448, 20, 69);
         assert_eq!(r.rtt_us8, 45_000 * 8 - 45_000 + 49_000);
-        r.on_timestamp(1448, 60, ms(90));
+        r.on_timestamp(1448, 60, 90);
         assert_eq!(r.rtt_us8 >> 3, 30_000);
         // The first adjustment measures from the establishment; the next waits one
         // estimated RTT (30 ms) from it.

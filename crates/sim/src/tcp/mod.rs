@@ -403,6 +403,19 @@ impl Tcb {
         self.cfg.jiffy.map(|jiffy| Jiffies { jiffy, origin_ns: self.cfg.jiffies_origin_ns, slack: self.cfg.timer_slack })
     }
 
+    /// The TSval clock in milliseconds (tcp_time_stamp_ts: tcp_clock_ns() / NSEC_PER_MSEC,
+    /// the monotonic clock). On a profile that counts in jiffies its phase is the jiffies'
+    /// one: the tick runs on the same clock, aligned to multiples of TICK_NSEC
+    /// (kernel/time/tick-sched.c tick_init_jiffy_update), so a millisecond boundary falls
+    /// `jiffies_origin_ns` mod 1 ms before time 0, not at it. Which whole-millisecond value a
+    /// receiver's RTT sample takes (tcp_rcv_rtt_measure_ts) hangs on that phase, and with it
+    /// whether autotuning's once-per-RTT step (tcp_rcv_space_adjust) comes one segment
+    /// earlier or later.
+    pub(super) fn ts_clock(&self, now: Instant) -> u32 {
+        let origin = if self.cfg.jiffy.is_some() { self.cfg.jiffies_origin_ns } else { 0 };
+        ((origin + now.0) / 1_000_000) as u32
+    }
+
     /// Arms the retransmission slot for `timeout` from `now`.
     pub(super) fn arm_xmit(&mut self, now: Instant, timeout: crate::time::Duration) {
         self.xmit_timeout = timeout;

@@ -14,8 +14,9 @@ impl Tcb {
             return;
         }
         if seg.ts {
+            let ts_now = self.ts_clock(now);
             if let Some(r) = self.lrcv.as_deref_mut() {
-                r.on_timestamp(u64::from(seg.len), seg.tsecr, now);
+                r.on_timestamp(u64::from(seg.len), seg.tsecr, ts_now);
             }
         }
         let start = self.seq_offset(seg.seq).max(0) as u64;

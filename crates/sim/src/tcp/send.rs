@@ -26,9 +26,9 @@ impl Tcb {
             mss: if syn { Some(self.cfg.mss.min(65_535) as u16) } else { None },
             syn_opts: if syn { self.syn_options() } else { SynOptions::default() },
             ts: !syn && self.ts_on,
-            // Linux's TSval is a millisecond clock (tcp_time_stamp_ms); TSecr echoes
+            // Linux's TSval is a millisecond clock (tcp_time_stamp_ts); TSecr echoes
             // TS.Recent, 0 on a SYN (RFC 7323 3.2: not valid without ACK).
-            tsval: (now.0 / 1_000_000) as u32,
+            tsval: self.ts_clock(now),
             tsecr: if has_ack { self.ts_recent.unwrap_or(0) } else { 0 },
             sack: SackBlocks::default(),
             dsack: false,
