@@ -368,11 +368,8 @@ data = [236]
     agrees(&c, 0.402374, [1, 1, 0, 0, 1]);
 }
 
-#[test]
-fn random_191() {
-    // 1.3 MB over 261 ms, segment 920 lost: the window's growth flight by flight (2.70 s and
-    // 3.21 s in two runs with a late reader)
-    let text = "name = \"random 191\"
+/// 1.3 MB over 261 ms, segment 920 lost (`random_191`, `random_191_tsval_phase`).
+const RANDOM_191: &str = "name = \"random 191\"
 seed = 192
 [path]
 rtt = \"260.9ms\"
@@ -387,7 +384,12 @@ response = \"1334615B\"
 [drop]
 data = [920]
 ";
-    let c = run(text, &["workload.response_headers=248B"]);
+
+#[test]
+fn random_191() {
+    // 1.3 MB over 261 ms, segment 920 lost: the window's growth flight by flight (2.70 s and
+    // 3.21 s in two runs with a late reader)
+    let c = run(RANDOM_191, &["workload.response_headers=248B"]);
     agrees(&c, 2.444578, [1, 1, 0, 1, 0]);
 }
 
@@ -623,21 +625,6 @@ fn random_191_tsval_phase() {
     // `random_191` in the s11 idle run 1, where the kernel took 2.701 s: the simulator
     // (2.44 s in the default phase) agrees in the trial's phase of the TSval clock
     // (2.68 s), the autotuning step as in `random_036`.
-    let text = "name = \"random 191\"
-seed = 192
-[path]
-rtt = \"260.9ms\"
-bandwidth = \"300.7Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"110B\"
-response = \"1334615B\"
-[drop]
-data = [920]
-";
-    let c = run(text, &trial("workload.response_headers=248B", "seed=1151"));
+    let c = run(RANDOM_191, &trial("workload.response_headers=248B", "seed=1151"));
     agrees(&c, 2.700739, [1, 1, 0, 1, 0]);
 }
