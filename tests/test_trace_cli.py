@@ -227,3 +227,14 @@ def test_a_table_that_cannot_be_written_fails_with_its_path(lossy_trace, tmp_pat
     assert "connections.parquet" in r.stderr and "directory" in r.stderr.lower(), r.stderr
     assert "table:" not in r.stdout
     assert not (tmp_path / "s.json").exists()
+
+
+def test_packets_cut_before_their_tcp_header_are_named_in_a_warning(lossy_trace, tmp_path):
+    """16 B of Linux SLL, 40 of IPv6 and 20 of TCP do not fit in a 70 B snap length: every
+    packet is skipped, which the user is told, with the file; a whole trace gets no warning."""
+    cut = tmp_path / "sll70.pcap"
+    shortflow.generate(cut, connections=20, seed=1, link="sll", ipv6=True, snaplen=70)
+    r = run("analyze", str(cut), "-q")
+    assert f"warning: {cut}: " in r.stderr and " packets skipped: malformed, or cut by the capture's snap length" in r.stderr
+    whole = run("analyze", str(lossy_trace[0]), "-q")
+    assert "skipped" not in whole.stderr, whole.stderr

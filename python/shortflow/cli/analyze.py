@@ -193,6 +193,10 @@ def register(app: typer.Typer) -> None:
         for f in result.files:
             for w in f.get("warnings") or ():
                 warn(w)
+            if f.get("skipped_malformed"):
+                # Nothing else would say why such packets count for no connection.
+                warn(f"{f['path']}: {f['skipped_malformed']:,} of {f['packets']:,} packets skipped: malformed, or cut "
+                     "by the capture's snap length before the end of their TCP header")
             if f["error"]:
                 error(f"{f['error']} — the {f['packets']:,} packets before it were analyzed")
         # Files first, printing after: `| head` closing standard output never loses them.
