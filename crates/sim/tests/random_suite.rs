@@ -14,6 +14,18 @@ fn run(text: &str, sets: &[&str]) -> ConnReport {
     report.connections.into_iter().next().expect("one connection")
 }
 
+/// Draw `n` of the suite as `benches/sim_vs_real.py` writes it: seed n + 1, Linux at both
+/// ends, the drawn path and sizes, and `drop`, the lines of its `[drop]` table (empty: none).
+fn scenario(n: u32, rtt: &str, bandwidth: &str, request: &str, response: &str, drop: &str) -> String {
+    let drop = if drop.is_empty() { String::new() } else { format!("[drop]\n{drop}\n") };
+    format!(
+        "name = \"random {n}\"\nseed = {seed}\n[path]\nrtt = \"{rtt}\"\nbandwidth = \"{bandwidth}\"\n\
+         [client]\nstack = \"linux\"\n[server]\nstack = \"linux\"\n\
+         [workload]\nrequest = \"{request}\"\nresponse = \"{response}\"\n{drop}",
+        seed = n + 1
+    )
+}
+
 /// The kernel's figures: completion (s) and SYN/ACKs, retransmissions, timeouts, recoveries,
 /// loss probes.
 #[track_caller]
@@ -29,60 +41,24 @@ fn agrees(c: &ConnReport, complete: f64, counts: [u32; 5]) {
 fn random_017() {
     // tbf let two frames through at line rate and the simulator serialized each packet on
     // two links: the emulator now adds each packet's serialization (one-frame bucket)
-    let text = "name = \"random 17\"
-seed = 18
-[path]
-rtt = \"2.3ms\"
-bandwidth = \"4.9Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"2212B\"
-response = \"3846B\"
-";
-    let c = run(text, &["workload.response_headers=242B"]);
+    let text = scenario(17, "2.3ms", "4.9Mbit", "2212B", "3846B", "");
+    let c = run(&text, &["workload.response_headers=242B"]);
     agrees(&c, 0.021491, [1, 0, 0, 0, 0]);
 }
 
 #[test]
 fn random_002() {
     // 1 Mbit/s: the same serialization rule; before, the simulator finished 74 ms late
-    let text = "name = \"random 2\"
-seed = 3
-[path]
-rtt = \"91.2ms\"
-bandwidth = \"1.0Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"4574B\"
-response = \"29528B\"
-";
-    let c = run(text, &["workload.response_headers=244B"]);
+    let text = scenario(2, "91.2ms", "1.0Mbit", "4574B", "29528B", "");
+    let c = run(&text, &["workload.response_headers=244B"]);
     agrees(&c, 0.49958, [1, 0, 0, 0, 0]);
 }
 
 #[test]
 fn random_012() {
     // 3.2 Mbit/s, an 18 kB request: the same serialization rule
-    let text = "name = \"random 12\"
-seed = 13
-[path]
-rtt = \"14.4ms\"
-bandwidth = \"3.2Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"18188B\"
-response = \"45489B\"
-";
-    let c = run(text, &["workload.response_headers=244B"]);
+    let text = scenario(12, "14.4ms", "3.2Mbit", "18188B", "45489B", "");
+    let c = run(&text, &["workload.response_headers=244B"]);
     agrees(&c, 0.206138, [1, 0, 0, 0, 0]);
 }
 
@@ -91,22 +67,8 @@ fn random_037() {
     // nginx's 244 B of headers make the response 9 segments: the 9th (the last) is lost and
     // a tail loss probe repairs it; without the headers the simulator had 8 segments and
     // lost none
-    let text = "name = \"random 37\"
-seed = 38
-[path]
-rtt = \"36.6ms\"
-bandwidth = \"204.5Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"862B\"
-response = \"11448B\"
-[drop]
-data = [9]
-";
-    let c = run(text, &["workload.response_headers=244B"]);
+    let text = scenario(37, "36.6ms", "204.5Mbit", "862B", "11448B", "data = [9]");
+    let c = run(&text, &["workload.response_headers=244B"]);
     agrees(&c, 0.354814, [1, 1, 0, 0, 1]);
 }
 
@@ -114,44 +76,16 @@ data = [9]
 fn random_098() {
     // the first of two segments lost: the client's SACK covers the out-of-order FIN
     // (end_seq), RACK's reordering timer marks the first lost (before: a probe and an RTO)
-    let text = "name = \"random 98\"
-seed = 99
-[path]
-rtt = \"73.2ms\"
-bandwidth = \"8.3Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"819B\"
-response = \"2245B\"
-[drop]
-data = [1]
-";
-    let c = run(text, &["workload.response_headers=242B"]);
+    let text = scenario(98, "73.2ms", "8.3Mbit", "819B", "2245B", "data = [1]");
+    let c = run(&text, &["workload.response_headers=242B"]);
     agrees(&c, 0.254479, [1, 1, 0, 1, 0]);
 }
 
 #[test]
 fn random_048() {
     // a lost 4th of 5 segments: RACK after the 5th is SACKed with its FIN
-    let text = "name = \"random 48\"
-seed = 49
-[path]
-rtt = \"30.2ms\"
-bandwidth = \"8.4Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"154B\"
-response = \"6506B\"
-[drop]
-data = [4]
-";
-    let c = run(text, &["workload.response_headers=243B"]);
+    let text = scenario(48, "30.2ms", "8.4Mbit", "154B", "6506B", "data = [4]");
+    let c = run(&text, &["workload.response_headers=243B"]);
     agrees(&c, 0.119576, [1, 1, 0, 1, 0]);
 }
 
@@ -159,23 +93,8 @@ data = [4]
 fn random_003() {
     // SYN/ACK lost, the 7th segment and its retransmission lost: the handshake's RTT from
     // the timestamp echo (no 3 s fallback RTO)
-    let text = "name = \"random 3\"
-seed = 4
-[path]
-rtt = \"38.7ms\"
-bandwidth = \"2.0Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"113B\"
-response = \"11165B\"
-[drop]
-synack = [1]
-data = [7]
-";
-    let c = run(text, &["workload.response_headers=244B"]);
+    let text = scenario(3, "38.7ms", "2.0Mbit", "113B", "11165B", "synack = [1]\ndata = [7]");
+    let c = run(&text, &["workload.response_headers=244B"]);
     agrees(&c, 1.207891, [2, 1, 1, 1, 0]);
 }
 
@@ -183,22 +102,8 @@ data = [7]
 fn random_084() {
     // SYN/ACK lost, the client's resent SYN arrives before the SYN/ACK timer: two SYN/ACKs,
     // the duplicate SYN re-arms the timer (tcp_check_req), initial window 10
-    let text = "name = \"random 84\"
-seed = 85
-[path]
-rtt = \"44.7ms\"
-bandwidth = \"39.2Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"102B\"
-response = \"15363B\"
-[drop]
-synack = [1]
-";
-    let c = run(text, &["workload.response_headers=244B"]);
+    let text = scenario(84, "44.7ms", "39.2Mbit", "102B", "15363B", "synack = [1]");
+    let c = run(&text, &["workload.response_headers=244B"]);
     agrees(&c, 1.15323, [2, 0, 1, 0, 0]);
 }
 
@@ -206,90 +111,32 @@ synack = [1]
 fn random_023() {
     // SYN/ACK lost and the timer fires first: three SYN/ACKs, more than one resend with a
     // timeout, so an initial window of one segment (tcp_init_transfer)
-    let text = "name = \"random 23\"
-seed = 24
-[path]
-rtt = \"2.2ms\"
-bandwidth = \"2.8Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"234B\"
-response = \"235992B\"
-[drop]
-synack = [1]
-ack = [19]
-data = [162]
-";
-    let c = run(text, &["workload.response_headers=246B"]);
+    let text = scenario(23, "2.2ms", "2.8Mbit", "234B", "235992B", "synack = [1]\nack = [19]\ndata = [162]");
+    let c = run(&text, &["workload.response_headers=246B"]);
     agrees(&c, 1.748437, [3, 1, 2, 1, 0]);
 }
 
 #[test]
 fn random_018() {
     // three losses in a 496 kB response: three recoveries
-    let text = "name = \"random 18\"
-seed = 19
-[path]
-rtt = \"109.3ms\"
-bandwidth = \"246.2Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"387B\"
-response = \"495546B\"
-[drop]
-data = [43, 144, 232]
-";
-    let c = run(text, &["workload.response_headers=246B"]);
+    let text = scenario(18, "109.3ms", "246.2Mbit", "387B", "495546B", "data = [43, 144, 232]");
+    let c = run(&text, &["workload.response_headers=246B"]);
     agrees(&c, 1.643684, [1, 3, 0, 3, 0]);
 }
 
 #[test]
 fn random_005() {
     // segments 1, 2 and 8 of 9 lost over 6 ms: RACK with the handshake's RTT in its minimum filter
-    let text = "name = \"random 5\"
-seed = 6
-[path]
-rtt = \"6.0ms\"
-bandwidth = \"23.9Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"112B\"
-response = \"9049B\"
-[drop]
-data = [1, 2, 8]
-";
-    let c = run(text, &["workload.response_headers=243B"]);
+    let text = scenario(5, "6.0ms", "23.9Mbit", "112B", "9049B", "data = [1, 2, 8]");
+    let c = run(&text, &["workload.response_headers=243B"]);
     agrees(&c, 0.031703, [1, 3, 0, 1, 0]);
 }
 
 #[test]
 fn random_074() {
     // segments 8 and 17 lost over 3.6 ms at 63 Mbit/s: a recovery, then an RTO
-    let text = "name = \"random 74\"
-seed = 75
-[path]
-rtt = \"3.6ms\"
-bandwidth = \"63.4Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"187B\"
-response = \"22262B\"
-[drop]
-data = [8, 17]
-";
-    let c = run(text, &["workload.response_headers=244B"]);
+    let text = scenario(74, "3.6ms", "63.4Mbit", "187B", "22262B", "data = [8, 17]");
+    let c = run(&text, &["workload.response_headers=244B"]);
     agrees(&c, 0.230942, [1, 2, 1, 1, 0]);
 }
 
@@ -302,23 +149,8 @@ fn random_113() {
     // 4.1 Mbit/s: the ACK that ends the first recovery finds the last segment marked lost
     // and starts a second one (tcp_fastretrans_alert: D then E on the same ACK); the kernel
     // counted two TCPSackRecovery, the simulator one before
-    let text = "name = \"random 113\"
-seed = 114
-[path]
-rtt = \"2.7ms\"
-bandwidth = \"4.1Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"127B\"
-response = \"25893B\"
-[drop]
-data = [4, 17, 20]
-ack = [18]
-";
-    let c = run(text, &["workload.response_headers=244B"]);
+    let text = scenario(113, "2.7ms", "4.1Mbit", "127B", "25893B", "data = [4, 17, 20]\nack = [18]");
+    let c = run(&text, &["workload.response_headers=244B"]);
     agrees(&c, 0.070589, [1, 3, 0, 2, 0]);
 }
 
@@ -328,20 +160,8 @@ fn random_188() {
     // the loaded machine), which held back the ACKs tcp_cleanup_rbuf sends and shifted the
     // every-second-segment ACKs by one: a fourth flight (0.097 s). Read at once, as the
     // simulator's application does, the kernel completes in three
-    let text = "name = \"random 188\"
-seed = 189
-[path]
-rtt = \"18.2ms\"
-bandwidth = \"42.3Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"13568B\"
-response = \"76967B\"
-";
-    let c = run(text, &["workload.response_headers=245B"]);
+    let text = scenario(188, "18.2ms", "42.3Mbit", "13568B", "76967B", "");
+    let c = run(&text, &["workload.response_headers=245B"]);
     agrees(&c, 0.085405, [1, 0, 0, 0, 0]);
 }
 
@@ -349,47 +169,21 @@ response = \"76967B\"
 fn random_175() {
     // 341 kB over 22.6 ms, segment 236 lost: with a late reader the kernel's autotuning
     // (tcp_rcv_space_adjust runs in the read) came a flight later (0.422 s)
-    let text = "name = \"random 175\"
-seed = 176
-[path]
-rtt = \"22.6ms\"
-bandwidth = \"252.9Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"692B\"
-response = \"341310B\"
-[drop]
-data = [236]
-";
-    let c = run(text, &["workload.response_headers=246B"]);
+    let text = scenario(175, "22.6ms", "252.9Mbit", "692B", "341310B", "data = [236]");
+    let c = run(&text, &["workload.response_headers=246B"]);
     agrees(&c, 0.402374, [1, 1, 0, 0, 1]);
 }
 
 /// 1.3 MB over 261 ms, segment 920 lost (`random_191`, `random_191_tsval_phase`).
-const RANDOM_191: &str = "name = \"random 191\"
-seed = 192
-[path]
-rtt = \"260.9ms\"
-bandwidth = \"300.7Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"110B\"
-response = \"1334615B\"
-[drop]
-data = [920]
-";
+fn scenario_191() -> String {
+    scenario(191, "260.9ms", "300.7Mbit", "110B", "1334615B", "data = [920]")
+}
 
 #[test]
 fn random_191() {
     // 1.3 MB over 261 ms, segment 920 lost: the window's growth flight by flight (2.70 s and
     // 3.21 s in two runs with a late reader)
-    let c = run(RANDOM_191, &["workload.response_headers=248B"]);
+    let c = run(&scenario_191(), &["workload.response_headers=248B"]);
     agrees(&c, 2.444578, [1, 1, 0, 1, 0]);
 }
 
@@ -401,22 +195,8 @@ fn random_085() {
     // the kernel's slow start at ~33 segments went unseen; the window grew to the
     // receiver's 120 segments, the queue with it, and the first two losses fell into one
     // recovery: two TCPSackRecovery against the kernel's three
-    let text = "name = \"random 85\"
-seed = 86
-[path]
-rtt = \"16.9ms\"
-bandwidth = \"16.4Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"2212B\"
-response = \"696621B\"
-[drop]
-data = [253, 323, 480, 483]
-";
-    let c = run(text, &["workload.response_headers=246B"]);
+    let text = scenario(85, "16.9ms", "16.4Mbit", "2212B", "696621B", "data = [253, 323, 480, 483]");
+    let c = run(&text, &["workload.response_headers=246B"]);
     agrees(&c, 0.471469, [1, 4, 0, 3, 0]);
 }
 
@@ -424,23 +204,8 @@ data = [253, 323, 480, 483]
 fn random_183() {
     // three losses and a lost ACK at 8.7 Mbit/s, 197 ms: the same HyStart round start;
     // one recovery against the kernel's two
-    let text = "name = \"random 183\"
-seed = 184
-[path]
-rtt = \"197.3ms\"
-bandwidth = \"8.7Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"626B\"
-response = \"801904B\"
-[drop]
-data = [301, 446, 555]
-ack = [14]
-";
-    let c = run(text, &["workload.response_headers=246B"]);
+    let text = scenario(183, "197.3ms", "8.7Mbit", "626B", "801904B", "data = [301, 446, 555]\nack = [14]");
+    let c = run(&text, &["workload.response_headers=246B"]);
     agrees(&c, 2.100679, [1, 3, 0, 2, 0]);
 }
 
@@ -453,23 +218,8 @@ fn random_020() {
     // the reader never saw more than `space` bytes in one "RTT", the window stayed at
     // 22 segments for 2 s (the kernel's grew to 100), and the losses fell differently:
     // three recoveries against the kernel's two
-    let text = "name = \"random 20\"
-seed = 21
-[path]
-rtt = \"4.6ms\"
-bandwidth = \"5.8Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"3243B\"
-response = \"1388164B\"
-[drop]
-data = [466, 509, 960]
-ack = [5]
-";
-    let c = run(text, &["workload.response_headers=248B"]);
+    let text = scenario(20, "4.6ms", "5.8Mbit", "3243B", "1388164B", "data = [466, 509, 960]\nack = [5]");
+    let c = run(&text, &["workload.response_headers=248B"]);
     agrees(&c, 2.081247, [1, 3, 0, 2, 0]);
 }
 
@@ -477,22 +227,8 @@ ack = [5]
 fn random_094() {
     // 4.6 Mbit/s over 10.4 ms, four losses: the receiver's RTT estimate as in random_020;
     // three recoveries against the kernel's two before
-    let text = "name = \"random 94\"
-seed = 95
-[path]
-rtt = \"10.4ms\"
-bandwidth = \"4.6Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"4228B\"
-response = \"1518779B\"
-[drop]
-data = [825, 885, 1049, 1051]
-";
-    let c = run(text, &["workload.response_headers=248B"]);
+    let text = scenario(94, "10.4ms", "4.6Mbit", "4228B", "1518779B", "data = [825, 885, 1049, 1051]");
+    let c = run(&text, &["workload.response_headers=248B"]);
     agrees(&c, 2.844131, [1, 4, 0, 2, 0]);
 }
 
@@ -510,22 +246,8 @@ fn random_068() {
     // which decides whether the last 30 segments leave in the fifth flight (2.10-2.12 s)
     // or a sixth whose SACKs then restart the RTO as above (2.33 s); this test keeps the
     // second, 2.33 s, seen again in three of the four runs today.
-    let text = "name = \"random 68\"
-seed = 69
-[path]
-rtt = \"224.0ms\"
-bandwidth = \"144.1Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"1377B\"
-response = \"382201B\"
-[drop]
-data = [197, 266]
-";
-    let c = run(text, &["workload.response_headers=246B"]);
+    let text = scenario(68, "224.0ms", "144.1Mbit", "1377B", "382201B", "data = [197, 266]");
+    let c = run(&text, &["workload.response_headers=246B"]);
     agrees(&c, 2.33038, [1, 2, 1, 1, 0]);
 }
 
@@ -536,23 +258,8 @@ fn random_016() {
     // kernel takes an RTT sample from the echo (tcp_synack_rtt_meas); the simulator had
     // not kept that SYN/ACK's send time, fell back to the RTO after a SYN loss and timed
     // the response's losses out at 5.23 s (kernel: /tmp/b14/full3, s11-b14's run)
-    let text = "name = \"random 16\"
-seed = 17
-[path]
-rtt = \"117.7ms\"
-bandwidth = \"17.5Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"1749B\"
-response = \"1012B\"
-[drop]
-data = [1, 2]
-synack = [1]
-";
-    let c = run(text, &["workload.response_headers=242B"]);
+    let text = scenario(16, "117.7ms", "17.5Mbit", "1749B", "1012B", "data = [1, 2]\nsynack = [1]");
+    let c = run(&text, &["workload.response_headers=242B"]);
     agrees(&c, 2.002018, [2, 2, 2, 0, 1]);
 }
 
@@ -562,19 +269,10 @@ fn trial(headers: &'static str, seed: &'static str) -> [&'static str; 4] {
     [headers, seed, "client.timer_slack=true", "server.timer_slack=true"]
 }
 
-const RANDOM_036: &str = "name = \"random 36\"
-seed = 37
-[path]
-rtt = \"154.4ms\"
-bandwidth = \"64.9Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"11006B\"
-response = \"1413180B\"
-";
+/// 1.4 MB over 154 ms, nothing lost (`random_036`).
+fn scenario_036() -> String {
+    scenario(36, "154.4ms", "64.9Mbit", "11006B", "1413180B", "")
+}
 
 #[test]
 fn random_036() {
@@ -590,10 +288,10 @@ fn random_036() {
     // clock had its phase at time 0; it now runs on the jiffies' phase (the tick is aligned
     // to TICK_NSEC on the same monotonic clock), drawn from the seed, and the compare's
     // phase trials spread over it.
-    let c = run(RANDOM_036, &trial("workload.response_headers=248B", "seed=1089"));
+    let c = run(&scenario_036(), &trial("workload.response_headers=248B", "seed=1089"));
     agrees(&c, 1.406577, [1, 0, 0, 0, 0]);
     // Another phase of the same clock, and the growth comes a flight earlier (1.317-1.330 s).
-    let other = run(RANDOM_036, &trial("workload.response_headers=248B", "seed=1001"));
+    let other = run(&scenario_036(), &trial("workload.response_headers=248B", "seed=1001"));
     let t = other.complete_s.expect("complete");
     assert!(t < 1.34, "{t}");
 }
@@ -603,20 +301,8 @@ fn random_071() {
     // Lossless 1.55 MB over 257 ms: the kernel 2.148 s (s11 idle run 1), the simulator with
     // the clock's phase at time 0 one round trip later (2.335 s): the receiver's autotuning
     // step, as in `random_036`, in the trial's phase of the TSval clock.
-    let text = "name = \"random 71\"
-seed = 72
-[path]
-rtt = \"257.1ms\"
-bandwidth = \"70.9Mbit\"
-[client]
-stack = \"linux\"
-[server]
-stack = \"linux\"
-[workload]
-request = \"3801B\"
-response = \"1553959B\"
-";
-    let c = run(text, &trial("workload.response_headers=248B", "seed=1087"));
+    let text = scenario(71, "257.1ms", "70.9Mbit", "3801B", "1553959B", "");
+    let c = run(&text, &trial("workload.response_headers=248B", "seed=1087"));
     agrees(&c, 2.148239, [1, 0, 0, 0, 0]);
 }
 
@@ -625,6 +311,6 @@ fn random_191_tsval_phase() {
     // `random_191` in the s11 idle run 1, where the kernel took 2.701 s: the simulator
     // (2.44 s in the default phase) agrees in the trial's phase of the TSval clock
     // (2.68 s), the autotuning step as in `random_036`.
-    let c = run(RANDOM_191, &trial("workload.response_headers=248B", "seed=1151"));
+    let c = run(&scenario_191(), &trial("workload.response_headers=248B", "seed=1151"));
     agrees(&c, 2.700739, [1, 1, 0, 1, 0]);
 }
