@@ -223,8 +223,7 @@ pub(crate) fn analyze_sharded(
         late.extend(r.late);
     }
     summary.late_packets += late.len() as u64;
-    let mut table = ConnectionTable::concat(tables);
-    table.sort_by_conn_id_on(n);
+    let mut table = ConnectionTable::merge_by_conn_id(tables, n);
     // Late packets are counted on their rows while the ids are still the shards' own.
     if opts.table {
         for p in &late {

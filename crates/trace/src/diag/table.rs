@@ -467,63 +467,53 @@ impl ConnectionTable {
     }
 
     /// Puts the rows in order of `conn_id` (connections leave the tracker as they finish;
-    /// users read them in order of first appearance). Permutes one column at a time, so
-    /// the extra memory is one column, not a second table.
+    /// users read them in order of first appearance).
     pub fn sort_by_conn_id(&mut self) {
-        self.sort_by_conn_id_on(1);
+        if !self.conn_id.is_sorted() {
+            *self = Self::merge_by_conn_id(vec![std::mem::take(self)], 1);
+        }
     }
 
-    /// `sort_by_conn_id` with the columns shared among `threads` threads (one column at a
-    /// time on each): after the trackers have finished, the gather is the serial tail of
-    /// a sharded run (~0.1 s of a 5 M-packet trace's table).
-    pub fn sort_by_conn_id_on(&mut self, threads: usize) {
-        if self.conn_id.windows(2).all(|w| w[0] <= w[1]) {
-            return;
+    /// The rows of `parts` (the tables of one file's shards, whose connection ids are
+    /// distinct) in order of `conn_id`, gathered straight from the parts a column at a
+    /// time on `threads` threads. Each part's column is freed once gathered, so the extra
+    /// memory is a column per thread, not a second table; and the rows are copied once
+    /// (concatenating the parts first, then sorting, copied the ~80 MB table of the
+    /// benchmark trace twice, a page fault per 4 kB each time).
+    pub fn merge_by_conn_id(mut parts: Vec<ConnectionTable>, threads: usize) -> ConnectionTable {
+        let mut keyed: Vec<(u64, Row)> = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+        for (part, t) in parts.iter().enumerate() {
+            keyed.extend(t.conn_id.iter().enumerate().map(|(row, &id)| (id, Row { part: part as u32, row: row as u32 })));
         }
-        let mut perm: Vec<u32> = (0..self.len() as u32).collect();
-        perm.sort_unstable_by_key(|&i| self.conn_id[i as usize]);
-        let mut columns: Vec<&mut (dyn Permute + Send)> = Vec::new();
-        macro_rules! each {
-            ($($f:ident),*) => { $( columns.push(&mut self.$f); )* };
-        }
-        crate::plain_columns!(each);
-        columns.push(&mut self.client_ip);
-        columns.push(&mut self.server_ip);
-        columns.push(&mut self.syn_ladder);
-        columns.push(&mut self.syn_gaps_s);
-        columns.push(&mut self.syn_gap_class);
-        columns.push(&mut self.synack_gaps_s);
-        columns.push(&mut self.synack_gap_class);
-        let perm = &perm;
-        let per_thread = columns.len().div_ceil(threads.max(1));
-        std::thread::scope(|s| {
-            let mut chunks = columns.chunks_mut(per_thread);
-            let here = chunks.next();
-            for chunk in chunks {
-                s.spawn(move || chunk.iter_mut().for_each(|c| c.permute(perm)));
-            }
-            here.into_iter().flatten().for_each(|c| c.permute(perm));
-        });
-    }
-
-    /// The rows of `parts`, one after the other, built a column at a time: each part's
-    /// column is freed once copied, so the extra memory is one column, not a second table
-    /// (the shards of one file are merged this way).
-    pub fn concat(mut parts: Vec<ConnectionTable>) -> ConnectionTable {
+        keyed.sort_unstable_by_key(|&(id, _)| id);
+        let order: Vec<Row> = keyed.into_iter().map(|(_, r)| r).collect();
+        let order = &order[..];
         let mut out = ConnectionTable::default();
-        let rows: usize = parts.iter().map(|p| p.len()).sum();
-        macro_rules! cat {
+        let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::new();
+        macro_rules! gather {
             ($($f:ident),*) => { $(
-                out.$f = Vec::with_capacity(rows);
-                for p in &mut parts {
-                    out.$f.extend_from_slice(&std::mem::take(&mut p.$f));
-                }
+                let columns: Vec<_> = parts.iter_mut().map(|p| std::mem::take(&mut p.$f)).collect();
+                let dst = &mut out.$f;
+                jobs.push(Box::new(move || *dst = Gather::gather(columns, order)));
             )* };
         }
-        crate::plain_columns!(cat);
-        for p in parts {
-            out.append(p);
-        }
+        crate::plain_columns!(gather);
+        gather!(client_ip, server_ip, syn_ladder, syn_gaps_s, syn_gap_class, synack_gaps_s, synack_gap_class);
+        let per_thread = jobs.len().div_ceil(threads.max(1));
+        std::thread::scope(|s| {
+            let mut chunks = Vec::new();
+            while !jobs.is_empty() {
+                let rest = jobs.split_off(per_thread.min(jobs.len()));
+                chunks.push(std::mem::replace(&mut jobs, rest));
+            }
+            let mut chunks = chunks.into_iter();
+            let here = chunks.next();
+            for chunk in chunks {
+                s.spawn(move || chunk.into_iter().for_each(|job| job()));
+            }
+            here.into_iter().flatten().for_each(|job| job());
+        });
+        drop(jobs); // empty: its borrows of `out` end here
         out
     }
 
@@ -572,50 +562,53 @@ fn push_gaps(gaps: &mut ListColumn<f64>, classes: &mut ListColumn<u8>, gaps_ns: 
     }));
 }
 
-/// A column whose rows can be put in the order `perm` (row k of the result is row
-/// `perm[k]`).
-trait Permute {
-    fn permute(&mut self, perm: &[u32]);
+/// Where a row of the merged table comes from: a part and a row of it.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    part: u32,
+    row: u32,
 }
 
-impl<T: Copy> Permute for Vec<T> {
-    fn permute(&mut self, perm: &[u32]) {
-        *self = perm.iter().map(|&i| self[i as usize]).collect();
+/// A column that can be built from the same column of several parts, in the order
+/// `order` (row k of the result is `order[k]`).
+trait Gather: Sized + Send {
+    fn gather(parts: Vec<Self>, order: &[Row]) -> Self;
+}
+
+impl<T: Copy + Send> Gather for Vec<T> {
+    fn gather(parts: Vec<Self>, order: &[Row]) -> Self {
+        order.iter().map(|r| parts[r.part as usize][r.row as usize]).collect()
     }
 }
 
-impl Permute for StringColumn {
-    fn permute(&mut self, perm: &[u32]) {
-        *self = permute_strings(self, perm);
+impl Gather for StringColumn {
+    fn gather(parts: Vec<Self>, order: &[Row]) -> Self {
+        let bytes = parts.iter().map(|p| p.data.len()).sum();
+        let mut out = StringColumn { offsets: Vec::with_capacity(order.len() + 1), data: Vec::with_capacity(bytes) };
+        out.offsets.push(0);
+        for r in order {
+            let c = &parts[r.part as usize];
+            let (a, b) = (c.offsets[r.row as usize] as usize, c.offsets[r.row as usize + 1] as usize);
+            out.data.extend_from_slice(&c.data[a..b]);
+            out.offsets.push(out.data.len() as i32);
+        }
+        out
     }
 }
 
-impl<T: Copy> Permute for ListColumn<T> {
-    fn permute(&mut self, perm: &[u32]) {
-        *self = permute_list(self, perm);
+impl<T: Copy + Send> Gather for ListColumn<T> {
+    fn gather(parts: Vec<Self>, order: &[Row]) -> Self {
+        let values = parts.iter().map(|p| p.values.len()).sum();
+        let mut out = ListColumn { offsets: Vec::with_capacity(order.len() + 1), values: Vec::with_capacity(values) };
+        out.offsets.push(0);
+        for r in order {
+            let c = &parts[r.part as usize];
+            let (a, b) = (c.offsets[r.row as usize] as usize, c.offsets[r.row as usize + 1] as usize);
+            out.values.extend_from_slice(&c.values[a..b]);
+            out.offsets.push(out.values.len() as i32);
+        }
+        out
     }
-}
-
-fn permute_strings(c: &StringColumn, perm: &[u32]) -> StringColumn {
-    let mut out = StringColumn { offsets: Vec::with_capacity(c.offsets.len()), data: Vec::with_capacity(c.data.len()) };
-    out.offsets.push(0);
-    for &i in perm {
-        let (a, b) = (c.offsets[i as usize] as usize, c.offsets[i as usize + 1] as usize);
-        out.data.extend_from_slice(&c.data[a..b]);
-        out.offsets.push(out.data.len() as i32);
-    }
-    out
-}
-
-fn permute_list<T: Copy>(c: &ListColumn<T>, perm: &[u32]) -> ListColumn<T> {
-    let mut out = ListColumn { offsets: Vec::with_capacity(c.offsets.len()), values: Vec::with_capacity(c.values.len()) };
-    out.offsets.push(0);
-    for &i in perm {
-        let (a, b) = (c.offsets[i as usize] as usize, c.offsets[i as usize + 1] as usize);
-        out.values.extend_from_slice(&c.values[a..b]);
-        out.offsets.push(out.values.len() as i32);
-    }
-    out
 }
 
 fn append_strings(a: &mut StringColumn, b: StringColumn) {
