@@ -40,19 +40,21 @@ pub struct CaptureReader {
     format: Format,
 }
 
-/// What one parse step found; a packet's bytes are then read with `last()`.
+/// What one parse step found.
 pub(crate) enum Step {
-    Packet,
+    /// A packet, whose bytes stay in the source's window until the next step.
+    Packet(Current),
     Skip,
     End,
 }
 
 /// The packet found by the last step, as offsets into the source's window (the record is
 /// consumed only at the start of the next step, so the bytes stay put until then).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Current {
     ts_ns: u64,
-    link_code: u32,
+    /// Decoded once per file (pcap) or interface (pcapng), not per packet.
+    link: LinkType,
     data_off: usize,
     caplen: usize,
     orig_len: u32,
@@ -62,7 +64,7 @@ impl Current {
     fn packet<'a>(&self, src: &'a Source) -> RawPacket<'a> {
         RawPacket {
             ts_ns: self.ts_ns,
-            link: LinkType::from_code(self.link_code),
+            link: self.link,
             data: &src.window()[self.data_off..self.data_off + self.caplen],
             orig_len: self.orig_len,
         }
@@ -107,28 +109,27 @@ impl CaptureReader {
 
     /// The next packet, `Ok(None)` at the clean end of the file, or an error that locates
     /// the first bad byte (everything before it has been returned already).
+    #[inline]
     pub fn next_packet(&mut self) -> Result<Option<RawPacket<'_>>, ReadError> {
-        loop {
+        let current = loop {
             let step = match &mut self.format {
                 Format::Pcap(p) => p.step(&mut self.src),
                 Format::PcapNg(p) => p.step(&mut self.src),
             };
             match step {
-                Ok(Step::Packet) => break,
+                Ok(Step::Packet(current)) => break current,
                 Ok(Step::Skip) => continue,
                 Ok(Step::End) => return Ok(None),
                 // A failed step has consumed nothing of the bad record: the window starts at it.
-                Err(kind) => {
-                    let offset = self.src.offset();
-                    return Err(ReadError { path: self.path.clone(), offset, decompressed: self.src.gzip, kind });
-                }
+                Err(kind) => return Err(self.error_here(kind)),
             }
-        }
-        let current = match &self.format {
-            Format::Pcap(p) => p.current,
-            Format::PcapNg(p) => p.current,
         };
         Ok(Some(current.packet(&self.src)))
+    }
+
+    #[cold]
+    fn error_here(&self, kind: ReadErrorKind) -> ReadError {
+        ReadError { path: self.path.clone(), offset: self.src.offset(), decompressed: self.src.gzip, kind }
     }
 
     /// Damaged blocks that were skipped since the last call, each as

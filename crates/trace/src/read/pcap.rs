@@ -6,6 +6,7 @@ use pcap_parser::parse_pcap_header;
 use super::source::Source;
 use super::{io_kind, Current, Step, MAX_RECORD};
 use crate::error::ReadErrorKind;
+use crate::wire::LinkType;
 
 const MAGICS: [[u8; 4]; 4] = [
     [0xd4, 0xc3, 0xb2, 0xa1], // µs, little-endian
@@ -24,9 +25,8 @@ const RECORD_HEADER_LEN: usize = 16;
 pub struct PcapState {
     big_endian: bool,
     nanos: bool,
-    link_code: u32,
+    link: LinkType,
     pending: usize,
-    pub(super) current: Current,
 }
 
 impl PcapState {
@@ -41,9 +41,8 @@ impl PcapState {
         Ok(Self {
             big_endian: h.is_bigendian(),
             nanos: h.is_nanosecond_precision(),
-            link_code: h.network.0 as u32,
+            link: LinkType::from_code(h.network.0 as u32),
             pending: 0,
-            current: Current::default(),
         })
     }
 
@@ -66,6 +65,35 @@ impl PcapState {
     #[inline]
     pub(super) fn step(&mut self, src: &mut Source) -> Result<Step, ReadErrorKind> {
         src.consume(std::mem::take(&mut self.pending));
+        // The common case, a whole record already in the window (always, for a mapped
+        // file): read once, without asking the source for more.
+        let w = src.window();
+        if let Some(h) = w.first_chunk::<RECORD_HEADER_LEN>() {
+            let [secs, frac, caplen, orig_len] = self.record_header(h);
+            let caplen = caplen as usize;
+            if caplen <= MAX_RECORD && w.len() - RECORD_HEADER_LEN >= caplen {
+                self.pending = RECORD_HEADER_LEN + caplen;
+                return Ok(Step::Packet(self.current(secs, frac, caplen, orig_len)));
+            }
+        }
+        self.step_refilled(src)
+    }
+
+    fn current(&self, secs: u32, frac: u32, caplen: usize, orig_len: u32) -> Current {
+        let frac_ns = if self.nanos { u64::from(frac) } else { u64::from(frac) * 1000 };
+        Current {
+            ts_ns: u64::from(secs) * 1_000_000_000 + frac_ns,
+            link: self.link,
+            data_off: RECORD_HEADER_LEN,
+            caplen,
+            orig_len,
+        }
+    }
+
+    /// `step` when the window may end inside the record: refilled first, and the end of
+    /// the file, a truncated record or a corrupt length told apart.
+    #[cold]
+    fn step_refilled(&mut self, src: &mut Source) -> Result<Step, ReadErrorKind> {
         let avail = src.ensure(RECORD_HEADER_LEN).map_err(|e| io_kind(e, src.gzip))?;
         if avail == 0 {
             return Ok(Step::End);
@@ -90,15 +118,7 @@ impl PcapState {
         if avail < needed {
             return Err(ReadErrorKind::Truncated { what: "packet record", needed, available: avail });
         }
-        let frac_ns = if self.nanos { u64::from(frac) } else { u64::from(frac) * 1000 };
-        self.current = Current {
-            ts_ns: u64::from(secs) * 1_000_000_000 + frac_ns,
-            link_code: self.link_code,
-            data_off: RECORD_HEADER_LEN,
-            caplen,
-            orig_len,
-        };
         self.pending = needed;
-        Ok(Step::Packet)
+        Ok(Step::Packet(self.current(secs, frac, caplen, orig_len)))
     }
 }

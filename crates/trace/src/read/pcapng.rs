@@ -8,6 +8,7 @@ use pcap_parser::{parse_block_be, parse_block_le, PcapError};
 use super::source::Source;
 use super::{io_kind, Current, Step, MAX_RECORD};
 use crate::error::ReadErrorKind;
+use crate::wire::LinkType;
 
 /// Skipped blocks reported per file at most (the count of the rest is not kept).
 const MAX_WARNINGS: usize = 100;
@@ -21,7 +22,7 @@ pub fn is_magic(m: [u8; 4]) -> bool {
 
 #[derive(Debug, Clone, Copy)]
 struct Interface {
-    link_code: u32,
+    link: LinkType,
     /// Timestamp units per second (if_tsresol; 10^6 when absent).
     units_per_sec: u64,
     /// Seconds added to every timestamp (if_tsoffset).
@@ -34,7 +35,6 @@ pub struct PcapNgState {
     interfaces: Vec<Interface>,
     pending: usize,
     last_ts_ns: u64,
-    pub(super) current: Current,
     /// Damaged blocks skipped: (stream offset, what was wrong).
     pub(super) skipped: Vec<(u64, String)>,
 }
@@ -176,7 +176,11 @@ impl PcapNgState {
                         format!("timestamp resolution code {} is not a power of 2 or 10 up to 10^19", idb.if_tsresol),
                     )
                 })?;
-                self.interfaces.push(Interface { link_code: idb.linktype.0 as u32, units_per_sec, offset_secs: idb.if_tsoffset });
+                self.interfaces.push(Interface {
+                    link: LinkType::from_code(idb.linktype.0 as u32),
+                    units_per_sec,
+                    offset_secs: idb.if_tsoffset,
+                });
                 Ok(Step::Skip)
             }
             Block::EnhancedPacket(epb) => {
@@ -186,14 +190,13 @@ impl PcapNgState {
                 let ts = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
                 let ts_ns = to_ns(ts, iface);
                 self.last_ts_ns = ts_ns;
-                self.current = Current {
+                Ok(Step::Packet(Current {
                     ts_ns,
-                    link_code: iface.link_code,
+                    link: iface.link,
                     data_off: epb.data.as_ptr() as usize - w.as_ptr() as usize,
                     caplen: (epb.caplen as usize).min(epb.data.len()),
                     orig_len: epb.origlen,
-                };
-                Ok(Step::Packet)
+                }))
             }
             // A simple packet block has no timestamp and belongs to interface 0: it inherits
             // the time of the packet before it.
@@ -202,14 +205,13 @@ impl PcapNgState {
                     .interfaces
                     .first()
                     .ok_or_else(|| corrupt("simple packet block", "no interface described in this section".into()))?;
-                self.current = Current {
+                Ok(Step::Packet(Current {
                     ts_ns: self.last_ts_ns,
-                    link_code: iface.link_code,
+                    link: iface.link,
                     data_off: spb.data.as_ptr() as usize - w.as_ptr() as usize,
                     caplen: spb.data.len().min(spb.origlen as usize),
                     orig_len: spb.origlen,
-                };
-                Ok(Step::Packet)
+                }))
             }
             _ => Ok(Step::Skip),
         }

@@ -45,6 +45,9 @@ pub struct Source {
     buf: Bytes,
     start: usize,
     end: usize,
+    /// Where `start` must reach before consumed pages of a mapping are handed back
+    /// (`usize::MAX` for a window of its own): one comparison per packet.
+    next_release: usize,
     /// Stream offset of `buf[start]`.
     offset: u64,
     eof: bool,
@@ -89,6 +92,7 @@ impl Source {
             buf: Bytes::Mapped { map, released: 0 },
             start: 0,
             end,
+            next_release: RELEASE_STEP,
             offset: 0,
             eof: true,
             file_bytes_read: Rc::new(Cell::new(0)),
@@ -125,6 +129,7 @@ impl Source {
             buf: Bytes::Owned(vec![0; window]),
             start: 0,
             end: 0,
+            next_release: usize::MAX,
             offset: 0,
             eof: false,
             file_bytes_read: count,
@@ -160,15 +165,21 @@ impl Source {
         debug_assert!(n <= self.end - self.start);
         self.start += n;
         self.offset += n as u64;
+        if self.start >= self.next_release {
+            self.release();
+        }
+    }
+
+    /// The parsers never look back: what was consumed of a mapping is dropped from this
+    /// process's resident pages (the page cache keeps it for other readers).
+    #[cold]
+    fn release(&mut self) {
         if let Bytes::Mapped { map, released } = &mut self.buf {
-            if self.start - *released >= RELEASE_STEP {
-                // The parsers never look back: what was consumed is dropped from this
-                // process's resident pages (the page cache keeps it for other readers).
-                let upto = self.start / PAGE * PAGE;
-                // SAFETY: a read-only private file mapping; the range is never read again.
-                let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, *released, upto - *released) };
-                *released = upto;
-            }
+            let upto = self.start / PAGE * PAGE;
+            // SAFETY: a read-only private file mapping; the range is never read again.
+            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, *released, upto - *released) };
+            *released = upto;
+            self.next_release = upto + RELEASE_STEP;
         }
     }
 
