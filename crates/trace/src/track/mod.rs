@@ -28,9 +28,11 @@ impl FlowKey {
         Self::pair(seg.src, seg.dst)
     }
 
+    /// The two endpoints in a fixed order, whichever sent the packet: any total order
+    /// will do, so the cheapest (`Endpoint::addr_key`, no byte swap).
     #[inline]
     fn pair(a: Endpoint, b: Endpoint) -> Self {
-        if a <= b {
+        if (a.addr_key(), a.port) <= (b.addr_key(), b.port) {
             Self(a, b)
         } else {
             Self(b, a)
