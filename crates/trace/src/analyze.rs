@@ -47,11 +47,20 @@ pub fn analyze_file(
     }
 }
 
+/// A segment decoded and prefetched, with the slot its connection was found in.
+#[derive(Clone, Copy)]
+struct Waiting {
+    ts: u64,
+    seg: Segment,
+    extra: SegmentExtra,
+    hint: Option<u32>,
+}
+
 struct Serial<'a, F: FnMut(&Conn)> {
     tracker: Tracker<F>,
     peak: &'a mut usize,
     /// Segments decoded and prefetched but not yet observed, oldest at `head`.
-    ring: [Option<(u64, Segment, SegmentExtra)>; PREFETCH_AHEAD],
+    ring: [Option<Waiting>; PREFETCH_AHEAD],
     head: usize,
     len: usize,
 }
@@ -67,8 +76,8 @@ impl<F: FnMut(&Conn)> Serial<'_, F> {
 
     #[inline]
     fn observe_oldest(&mut self) {
-        if let Some((ts, seg, extra)) = &self.ring[self.head] {
-            let _ = self.tracker.observe_ext(*ts, seg, extra);
+        if let Some(w) = &self.ring[self.head] {
+            let _ = self.tracker.observe_hinted(w.ts, &w.seg, &w.extra, w.hint);
         }
         self.head = (self.head + 1) % PREFETCH_AHEAD;
         self.len -= 1;
@@ -81,8 +90,8 @@ impl<F: FnMut(&Conn)> SegmentSink for Serial<'_, F> {
         if self.len == PREFETCH_AHEAD {
             self.observe_oldest();
         }
-        self.tracker.prefetch(seg);
-        self.ring[(self.head + self.len) % PREFETCH_AHEAD] = Some((ts, *seg, *extra));
+        let hint = self.tracker.prefetch(seg);
+        self.ring[(self.head + self.len) % PREFETCH_AHEAD] = Some(Waiting { ts, seg: *seg, extra: *extra, hint });
         self.len += 1;
     }
 

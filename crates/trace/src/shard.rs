@@ -144,17 +144,27 @@ fn run_shard(
             table.push(trace, c);
         }
     });
+    // The slot `prefetch` found for message i, at i % PREFETCH_AHEAD.
+    let mut hints = [None; PREFETCH_AHEAD];
     for mut batch in rx {
+        for (i, m) in batch.iter().take(PREFETCH_AHEAD).enumerate() {
+            hints[i] = match m {
+                Msg::Segment { seg, .. } => tracker.prefetch(seg),
+                _ => None,
+            };
+        }
         for i in 0..batch.len() {
+            let hint = hints[i % PREFETCH_AHEAD];
             // The connection of a segment a few messages on is loaded while this one is
             // observed (see `Tracker::prefetch`).
-            if let Some(Msg::Segment { seg, .. }) = batch.get(i + PREFETCH_AHEAD) {
-                tracker.prefetch(seg);
-            }
+            hints[i % PREFETCH_AHEAD] = match batch.get(i + PREFETCH_AHEAD) {
+                Some(Msg::Segment { seg, .. }) => tracker.prefetch(seg),
+                _ => None,
+            };
             match &batch[i] {
                 Msg::Segment { ts, index, seg, extra } => {
                     tracker.set_next_id(*index);
-                    let _ = tracker.observe_ext(*ts, seg, extra);
+                    let _ = tracker.observe_hinted(*ts, seg, extra, hint);
                 }
                 Msg::Sweep(now) => tracker.sweep_at(*now),
                 Msg::Icmp { ts, msg } => {

@@ -214,11 +214,14 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// waiting for its connection's state (~1.3 kB, ~20,000 open at once: far more than
     /// the L2 cache), one connection after the other; asked ahead, those waits overlap.
     /// Changes nothing: a hint, wrong at worst (the connection ended before its turn).
+    ///
+    /// Returns the slot found, for `observe_hinted`: the segment's turn then need not look
+    /// its connection up again.
     #[inline]
-    pub(crate) fn prefetch(&self, seg: &Segment) {
-        if let Some(&slot) = self.open.get(&FlowKey::of(seg)) {
-            prefetch_bytes(&self.slab[slot as usize]);
-        }
+    pub(crate) fn prefetch(&self, seg: &Segment) -> Option<u32> {
+        let slot = *self.open.get(&FlowKey::of(seg))?;
+        prefetch_bytes(&self.slab[slot as usize]);
+        Some(slot)
     }
 
     pub fn open_connections(&self) -> usize {
@@ -235,13 +238,31 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// id and what the segment was to it.
     #[inline]
     pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) -> (u64, PacketNote) {
+        self.observe_hinted(ts_ns, seg, extra, None)
+    }
+
+    /// `observe_ext` with the slot `prefetch` found for this segment a few segments ago:
+    /// if that slot still holds the segment's connection (a 4-tuple has one open
+    /// connection at most, in one slot), the hash table is not asked again.
+    #[inline]
+    pub(crate) fn observe_hinted(
+        &mut self,
+        ts_ns: u64,
+        seg: &Segment,
+        extra: &SegmentExtra,
+        hint: Option<u32>,
+    ) -> (u64, PacketNote) {
         self.last_ts = self.last_ts.max(ts_ns);
         if ts_ns >= self.next_sweep_ns && !self.caller_sweeps {
             self.sweep(ts_ns);
         }
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.syn() && !seg.flags.ack();
-        if let Some(&slot) = self.open.get(&key) {
+        let found = match hint {
+            Some(slot) if self.slab.get(slot as usize).is_some_and(|s| s.live && s.key == key) => Some(slot),
+            _ => self.open.get(&key).copied(),
+        };
+        if let Some(slot) = found {
             let conn = &mut self.slab[slot as usize].conn;
             if !(syn_only && conn.is_new_try(seg)) {
                 conn.observe_ext(ts_ns, seg, extra);
