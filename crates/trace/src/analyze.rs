@@ -152,6 +152,9 @@ pub fn analyze_capture(
     (table, summary, stats)
 }
 
+/// Tracker threads per core given to one file (see `analyze_paths`).
+const TRACKERS_PER_CORE: usize = 2;
+
 /// Analyzes several files, `opts.workers` at a time, into one table (rows in file order).
 pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> Analysis {
     crate::mem::return_large_blocks();
@@ -161,8 +164,13 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
     let next = AtomicU64::new(0);
     let workers = opts.workers.clamp(1, paths.len().max(1));
     // Cores left over when there are fewer files than workers track each file's
-    // connections in parallel (one file on two cores: a reader and two trackers).
-    let per_file = Options { shards: (opts.workers / workers).max(opts.shards).max(1), ..*opts };
+    // connections in parallel, two tracker threads a core (one file on two cores: a
+    // reader and four trackers). Beside the reading thread, a core whose tracker waits
+    // for its next batch then runs another's: on the 2-core benchmark, four trackers
+    // took 0.59-0.62 s where two took 0.62-0.67 s (BENCHMARKS.md, fifth round).
+    let cores = opts.workers / workers;
+    let trackers = if cores > 1 { TRACKERS_PER_CORE * cores } else { 1 };
+    let per_file = Options { shards: trackers.max(opts.shards).max(1), ..*opts };
     let opts = &per_file;
     std::thread::scope(|s| {
         for _ in 0..workers {

@@ -22,7 +22,7 @@ pub struct Options {
     pub table: bool,
     /// Threads tracking the connections of one file (sharded by 4-tuple) beside the one
     /// that reads and decodes it; 1 tracks on the reading thread. `analyze_paths` gives
-    /// each file `workers / files in parallel` of them.
+    /// each file at least two a core of the `workers / files in parallel` it has.
     pub shards: usize,
 }
 
