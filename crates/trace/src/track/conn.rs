@@ -511,7 +511,6 @@ impl Conn {
             // Linux seeds its estimator with the handshake's RTT (tcp_synack_rtt_meas).
             self.srtt = full_rtt.map(|r| (r as f64, r as f64 / 2.0));
         }
-        let rto = Half::rto_estimate(self.srtt);
         let event = if seg.flags.syn() && seg.payload_len == 0 {
             SendEvent::Nothing
         } else {
@@ -521,7 +520,7 @@ impl Conn {
                 data.seq = seg.seq.wrapping_add(1);
                 data.flags.0 &= !crate::wire::TcpFlags::SYN;
             }
-            self.halves[dir].on_send(ts, &data, extra, rto, full_rtt, leg_dir)
+            self.halves[dir].on_send(ts, &data, extra, self.srtt, full_rtt, leg_dir)
         };
         if matches!(event, SendEvent::NewData { .. }) {
             self.halves[other].peer_spoke = true;

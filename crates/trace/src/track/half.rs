@@ -377,14 +377,16 @@ impl Half {
     }
 
     /// A segment this half sent at `ts`.
-    /// `rtt_ns` is the full RTT if known, `sender_leg_ns` the round trip from the capture
-    /// point to this sender (0 when captured at the sender).
+    /// `srtt` is the connection's smoothed RTT and variance (for the RTO a retransmission
+    /// is judged by, worked out only for one), `rtt_ns` the full RTT if known,
+    /// `sender_leg_ns` the round trip from the capture point to this sender (0 when
+    /// captured at the sender).
     pub fn on_send(
         &mut self,
         ts: u64,
         seg: &Segment,
         extra: &SegmentExtra,
-        rto_ns: u64,
+        srtt: Option<(f64, f64)>,
         rtt_ns: Option<u64>,
         sender_leg_ns: u64,
     ) -> SendEvent {
@@ -410,7 +412,7 @@ impl Half {
             self.mss = seg.payload_len;
         }
         if start < self.snd_max {
-            let class = self.classify(start, end, since_last, rto_ns);
+            let class = self.classify(start, end, since_last, Self::rto_estimate(srtt));
             match class {
                 RetxClass::Timeout => self.retx_timeout += 1,
                 RetxClass::Fast => self.retx_fast += 1,
