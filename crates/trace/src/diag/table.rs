@@ -583,32 +583,33 @@ impl<T: Copy + Send> Gather for Vec<T> {
 
 impl Gather for StringColumn {
     fn gather(parts: Vec<Self>, order: &[Row]) -> Self {
-        let bytes = parts.iter().map(|p| p.data.len()).sum();
-        let mut out = StringColumn { offsets: Vec::with_capacity(order.len() + 1), data: Vec::with_capacity(bytes) };
-        out.offsets.push(0);
-        for r in order {
-            let c = &parts[r.part as usize];
-            let (a, b) = (c.offsets[r.row as usize] as usize, c.offsets[r.row as usize + 1] as usize);
-            out.data.extend_from_slice(&c.data[a..b]);
-            out.offsets.push(out.data.len() as i32);
-        }
-        out
+        let parts: Vec<_> = parts.iter().map(|p| (&p.offsets[..], &p.data[..])).collect();
+        let (offsets, data) = gather_ranges(&parts, order);
+        StringColumn { offsets, data }
     }
 }
 
 impl<T: Copy + Send> Gather for ListColumn<T> {
     fn gather(parts: Vec<Self>, order: &[Row]) -> Self {
-        let values = parts.iter().map(|p| p.values.len()).sum();
-        let mut out = ListColumn { offsets: Vec::with_capacity(order.len() + 1), values: Vec::with_capacity(values) };
-        out.offsets.push(0);
-        for r in order {
-            let c = &parts[r.part as usize];
-            let (a, b) = (c.offsets[r.row as usize] as usize, c.offsets[r.row as usize + 1] as usize);
-            out.values.extend_from_slice(&c.values[a..b]);
-            out.offsets.push(out.values.len() as i32);
-        }
-        out
+        let parts: Vec<_> = parts.iter().map(|p| (&p.offsets[..], &p.values[..])).collect();
+        let (offsets, values) = gather_ranges(&parts, order);
+        ListColumn { offsets, values }
     }
+}
+
+/// Variable-length rows laid out as Arrow lays them out (`offsets[i]..offsets[i+1]` into
+/// the values), gathered from several parts in the order `order`.
+fn gather_ranges<T: Copy>(parts: &[(&[i32], &[T])], order: &[Row]) -> (Vec<i32>, Vec<T>) {
+    let mut offsets = Vec::with_capacity(order.len() + 1);
+    let mut values = Vec::with_capacity(parts.iter().map(|(_, v)| v.len()).sum());
+    offsets.push(0);
+    for r in order {
+        let (offs, vals) = parts[r.part as usize];
+        let (a, b) = (offs[r.row as usize] as usize, offs[r.row as usize + 1] as usize);
+        values.extend_from_slice(&vals[a..b]);
+        offsets.push(values.len() as i32);
+    }
+    (offsets, values)
 }
 
 fn append_strings(a: &mut StringColumn, b: StringColumn) {
