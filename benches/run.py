@@ -80,8 +80,9 @@ def main() -> None:
     rows.append((f"shortflow analyze (CLI, end to end, {os.cpu_count()} cores)", shown, *best(sf)))
     rows.append(("shortflow analyze (CLI, end to end, one thread)", shown + " --workers 1", *best([*sf, "--workers", "1"])))
     name = f"target/release/examples/analyze_file {trace.name}"
-    rows.append(("shortflow core, summary + table, reader + 2 tracker threads", name + " --threads 2",
-                 *best([str(core), str(trace), "--threads", "2"])))
+    cores = str(os.cpu_count() or 1)
+    rows.append((f"shortflow core, summary + table, as the CLI runs it on {cores} cores", name + f" --workers {cores}",
+                 *best([str(core), str(trace), "--workers", cores])))
     rows.append(("shortflow core, summary + table, one thread", name, *best([str(core), str(trace)])))
     rows.append(("shortflow core, summary only, one thread", name + " --summary-only", *best([str(core), str(trace), "--summary-only"])))
     if shutil.which("tcptrace"):
