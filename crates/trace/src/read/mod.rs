@@ -48,8 +48,8 @@ pub(crate) enum Step {
     End,
 }
 
-/// The packet found by the last step, as offsets into the source's window (the record is
-/// consumed only at the start of the next step, so the bytes stay put until then).
+/// The packet a step found, as offsets into the source's window (the record is consumed
+/// only at the start of the next step, so the bytes stay put until then).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Current {
     ts_ns: u64,
