@@ -144,23 +144,20 @@ fn run_shard(
             table.push(trace, c);
         }
     });
-    // The slot `prefetch` found for message i, at i % PREFETCH_AHEAD.
+    // The connection of a segment a few messages on is loaded while this one is observed
+    // (see `Tracker::prefetch`); the slot found for message i waits at i % PREFETCH_AHEAD.
+    let prefetch = |tracker: &Tracker<_>, m: Option<&Msg>| match m {
+        Some(Msg::Segment { seg, .. }) => tracker.prefetch(seg),
+        _ => None,
+    };
     let mut hints = [None; PREFETCH_AHEAD];
     for mut batch in rx {
-        for (i, m) in batch.iter().take(PREFETCH_AHEAD).enumerate() {
-            hints[i] = match m {
-                Msg::Segment { seg, .. } => tracker.prefetch(seg),
-                _ => None,
-            };
+        for (i, hint) in hints.iter_mut().enumerate() {
+            *hint = prefetch(&tracker, batch.get(i));
         }
         for i in 0..batch.len() {
             let hint = hints[i % PREFETCH_AHEAD];
-            // The connection of a segment a few messages on is loaded while this one is
-            // observed (see `Tracker::prefetch`).
-            hints[i % PREFETCH_AHEAD] = match batch.get(i + PREFETCH_AHEAD) {
-                Some(Msg::Segment { seg, .. }) => tracker.prefetch(seg),
-                _ => None,
-            };
+            hints[i % PREFETCH_AHEAD] = prefetch(&tracker, batch.get(i + PREFETCH_AHEAD));
             match &batch[i] {
                 Msg::Segment { ts, index, seg, extra } => {
                     tracker.set_next_id(*index);
