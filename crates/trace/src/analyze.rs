@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use crate::diag::table::TableBuilder;
 use crate::diag::{ConnectionTable, Summary};
 use crate::error::ReadError;
 use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
@@ -119,25 +120,25 @@ pub fn analyze_capture(
         return crate::shard::analyze_sharded(reader, trace, opts, progress);
     }
     let mut stats = FileStats { path: reader.path().to_owned(), gzip: reader.is_gzip(), ..Default::default() };
-    let mut table = ConnectionTable::default();
+    let mut rows = TableBuilder::default();
     let mut summary = Summary::default();
     let build_table = opts.table;
     let mut peak = 0;
     let tracker = Tracker::new(opts.tracker, |c| {
         summary.add_conn(c);
         if build_table {
-            table.push(trace, c);
+            rows.push(trace, c);
         }
     });
     let mut serial = Serial { tracker, peak: &mut peak, ring: [None; PREFETCH_AHEAD], head: 0, len: 0 };
     read_loop(&mut reader, &mut stats, progress, &mut serial);
     serial.drain(); // read_loop ends with a sample, which drains; this says it plainly
     let late = serial.tracker.take_late_packets();
-    // Flushes the connections still open; the returned sink (and its borrows of `table`
+    // Flushes the connections still open; the returned sink (and its borrows of `rows`
     // and `summary`) ends here.
     let _ = serial.tracker.finish();
     stats.peak_open_connections = peak;
-    table.sort_by_conn_id();
+    let mut table = rows.finish();
     summary.late_packets += late.len() as u64;
     if build_table {
         for p in &late {

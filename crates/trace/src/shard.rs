@@ -15,6 +15,7 @@
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
+use crate::diag::table::TableBuilder;
 use crate::diag::{ConnectionTable, Summary};
 use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::read::CaptureReader;
@@ -119,7 +120,8 @@ impl SegmentSink for Router {
 
 /// What one shard found.
 struct ShardResult {
-    table: ConnectionTable,
+    /// The shard's rows, in chunks (see `TableBuilder`).
+    chunks: Vec<ConnectionTable>,
     summary: Summary,
     /// Open connections at each `Msg::Sample`.
     samples: Vec<usize>,
@@ -135,13 +137,13 @@ fn run_shard(
     back: Sender<Vec<Msg>>,
     last_ts: &std::sync::Mutex<u64>,
 ) -> ShardResult {
-    let mut table = ConnectionTable::default();
+    let mut rows = TableBuilder::default();
     let mut summary = Summary::default();
     let mut samples = Vec::new();
     let mut tracker = Tracker::new_shard(config, |c| {
         summary.add_conn(c);
         if build_table {
-            table.push(trace, c);
+            rows.push(trace, c);
         }
     });
     // The connection of a segment a few messages on is loaded while this one is observed
@@ -176,7 +178,7 @@ fn run_shard(
     let end = *last_ts.lock().expect("the reader does not panic holding it");
     let late = tracker.take_late_packets();
     let _ = tracker.finish_at(end);
-    ShardResult { table, summary, samples, late }
+    ShardResult { chunks: rows.into_chunks(), summary, samples, late }
 }
 
 /// `analyze_capture` with `opts.shards` tracker threads.
@@ -222,15 +224,15 @@ pub(crate) fn analyze_sharded(
     let samples = results.iter().map(|r| r.samples.len()).max().unwrap_or(0);
     stats.peak_open_connections =
         (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
-    let mut tables = Vec::with_capacity(results.len());
+    let mut chunks = Vec::new();
     let mut late = Vec::new();
     for r in results {
         summary.add(&r.summary);
-        tables.push(r.table);
+        chunks.extend(r.chunks);
         late.extend(r.late);
     }
     summary.late_packets += late.len() as u64;
-    let mut table = ConnectionTable::merge_by_conn_id(tables, n);
+    let mut table = ConnectionTable::merge_by_conn_id(chunks, n);
     // Late packets are counted on their rows while the ids are still the shards' own.
     if opts.table {
         for p in &late {

@@ -296,6 +296,40 @@ pub struct ConnectionTable {
     pub time_application_s: Vec<f64>,
 }
 
+/// Rows added as connections end, in chunks allocated whole: columns growing by doubling
+/// copied themselves (`realloc` below the mmap threshold, see `crate::mem`), each copy a
+/// fresh page touched per 4 kB.
+#[derive(Debug, Default)]
+pub struct TableBuilder {
+    chunks: Vec<ConnectionTable>,
+}
+
+/// Rows per chunk: a column of 8-byte values is 64 kB.
+const CHUNK_ROWS: usize = 8192;
+
+impl TableBuilder {
+    pub fn push(&mut self, trace: u32, c: &Conn) {
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < CHUNK_ROWS => chunk.push(trace, c),
+            _ => {
+                let mut chunk = ConnectionTable::with_capacity(CHUNK_ROWS);
+                chunk.push(trace, c);
+                self.chunks.push(chunk);
+            }
+        }
+    }
+
+    /// The chunks, to merge with the other builders' (see `ConnectionTable::merge_by_conn_id`).
+    pub fn into_chunks(self) -> Vec<ConnectionTable> {
+        self.chunks
+    }
+
+    /// The rows in order of `conn_id`.
+    pub fn finish(self) -> ConnectionTable {
+        ConnectionTable::merge_by_conn_id(self.chunks, 1)
+    }
+}
+
 pub(crate) fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
@@ -382,6 +416,28 @@ impl ConnectionTable {
         self.conn_id.is_empty()
     }
 
+    /// An empty table with room for `rows` rows in every column (the strings' bytes
+    /// for IPv4 addresses; the lists' items grow as needed).
+    fn with_capacity(rows: usize) -> Self {
+        let mut t = Self::default();
+        macro_rules! reserve {
+            ($($f:ident),*) => { $( t.$f.reserve_exact(rows); )* };
+        }
+        crate::plain_columns!(reserve);
+        for s in [&mut t.client_ip, &mut t.server_ip] {
+            s.offsets.reserve_exact(rows + 1);
+            s.data.reserve_exact(rows * "255.255.255.255".len());
+        }
+        t.syn_ladder.offsets.reserve_exact(rows + 1);
+        for l in [&mut t.syn_gaps_s.offsets, &mut t.synack_gaps_s.offsets] {
+            l.reserve_exact(rows + 1);
+        }
+        for l in [&mut t.syn_gap_class.offsets, &mut t.synack_gap_class.offsets] {
+            l.reserve_exact(rows + 1);
+        }
+        t
+    }
+
     pub fn push(&mut self, trace: u32, c: &Conn) {
         self.trace.push(trace);
         self.conn_id.push(c.id);
@@ -466,28 +522,18 @@ impl ConnectionTable {
         self.time_application_s.push(t(Cause::Application));
     }
 
-    /// Puts the rows in order of `conn_id` (connections leave the tracker as they finish;
-    /// users read them in order of first appearance).
-    pub fn sort_by_conn_id(&mut self) {
-        if !self.conn_id.is_sorted() {
-            *self = Self::merge_by_conn_id(vec![std::mem::take(self)], 1);
-        }
-    }
-
-    /// The rows of `parts` (the tables of one file's shards, whose connection ids are
-    /// distinct) in order of `conn_id`, gathered straight from the parts a column at a
-    /// time on `threads` threads. Each part's column is freed once gathered, so the extra
-    /// memory is a column per thread, not a second table; and the rows are copied once
-    /// (concatenating the parts first, then sorting, copied the ~80 MB table of the
-    /// benchmark trace twice, a page fault per 4 kB each time).
+    /// The rows of `parts` (the chunks of one file's tracker, or of its shards' trackers,
+    /// whose connection ids are distinct) in order of `conn_id`, moved from the parts a
+    /// column at a time on `threads` threads. Each part's column is freed once moved, so
+    /// the extra memory is a column per thread, not a second table; and the rows are
+    /// copied once (concatenating the parts first, then sorting, copied the ~80 MB table
+    /// of the benchmark trace twice, a page fault per 4 kB each time).
     pub fn merge_by_conn_id(mut parts: Vec<ConnectionTable>, threads: usize) -> ConnectionTable {
-        let mut keyed: Vec<(u64, Row)> = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
-        for (part, t) in parts.iter().enumerate() {
-            keyed.extend(t.conn_id.iter().enumerate().map(|(row, &id)| (id, Row { part: part as u32, row: row as u32 })));
+        if parts.len() == 1 && parts[0].conn_id.is_sorted() {
+            return parts.pop().expect("one part");
         }
-        keyed.sort_unstable_by_key(|&(id, _)| id);
-        let order: Vec<Row> = keyed.into_iter().map(|(_, r)| r).collect();
-        let order = &order[..];
+        let order = Order::by_conn_id(&parts);
+        let order = &order;
         let mut out = ConnectionTable::default();
         let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::new();
         macro_rules! gather {
@@ -569,30 +615,62 @@ struct Row {
     row: u32,
 }
 
-/// A column that can be built from the same column of several parts, in the order
-/// `order` (row k of the result is `order[k]`).
-trait Gather: Sized + Send {
-    fn gather(parts: Vec<Self>, order: &[Row]) -> Self;
+/// The merged table's order, both ways: row k of the result is `rows[k]`, and row i of
+/// part p goes to `ranks[p][i]`.
+struct Order {
+    rows: Vec<Row>,
+    ranks: Vec<Vec<u32>>,
 }
 
-impl<T: Copy + Send> Gather for Vec<T> {
-    fn gather(parts: Vec<Self>, order: &[Row]) -> Self {
-        order.iter().map(|r| parts[r.part as usize][r.row as usize]).collect()
+impl Order {
+    fn by_conn_id(parts: &[ConnectionTable]) -> Self {
+        let mut keyed: Vec<(u64, Row)> = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+        for (part, t) in parts.iter().enumerate() {
+            keyed.extend(t.conn_id.iter().enumerate().map(|(row, &id)| (id, Row { part: part as u32, row: row as u32 })));
+        }
+        keyed.sort_unstable_by_key(|&(id, _)| id);
+        let mut ranks: Vec<Vec<u32>> = parts.iter().map(|p| vec![0; p.len()]).collect();
+        let rows: Vec<Row> = keyed.into_iter().map(|(_, r)| r).collect();
+        for (k, r) in rows.iter().enumerate() {
+            ranks[r.part as usize][r.row as usize] = k as u32;
+        }
+        Order { rows, ranks }
+    }
+}
+
+/// A column that can be built from the same column of several parts, in the order
+/// `order`.
+trait Gather: Sized + Send {
+    fn gather(parts: Vec<Self>, order: &Order) -> Self;
+}
+
+impl<T: Copy + Default + Send> Gather for Vec<T> {
+    /// Each part's values are written to their places: the parts are read in sequence,
+    /// one index checked per value (fetching each row from its part checked two).
+    fn gather(parts: Vec<Self>, order: &Order) -> Self {
+        // Zeroed pages for the primitives (`vec!` allocates them zeroed), written once.
+        let mut out = vec![T::default(); order.rows.len()];
+        for (part, ranks) in parts.into_iter().zip(&order.ranks) {
+            for (v, &k) in part.into_iter().zip(ranks) {
+                out[k as usize] = v;
+            }
+        }
+        out
     }
 }
 
 impl Gather for StringColumn {
-    fn gather(parts: Vec<Self>, order: &[Row]) -> Self {
+    fn gather(parts: Vec<Self>, order: &Order) -> Self {
         let parts: Vec<_> = parts.iter().map(|p| (&p.offsets[..], &p.data[..])).collect();
-        let (offsets, data) = gather_ranges(&parts, order);
+        let (offsets, data) = gather_ranges(&parts, &order.rows);
         StringColumn { offsets, data }
     }
 }
 
 impl<T: Copy + Send> Gather for ListColumn<T> {
-    fn gather(parts: Vec<Self>, order: &[Row]) -> Self {
+    fn gather(parts: Vec<Self>, order: &Order) -> Self {
         let parts: Vec<_> = parts.iter().map(|p| (&p.offsets[..], &p.values[..])).collect();
-        let (offsets, values) = gather_ranges(&parts, order);
+        let (offsets, values) = gather_ranges(&parts, &order.rows);
         ListColumn { offsets, values }
     }
 }
@@ -653,5 +731,47 @@ mod tests {
         let text = String::from_utf8(col.data.clone()).unwrap();
         let items: Vec<&str> = col.offsets.windows(2).map(|w| &text[w[0] as usize..w[1] as usize]).collect();
         assert_eq!(items, [&addrs[..], &["2001:db8::1"]].concat());
+    }
+
+    /// A table of the rows `ids`, each column's value derived from its row's id.
+    fn rows_with_ids(ids: &[u64]) -> ConnectionTable {
+        let mut t = ConnectionTable::default();
+        macro_rules! fill {
+            ($($f:ident),*) => { $( t.$f = vec![Default::default(); ids.len()]; )* };
+        }
+        crate::plain_columns!(fill);
+        t.conn_id = ids.to_vec();
+        t.duration_s = ids.iter().map(|&i| i as f64 / 2.0).collect();
+        t.client_port = ids.iter().map(|&i| i as u16).collect();
+        for &i in ids {
+            t.client_ip.push_str(&format!("10.0.0.{i}"));
+            t.server_ip.push_str("");
+            t.syn_ladder.push_str(if i % 2 == 0 { "linux" } else { "" });
+            t.syn_gaps_s.push((0..i % 3).map(|k| k as f64));
+            t.syn_gap_class.push((0..i % 3).map(|k| k as u8));
+            t.synack_gaps_s.push([]);
+            t.synack_gap_class.push([]);
+        }
+        t
+    }
+
+    #[test]
+    fn merged_parts_are_the_rows_in_order_of_their_ids() {
+        // Ids interleaved across parts and out of order within them, as a tracker's
+        // chunks and its shards' hand them over.
+        let parts = vec![rows_with_ids(&[3, 0, 7]), rows_with_ids(&[5]), rows_with_ids(&[6, 1, 2, 4])];
+        for threads in [1, 3] {
+            let merged = ConnectionTable::merge_by_conn_id(parts.clone(), threads);
+            let want = rows_with_ids(&[0, 1, 2, 3, 4, 5, 6, 7]);
+            assert_eq!(merged.conn_id, want.conn_id);
+            assert_eq!(merged.duration_s, want.duration_s);
+            assert_eq!(merged.client_port, want.client_port);
+            assert_eq!((&merged.client_ip.offsets, &merged.client_ip.data), (&want.client_ip.offsets, &want.client_ip.data));
+            assert_eq!((&merged.syn_ladder.offsets, &merged.syn_ladder.data), (&want.syn_ladder.offsets, &want.syn_ladder.data));
+            assert_eq!(
+                (&merged.syn_gaps_s.offsets, &merged.syn_gaps_s.values),
+                (&want.syn_gaps_s.offsets, &want.syn_gaps_s.values)
+            );
+        }
     }
 }
