@@ -99,8 +99,19 @@ const MAX_SPARE_BUFFERS: usize = 1 << 13;
 #[derive(Debug, Clone, Copy)]
 struct Tomb {
     id: u64,
-    client: Endpoint,
     until_ns: u64,
+    /// Whether the client is the key's first endpoint.
+    client_first: bool,
+}
+
+/// What a 4-tuple leads to: an open connection's slot, or a closed one's tomb. One table
+/// for both: a new connection's 4-tuple is looked up once, and a connection that closes
+/// becomes its tomb where it lies (two tables took four probes of a large, uncached table
+/// per connection, where this takes two).
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    Open(u32),
+    Closed(Tomb),
 }
 
 /// A packet that came after its connection's linger (see `TrackerConfig::time_wait_ns`).
@@ -143,7 +154,10 @@ struct Slot {
 /// map holds only their 4-tuple and slot number, so a lookup probes a small, cache-friendly
 /// table, and growing it never moves the connections.
 pub struct Tracker<F: FnMut(&Conn)> {
-    open: FxHashMap<FlowKey, u32>,
+    /// Open connections and tombs by 4-tuple (see `Entry`).
+    flows: FxHashMap<FlowKey, Entry>,
+    /// How many of `flows` are tombs.
+    tombs: usize,
     slab: Vec<Slot>,
     /// Each slot's connection's `last_ts` (`u64::MAX` for a free slot), beside the slab: a
     /// sweep reads 8 bytes per connection here and touches only the connections that may
@@ -160,8 +174,6 @@ pub struct Tracker<F: FnMut(&Conn)> {
     caller_sweeps: bool,
     /// Latest timestamp seen: where the capture ended, for connections still open then.
     last_ts: u64,
-    /// Closed connections past their linger, by 4-tuple (see `Tomb`).
-    closed: FxHashMap<FlowKey, Tomb>,
     next_tomb_sweep_ns: u64,
     late: Vec<LatePacket>,
     sink: F,
@@ -170,7 +182,8 @@ pub struct Tracker<F: FnMut(&Conn)> {
 impl<F: FnMut(&Conn)> Tracker<F> {
     pub fn new(config: TrackerConfig, sink: F) -> Self {
         Self {
-            open: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()),
+            flows: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()),
+            tombs: 0,
             slab: Vec::new(),
             last_seen: Vec::new(),
             free: Vec::new(),
@@ -180,7 +193,6 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             next_sweep_ns: 0,
             caller_sweeps: false,
             last_ts: 0,
-            closed: FxHashMap::default(),
             next_tomb_sweep_ns: 0,
             late: Vec::new(),
             sink,
@@ -219,13 +231,21 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// its connection up again.
     #[inline]
     pub(crate) fn prefetch(&self, seg: &Segment) -> Option<u32> {
-        let slot = *self.open.get(&FlowKey::of(seg))?;
+        let slot = self.open_slot(&FlowKey::of(seg))?;
         prefetch_bytes(&self.slab[slot as usize]);
         Some(slot)
     }
 
+    #[inline]
+    fn open_slot(&self, key: &FlowKey) -> Option<u32> {
+        match self.flows.get(key)? {
+            Entry::Open(slot) => Some(*slot),
+            Entry::Closed(_) => None,
+        }
+    }
+
     pub fn open_connections(&self) -> usize {
-        self.open.len()
+        self.flows.len() - self.tombs
     }
 
     /// Accounts one segment captured at `ts_ns`.
@@ -260,7 +280,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         let syn_only = seg.flags.syn() && !seg.flags.ack();
         let found = match hint {
             Some(slot) if self.slab.get(slot as usize).is_some_and(|s| s.live && s.key == key) => Some(slot),
-            _ => self.open.get(&key).copied(),
+            _ => self.open_slot(&key),
         };
         if let Some(slot) = found {
             let conn = &mut self.slab[slot as usize].conn;
@@ -280,7 +300,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             self.next_id += 1;
             return out;
         }
-        if !self.closed.is_empty() {
+        if self.tombs > 0 {
             if let Some(note) = self.late_packet(key, ts_ns, seg, syn_only) {
                 return note;
             }
@@ -302,7 +322,10 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 (self.slab.len() - 1) as u32
             }
         };
-        self.open.insert(key, slot);
+        // In the place of its tomb, if it had one.
+        if let Some(Entry::Closed(_)) = self.flows.insert(key, Entry::Open(slot)) {
+            self.tombs -= 1;
+        }
         out
     }
 
@@ -310,12 +333,13 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// starts a new connection instead, and ends the old one's TIME-WAIT).
     #[cold]
     fn late_packet(&mut self, key: FlowKey, ts_ns: u64, seg: &Segment, syn_only: bool) -> Option<(u64, PacketNote)> {
-        let tomb = *self.closed.get(&key)?;
+        let Entry::Closed(tomb) = *self.flows.get(&key)? else { return None };
         if syn_only || ts_ns > tomb.until_ns {
-            self.closed.remove(&key);
+            // A new connection: it takes the tomb's place.
             return None;
         }
-        let from_client = seg.src == tomb.client;
+        let client = if tomb.client_first { key.0 } else { key.1 };
+        let from_client = seg.src == client;
         self.late.push(LatePacket { conn_id: tomb.id, ts_ns, from_client });
         Some((tomb.id, PacketNote { event: PacketNote::LATE, cause: 0, from_client }))
     }
@@ -330,7 +354,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// connection's id.
     pub fn observe_icmp(&mut self, ts_ns: u64, msg: &IcmpUnreachable) -> Option<u64> {
         self.last_ts = self.last_ts.max(ts_ns);
-        let &slot = self.open.get(&FlowKey::pair(msg.quoted.src, msg.quoted.dst))?;
+        let slot = self.open_slot(&FlowKey::pair(msg.quoted.src, msg.quoted.dst))?;
         let conn = &mut self.slab[slot as usize].conn;
         conn.on_unreachable(ts_ns, msg);
         self.last_seen[slot as usize] = conn.last_ts;
@@ -346,7 +370,15 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             // Expired tombs are also dropped when their 4-tuple is seen again; this sweep
             // only bounds the memory of those never seen again (at most 25 % late).
             self.next_tomb_sweep_ns = now.saturating_add(time_wait_ns / 4);
-            self.closed.retain(|_, t| t.until_ns >= now);
+            let mut tombs = 0;
+            self.flows.retain(|_, e| match e {
+                Entry::Open(_) => true,
+                Entry::Closed(t) => {
+                    tombs += usize::from(t.until_ns >= now);
+                    t.until_ns >= now
+                }
+            });
+            self.tombs = tombs;
         }
         // Neither timeout can have passed for a connection seen within the shorter one.
         let recent = close_linger_ns.min(idle_timeout_ns);
@@ -363,9 +395,13 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 None
             };
             if let Some(reason) = end {
+                let entry = self.flows.get_mut(&slot.key).expect("an open connection has its entry");
                 if c.closed() {
                     let until_ns = c.last_ts.saturating_add(time_wait_ns);
-                    self.closed.insert(slot.key, Tomb { id: c.id, client: c.client, until_ns });
+                    *entry = Entry::Closed(Tomb { id: c.id, until_ns, client_first: c.client == slot.key.0 });
+                    self.tombs += 1;
+                } else {
+                    self.flows.remove(&slot.key);
                 }
                 // Ended in place (see `Conn::end_at`); the slot keeps it until reused.
                 c.end_at(reason, None);
@@ -377,7 +413,6 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 (self.sink)(c);
                 slot.live = false;
                 self.last_seen[i] = u64::MAX;
-                self.open.remove(&slot.key);
                 self.free.push(i as u32);
             }
         }
