@@ -75,17 +75,37 @@ impl PacketNote {
     pub const LATE: u8 = 6;
 }
 
-/// The header fields that tell a second recording of the same packet from a new one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The header fields that tell a second recording of the same packet from a new one:
+/// the time and TTL, which differ between the copies, and the rest packed in words that
+/// compare at once (this runs for every packet).
+#[derive(Debug, Clone, Copy, Default)]
 struct Fingerprint {
     ts: u64,
-    seq: u32,
-    ack: u32,
+    /// Sequence and acknowledgment numbers.
+    numbers: u64,
+    /// Payload length, window and IP ID.
+    fields: u64,
     flags: u8,
-    window: u16,
-    len: u32,
-    ip_id: u16,
     ttl: u8,
+}
+
+impl Fingerprint {
+    #[inline]
+    fn of(ts: u64, seg: &Segment, extra: &SegmentExtra) -> Self {
+        Self {
+            ts,
+            numbers: u64::from(seg.seq) << 32 | u64::from(seg.ack),
+            fields: u64::from(seg.payload_len) << 32 | u64::from(seg.window) << 16 | u64::from(extra.ip_id),
+            flags: seg.flags.0,
+            ttl: extra.ttl,
+        }
+    }
+
+    /// Everything but the time and the TTL is the same.
+    #[inline]
+    fn same_headers(&self, other: &Self) -> bool {
+        self.numbers == other.numbers && self.fields == other.fields && self.flags == other.flags
+    }
 }
 
 /// A packet recorded twice (capture on both sides of a bridge or router, or by two
@@ -359,33 +379,31 @@ impl Conn {
         self.lost_ns[to as usize] += amount;
     }
 
-    /// Round trip from the capture point to the client (SYN/ACK → ACK) and to the server
-    /// (SYN → SYN/ACK); 0 when the handshake was not seen.
-    fn leg(&self, side: usize) -> u64 {
-        if side == C2S { self.ack_delay_ns() } else { self.synack_delay_ns() }.unwrap_or(0)
+    /// Round trips from the capture point to the client (SYN/ACK → ACK, at `C2S`) and to
+    /// the server (SYN → SYN/ACK, at `S2C`); none when the handshake was not seen.
+    fn legs(&self) -> [Option<u64>; 2] {
+        [self.ack_delay_ns(), self.synack_delay_ns()]
     }
 
     /// The connection's RTT: the handshake's, else the smallest data sample.
     pub fn full_rtt_ns(&self) -> Option<u64> {
-        match (self.synack_delay_ns(), self.ack_delay_ns()) {
-            (Some(a), Some(b)) => Some(a + b),
+        self.full_rtt_of(self.legs())
+    }
+
+    /// `full_rtt_ns` given `legs()`.
+    fn full_rtt_of(&self, legs: [Option<u64>; 2]) -> Option<u64> {
+        match legs {
+            [Some(a), Some(b)] => Some(a + b),
             _ => (self.rtt.n > 0).then_some(self.rtt.min),
         }
     }
 
     fn is_capture_duplicate(&mut self, dir: usize, ts: u64, seg: &Segment, extra: &SegmentExtra) -> bool {
-        let fp = Fingerprint {
-            ts,
-            seq: seg.seq,
-            ack: seg.ack,
-            flags: seg.flags.0,
-            window: seg.window,
-            len: seg.payload_len,
-            ip_id: extra.ip_id,
-            ttl: extra.ttl,
-        };
-        let last = self.last_fp[dir];
-        self.last_fp[dir] = fp;
+        let fp = Fingerprint::of(ts, seg, extra);
+        let last = std::mem::replace(&mut self.last_fp[dir], fp);
+        if !fp.same_headers(&last) {
+            return false;
+        }
         // Same headers and IP ID within 100 µs (1 ms with a non-zero ID), TTL equal or
         // one lower (both sides of a router). Without an IP ID (IPv6, or ID 0) only data
         // or a TTL one apart counts: identical pure ACKs are legitimately sent in pairs
@@ -397,12 +415,7 @@ impl Conn {
         let one_hop = fp.ttl.checked_add(1) == Some(last.ttl) || last.ttl.checked_add(1) == Some(fp.ttl);
         let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop;
         let window = if extra.ip_id != 0 { DUPLICATE_WINDOW_SAME_ID_NS } else { DUPLICATE_WINDOW_NS };
-        let same = Fingerprint { ts: last.ts, ttl: last.ttl, ..fp } == last;
-        let dup = same
-            && distinctive
-            && ts.saturating_sub(last.ts) <= window
-            && (fp.ttl == last.ttl || one_hop)
-            && self.packets[dir] > 0;
+        let dup = distinctive && ts.saturating_sub(last.ts) <= window && (fp.ttl == last.ttl || one_hop) && self.packets[dir] > 0;
         if dup {
             self.last_fp[dir] = last; // a third copy is compared with the first
         }
@@ -490,9 +503,10 @@ impl Conn {
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
         let zero_window = self.halves.iter().any(|h| h.zw_since.is_some());
-        let full_rtt = self.full_rtt_ns();
-        // The receiver's (this segment's sender's) leg, and the data sender's.
-        let (leg_dir, leg_other) = (self.leg(dir), self.leg(other));
+        let legs = self.legs();
+        let full_rtt = self.full_rtt_of(legs);
+        // The receiver's (this segment's sender's) leg, and the data sender's; 0 unknown.
+        let (leg_dir, leg_other) = (legs[dir].unwrap_or(0), legs[other].unwrap_or(0));
         let sender_near = leg_other == 0 || (full_rtt.is_some_and(|r| leg_other * 4 < r));
         let ack = self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt);
         if let Some(raw) = ack.raw_rtt_ns {
