@@ -9,9 +9,10 @@
 //! size of the file.
 
 mod conn;
+mod flows;
 pub mod half;
 
-use rustc_hash::FxHashMap;
+use flows::FlowTable;
 
 pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, S2C};
 pub use half::{FlightBuffer, Half, RetxClass};
@@ -104,16 +105,6 @@ struct Tomb {
     client_first: bool,
 }
 
-/// What a 4-tuple leads to: an open connection's slot, or a closed one's tomb. One table
-/// for both: a new connection's 4-tuple is looked up once, and a connection that closes
-/// becomes its tomb where it lies (two tables took four probes of a large, uncached table
-/// per connection, where this takes two).
-#[derive(Debug, Clone, Copy)]
-enum Entry {
-    Open(u32),
-    Closed(Tomb),
-}
-
 /// A packet that came after its connection's linger (see `TrackerConfig::time_wait_ns`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LatePacket {
@@ -154,10 +145,10 @@ struct Slot {
 /// map holds only their 4-tuple and slot number, so a lookup probes a small, cache-friendly
 /// table, and growing it never moves the connections.
 pub struct Tracker<F: FnMut(&Conn)> {
-    /// Open connections and tombs by 4-tuple (see `Entry`).
-    flows: FxHashMap<FlowKey, Entry>,
-    /// How many of `flows` are tombs.
-    tombs: usize,
+    /// Open connections and tombs by 4-tuple (see `flows`): one table for both, so that a
+    /// new connection's 4-tuple is looked up once, and a connection that closes becomes
+    /// its tomb where it lies.
+    flows: FlowTable,
     slab: Vec<Slot>,
     /// Each slot's connection's `last_ts` (`u64::MAX` for a free slot), beside the slab: a
     /// sweep reads 8 bytes per connection here and touches only the connections that may
@@ -182,8 +173,7 @@ pub struct Tracker<F: FnMut(&Conn)> {
 impl<F: FnMut(&Conn)> Tracker<F> {
     pub fn new(config: TrackerConfig, sink: F) -> Self {
         Self {
-            flows: FxHashMap::with_capacity_and_hasher(1 << 12, Default::default()),
-            tombs: 0,
+            flows: FlowTable::with_capacity(1 << 12),
             slab: Vec::new(),
             last_seen: Vec::new(),
             free: Vec::new(),
@@ -231,21 +221,14 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// its connection up again.
     #[inline]
     pub(crate) fn prefetch(&self, seg: &Segment) -> Option<u32> {
-        let slot = self.open_slot(&FlowKey::of(seg))?;
-        prefetch_bytes(&self.slab[slot as usize]);
+        // The slot is checked on the segment's turn (`observe_hinted`), when it is cached.
+        let slot = self.flows.open_candidate(flows::hash(&FlowKey::of(seg)))?;
+        prefetch_bytes(self.slab.get(slot as usize)?);
         Some(slot)
     }
 
-    #[inline]
-    fn open_slot(&self, key: &FlowKey) -> Option<u32> {
-        match self.flows.get(key)? {
-            Entry::Open(slot) => Some(*slot),
-            Entry::Closed(_) => None,
-        }
-    }
-
     pub fn open_connections(&self) -> usize {
-        self.flows.len() - self.tombs
+        self.flows.open_len()
     }
 
     /// Accounts one segment captured at `ts_ns`.
@@ -278,9 +261,13 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         }
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.syn() && !seg.flags.ack();
+        let mut hash = None;
         let found = match hint {
             Some(slot) if self.slab.get(slot as usize).is_some_and(|s| s.live && s.key == key) => Some(slot),
-            _ => self.open_slot(&key),
+            _ => {
+                let h = *hash.insert(flows::hash(&key));
+                self.flows.find_open(&key, h, &self.slab)
+            }
         };
         if let Some(slot) = found {
             let conn = &mut self.slab[slot as usize].conn;
@@ -300,8 +287,9 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             self.next_id += 1;
             return out;
         }
-        if self.tombs > 0 {
-            if let Some(note) = self.late_packet(key, ts_ns, seg, syn_only) {
+        let hash = hash.unwrap_or_else(|| flows::hash(&key));
+        if self.flows.tomb_count() > 0 {
+            if let Some(note) = self.late_packet(key, hash, ts_ns, seg, syn_only) {
                 return note;
             }
         }
@@ -322,20 +310,18 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 (self.slab.len() - 1) as u32
             }
         };
-        // In the place of its tomb, if it had one.
-        if let Some(Entry::Closed(_)) = self.flows.insert(key, Entry::Open(slot)) {
-            self.tombs -= 1;
-        }
+        self.flows.insert_open(hash, slot, &self.slab);
         out
     }
 
     /// A packet on the 4-tuple of a connection closed and gone: its late packet (a SYN
     /// starts a new connection instead, and ends the old one's TIME-WAIT).
     #[cold]
-    fn late_packet(&mut self, key: FlowKey, ts_ns: u64, seg: &Segment, syn_only: bool) -> Option<(u64, PacketNote)> {
-        let Entry::Closed(tomb) = *self.flows.get(&key)? else { return None };
+    fn late_packet(&mut self, key: FlowKey, hash: u64, ts_ns: u64, seg: &Segment, syn_only: bool) -> Option<(u64, PacketNote)> {
+        let tomb = self.flows.find_tomb(&key, hash)?;
         if syn_only || ts_ns > tomb.until_ns {
             // A new connection: it takes the tomb's place.
+            self.flows.remove_tomb(&key, hash);
             return None;
         }
         let client = if tomb.client_first { key.0 } else { key.1 };
@@ -354,7 +340,8 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// connection's id.
     pub fn observe_icmp(&mut self, ts_ns: u64, msg: &IcmpUnreachable) -> Option<u64> {
         self.last_ts = self.last_ts.max(ts_ns);
-        let slot = self.open_slot(&FlowKey::pair(msg.quoted.src, msg.quoted.dst))?;
+        let key = FlowKey::pair(msg.quoted.src, msg.quoted.dst);
+        let slot = self.flows.find_open(&key, flows::hash(&key), &self.slab)?;
         let conn = &mut self.slab[slot as usize].conn;
         conn.on_unreachable(ts_ns, msg);
         self.last_seen[slot as usize] = conn.last_ts;
@@ -370,15 +357,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             // Expired tombs are also dropped when their 4-tuple is seen again; this sweep
             // only bounds the memory of those never seen again (at most 25 % late).
             self.next_tomb_sweep_ns = now.saturating_add(time_wait_ns / 4);
-            let mut tombs = 0;
-            self.flows.retain(|_, e| match e {
-                Entry::Open(_) => true,
-                Entry::Closed(t) => {
-                    tombs += usize::from(t.until_ns >= now);
-                    t.until_ns >= now
-                }
-            });
-            self.tombs = tombs;
+            self.flows.expire_tombs(now);
         }
         // Neither timeout can have passed for a connection seen within the shorter one.
         let recent = close_linger_ns.min(idle_timeout_ns);
@@ -395,13 +374,11 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 None
             };
             if let Some(reason) = end {
-                let entry = self.flows.get_mut(&slot.key).expect("an open connection has its entry");
                 if c.closed() {
                     let until_ns = c.last_ts.saturating_add(time_wait_ns);
-                    *entry = Entry::Closed(Tomb { id: c.id, until_ns, client_first: c.client == slot.key.0 });
-                    self.tombs += 1;
+                    self.flows.close(&slot.key, i as u32, Tomb { id: c.id, until_ns, client_first: c.client == slot.key.0 });
                 } else {
-                    self.flows.remove(&slot.key);
+                    self.flows.remove_open(&slot.key, i as u32);
                 }
                 // Ended in place (see `Conn::end_at`); the slot keeps it until reused.
                 c.end_at(reason, None);
