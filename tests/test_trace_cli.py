@@ -238,3 +238,30 @@ def test_packets_cut_before_their_tcp_header_are_named_in_a_warning(lossy_trace,
     assert f"warning: {cut}: " in r.stderr and " packets skipped: malformed, or cut by the capture's snap length" in r.stderr
     whole = run("analyze", str(lossy_trace[0]), "-q")
     assert "skipped" not in whole.stderr, whole.stderr
+
+
+def _main_with_atexit_probe(*args: str) -> subprocess.CompletedProcess[str]:
+    """`shortflow ARGS` with an `atexit` hook that says whether the interpreter tore down."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('TEARDOWN RAN', file=sys.stderr))\n"
+            f"sys.argv = ['shortflow', *{list(args)!r}]\n"
+            "from shortflow.cli import main\n"
+            "main()\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_analyze_ends_without_teardown_and_its_output_arrives_whole(lossy_trace, tmp_path):
+    path, truth = lossy_trace
+    on_file = tmp_path / "s.json"
+    run("analyze", str(path), "--summary-json", str(on_file), "-q")
+    r = _main_with_atexit_probe("analyze", str(path), "--summary-json", "-")
+    assert r.returncode == 0, r.stderr
+    # Buffered output was flushed before the process ended.
+    assert json.loads(r.stdout) == json.loads(on_file.read_text())
+    assert "TEARDOWN RAN" not in r.stderr
+    # A failure still ends with its status and its message.
+    r = _main_with_atexit_probe("analyze", str(tmp_path / "missing.pcap"))
+    assert r.returncode != 0 and "missing.pcap" in r.stderr
+    # Other commands keep the interpreter's teardown (their atexit hooks clean the host).
+    r = _main_with_atexit_probe("scenario", "keys")
+    assert r.returncode == 0 and "TEARDOWN RAN" in r.stderr

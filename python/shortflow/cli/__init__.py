@@ -10,14 +10,17 @@ unexpected exception is reported the same way, its traceback only with ``-v``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any, Optional
 
 import typer
 
+from shortflow.cli import common
 from shortflow.cli.common import FAILURE, USAGE, clip, log
 
 COMMAND_MODULES = (
@@ -151,4 +154,14 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    sys.exit(run())
+    status = run()
+    if common.teardown_skippable():
+        # Everything is written; what is buffered goes out, then the process ends (see
+        # `common.nothing_to_tear_down`).
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.flush()
+        os._exit(status)
+    sys.exit(status)

@@ -229,6 +229,9 @@ def register(app: typer.Typer) -> None:
             print_diagnosis(doc)
             for line in written:
                 say(line)
+        if scheduler is None:
+            # A cluster's client has its own teardown; a local analysis has none to wait for.
+            common.nothing_to_tear_down()
         if result.interrupted:
             warn("interrupted: results cover what was read before Ctrl-C")
             raise typer.Exit(130)
