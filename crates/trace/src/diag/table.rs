@@ -536,15 +536,15 @@ impl ConnectionTable {
         let order = &order;
         let mut out = ConnectionTable::default();
         let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::new();
-        macro_rules! gather {
+        macro_rules! merge {
             ($($f:ident),*) => { $(
                 let columns: Vec<_> = parts.iter_mut().map(|p| std::mem::take(&mut p.$f)).collect();
                 let dst = &mut out.$f;
-                jobs.push(Box::new(move || *dst = Gather::gather(columns, order)));
+                jobs.push(Box::new(move || *dst = MergeColumn::merge(columns, order)));
             )* };
         }
-        crate::plain_columns!(gather);
-        gather!(client_ip, server_ip, syn_ladder, syn_gaps_s, syn_gap_class, synack_gaps_s, synack_gap_class);
+        crate::plain_columns!(merge);
+        merge!(client_ip, server_ip, syn_ladder, syn_gaps_s, syn_gap_class, synack_gaps_s, synack_gap_class);
         let per_thread = jobs.len().div_ceil(threads.max(1));
         std::thread::scope(|s| {
             let mut chunks = Vec::new();
@@ -640,14 +640,14 @@ impl Order {
 
 /// A column that can be built from the same column of several parts, in the order
 /// `order`.
-trait Gather: Sized + Send {
-    fn gather(parts: Vec<Self>, order: &Order) -> Self;
+trait MergeColumn: Sized + Send {
+    fn merge(parts: Vec<Self>, order: &Order) -> Self;
 }
 
-impl<T: Copy + Default + Send> Gather for Vec<T> {
+impl<T: Copy + Default + Send> MergeColumn for Vec<T> {
     /// Each part's values are written to their places: the parts are read in sequence,
     /// one index checked per value (fetching each row from its part checked two).
-    fn gather(parts: Vec<Self>, order: &Order) -> Self {
+    fn merge(parts: Vec<Self>, order: &Order) -> Self {
         // Zeroed pages for the primitives (`vec!` allocates them zeroed), written once.
         let mut out = vec![T::default(); order.rows.len()];
         for (part, ranks) in parts.into_iter().zip(&order.ranks) {
@@ -659,16 +659,16 @@ impl<T: Copy + Default + Send> Gather for Vec<T> {
     }
 }
 
-impl Gather for StringColumn {
-    fn gather(parts: Vec<Self>, order: &Order) -> Self {
+impl MergeColumn for StringColumn {
+    fn merge(parts: Vec<Self>, order: &Order) -> Self {
         let parts: Vec<_> = parts.iter().map(|p| (&p.offsets[..], &p.data[..])).collect();
         let (offsets, data) = gather_ranges(&parts, &order.rows);
         StringColumn { offsets, data }
     }
 }
 
-impl<T: Copy + Send> Gather for ListColumn<T> {
-    fn gather(parts: Vec<Self>, order: &Order) -> Self {
+impl<T: Copy + Send> MergeColumn for ListColumn<T> {
+    fn merge(parts: Vec<Self>, order: &Order) -> Self {
         let parts: Vec<_> = parts.iter().map(|p| (&p.offsets[..], &p.values[..])).collect();
         let (offsets, values) = gather_ranges(&parts, &order.rows);
         ListColumn { offsets, values }

@@ -141,9 +141,9 @@ struct Slot {
 /// The open connections of one trace; each finished one is handed to `sink` by reference,
 /// ended where it lies in the slab (see `Conn::end_at`).
 ///
-/// Connections (about 1.5 kB each with their data-phase state) live in a slab; the hash
-/// map holds only their 4-tuple and slot number, so a lookup probes a small, cache-friendly
-/// table, and growing it never moves the connections.
+/// Connections (about 1.3 kB each with their data-phase state) live in a slab; the hash
+/// table holds only their slot numbers (see `flows`), so a lookup probes a small,
+/// cache-friendly table, and growing it never moves the connections.
 pub struct Tracker<F: FnMut(&Conn)> {
     /// Open connections and tombs by 4-tuple (see `flows`): one table for both, so that a
     /// new connection's 4-tuple is looked up once, and a connection that closes becomes
