@@ -363,3 +363,27 @@ fn rows_come_in_order_of_first_appearance() {
     assert_eq!(t.client_port, vec![40000, 40001]);
     assert_eq!(t.syn_gaps_s.offsets, vec![0, 0, 0]);
 }
+
+#[test]
+fn timestamps_at_the_top_of_the_clock_do_not_overflow() {
+    // A pcapng's timestamps are 64-bit counts: a hostile (or broken) file can put them at
+    // the top of the range, where the first flight's end (its first segment's time plus
+    // the RTT) overflowed (found by fuzzing read_pcapng; a release build wrapped it and
+    // closed the first flight at its first segment). The last packet is at u64::MAX.
+    let t0 = 60 * MS;
+    let mut v = vec![];
+    for k in 0..4 {
+        v.push((t0, data(k), x()));
+    }
+    v.push((t0 + 10 * MS, ack_of(4), x()));
+    let top = u64::MAX - t0 - 10 * MS;
+    let mut rows = Vec::new();
+    let mut tracker = shortflow_trace::track::Tracker::new(Default::default(), |c| {
+        rows.push((c.packets, c.last_ts, c.halves[shortflow_trace::track::S2C].iw_segments))
+    });
+    for (ts, s, e) in at_server(v) {
+        tracker.observe_ext(top + ts, &s, &e);
+    }
+    let _ = tracker.finish();
+    assert_eq!(rows, [([4, 5], u64::MAX, 4)]);
+}

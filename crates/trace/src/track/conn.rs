@@ -510,7 +510,7 @@ impl Conn {
         let sender_near = leg_other == 0 || (full_rtt.is_some_and(|r| leg_other * 4 < r));
         let ack = self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt);
         if let Some(raw) = ack.raw_rtt_ns {
-            let full = raw + leg_other;
+            let full = raw.saturating_add(leg_other);
             self.rtt.add(full);
             self.srtt = Some(match self.srtt {
                 // RFC 6298 (2.3), with alpha 1/8 and beta 1/4.

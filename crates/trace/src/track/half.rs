@@ -483,10 +483,10 @@ impl Half {
         if !self.iw_closed {
             let near_sender = rtt_ns.is_some_and(|rtt| sender_leg_ns.saturating_mul(4) <= rtt);
             let slack = if near_sender { 0 } else { sender_leg_ns / 2 };
-            let after_ack = self.first_data_ack_ts.is_some_and(|a| ts >= a + slack);
+            let after_ack = self.first_data_ack_ts.is_some_and(|a| ts >= a.saturating_add(slack));
             let in_first = !after_ack
                 && match rtt_ns {
-                    Some(rtt) => ts < first + rtt.max(1),
+                    Some(rtt) => ts < first.saturating_add(rtt.max(1)),
                     None => self.rounds <= 1 && !self.round_over,
                 };
             if in_first {
@@ -510,7 +510,7 @@ impl Half {
             self.rounds += 1;
             self.round_end = end;
             self.round_over = false;
-        } else if self.round_over && ts >= self.round_over_ts + sender_leg_ns / 2 {
+        } else if self.round_over && ts >= self.round_over_ts.saturating_add(sender_leg_ns / 2) {
             // Sent because of an ACK of the last round: a new round. Away from the sender
             // the ACK is seen before the sender gets it: what arrives within half the
             // sender's leg after it was already on its way.
