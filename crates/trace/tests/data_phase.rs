@@ -371,11 +371,7 @@ fn timestamps_at_the_top_of_the_clock_do_not_overflow() {
     // the RTT) overflowed (found by fuzzing read_pcapng; a release build wrapped it and
     // closed the first flight at its first segment). The last packet is at u64::MAX.
     let t0 = 60 * MS;
-    let mut v = vec![];
-    for k in 0..4 {
-        v.push((t0, data(k), x()));
-    }
-    v.push((t0 + 10 * MS, ack_of(4), x()));
+    let v = flight(&[t0; 4], &[(t0 + 10 * MS, 4)]);
     let top = u64::MAX - t0 - 10 * MS;
     let mut rows = Vec::new();
     let mut tracker = shortflow_trace::track::Tracker::new(Default::default(), |c| {
