@@ -138,7 +138,6 @@ pub fn analyze_capture(
     // and `summary`) ends here.
     let _ = serial.tracker.finish();
     stats.peak_open_connections = peak;
-    crate::mem::return_freed_memory();
     let mut table = rows.finish();
     summary.late_packets += late.len() as u64;
     if build_table {

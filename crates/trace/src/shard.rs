@@ -232,7 +232,6 @@ pub(crate) fn analyze_sharded(
         late.extend(r.late);
     }
     summary.late_packets += late.len() as u64;
-    crate::mem::return_freed_memory();
     let mut table = ConnectionTable::merge_by_conn_id(chunks, n);
     // Late packets are counted on their rows while the ids are still the shards' own.
     if opts.table {

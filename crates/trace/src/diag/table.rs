@@ -532,6 +532,8 @@ impl ConnectionTable {
         if parts.len() == 1 && parts[0].conn_id.is_sorted() {
             return parts.pop().expect("one part");
         }
+        // What the trackers freed goes back before the merged columns are mapped afresh.
+        crate::mem::return_freed_memory();
         let order = Order::by_conn_id(&parts);
         let order = &order;
         let mut out = ConnectionTable::default();
