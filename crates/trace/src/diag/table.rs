@@ -428,12 +428,14 @@ impl ConnectionTable {
             s.offsets.reserve_exact(rows + 1);
             s.data.reserve_exact(rows * "255.255.255.255".len());
         }
-        t.syn_ladder.offsets.reserve_exact(rows + 1);
-        for l in [&mut t.syn_gaps_s.offsets, &mut t.synack_gaps_s.offsets] {
-            l.reserve_exact(rows + 1);
-        }
-        for l in [&mut t.syn_gap_class.offsets, &mut t.synack_gap_class.offsets] {
-            l.reserve_exact(rows + 1);
+        for offsets in [
+            &mut t.syn_ladder.offsets,
+            &mut t.syn_gaps_s.offsets,
+            &mut t.synack_gaps_s.offsets,
+            &mut t.syn_gap_class.offsets,
+            &mut t.synack_gap_class.offsets,
+        ] {
+            offsets.reserve_exact(rows + 1);
         }
         t
     }
