@@ -50,9 +50,8 @@ pub(crate) fn shard_of(seg: &Segment, shards: usize) -> usize {
 /// The shard of the connection between `a` and `b` (either direction): an ICMP message goes
 /// to the shard of the 4-tuple it quotes.
 pub(crate) fn shard_of_pair(a: Endpoint, b: Endpoint, shards: usize) -> usize {
-    use std::hash::BuildHasher;
     // The high bits: Fx's low bits are weak for keys that differ only in a port.
-    ((rustc_hash::FxBuildHasher.hash_one(FlowKey::pair(a, b)) >> 32) as usize) % shards
+    ((flows::hash(&FlowKey::pair(a, b)) >> 32) as usize) % shards
 }
 
 /// Timeouts that decide when a connection leaves the table.
