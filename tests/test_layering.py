@@ -22,11 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = {
     "shortflow-wire": set(),
     "shortflow-scenario": set(),
+    # The daemons' operating-system edges (clock, waits, signals): below both, on nothing.
+    "shortflow-sys": set(),
     "shortflow-trace": {"shortflow-wire", "shortflow-scenario"},
     "shortflow-sim": {"shortflow-wire", "shortflow-scenario", "shortflow-trace"},
     # The daemons read packets through the wire layer, never through the analyzer.
-    "shortflow-netem": {"shortflow-wire", "shortflow-scenario", "shortflow-sim"},
-    "shortflow-synopt": {"shortflow-wire", "shortflow-scenario"},
+    "shortflow-netem": {"shortflow-sys", "shortflow-wire", "shortflow-scenario", "shortflow-sim"},
+    "shortflow-synopt": {"shortflow-sys", "shortflow-wire", "shortflow-scenario"},
     "shortflow-py": {"shortflow-wire", "shortflow-scenario", "shortflow-trace", "shortflow-sim", "shortflow-netem",
                      "shortflow-synopt"},
 }

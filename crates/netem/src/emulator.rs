@@ -4,15 +4,15 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use rand_chacha::ChaCha8Rng;
 use shortflow_sim::loss::{Fate, Kind, LossModel};
 use shortflow_sim::time::Instant;
 use shortflow_sim::topology::Topology;
+use shortflow_sys::{now_ns, wait_readable, STOP};
 use shortflow_wire::{decode, LinkType};
 
-use crate::clock::{self, now_ns};
 use crate::nfqueue::{NfQueue, Packet};
 use crate::stats::{Dir, Stats};
 
@@ -57,20 +57,6 @@ const COPY_RANGE: u16 = 128;
 /// Packets the kernel may hold for us per queue before it drops (100 ms of 1 Gbit/s).
 const QUEUE_MAX_LEN: u32 = 16_384;
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_signal_handlers() {
-    let handler = on_signal as extern "C" fn(libc::c_int);
-    for sig in [libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe { libc::signal(sig, handler as libc::sighandler_t) };
-    }
-}
-
 /// A packet held for release: its deadline and its NFQUEUE id (the verdict needs nothing
 /// else; what we read of its headers was used on arrival).
 struct Held {
@@ -79,7 +65,7 @@ struct Held {
 }
 
 pub fn run(mut cfg: Config) -> io::Result<Stats> {
-    install_signal_handlers();
+    shortflow_sys::on_signals(&[libc::SIGTERM, libc::SIGINT], &[]);
     let mut q = NfQueue::open(&[cfg.queue, cfg.queue + 1], COPY_RANGE, QUEUE_MAX_LEN, 8 << 20)?;
     let fd = q.fd();
     println!("ready");
@@ -93,9 +79,9 @@ pub fn run(mut cfg: Config) -> io::Result<Stats> {
         let next = held.iter().filter_map(|h| h.front().map(|p| p.release_ns)).min();
         let now = now_ns();
         match next {
-            None => clock::wait_readable(fd, None),
+            None => wait_readable(&[fd], None),
             // Sleep until `spin` before the deadline; closer than that, loop (busy-wait).
-            Some(t) if t > now + cfg.spin_ns => clock::wait_readable(fd, Some(t - now - cfg.spin_ns)),
+            Some(t) if t > now + cfg.spin_ns => wait_readable(&[fd], Some(t - now - cfg.spin_ns)),
             Some(_) => std::hint::spin_loop(),
         }
     }

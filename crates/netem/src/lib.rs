@@ -15,7 +15,6 @@
 //! Prints `ready` on stdout once bound; on SIGTERM/SIGINT writes its statistics (JSON) to
 //! `--stats` and exits 0.
 
-mod clock;
 mod emulator;
 mod nfqueue;
 pub mod scenario;
@@ -176,13 +175,9 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
 /// package (which runs it from its extension module, so a wheel needs no binary) both
 /// come here.
 pub fn run_cli(argv: impl IntoIterator<Item = OsString>) -> u8 {
-    let args = match Args::try_parse_from(argv) {
+    let args: Args = match shortflow_sys::parse_args(argv) {
         Ok(a) => a,
-        Err(e) => {
-            // --help and --version are "errors" too: clap prints them and says how to exit.
-            let _ = e.print();
-            return u8::try_from(e.exit_code()).unwrap_or(2);
-        }
+        Err(status) => return status,
     };
     let cfg = match config(&args) {
         Ok(c) => c,
@@ -191,9 +186,9 @@ pub fn run_cli(argv: impl IntoIterator<Item = OsString>) -> u8 {
             return 2;
         }
     };
-    clock::die_with_parent();
+    shortflow_sys::die_with_parent();
     if args.rt_priority > 0 {
-        if let Err(e) = clock::go_realtime(args.rt_priority) {
+        if let Err(e) = shortflow_sys::go_realtime(args.rt_priority) {
             eprintln!("shortflow-netem: warning: no real-time priority ({e}); releases may drift under load");
         }
     }

@@ -143,7 +143,7 @@ impl NfQueue {
     pub fn open(queues: &[u16], copy_range: u16, max_len: u32, rcvbuf: i32) -> io::Result<Self> {
         let mut sock = Socket::new(NETLINK_NETFILTER)?;
         sock.bind_auto()?;
-        crate::clock::grow_receive_buffer(sock.as_raw_fd(), rcvbuf);
+        shortflow_sys::grow_receive_buffer(sock.as_raw_fd(), rcvbuf);
         let mut q = NfQueue { sock, rx: vec![0; BATCH * SLOT], lens: [0; BATCH], tx: Vec::with_capacity(64 * 1024) };
         for &num in queues {
             let mut params = copy_range_be(copy_range).to_vec();

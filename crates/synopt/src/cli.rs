@@ -158,13 +158,9 @@ fn write_stats(path: &Option<PathBuf>, d: &Daemon, head: &serde_json::Value) {
 /// package (which runs it from its extension module, so a wheel needs no binary) both come
 /// here.
 pub fn run_cli(argv: impl IntoIterator<Item = OsString>) -> u8 {
-    let args = match Args::try_parse_from(argv) {
+    let args: Args = match shortflow_sys::parse_args(argv) {
         Ok(a) => a,
-        Err(e) => {
-            // --help and --version are "errors" too: clap prints them and says how to exit.
-            let _ = e.print();
-            return u8::try_from(e.exit_code()).unwrap_or(2);
-        }
+        Err(status) => return status,
     };
     if let Err(e) = check(&args) {
         eprintln!("shortflow-synopt: {e}");
@@ -205,7 +201,9 @@ fn run(args: &Args) -> Result<(), RunError> {
     if unsafe { libc::geteuid() } != 0 {
         return Err(RunError::NotRoot);
     }
-    sys::install_signal_handlers();
+    // SIGINT/SIGTERM/SIGHUP stop the daemon (rules removed on the way out); SIGUSR1 asks
+    // for the counters.
+    shortflow_sys::on_signals(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP], &[libc::SIGUSR1]);
     let mode = mode(args);
     let mut port_locks = vec![];
     for &port in &args.ports {
@@ -236,7 +234,7 @@ fn run(args: &Args) -> Result<(), RunError> {
         }
     }
     if args.rt_priority > 0 {
-        if let Err(e) = sys::go_realtime(args.rt_priority) {
+        if let Err(e) = shortflow_sys::go_realtime(args.rt_priority) {
             eprintln!("shortflow-synopt: warning: no real-time priority ({e}); resends may be late under load");
         }
     }

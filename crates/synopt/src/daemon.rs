@@ -12,7 +12,9 @@ use crate::observe::Observer;
 use crate::resend::Sender;
 use crate::rules::Mode;
 use crate::stats::Stats;
-use crate::sys::{self, now_ns, RunLock, REPORT, STOP};
+use shortflow_sys::{now_ns, realtime_ns, wait_readable, REPORT, STOP};
+
+use crate::sys::{self, RunLock};
 use crate::table::Table;
 use shortflow_wire::{decode_ip, tcp::fill_checksums, Segment};
 
@@ -55,8 +57,8 @@ impl Daemon {
             match self.table.next_deadline() {
                 // Bounded, so a signal landing between the STOP check and the wait costs
                 // at most this long.
-                None => sys::wait_readable(&fds, Some(IDLE_WAKE_NS)),
-                Some(t) if t > now + self.spin_ns => sys::wait_readable(&fds, Some(t - now - self.spin_ns)),
+                None => wait_readable(&fds, Some(IDLE_WAKE_NS)),
+                Some(t) if t > now + self.spin_ns => wait_readable(&fds, Some(t - now - self.spin_ns)),
                 Some(_) => std::hint::spin_loop(),
             }
         }
@@ -67,7 +69,7 @@ impl Daemon {
     fn take_arrivals(&mut self, obs: &mut Observer) -> io::Result<usize> {
         let Daemon { mode, table, stats, .. } = self;
         let n = obs.take(BATCH, |pkt, kernel_rt| {
-            let now = sys::seen_at(now_ns(), sys::realtime_ns(), kernel_rt);
+            let now = sys::seen_at(now_ns(), realtime_ns(), kernel_rt);
             stats.packets += 1;
             // Not TCP, a fragment, or shorter than its IP header says: nothing to keep.
             let Ok((seg, _)) = decode_ip(pkt) else {

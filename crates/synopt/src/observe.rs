@@ -71,7 +71,7 @@ impl Observer {
     pub fn open(group: u16, rcvbuf: usize) -> io::Result<Observer> {
         let mut sock = Socket::new(NETLINK_NETFILTER)?;
         sock.bind_auto()?;
-        crate::sys::grow_receive_buffer(sock.as_raw_fd(), rcvbuf.try_into().unwrap_or(i32::MAX));
+        shortflow_sys::grow_receive_buffer(sock.as_raw_fd(), rcvbuf.try_into().unwrap_or(i32::MAX));
         send_config(&sock, group, vec![ConfigCmd::Bind.into()]).map_err(|e| {
             if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EBUSY)) {
                 io::Error::new(

@@ -1,25 +1,11 @@
-//! The operating-system edges: the monotonic clock, waiting on a descriptor until a
-//! deadline, real-time priority, signals, the run's liveness lock, and memory use.
+//! The operating-system edges of the SYN optimizer alone: kernel timestamps on its clock,
+//! the run id, the run's liveness lock, the ports' locks, and memory use (the edges both
+//! daemons share are `shortflow_sys`).
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Nanoseconds on CLOCK_MONOTONIC, the clock of every deadline here.
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into a timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Nanoseconds on CLOCK_REALTIME: only to age a kernel timestamp (NFULA_TIMESTAMP).
-pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into a timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use shortflow_sys::now_ns;
 
 /// When a packet the kernel stamped at `kernel_rt` (CLOCK_REALTIME) passed, on
 /// CLOCK_MONOTONIC: `now` minus its age. An age outside 0-1 s (no stamp, a clock step) is
@@ -29,63 +15,6 @@ pub fn seen_at(now: u64, now_rt: u64, kernel_rt: Option<u64>) -> u64 {
         Some(Some(age)) if age <= 1_000_000_000 => now.saturating_sub(age),
         _ => now,
     }
-}
-
-/// Waits until one of `fds` is readable, a signal arrives, or `timeout_ns` passed (None: no
-/// limit).
-pub fn wait_readable(fds: &[RawFd], timeout_ns: Option<u64>) {
-    let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
-    let ts = timeout_ns
-        .map(|ns| libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long });
-    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: valid pollfds; the timespec outlives the call.
-    unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, tsp, std::ptr::null()) };
-}
-
-/// SCHED_FIFO at `priority`, and memory locked: a resend must not wait behind other
-/// processes on two busy cores or on a page fault (kernel-facts.md: without it timers drift
-/// by milliseconds under load).
-pub fn go_realtime(priority: i32) -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: priority };
-    // SAFETY: plain syscalls on this process with a valid parameter.
-    unsafe {
-        if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-pub static STOP: AtomicBool = AtomicBool::new(false);
-pub static REPORT: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-extern "C" fn on_report(_: libc::c_int) {
-    REPORT.store(true, Ordering::Relaxed);
-}
-
-/// SIGINT/SIGTERM/SIGHUP stop the daemon (rules removed on the way out); SIGUSR1 asks for
-/// the counters. Without SA_RESTART, so a signal wakes the wait at once.
-pub fn install_signal_handlers() {
-    let set = |sig: libc::c_int, handler: extern "C" fn(libc::c_int)| {
-        // SAFETY: handlers only store to atomics; the sigaction struct is fully initialised.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = handler as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    };
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        set(sig, on_stop);
-    }
-    set(libc::SIGUSR1, on_report);
 }
 
 /// Six lowercase hex digits from the kernel's random source: the run id.
@@ -243,18 +172,6 @@ pub fn rss_kb() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// A larger receive buffer, so a burst (a SYN flood) does not overflow it.
-pub fn grow_receive_buffer(fd: RawFd, bytes: libc::c_int) {
-    let p = (&bytes as *const libc::c_int).cast();
-    let n = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: setsockopt with an int; SO_RCVBUFFORCE needs CAP_NET_ADMIN, else fall back.
-    unsafe {
-        if libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, p, n) != 0 {
-            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, p, n);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use std::net::Ipv4Addr;
 
 use clap::Parser;
-use shortflow_synopt::sys::now_ns;
+use shortflow_sys::now_ns;
 use shortflow_wire::{encode_frame, Endpoint, Framing, LinkType, Segment, SegmentExtra, TcpFlags, TcpOptions};
 
 #[derive(Parser, Debug)]
