@@ -219,10 +219,10 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     }
 
     /// Starts loading the state of the connection of 4-tuple hash `hash` (`flow_hash`) into
-    /// the cache, for a segment that
-    /// will be observed a few segments later. The tracker's time per packet is mostly
-    /// waiting for its connection's state (~1.3 kB, ~20,000 open at once: far more than
-    /// the L2 cache), one connection after the other; asked ahead, those waits overlap.
+    /// the cache, for a segment that will be observed a few segments later. The tracker's
+    /// time per packet is mostly waiting for its connection's state (~1.3 kB, ~20,000 open
+    /// at once: far more than the L2 cache), one connection after the other; asked ahead,
+    /// those waits overlap.
     /// Changes nothing: a hint, wrong at worst (the connection ended before its turn).
     ///
     /// Returns the slot found, for `observe_hinted`: the segment's turn then need not look
