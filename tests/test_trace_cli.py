@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -249,31 +248,6 @@ def _main_with_atexit_probe(*args: str) -> subprocess.CompletedProcess[str]:
             "from shortflow.cli import main\n"
             "main()\n")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-
-
-def _threads_after_numpy(setup: str, env: dict[str, str]) -> int:
-    """Threads of a fresh interpreter that ran `setup`, then imported numpy."""
-    code = f"import os\n{setup}\nimport numpy\nprint(len(os.listdir('/proc/self/task')))"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True)
-    return int(r.stdout)
-
-
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: OpenBLAS starts no thread of its own either way")
-def test_the_command_keeps_numpy_to_one_blas_thread_unless_the_user_chose():
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    quiet = "from shortflow.cli import quiet_blas_threads\nquiet_blas_threads()"
-    # OpenBLAS's own threads would spin beside the core's (see `quiet_blas_threads`).
-    assert _threads_after_numpy(quiet, env) == 1
-    assert _threads_after_numpy("", env) > 1
-    assert _threads_after_numpy(quiet, {**env, "OPENBLAS_NUM_THREADS": "2"}) == 2
-    # `main` sets it before any command runs (the probe reads it at the interpreter's end).
-    code = ("import atexit, os, sys\n"
-            "atexit.register(lambda: print('BLAS', os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr))\n"
-            "sys.argv = ['shortflow', 'scenario', 'keys']\n"
-            "from shortflow.cli import main\n"
-            "main()\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
-    assert r.returncode == 0 and "BLAS 1" in r.stderr, r.stderr
 
 
 def test_analyze_ends_without_teardown_and_its_output_arrives_whole(lossy_trace, tmp_path):

@@ -118,18 +118,6 @@ def _usage_error(e: typer.TyperException) -> int:
 _command: Any = None
 
 
-def quiet_blas_threads() -> None:
-    """One OpenBLAS thread for this process, unless the user chose otherwise.
-
-    numpy (which pyarrow imports) loads OpenBLAS, which starts a thread per core that spins
-    a while. No command does linear algebra, and `analyze` imports numpy while the core's
-    threads hold every core: on the 2-core benchmark the spinning took ~0.08 CPU s from
-    them, ~8 % of the command's wall time (BENCHMARKS.md, seventh round). Set in `main`
-    only, before anything imports numpy: a program that imports shortflow keeps its own.
-    """
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
 def run(argv: Sequence[str] | None = None) -> int:
     """Runs the command line `argv` (default: sys.argv) and returns its exit status."""
     from shortflow.exceptions import ShortflowError
@@ -166,7 +154,6 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    quiet_blas_threads()
     status = run()
     if common.teardown_skippable():
         # Everything is written; what is buffered goes out, then the process ends (see
