@@ -73,6 +73,17 @@ def test_several_files_have_a_section_each(tmp_path):
     s = json.loads(out.read_text())
     assert [f["connection_tries"] for f in s["files"]] == [100, 150]
     assert s["connection_tries"] == 250
+    # Printed: a line per file (its own counts) before the total; the report has a row each.
+    text = run("analyze", *map(str, paths), "--report", str(tmp_path / "r"), "--workers", "2").stdout.decode()
+    lines = text.splitlines()
+    assert lines[0] == "each of the 2 files (their total follows):", text
+    for line, path, tries in zip(lines[1:3], paths, (100, 150)):
+        assert line.startswith(f"  {path}: ") and f" · {tries} connection tries, " in line, line
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "<h2>Each file</h2>" in html and all(f"<td>{p}</td>" in html for p in paths)
+    # One file: no per-file section (it would repeat the total).
+    one = run("analyze", str(paths[0])).stdout.decode()
+    assert "each of the" not in one and "connection tries total" in one
 
 
 def test_schema_is_the_cores_and_parquet_carries_metadata(doc003, tmp_path):

@@ -23,6 +23,10 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; } img { max-width:
 </style></head><body>
 <h1>Where the connections lost their time</h1>
 <p class="small">shortflow {{ version }} · {{ files|join(", ") }} · capture point: {{ vantage }}</p>
+{% if per_file %}<h2>Each file</h2>
+<table><tr><th>file</th>{% for h in file_headers %}<th>{{ h }}</th>{% endfor %}<th>time not the path's</th><th>capture point</th></tr>
+{% for f in per_file %}<tr><td>{{ f.path }}</td>{% for v in f.counts %}<td class="n">{{ "{:,}".format(v) }}</td>{% endfor %}
+<td class="n">{{ f.lost }}</td><td>{{ f.vantage }}</td></tr>{% endfor %}</table>{% endif %}
 <h2>Time lost, over all connections</h2>
 <p>Of {{ "{:,.1f}".format(duration) }} connection-seconds:</p>
 <table><tr><th>cause</th><th>seconds</th><th>share</th></tr>
@@ -47,6 +51,21 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; } img { max-width:
 <img alt="time-sequence graph" src="data:image/png;base64,{{ w.png }}">{% endfor %}
 </body></html>
 """
+
+
+#: The per-file table's columns: a header and the file section's key in `--summary-json`.
+FILE_COLUMNS = (
+    ("packets", "packets"),
+    ("tries", "connection_tries"),
+    ("successful", "successful"),
+    ("not successful", "unsuccessful"),
+    ("multiple SYNs", "multiple_syns"),
+    ("SYN retransmissions", "syn_retransmissions"),
+    ("timeout retransmissions", "timeout_retransmissions"),
+    ("fast retransmissions", "fast_retransmissions"),
+    ("tail loss probes", "tlp_probes"),
+    ("delayed-ACK stalls", "delayed_ack_stalls"),
+)
 
 
 def _png(fig: Any) -> str:
@@ -128,6 +147,10 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
                                "png": base64.b64encode(png.read_bytes()).decode()})
             png.unlink()
 
+    # With several files, a row each (their `--summary-json` sections) before the totals.
+    per_file = [{"path": f["path"], "counts": [f[k] for _, k in FILE_COLUMNS], "vantage": f["vantage"],
+                 "lost": f"{1 - (f['time_lost_share'].get('network') or 0):.1%}" if f["duration_s"] > 0 else "–"}
+                for f in doc["files"]] if len(doc["files"]) > 1 else []
     counts = [(k, doc[k]) for k in ("timeout_retransmissions", "rto_events", "fast_retransmissions", "tlp_probes",
                                     "spurious_retransmissions", "delayed_acks", "delayed_ack_stalls", "zero_window_stalls",
                                     "capture_duplicates", "syn_retries_after_rst", "open_tries")]
@@ -135,6 +158,7 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
         version=doc["version"], files=[str(p) for p in traces], vantage=doc["vantage"], duration=doc["duration_s"],
         breakdown=breakdown, fig_breakdown=fig_breakdown, counts=counts, table1=table1_rows(a), fig_gaps=fig_gaps,
         fig_cdfs=fig_cdfs, percentiles=list(doc["percentiles"].items()), fmt=_fmt, worst=worst_rows,
+        per_file=per_file, file_headers=[h for h, _ in FILE_COLUMNS],
     )
     path = out_dir / "report.html"
     path.write_text(html)

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from shortflow.analyze import Analysis
 
 
+#: A capture point in a few words.
+VANTAGE_WORDS = {"client": "near the client", "server": "near the server", "unknown": "undecided"}
+
+
 def print_table1(a: Analysis) -> None:
     from shortflow.analyze import table1_rows
 
@@ -87,6 +91,26 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
         say(f"document 001's predictor: mean data RTT within 10 % of the handshake RTT for "
             f"{r['within_10pct_share']:.0%} of {r['connections']:,} connections, largest ≤ 3× for "
             f"{r['max_within_3x_share']:.0%}")
+
+
+def print_files(doc: dict[str, Any]) -> None:
+    """With several traces, a section per trace before the total: its `--summary-json`
+    section's main counts in one line, which file lost what and where it was captured."""
+    files = doc["files"]
+    if len(files) < 2:
+        return
+    say(f"each of the {len(files)} files (their total follows):")
+    for f in files:
+        total = f["duration_s"]
+        seconds = f"{total:,.1f}" if total >= 1 else f"{total:.3f}"
+        lost = f"{1 - (f['time_lost_share'].get('network') or 0):.0%} of its {seconds} connection-seconds not the path's · " \
+            if total > 0 else ""
+        tries = f"{f['connection_tries']:,} connection {'try' if f['connection_tries'] == 1 else 'tries'}"
+        say(f"  {f['path']}: {f['packets']:,} packets · {tries}, "
+            f"{f['successful']:,} successful, {f['unsuccessful']:,} not · SYN retransmissions {f['syn_retransmissions']:,} · "
+            f"data retransmissions {f['timeout_retransmissions']:,} after a timeout, {f['fast_retransmissions']:,} fast, "
+            f"{f['tlp_probes']:,} tail loss probes · delayed-ACK stalls {f['delayed_ack_stalls']:,} · {lost}"
+            f"capture point: {VANTAGE_WORDS[f['vantage']]}")
 
 
 def print_columns() -> None:
@@ -225,6 +249,7 @@ def register(app: typer.Typer) -> None:
             files = [p for p in traces if not is_stdout(p)]
             written.append(f"report: {write_report(result, doc, report, traces=files)}")
         if show:
+            print_files(doc)
             print_table1(result)
             print_diagnosis(doc)
             for line in written:
