@@ -16,7 +16,7 @@ use crate::error::ReadError;
 use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
 use crate::read::CaptureReader;
-use crate::track::{flow_hash, Conn, Tracker, TrackerConfig};
+use crate::track::{Conn, Tracker, TrackerConfig};
 use crate::wire::segment::decode_ext;
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
@@ -52,8 +52,6 @@ pub fn analyze_file(
 #[derive(Clone, Copy)]
 struct Waiting {
     ts: u64,
-    /// The 4-tuple's hash (`flow_hash`), for the prefetch and the lookup.
-    hash: u64,
     seg: Segment,
     extra: SegmentExtra,
     hint: Option<u32>,
@@ -80,7 +78,7 @@ impl<F: FnMut(&Conn)> Serial<'_, F> {
     #[inline]
     fn observe_oldest(&mut self) {
         if let Some(w) = &self.ring[self.head] {
-            let _ = self.tracker.observe_hinted(w.ts, &w.seg, &w.extra, w.hash, w.hint);
+            let _ = self.tracker.observe_hinted(w.ts, &w.seg, &w.extra, w.hint);
         }
         self.head = (self.head + 1) % PREFETCH_AHEAD;
         self.len -= 1;
@@ -93,9 +91,8 @@ impl<F: FnMut(&Conn)> SegmentSink for Serial<'_, F> {
         if self.len == PREFETCH_AHEAD {
             self.observe_oldest();
         }
-        let hash = flow_hash(seg);
-        let hint = self.tracker.prefetch(hash);
-        self.ring[(self.head + self.len) % PREFETCH_AHEAD] = Some(Waiting { ts, hash, seg: *seg, extra: *extra, hint });
+        let hint = self.tracker.prefetch(seg);
+        self.ring[(self.head + self.len) % PREFETCH_AHEAD] = Some(Waiting { ts, seg: *seg, extra: *extra, hint });
         self.len += 1;
     }
 

@@ -19,22 +19,23 @@ use crate::diag::table::TableBuilder;
 use crate::diag::{ConnectionTable, Summary};
 use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::read::CaptureReader;
-use crate::track::{flow_hash, shard_of_hash, shard_of_pair, LatePacket, Tracker, TrackerConfig};
+use crate::track::{shard_of, shard_of_pair, LatePacket, Tracker, TrackerConfig};
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 enum Msg {
     Segment {
         ts: u64,
         index: u64,
-        /// The 4-tuple's hash (`flow_hash`): the reader's, for the shard, serves the tracker.
-        hash: u64,
         seg: Segment,
         extra: SegmentExtra,
     },
     /// Sweep as the single tracker would at this time.
     Sweep(u64),
     /// An ICMP destination-unreachable, for the shard of the 4-tuple it quotes.
-    Icmp { ts: u64, msg: IcmpUnreachable },
+    Icmp {
+        ts: u64,
+        msg: IcmpUnreachable,
+    },
     /// Record the open connections (for the file's peak).
     Sample,
 }
@@ -101,9 +102,8 @@ impl SegmentSink for Router {
         }
         let index = self.segments;
         self.segments += 1;
-        let hash = flow_hash(seg);
-        let i = shard_of_hash(hash, self.shards.len());
-        self.push(i, Msg::Segment { ts, index, hash, seg: *seg, extra: *extra });
+        let i = shard_of(seg, self.shards.len());
+        self.push(i, Msg::Segment { ts, index, seg: *seg, extra: *extra });
     }
 
     fn sample(&mut self) {
@@ -149,7 +149,7 @@ fn run_shard(
     // The connection of a segment a few messages on is loaded while this one is observed
     // (see `Tracker::prefetch`); the slot found for message i waits at i % PREFETCH_AHEAD.
     let prefetch = |tracker: &Tracker<_>, m: Option<&Msg>| match m {
-        Some(Msg::Segment { hash, .. }) => tracker.prefetch(*hash),
+        Some(Msg::Segment { seg, .. }) => tracker.prefetch(seg),
         _ => None,
     };
     let mut hints = [None; PREFETCH_AHEAD];
@@ -161,9 +161,9 @@ fn run_shard(
             let hint = hints[i % PREFETCH_AHEAD];
             hints[i % PREFETCH_AHEAD] = prefetch(&tracker, batch.get(i + PREFETCH_AHEAD));
             match &batch[i] {
-                Msg::Segment { ts, index, hash, seg, extra } => {
+                Msg::Segment { ts, index, seg, extra } => {
                     tracker.set_next_id(*index);
-                    let _ = tracker.observe_hinted(*ts, seg, extra, *hash, hint);
+                    let _ = tracker.observe_hinted(*ts, seg, extra, hint);
                 }
                 Msg::Sweep(now) => tracker.sweep_at(*now),
                 Msg::Icmp { ts, msg } => {

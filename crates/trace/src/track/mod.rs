@@ -41,25 +41,17 @@ impl FlowKey {
     }
 }
 
-/// The hash of a segment's 4-tuple (both directions alike), by which its connection is
-/// found. Worked out once a segment, where it is first needed (the reader, for the shard;
-/// the serial tracker, to prefetch), and handed on with it.
+/// Which of `shards` shards a segment's connection belongs to (both directions agree).
 #[inline]
-pub(crate) fn flow_hash(seg: &Segment) -> u64 {
-    flows::hash(&FlowKey::of(seg))
-}
-
-/// Which of `shards` shards the connection of 4-tuple hash `hash` belongs to.
-#[inline]
-pub(crate) fn shard_of_hash(hash: u64, shards: usize) -> usize {
-    // The high bits: Fx's low bits are weak for keys that differ only in a port.
-    ((hash >> 32) as usize) % shards
+pub(crate) fn shard_of(seg: &Segment, shards: usize) -> usize {
+    shard_of_pair(seg.src, seg.dst, shards)
 }
 
 /// The shard of the connection between `a` and `b` (either direction): an ICMP message goes
 /// to the shard of the 4-tuple it quotes.
 pub(crate) fn shard_of_pair(a: Endpoint, b: Endpoint, shards: usize) -> usize {
-    shard_of_hash(flows::hash(&FlowKey::pair(a, b)), shards)
+    // The high bits: Fx's low bits are weak for keys that differ only in a port.
+    ((flows::hash(&FlowKey::pair(a, b)) >> 32) as usize) % shards
 }
 
 /// Timeouts that decide when a connection leaves the table.
@@ -218,19 +210,18 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         self.finish()
     }
 
-    /// Starts loading the state of the connection of 4-tuple hash `hash` (`flow_hash`) into
-    /// the cache, for a segment that will be observed a few segments later. The tracker's
-    /// time per packet is mostly waiting for its connection's state (~1.3 kB, ~20,000 open
-    /// at once: far more than the L2 cache), one connection after the other; asked ahead,
-    /// those waits overlap.
+    /// Starts loading the state of `seg`'s connection into the cache, for a segment that
+    /// will be observed a few segments later. The tracker's time per packet is mostly
+    /// waiting for its connection's state (~1.3 kB, ~20,000 open at once: far more than
+    /// the L2 cache), one connection after the other; asked ahead, those waits overlap.
     /// Changes nothing: a hint, wrong at worst (the connection ended before its turn).
     ///
     /// Returns the slot found, for `observe_hinted`: the segment's turn then need not look
     /// its connection up again.
     #[inline]
-    pub(crate) fn prefetch(&self, hash: u64) -> Option<u32> {
+    pub(crate) fn prefetch(&self, seg: &Segment) -> Option<u32> {
         // The slot is checked on the segment's turn (`observe_hinted`), when it is cached.
-        let slot = self.flows.open_candidate(hash)?;
+        let slot = self.flows.open_candidate(flows::hash(&FlowKey::of(seg)))?;
         prefetch_bytes(self.slab.get(slot as usize)?);
         Some(slot)
     }
@@ -249,19 +240,18 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// id and what the segment was to it.
     #[inline]
     pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) -> (u64, PacketNote) {
-        self.observe_hinted(ts_ns, seg, extra, flow_hash(seg), None)
+        self.observe_hinted(ts_ns, seg, extra, None)
     }
 
-    /// `observe_ext` with the segment's `flow_hash` and the slot `prefetch` found for it a
-    /// few segments ago: if that slot still holds the segment's connection (a 4-tuple has
-    /// one open connection at most, in one slot), the hash table is not asked again.
+    /// `observe_ext` with the slot `prefetch` found for this segment a few segments ago:
+    /// if that slot still holds the segment's connection (a 4-tuple has one open
+    /// connection at most, in one slot), the hash table is not asked again.
     #[inline]
     pub(crate) fn observe_hinted(
         &mut self,
         ts_ns: u64,
         seg: &Segment,
         extra: &SegmentExtra,
-        hash: u64,
         hint: Option<u32>,
     ) -> (u64, PacketNote) {
         self.last_ts = self.last_ts.max(ts_ns);
@@ -270,9 +260,13 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         }
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.syn() && !seg.flags.ack();
+        let mut hash = None;
         let found = match hint {
             Some(slot) if self.slab.get(slot as usize).is_some_and(|s| s.live && s.key == key) => Some(slot),
-            _ => self.flows.find_open(&key, hash, &self.slab),
+            _ => {
+                let h = *hash.insert(flows::hash(&key));
+                self.flows.find_open(&key, h, &self.slab)
+            }
         };
         if let Some(slot) = found {
             let conn = &mut self.slab[slot as usize].conn;
@@ -292,6 +286,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             self.next_id += 1;
             return out;
         }
+        let hash = hash.unwrap_or_else(|| flows::hash(&key));
         if self.flows.tomb_count() > 0 {
             if let Some(note) = self.late_packet(key, hash, ts_ns, seg, syn_only) {
                 return note;
