@@ -383,3 +383,27 @@ fn timestamps_at_the_top_of_the_clock_do_not_overflow() {
     let _ = tracker.finish();
     assert_eq!(rows, [([4, 5], u64::MAX, 4)]);
 }
+
+#[test]
+fn a_wait_longer_than_half_the_clock_is_classified_as_a_short_one() {
+    // A hostile pcapng (found by fuzzing read_pcapng): one packet near the top of the
+    // 64-bit clock, then the others back at ordinary times. The sweep clock stays at the
+    // top, so no idle timeout ends a connection, and one of them waits 2^63 ns and more
+    // for the server's answer. "Most of the gap was this cause's" doubled the wait, which
+    // overflowed; a release build wrapped it and gave the gap to the path.
+    let cause_after = |think: u64| {
+        let mut tracker = shortflow_trace::track::Tracker::new(Default::default(), |_| {});
+        let mut other = seg(true, 7, 0, S, 0);
+        other.src.port = 999;
+        let _ = tracker.observe_ext(u64::MAX - 1, &other, &x());
+        let mut last = None;
+        for (ts, s, e) in at_server(vec![(50 * MS + think, data(0), x())]) {
+            last = Some(tracker.observe_ext(ts, &s, &e).1);
+        }
+        let _ = tracker.finish();
+        last.expect("the answer was observed").cause
+    };
+    let usual = cause_after(1_000 * MS);
+    assert_ne!(usual, shortflow_trace::track::Cause::Network as u8, "the wait has a cause of its own");
+    assert_eq!(cause_after((1 << 63) + 1_000 * MS), usual);
+}

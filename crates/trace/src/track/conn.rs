@@ -367,7 +367,7 @@ impl Conn {
     /// (RFC 6298 5.5), or 3 s after a single SYN (RFC 2988's initial RTO, the longest).
     fn next_syn_due_ns(&self) -> u64 {
         let next = match self.syns.gaps_ns.last() {
-            Some(&g) => 2 * g,
+            Some(&g) => g.saturating_mul(2),
             None => 3 * 1_000_000_000,
         };
         next.min(SYN_GIVE_UP_NS)
@@ -507,7 +507,7 @@ impl Conn {
         let full_rtt = self.full_rtt_of(legs);
         // The receiver's (this segment's sender's) leg, and the data sender's; 0 unknown.
         let (leg_dir, leg_other) = (legs[dir].unwrap_or(0), legs[other].unwrap_or(0));
-        let sender_near = leg_other == 0 || (full_rtt.is_some_and(|r| leg_other * 4 < r));
+        let sender_near = leg_other == 0 || (full_rtt.is_some_and(|r| leg_other.saturating_mul(4) < r));
         let ack = self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt);
         if let Some(raw) = ack.raw_rtt_ns {
             let full = raw.saturating_add(leg_other);
@@ -571,7 +571,7 @@ impl Conn {
             self.lost_ns[Cause::ZeroWindow as usize] += gap;
         } else if let Some(wait) = ack.delayed_stall_ns {
             let d = wait.min(gap);
-            if d * 2 >= gap {
+            if d.saturating_mul(2) >= gap {
                 cause = Cause::DelayedAck;
             }
             self.lost_ns[Cause::DelayedAck as usize] += d;
@@ -597,7 +597,7 @@ impl Conn {
                 };
                 if app > MS.max(full_rtt.unwrap_or(0) / 10) {
                     self.move_time(Cause::Network, Cause::Application, app);
-                    if app * 2 >= gap {
+                    if app.saturating_mul(2) >= gap {
                         cause = Cause::Application;
                     }
                 }

@@ -567,7 +567,7 @@ impl Half {
             return RetxClass::Fast;
         }
         let tail = end >= self.snd_max;
-        if self.recovery == Recovery::None && tail && (!first_unacked || since_last < rto_ns * 3 / 4) {
+        if self.recovery == Recovery::None && tail && (!first_unacked || since_last < rto_ns.saturating_mul(3) / 4) {
             return RetxClass::Tlp;
         }
         if !first_unacked && since_last < rto_ns {
