@@ -340,9 +340,8 @@ impl Conn {
     /// in) and through the sink: those copies were a third of the core's cache misses.
     pub fn end_at(&mut self, reason: EndReason, trace_end: Option<u64>) {
         self.end = reason;
-        let end = self.last_ts;
         for h in &mut self.halves {
-            h.finish(end);
+            h.finish();
         }
         if let Some((_, amount)) = self.pending_delack.take() {
             self.revert_delack(amount);

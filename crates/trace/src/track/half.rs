@@ -148,7 +148,6 @@ pub struct Half {
 
     pub zw_since: Option<u64>,
     pub zw_stalls: u32,
-    pub zw_ns: u64,
 
     pub delack_stalls: u32,
     pub delack_ns: u64,
@@ -215,8 +214,9 @@ impl Half {
                 self.zw_since = Some(ts);
                 self.zw_stalls += 1;
             }
-        } else if let Some(t) = self.zw_since.take() {
-            self.zw_ns += ts - t;
+        } else {
+            // The stall's time is the connection's (`Cause::ZeroWindow`), not counted here.
+            self.zw_since = None;
         }
         let ack = self.rel(seg.ack);
         let window_changed = self.last_peer_window.is_some_and(|w| w != seg.window);
@@ -545,11 +545,9 @@ impl Half {
         self.burst_bytes = 0;
     }
 
-    pub fn finish(&mut self, end_ts: u64) {
+    pub fn finish(&mut self) {
         self.close_burst();
-        if let Some(t) = self.zw_since.take() {
-            self.zw_ns += end_ts.saturating_sub(t);
-        }
+        self.zw_since = None;
     }
 
     fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64) -> RetxClass {
