@@ -171,6 +171,14 @@ def diagnosis(raw_summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def share_not_the_paths(section: dict[str, Any]) -> float | None:
+    """Of a summary's (or a file section's) connection-seconds, the share some cause other
+    than the path itself took (None without any)."""
+    if not section["duration_s"] > 0:
+        return None
+    return 1 - float(section["time_lost_share"].get("network") or 0)
+
+
 def summary_document(a: Analysis) -> dict[str, Any]:
     """Everything `--summary-json` writes, in `SUMMARY_KEYS` order; ``files`` holds one
     section per trace with its own Table 1 and diagnosis."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from shortflow.analyze import CAUSES, Analysis
+from shortflow.analyze import CAUSES, Analysis, share_not_the_paths
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>shortflow report</title>
@@ -149,7 +149,7 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
 
     # With several files, a row each (their `--summary-json` sections) before the totals.
     per_file = [{"path": f["path"], "counts": [f[k] for _, k in FILE_COLUMNS], "vantage": f["vantage"],
-                 "lost": f"{1 - (f['time_lost_share'].get('network') or 0):.1%}" if f["duration_s"] > 0 else "–"}
+                 "lost": "–" if (share := share_not_the_paths(f)) is None else f"{share:.1%}"}
                 for f in doc["files"]] if len(doc["files"]) > 1 else []
     counts = [(k, doc[k]) for k in ("timeout_retransmissions", "rto_events", "fast_retransmissions", "tlp_probes",
                                     "spurious_retransmissions", "delayed_acks", "delayed_ack_stalls", "zero_window_stalls",

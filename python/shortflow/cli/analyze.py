@@ -96,15 +96,16 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
 def print_files(doc: dict[str, Any]) -> None:
     """With several traces, a section per trace before the total: its `--summary-json`
     section's main counts in one line, which file lost what and where it was captured."""
+    from shortflow.analyze import share_not_the_paths
+
     files = doc["files"]
     if len(files) < 2:
         return
     say(f"each of the {len(files)} files (their total follows):")
     for f in files:
-        total = f["duration_s"]
+        total, share = f["duration_s"], share_not_the_paths(f)
         seconds = f"{total:,.1f}" if total >= 1 else f"{total:.3f}"
-        lost = f"{1 - (f['time_lost_share'].get('network') or 0):.0%} of its {seconds} connection-seconds not the path's · " \
-            if total > 0 else ""
+        lost = "" if share is None else f"{share:.0%} of its {seconds} connection-seconds not the path's · "
         tries = f"{f['connection_tries']:,} connection {'try' if f['connection_tries'] == 1 else 'tries'}"
         say(f"  {f['path']}: {f['packets']:,} packets · {tries}, "
             f"{f['successful']:,} successful, {f['unsuccessful']:,} not · SYN retransmissions {f['syn_retransmissions']:,} · "
