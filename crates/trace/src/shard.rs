@@ -19,7 +19,7 @@ use crate::diag::table::TableBuilder;
 use crate::diag::{ConnectionTable, Summary};
 use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::read::CaptureReader;
-use crate::track::{shard_of, shard_of_pair, LatePacket, Tracker, TrackerConfig};
+use crate::track::{shard_of, shard_of_pair, LatePacket, SweepClock, Tracker, TrackerConfig};
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 enum Msg {
@@ -56,8 +56,7 @@ struct Router {
     shards: Vec<Shard>,
     /// Empty batches handed back by the shards.
     spare: Receiver<Vec<Msg>>,
-    next_sweep_ns: u64,
-    sweep_every_ns: u64,
+    sweep_clock: SweepClock,
     segments: u64,
     last_ts: u64,
 }
@@ -93,12 +92,11 @@ impl Router {
 impl SegmentSink for Router {
     #[inline]
     fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
-        // `Tracker::observe_ext`'s clock: the latest time seen, a sweep before the segment
-        // that reaches the next sweep time.
+        // The single tracker's clocks: the latest time seen (the capture's end), and the
+        // same `SweepClock`, whose sweeps go to every shard before this segment.
         self.last_ts = self.last_ts.max(ts);
-        if ts >= self.next_sweep_ns {
-            self.next_sweep_ns = ts.saturating_add(self.sweep_every_ns);
-            self.broadcast(|| Msg::Sweep(ts));
+        if let Some(now) = self.sweep_clock.tick(ts) {
+            self.broadcast(|| Msg::Sweep(now));
         }
         let index = self.segments;
         self.segments += 1;
@@ -205,14 +203,7 @@ pub(crate) fn analyze_sharded(
             shards.push(Shard { tx, batch: Vec::with_capacity(BATCH) });
         }
         drop(back_tx);
-        let mut router = Router {
-            shards,
-            spare: back_rx,
-            next_sweep_ns: 0,
-            sweep_every_ns: opts.tracker.sweep_every_ns(),
-            segments: 0,
-            last_ts: 0,
-        };
+        let mut router = Router { shards, spare: back_rx, sweep_clock: SweepClock::new(&opts.tracker), segments: 0, last_ts: 0 };
         read_loop(&mut reader, &mut stats, progress, &mut router);
         router.flush();
         *last_ts.lock().expect("no shard panics holding it") = router.last_ts;

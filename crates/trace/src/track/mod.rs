@@ -89,6 +89,54 @@ impl TrackerConfig {
     }
 }
 
+/// Packets in a row whose time lies more than the idle timeout before the sweep clock
+/// after which the clock is taken back to theirs (see `SweepClock`).
+const BEHIND_RUN: u32 = 1024;
+
+/// When to sweep the table, on the trace's own clock: when a segment's time reaches the
+/// next sweep time (the latest sweep's plus `TrackerConfig::sweep_every_ns`).
+///
+/// One timestamp far ahead (a hostile file, a corrupted record) would otherwise hold the
+/// clock there: no later packet reaches the next sweep time, no connection is ended by its
+/// timeout or linger until the end of the file, and memory follows every connection of the
+/// rest of the file instead of the open ones. So when `BEHIND_RUN` segments in a row lie
+/// more than the idle timeout before the clock, the traffic has not followed that time and
+/// the clock comes back to theirs. A merged capture whose interfaces' clocks differ
+/// interleaves its packets and never makes such a run (a clock reset on every step back
+/// would sweep the whole table on nearly every packet), and no capture whose time only
+/// steps back a little sees a difference.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SweepClock {
+    next_ns: u64,
+    every_ns: u64,
+    behind_ns: u64,
+    behind_run: u32,
+}
+
+impl SweepClock {
+    pub(crate) fn new(config: &TrackerConfig) -> Self {
+        Self { next_ns: 0, every_ns: config.sweep_every_ns(), behind_ns: config.idle_timeout_ns, behind_run: 0 }
+    }
+
+    /// The time to sweep at before the segment captured at `ts`, if it is time.
+    #[inline]
+    pub(crate) fn tick(&mut self, ts: u64) -> Option<u64> {
+        if ts < self.next_ns {
+            if ts.saturating_add(self.behind_ns) >= self.next_ns {
+                self.behind_run = 0;
+                return None;
+            }
+            self.behind_run += 1;
+            if self.behind_run < BEHIND_RUN {
+                return None;
+            }
+        }
+        self.behind_run = 0;
+        self.next_ns = ts.saturating_add(self.every_ns);
+        Some(ts)
+    }
+}
+
 /// Spare in-flight buffers kept at most (~6 MB of 10-segment buffers): a sweep every
 /// 1.25 s of trace ends a few thousand connections at 3,000 new ones per second, and
 /// their buffers serve the next ones without the allocator.
@@ -158,7 +206,7 @@ pub struct Tracker<F: FnMut(&Conn)> {
     spare: Vec<FlightBuffer>,
     config: TrackerConfig,
     next_id: u64,
-    next_sweep_ns: u64,
+    sweep_clock: SweepClock,
     /// The caller decides when to sweep (`sweep_at`): a shard of a file tracked on several
     /// threads sweeps when the whole file's clock says so, as the one tracker would.
     caller_sweeps: bool,
@@ -179,7 +227,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             spare: Vec::new(),
             config,
             next_id: 0,
-            next_sweep_ns: 0,
+            sweep_clock: SweepClock::new(&config),
             caller_sweeps: false,
             last_ts: 0,
             next_tomb_sweep_ns: 0,
@@ -255,8 +303,10 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         hint: Option<u32>,
     ) -> (u64, PacketNote) {
         self.last_ts = self.last_ts.max(ts_ns);
-        if ts_ns >= self.next_sweep_ns && !self.caller_sweeps {
-            self.sweep(ts_ns);
+        if !self.caller_sweeps {
+            if let Some(now) = self.sweep_clock.tick(ts_ns) {
+                self.sweep(now);
+            }
         }
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.syn() && !seg.flags.ack();
@@ -350,9 +400,9 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// Ends connections that have been idle too long or closed long enough.
     #[cold]
     fn sweep(&mut self, now: u64) {
-        self.next_sweep_ns = now.saturating_add(self.config.sweep_every_ns());
         let TrackerConfig { idle_timeout_ns, close_linger_ns, time_wait_ns } = self.config;
-        if now >= self.next_tomb_sweep_ns {
+        // A clock taken back (see `SweepClock`) takes the tombs' sweep back with it.
+        if now >= self.next_tomb_sweep_ns || now.saturating_add(time_wait_ns) < self.next_tomb_sweep_ns {
             // Expired tombs are also dropped when their 4-tuple is seen again; this sweep
             // only bounds the memory of those never seen again (at most 25 % late).
             self.next_tomb_sweep_ns = now.saturating_add(time_wait_ns / 4);
