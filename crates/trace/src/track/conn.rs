@@ -501,7 +501,7 @@ impl Conn {
         let other = 1 - dir;
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
-        let zero_window = self.halves.iter().any(|h| h.zw_since.is_some());
+        let zero_window = self.halves.iter().any(|h| h.zero_window);
         let legs = self.legs();
         let full_rtt = self.full_rtt_of(legs);
         // The receiver's (this segment's sender's) leg, and the data sender's; 0 unknown.

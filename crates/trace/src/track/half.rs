@@ -146,7 +146,9 @@ pub struct Half {
     burst_bytes: u64,
     pub ideal_rounds: u32,
 
-    pub zw_since: Option<u64>,
+    /// The peer's last window was zero: the sender is stalled (the stall's time is the
+    /// connection's, `Cause::ZeroWindow`).
+    pub zero_window: bool,
     pub zw_stalls: u32,
 
     pub delack_stalls: u32,
@@ -209,15 +211,10 @@ impl Half {
             return out;
         }
         // RFC 9293 3.8.6.2.1: a zero window stops the sender until an update opens it.
-        if seg.window == 0 {
-            if self.zw_since.is_none() {
-                self.zw_since = Some(ts);
-                self.zw_stalls += 1;
-            }
-        } else {
-            // The stall's time is the connection's (`Cause::ZeroWindow`), not counted here.
-            self.zw_since = None;
+        if seg.window == 0 && !self.zero_window {
+            self.zw_stalls += 1;
         }
+        self.zero_window = seg.window == 0;
         let ack = self.rel(seg.ack);
         let window_changed = self.last_peer_window.is_some_and(|w| w != seg.window);
         self.last_peer_window = Some(seg.window);
@@ -547,7 +544,6 @@ impl Half {
 
     pub fn finish(&mut self) {
         self.close_burst();
-        self.zw_since = None;
     }
 
     fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64) -> RetxClass {
