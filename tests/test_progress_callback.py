@@ -41,3 +41,39 @@ def test_exception_in_progress_callback_is_raised(tmp_path: Path) -> None:
             shortflow.analyze(fifo, progress=progress)
     finally:
         t.join()
+
+
+def test_cli_progress_shows_packets_and_their_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 10 item 5: the reading's progress says how many packets were read and how fast
+    (the bar on a terminal and the plain line elsewhere carry the same text)."""
+    from typer.testing import CliRunner
+
+    from shortflow.cli import app, common
+
+    trace = tmp_path / "t.pcap"
+    # ~170,000 packets: the core publishes its counts every 65,536, so the first half alone
+    # is published before the pause.
+    shortflow.generate(trace, connections=6000, snaplen=96)
+    data = trace.read_bytes()
+    fifo = tmp_path / "slow.pcap"
+    os.mkfifo(fifo)
+
+    def writer() -> None:
+        # Half the trace, then a pause longer than the core's 100 ms between progress calls
+        # and the plain line's beat (shortened below).
+        with fifo.open("wb") as w:
+            w.write(data[: len(data) // 2])
+            w.flush()
+            time.sleep(0.6)
+            w.write(data[len(data) // 2:])
+
+    monkeypatch.setattr(common, "PLAIN_PROGRESS_EVERY_S", 0.05)
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        r = CliRunner().invoke(app, ["analyze", str(fifo)])
+    finally:
+        t.join()
+    assert r.exit_code == 0, r.output
+    lines = [line for line in r.stderr.splitlines() if line.startswith("reading:")]
+    assert any(" packets, " in line and " M packets/s" in line for line in lines), r.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -121,6 +123,19 @@ def print_columns() -> None:
                ["column", "Arrow type", "unit", "meaning"], [list(r) for r in schema_rows()])
 
 
+def reading_progress(step: common.Step) -> Callable[[int, int, int], None]:
+    """The core's progress callback (bytes read, bytes in all, packets), shown as the bar's
+    bytes and a text of the packets read so far and their rate since the reading began."""
+    start = time.monotonic()
+
+    def report(done: int, total: int, packets: int) -> None:
+        elapsed = time.monotonic() - start
+        rate = f", {packets / elapsed / 1e6:.1f} M packets/s" if elapsed > 0 and packets else ""
+        step(done, total or None, f"{packets:,} packets{rate}")
+
+    return report
+
+
 def _duration(text: str, flag: str, *, zero_ok: bool) -> float:
     try:
         v = parse_duration(text, what=flag)
@@ -214,7 +229,7 @@ def register(app: typer.Typer) -> None:
         threads = workers or (1 if scheduler else common.cores())
         with progress("reading") as step:
             result = analyze(traces, workers=threads, table=need_table, scheduler=scheduler,
-                             progress=lambda done, total, *_: step(done, total or None), **timeouts)
+                             progress=reading_progress(step), **timeouts)
         for f in result.files:
             for w in f.get("warnings") or ():
                 warn(w)
