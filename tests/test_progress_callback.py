@@ -26,9 +26,12 @@ def test_exception_in_progress_callback_is_raised(tmp_path: Path) -> None:
     os.mkfifo(fifo)
 
     def writer() -> None:
-        with fifo.open("wb") as w:
-            time.sleep(0.5)
-            w.write(trace.read_bytes())
+        try:
+            with fifo.open("wb") as w:
+                time.sleep(0.5)
+                w.write(trace.read_bytes())
+        except BrokenPipeError:
+            pass  # the reader saw the cancel after its first read and stopped: as it should
 
     t = threading.Thread(target=writer)
     t.start()
@@ -45,15 +48,15 @@ def test_exception_in_progress_callback_is_raised(tmp_path: Path) -> None:
 
 def test_cli_progress_shows_packets_and_their_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 10 item 5: the reading's progress says how many packets were read and how fast
-    (the bar on a terminal and the plain line elsewhere carry the same text)."""
+    (the bar on a terminal and the plain line elsewhere carry the same text), and from a
+    pipe it moves as packets come: the core publishes after each read of its input, not
+    only every 65,536 packets (this trace has ~6,000)."""
     from typer.testing import CliRunner
 
     from shortflow.cli import app, common
 
     trace = tmp_path / "t.pcap"
-    # ~170,000 packets: the core publishes its counts every 65,536, so the first half alone
-    # is published before the pause.
-    shortflow.generate(trace, connections=6000, snaplen=96)
+    shortflow.generate(trace, connections=200)
     data = trace.read_bytes()
     fifo = tmp_path / "slow.pcap"
     os.mkfifo(fifo)

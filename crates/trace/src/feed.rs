@@ -92,7 +92,8 @@ pub(crate) const PREFETCH_AHEAD: usize = 8;
 /// progress; stops at the first read error (kept in `stats`) or on cancel.
 pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progress: &Progress, sink: &mut impl SegmentSink) {
     let path = reader.path().to_owned();
-    let mut published = 0u64;
+    // What was published so far: bytes of the file, packets, and the reader's refills.
+    let (mut published, mut published_packets, mut refills) = (0u64, 0u64, reader.refills());
     loop {
         let pkt = match reader.next_packet() {
             Ok(Some(p)) => p,
@@ -123,12 +124,21 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
         }
         stats.first_ts_ns.get_or_insert(ts);
         stats.last_ts_ns = Some(ts);
-        if stats.packets.is_multiple_of(PUBLISH_EVERY) {
-            sink.sample();
+        // Every PUBLISH_EVERY packets, and after each refill of the window: reading a pipe
+        // (a live `tcpdump -w -`), the count then moves as packets come, not 65,536 at a
+        // time, and a cancel is seen. The open connections are sampled at the fixed step
+        // only, so the peak does not depend on how the input arrived.
+        let sample = stats.packets.is_multiple_of(PUBLISH_EVERY);
+        if sample || reader.refills() != refills {
+            if sample {
+                sink.sample();
+            }
+            refills = reader.refills();
             let pos = reader.file_position();
             progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
-            progress.packets_done.fetch_add(PUBLISH_EVERY, Ordering::Relaxed);
+            progress.packets_done.fetch_add(stats.packets - published_packets, Ordering::Relaxed);
             published = pos;
+            published_packets = stats.packets;
             if progress.cancel.load(Ordering::Relaxed) {
                 stats.error = Some(ReadError {
                     path: path.clone(),
@@ -143,4 +153,5 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
     sink.sample();
     stats.warnings = reader.take_warnings();
     progress.bytes_done.fetch_add(reader.file_position().saturating_sub(published), Ordering::Relaxed);
+    progress.packets_done.fetch_add(stats.packets - published_packets, Ordering::Relaxed);
 }

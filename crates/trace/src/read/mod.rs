@@ -148,6 +148,13 @@ impl CaptureReader {
         self.src.file_position()
     }
 
+    /// Times the input was read again into the window (0 for a mapped file): a pipe's
+    /// reader may have waited at each.
+    #[inline]
+    pub fn refills(&self) -> u64 {
+        self.src.refills
+    }
+
     pub fn is_gzip(&self) -> bool {
         self.src.gzip
     }
