@@ -45,3 +45,39 @@ def test_a_command_parses_its_arguments_without_pydantic() -> None:
     loaded = json.loads(out.stderr.strip().splitlines()[-1])
     assert loaded["typer"], "the command did not run through typer"
     assert not loaded["pydantic"], "a command's argument parsing imported pydantic"
+
+
+def test_analyze_that_only_prints_loads_no_table_library(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # `shortflow analyze TRACE` with nothing to write needs no table: the core gives none
+    # (no numpy array is made) and the summary is printed from its counts. numpy and
+    # pyarrow were ~0.12 s of the 0.19 s such a command took on a small capture.
+    import shortflow
+
+    trace = tmp_path / "t.pcap"
+    shortflow.generate(trace, connections=20)
+    # The app itself, not `main`: `main` ends the process at once after such a command.
+    code = (
+        "import json, sys\n"
+        "from shortflow.cli import app\n"
+        f"app(args=['analyze', {str(trace)!r}], standalone_mode=False)\n"
+        f"print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "connection tries total\t20" in out.stdout, out.stdout
+    loaded = json.loads(out.stderr.strip().splitlines()[-1])
+    assert not any(loaded.values()), f"loaded by a printing analyze: {[m for m, v in loaded.items() if v]}"
+
+
+def test_an_analysis_without_its_table_makes_an_empty_one_when_asked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shortflow
+    from shortflow import _core
+
+    trace = tmp_path / "t.pcap"
+    shortflow.generate(trace, connections=20)
+    a = shortflow.analyze(trace, table=False)
+    assert a.rows == 0 and a.summary["connection_tries"] == 20
+    assert a.table.num_rows == 0
+    assert a.table.column_names == [c[0] for c in _core.table_schema()]
+    full = shortflow.analyze(trace)
+    assert a.table.schema.equals(full.table.schema, check_metadata=True)
+    assert full.rows == full.table.num_rows == 20

@@ -33,6 +33,10 @@ def table_schema() -> list[tuple[str, str, str, str]]:
     """The connection table's columns, as defined once in Rust: (name, Arrow type, unit,
     meaning), in order."""
 
+def empty_columns() -> dict[str, Any]:
+    """The table's columns without rows (numpy arrays), as `analyze`'s ``columns`` would
+    be: for an analysis made with ``table=False``, whose ``columns`` is None."""
+
 def connection_packets(path: PathLike[str], ids: list[int]) -> dict[str, list[Any]]:
     """Every packet of the connections ``ids`` (the table's ``conn_id``) of one trace, with
     the analyzer's event (new data, retransmission class) and the cause of the gap before it."""
@@ -46,7 +50,8 @@ def analyze(
     table: bool = True,
     progress: Callable[[int, int, int], object] | None = None,
 ) -> dict[str, Any]:
-    """Analyze captures: ``{"columns", "summary", "dictionaries", "files", "interrupted"}``.
+    """Analyze captures: ``{"columns", "summary", "dictionaries", "files", "interrupted"}``;
+    ``columns`` is None with ``table=False`` (no numpy array is made, so numpy is not imported).
 
     Runs with the GIL released; ``progress(done_bytes, total_bytes, packets)`` is called every
     100 ms; Ctrl-C stops reading and keeps what was read.

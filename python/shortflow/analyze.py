@@ -102,7 +102,6 @@ class Analysis:
     Unpacks as ``table, summary = shortflow.analyze(paths)``.
     """
 
-    table: pa.Table
     summary: dict[str, Any]
     synack: dict[str, Any]
     vantage: str
@@ -113,6 +112,24 @@ class Analysis:
     #: it is undecided, in words.
     vantage_basis: str = ""
     raw_summary: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: The table, or None until `table` makes it: an analysis made with ``table=False``
+    #: builds its empty table only if asked (pyarrow and numpy are ~0.12 s of importing,
+    #: most of a command that prints a small trace's summary).
+    built_table: pa.Table | None = field(default=None, repr=False)
+    make_table: Callable[[], pa.Table] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def table(self) -> pa.Table:
+        """One row per connection (none, with every column, after ``table=False``)."""
+        if self.built_table is None:
+            assert self.make_table is not None, "an Analysis has its table or a way to make it"
+            self.built_table = self.make_table()
+        return self.built_table
+
+    @property
+    def rows(self) -> int:
+        """The table's rows, without making an empty table to count them."""
+        return 0 if self.built_table is None else int(self.built_table.num_rows)
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.table, self.summary))
@@ -186,9 +203,7 @@ def summary_document(a: Analysis) -> dict[str, Any]:
 
     doc: dict[str, Any] = dict(a.summary)
     doc.update(diagnosis(a.raw_summary))
-    from shortflow.arrow_table import percentiles
-
-    doc["percentiles"] = percentiles(a.table, PERCENTILE_COLUMNS) if a.table.num_rows else {}
+    doc["percentiles"] = _percentiles(a.table) if a.rows else {}
     doc["synack"] = a.synack
     doc["vantage"] = a.vantage
     doc["vantage_basis"] = a.vantage_basis
@@ -204,7 +219,7 @@ def summary_document(a: Analysis) -> dict[str, Any]:
         section["vantage_basis"] = fs["vantage_basis"]
         if len(a.files) == 1:
             section["percentiles"] = doc["percentiles"]
-        elif a.table.num_rows:
+        elif a.rows:
             import pyarrow as pa
             import pyarrow.compute as pc
 
@@ -212,10 +227,16 @@ def summary_document(a: Analysis) -> dict[str, Any]:
             cols = [c for c in PERCENTILE_COLUMNS if c in a.table.column_names]
             mine = a.table.select(["trace", *cols])
             mine = mine.filter(pc.equal(mine.column("trace").cast(pa.string()), str(f["path"])))
-            section["percentiles"] = percentiles(mine, PERCENTILE_COLUMNS)
+            section["percentiles"] = _percentiles(mine)
         files.append(section)
     doc["files"] = files
     return {k: doc[k] for k in SUMMARY_KEYS}
+
+
+def _percentiles(table: pa.Table) -> dict[str, dict[str, float | None]]:
+    from shortflow.arrow_table import percentiles  # numpy and pyarrow: only with a table
+
+    return percentiles(table, PERCENTILE_COLUMNS)
 
 
 def synack_table(raw_summary: dict[str, Any]) -> dict[str, Any]:
@@ -250,8 +271,9 @@ def analyze(
     ``idle_timeout_s`` and ``close_linger_s`` default to the core's
     (`shortflow._core.DEFAULT_IDLE_TIMEOUT_S`, `DEFAULT_CLOSE_LINGER_S`).
 
-    With ``table=False`` only the summary is computed (``Analysis.table`` is then empty):
-    faster and lighter when Table 1 is all that is wanted.
+    With ``table=False`` only the summary is computed: faster and lighter when Table 1
+    is all that is wanted; ``Analysis.table`` is then an empty table with every column,
+    made only if asked for, so numpy and pyarrow are not imported until then.
 
     With ``scheduler`` (a Dask scheduler's address) each trace is one task on that
     cluster, analysed with ``workers`` threads, and the results are merged into the same
@@ -277,13 +299,21 @@ def analyze(
                                "workers": workers, "table": table}
     if scheduler is not None:
         return _analyze_on_cluster(names, options, scheduler, progress)
+    if not table:
+        # Nothing made of numpy or pyarrow is needed: the (empty) table waits until asked.
+        raw = _core.analyze([Path(p) for p in names], progress=progress, **options)
+        return _analysis(lambda: _arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
     # numpy and pyarrow load (~0.13 s) while the core reads, which runs without the GIL.
     loading = import_in_background("shortflow.arrow_table")
     raw = _core.analyze([Path(p) for p in names], progress=progress, **options)
     loading.join()
+    return _analysis(_arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
+
+
+def _arrow_table(raw: dict[str, Any], names: list[str]) -> pa.Table:
     from shortflow.arrow_table import table as arrow_table
 
-    return _analysis(arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
+    return arrow_table(raw, names)
 
 
 _BACKGROUND_IMPORTS = threading.Lock()
@@ -309,9 +339,13 @@ def import_in_background(*modules: str) -> threading.Thread:
     return t
 
 
-def _analysis(table: pa.Table, s: dict[str, Any], files: list[dict[str, Any]], interrupted: bool) -> Analysis:
+def _analysis(table: pa.Table | Callable[[], pa.Table], s: dict[str, Any], files: list[dict[str, Any]],
+              interrupted: bool) -> Analysis:
+    """`table` is the table, or what makes it when first asked for."""
+    built, make = (None, table) if callable(table) else (table, None)
     return Analysis(
-        table=table,
+        built_table=built,
+        make_table=make,
         summary=table1(s),
         synack=synack_table(s),
         vantage=s["vantage"],

@@ -89,7 +89,8 @@ def _column(name: str, arrow_type: str, c: dict[str, Any], d: dict[str, Any], tr
 def table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
     """The connection table of one `_core.analyze` result over the traces `paths`, its
     columns as the core's schema names and documents them."""
-    c = raw["columns"]
+    # Analysed without the table: none of its rows, all of its columns.
+    c = raw["columns"] if raw["columns"] is not None else _core.empty_columns()
     d = raw["dictionaries"]
     trace_names = string_array([str(p) for p in paths])
     arrays = []

@@ -16,7 +16,7 @@ use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::SCHEMA;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
-use shortflow_trace::{analyze_paths, Analysis, GapClass, LinkType, Options, Progress, Summary, Vantage};
+use shortflow_trace::{analyze_paths, Analysis, ConnectionTable, GapClass, LinkType, Options, Progress, Summary, Vantage};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
 
 use crate::error::ShortflowError;
@@ -102,27 +102,20 @@ fn analyze<'py>(
     if let Some(e) = callback_error {
         return Err(e);
     }
-    let out = to_python(py, analysis)?;
+    let out = to_python(py, analysis, table)?;
     out.set_item("interrupted", interrupted)?;
     Ok(out)
 }
 
-fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> {
+/// `columns` is None when no table was asked for: the columns are numpy arrays, and
+/// converting even empty ones imports numpy (~0.08 s of a command that prints a summary).
+fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-    let cols = PyDict::new(py);
-    let t = a.table;
-    macro_rules! num {
-        ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
+    if table {
+        out.set_item("columns", columns(py, a.table)?)?;
+    } else {
+        out.set_item("columns", py.None())?;
     }
-    shortflow_trace::plain_columns!(num);
-    cols.set_item("client_ip", strings(py, t.client_ip)?)?;
-    cols.set_item("server_ip", strings(py, t.server_ip)?)?;
-    cols.set_item("syn_ladder", strings(py, t.syn_ladder)?)?;
-    cols.set_item("syn_gaps_s", list(py, t.syn_gaps_s)?)?;
-    cols.set_item("syn_gap_class", list(py, t.syn_gap_class)?)?;
-    cols.set_item("synack_gaps_s", list(py, t.synack_gaps_s)?)?;
-    cols.set_item("synack_gap_class", list(py, t.synack_gap_class)?)?;
-    out.set_item("columns", cols)?;
     out.set_item("summary", summary(py, &a.summary)?)?;
     let dicts = PyDict::new(py);
     dicts.set_item("vantage", Vantage::NAMES.to_vec())?;
@@ -164,6 +157,30 @@ fn to_python<'py>(py: Python<'py>, a: Analysis) -> PyResult<Bound<'py, PyDict>> 
     }
     out.set_item("files", files)?;
     Ok(out)
+}
+
+/// The table's columns as numpy arrays (the Python side wraps them as Arrow arrays).
+fn columns<'py>(py: Python<'py>, t: ConnectionTable) -> PyResult<Bound<'py, PyDict>> {
+    let cols = PyDict::new(py);
+    macro_rules! num {
+        ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
+    }
+    shortflow_trace::plain_columns!(num);
+    cols.set_item("client_ip", strings(py, t.client_ip)?)?;
+    cols.set_item("server_ip", strings(py, t.server_ip)?)?;
+    cols.set_item("syn_ladder", strings(py, t.syn_ladder)?)?;
+    cols.set_item("syn_gaps_s", list(py, t.syn_gaps_s)?)?;
+    cols.set_item("syn_gap_class", list(py, t.syn_gap_class)?)?;
+    cols.set_item("synack_gaps_s", list(py, t.synack_gaps_s)?)?;
+    cols.set_item("synack_gap_class", list(py, t.synack_gap_class)?)?;
+    Ok(cols)
+}
+
+/// The columns of a table without rows, for an analysis made without one
+/// (`analyze(..., table=False)` returns `columns` None).
+#[pyfunction]
+fn empty_columns(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    columns(py, ConnectionTable::default())
 }
 
 /// (offsets, data) as numpy arrays: the Python side wraps them as an Arrow string array.
@@ -413,6 +430,7 @@ fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(empty_columns, m)?)?;
     m.add_function(wrap_pyfunction!(connection_packets, m)?)?;
     let d = TrackerConfig::default();
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
