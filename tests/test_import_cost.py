@@ -7,6 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import shortflow
+from shortflow import _core
 
 HEAVY = ("numpy", "pyarrow", "pandas", "matplotlib", "distributed")
 
@@ -47,12 +51,10 @@ def test_a_command_parses_its_arguments_without_pydantic() -> None:
     assert not loaded["pydantic"], "a command's argument parsing imported pydantic"
 
 
-def test_analyze_that_only_prints_loads_no_table_library(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_analyze_that_only_prints_loads_no_table_library(tmp_path: Path) -> None:
     # `shortflow analyze TRACE` with nothing to write needs no table: the core gives none
     # (no numpy array is made) and the summary is printed from its counts. numpy and
     # pyarrow were ~0.12 s of the 0.19 s such a command took on a small capture.
-    import shortflow
-
     trace = tmp_path / "t.pcap"
     shortflow.generate(trace, connections=20)
     # The app itself, not `main`: `main` ends the process at once after such a command.
@@ -68,10 +70,7 @@ def test_analyze_that_only_prints_loads_no_table_library(tmp_path) -> None:  # t
     assert not any(loaded.values()), f"loaded by a printing analyze: {[m for m, v in loaded.items() if v]}"
 
 
-def test_an_analysis_without_its_table_makes_an_empty_one_when_asked(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import shortflow
-    from shortflow import _core
-
+def test_an_analysis_without_its_table_makes_an_empty_one_when_asked(tmp_path: Path) -> None:
     trace = tmp_path / "t.pcap"
     shortflow.generate(trace, connections=20)
     a = shortflow.analyze(trace, table=False)

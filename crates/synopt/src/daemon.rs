@@ -12,10 +12,9 @@ use crate::observe::Observer;
 use crate::resend::Sender;
 use crate::rules::Mode;
 use crate::stats::Stats;
-use shortflow_sys::{now_ns, realtime_ns, wait_readable, REPORT, STOP};
-
 use crate::sys::{self, RunLock};
 use crate::table::Table;
+use shortflow_sys::{now_ns, realtime_ns, wait_readable, REPORT, STOP};
 use shortflow_wire::{decode_ip, tcp::fill_checksums, Segment};
 
 /// Longest sleep with nothing held.
