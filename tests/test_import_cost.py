@@ -5,9 +5,12 @@ pyarrow (~0.13 s on this machine), which only the commands that build a table ne
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import shortflow
 from shortflow import _core
@@ -80,3 +83,24 @@ def test_an_analysis_without_its_table_makes_an_empty_one_when_asked(tmp_path: P
     full = shortflow.analyze(trace)
     assert a.table.schema.equals(full.table.schema, check_metadata=True)
     assert full.rows == full.table.num_rows == 20
+
+
+def _threads_after_numpy(env: dict[str, str]) -> tuple[int, str]:
+    code = ("import os\nimport shortflow.cli\nimport numpy\n"
+            "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    n, setting = out.stdout.split()
+    return int(n), setting
+
+
+def test_the_cli_keeps_numpy_to_one_blas_thread() -> None:
+    # OpenBLAS starts a thread for each further core at import, and they spin ~0.1 s of
+    # CPU on the cores an analysis is using; the CLI does no linear algebra.
+    if (os.cpu_count() or 1) < 2 or not Path("/proc/self/task").is_dir():
+        pytest.skip("one core (OpenBLAS starts no thread of its own) or no /proc to count threads in")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    assert _threads_after_numpy(env) == (1, "1")
+    # A user's own setting is kept, and then OpenBLAS does start its threads (so the
+    # count above sees them when they are there).
+    threads, setting = _threads_after_numpy({**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert setting == "2" and threads >= 2

@@ -18,6 +18,13 @@ import sys
 from collections.abc import Sequence
 from typing import Annotated, Any, Optional
 
+# numpy's OpenBLAS starts a thread for each further core at import, and they spin ~0.1 s
+# of CPU waiting for work (`python -c "import numpy, time; time.sleep(0.5)"`: 0.17 CPU s,
+# 0.08 with one thread). The commands do no linear algebra, and the spin runs on the cores
+# an analysis is using (`analyze BIG --out DIR`: BENCHMARKS.md, ninth round). Set before
+# anything imports numpy; a user's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import typer
 
 from shortflow.cli import common
