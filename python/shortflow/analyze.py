@@ -52,6 +52,7 @@ DIAGNOSIS_KEYS = (
     "fast_retransmissions",
     "tlp_probes",
     "spurious_retransmissions",
+    "out_of_order_segments",
     "rto_events",
     "fast_recoveries",
     "delayed_acks",

@@ -407,3 +407,88 @@ fn a_wait_longer_than_half_the_clock_is_classified_as_a_short_one() {
     assert_ne!(usual, shortflow_trace::track::Cause::Network as u8, "the wait has a cause of its own");
     assert_eq!(cause_after((1 << 63) + 1_000 * MS), usual);
 }
+
+#[test]
+fn sack_acks_count_as_duplicates_while_the_receiver_opens_its_window() {
+    // Segment 1 lost; the receiver SACKs 2, 3, 4 as they come, in ACKs whose window grows
+    // each time (Linux early in a connection). RFC 5681 would not call them duplicates
+    // (the window changed); RFC 6675 section 2 does (they SACK new data): the repair is a
+    // fast retransmit, not a timeout.
+    let t0 = 60 * MS;
+    let mut v = vec![];
+    for k in 0..5 {
+        v.push((t0, data(k), x()));
+    }
+    v.push((t0 + 50 * MS, ack_of(1), x()));
+    for k in 3..6 {
+        let opened = Segment { window: 20000 + 1000 * k as u16, ..ack_of(1) };
+        v.push((t0 + 51 * MS, opened, with_sack(&[(5001 + 2 * MSS, 5001 + k * MSS)])));
+    }
+    v.push((t0 + 52 * MS, data(1), x()));
+    v.push((t0 + 102 * MS, ack_of(5), x()));
+    let (t, s) = analyze("sack-window.pcap", &at_server(v));
+    assert_eq!((t.retx_fast_s2c[0], t.retx_timeout_s2c[0], t.retx_tlp_s2c[0]), (1, 0, 0));
+    assert_eq!((t.fast_recoveries[0], s.fast_retransmissions), (1, 1));
+}
+
+#[test]
+fn sack_blocks_above_a_new_ack_mark_the_next_hole_lost() {
+    // Segments 1 and 6 lost. Three duplicate ACKs repair 1 (recovery up to 5); new data
+    // 5..9 leaves meanwhile. The ACK of 5 ends that recovery but SACKs 7..9 above the
+    // second hole: more than two segments, so 6 is lost by RFC 6675's IsLost and its
+    // repair is fast too, not a timeout (the kernel's SACK scoreboard, or RACK).
+    let t0 = 60 * MS;
+    let mut v = vec![];
+    for k in 0..5 {
+        v.push((t0, data(k), x()));
+    }
+    v.push((t0 + 50 * MS, ack_of(1), x()));
+    for k in 3..6 {
+        v.push((t0 + 51 * MS, ack_of(1), with_sack(&[(5001 + 2 * MSS, 5001 + k * MSS)])));
+    }
+    v.push((t0 + 52 * MS, data(1), x()));
+    for k in 5..10 {
+        v.push((t0 + 52 * MS, data(k), x()));
+    }
+    v.push((t0 + 102 * MS, ack_of(6), with_sack(&[(5001 + 7 * MSS, 5001 + 10 * MSS)])));
+    v.push((t0 + 103 * MS, data(6), x()));
+    v.push((t0 + 153 * MS, ack_of(10), x()));
+    let (t, s) = analyze("sack-lost.pcap", &at_server(v));
+    assert_eq!((t.retx_fast_s2c[0], t.retx_timeout_s2c[0], t.retx_tlp_s2c[0]), (2, 0, 0));
+    assert_eq!((s.fast_retransmissions, s.timeout_retransmissions), (2, 0));
+}
+
+/// Server data segments `order` (indices), each with its IPv4 identification.
+fn data_with_ids(t: u64, sent: &[(u32, u16)]) -> Vec<(u64, Segment, SegmentExtra)> {
+    sent.iter().map(|&(k, id)| (t, data(k), SegmentExtra { ip_id: id, ..x() })).collect()
+}
+
+#[test]
+fn data_overtaken_on_the_way_is_new_data_not_a_retransmission() {
+    // The capture sees 0, 1, then 4 (a gap: 2 and 3 missing), then 2 and 3. Their IDs
+    // (102, 103) lie between those of 1 and 4 (101, 104): sent before 4, overtaken on the
+    // way (tshark's "out-of-order"), not resent.
+    let t0 = 60 * MS;
+    let mut v = data_with_ids(t0, &[(0, 100), (1, 101), (4, 104), (2, 102), (3, 103)]);
+    v.push((t0 + 50 * MS, ack_of(5), x()));
+    let (t, s) = analyze("reordered.pcap", &at_server(v));
+    assert_eq!((t.retx_fast_s2c[0], t.retx_timeout_s2c[0], t.retx_tlp_s2c[0]), (0, 0, 0));
+    assert_eq!((t.out_of_order_s2c[0], s.out_of_order), (2, 2));
+    assert_eq!(t.bytes_s2c[0], u64::from(5 * MSS));
+}
+
+#[test]
+fn gap_filled_by_segments_sent_later_is_a_repair() {
+    // The same gap filled by segments with later IDs (sent after 4: lost before the
+    // capture point and resent), or with IDs that count nothing (a step of thousands:
+    // random IDs), stays a retransmission, as before.
+    let t0 = 60 * MS;
+    for (name, ids) in [("resent.pcap", [100, 101, 104, 105, 106]), ("random-ids.pcap", [100, 101, 5000, 2000, 3000])] {
+        let mut v = data_with_ids(t0, &[(0, ids[0]), (1, ids[1]), (4, ids[2])]);
+        v.extend(data_with_ids(t0 + 30 * MS, &[(2, ids[3]), (3, ids[4])]));
+        v.push((t0 + 80 * MS, ack_of(5), x()));
+        let (t, _) = analyze(name, &at_server(v));
+        assert_eq!(t.out_of_order_s2c[0], 0, "{name}");
+        assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 2, "{name}");
+    }
+}

@@ -154,6 +154,8 @@ pub struct Summary {
     pub fast_retransmissions: u64,
     pub tlp_probes: u64,
     pub spurious_retransmissions: u64,
+    /// Data segments seen after data their sender sent later (not retransmissions).
+    pub out_of_order: u64,
     pub rto_events: u64,
     pub fast_recoveries: u64,
     pub delayed_acks: u64,
@@ -188,6 +190,7 @@ impl Summary {
             self.fast_retransmissions += u64::from(h.retx_fast);
             self.tlp_probes += u64::from(h.retx_tlp);
             self.spurious_retransmissions += u64::from(h.spurious);
+            self.out_of_order += u64::from(h.reordered);
             self.rto_events += u64::from(h.rto_events);
             self.fast_recoveries += u64::from(h.fast_recoveries);
             self.delayed_acks += u64::from(h.delayed_acks);
@@ -252,6 +255,7 @@ impl Summary {
         self.fast_retransmissions += o.fast_retransmissions;
         self.tlp_probes += o.tlp_probes;
         self.spurious_retransmissions += o.spurious_retransmissions;
+        self.out_of_order += o.out_of_order;
         self.rto_events += o.rto_events;
         self.fast_recoveries += o.fast_recoveries;
         self.delayed_acks += o.delayed_acks;

@@ -202,6 +202,8 @@ schema! {
     "retx_tlp_s2c": "uint32", "", "server tail loss probes";
     "retx_spurious_c2s": "uint32", "", "client retransmissions found unneeded (D-SACK, timestamps, early ACK)";
     "retx_spurious_s2c": "uint32", "", "server retransmissions found unneeded";
+    "out_of_order_c2s": "uint32", "", "client data segments seen after data sent later (overtaken on the way, by their IPv4 IDs): new data, not retransmissions";
+    "out_of_order_s2c": "uint32", "", "server data segments seen after data sent later";
     "rto_events": "uint32", "", "retransmission-timer expiries (both directions, data phase)";
     "rto_backoff_max": "uint8", "", "largest back-off step of the data phase (0: first expiry)";
     "fast_recoveries": "uint32", "", "fast-recovery episodes (both directions)";
@@ -274,6 +276,8 @@ pub struct ConnectionTable {
     pub retx_tlp_s2c: Vec<u32>,
     pub retx_spurious_c2s: Vec<u32>,
     pub retx_spurious_s2c: Vec<u32>,
+    pub out_of_order_c2s: Vec<u32>,
+    pub out_of_order_s2c: Vec<u32>,
     pub rto_events: Vec<u32>,
     pub rto_backoff_max: Vec<u8>,
     pub fast_recoveries: Vec<u32>,
@@ -383,6 +387,8 @@ macro_rules! plain_columns {
             retx_tlp_s2c,
             retx_spurious_c2s,
             retx_spurious_s2c,
+            out_of_order_c2s,
+            out_of_order_s2c,
             rto_events,
             rto_backoff_max,
             fast_recoveries,
@@ -501,6 +507,8 @@ impl ConnectionTable {
         self.retx_tlp_s2c.push(sc.retx_tlp);
         self.retx_spurious_c2s.push(cs.spurious);
         self.retx_spurious_s2c.push(sc.spurious);
+        self.out_of_order_c2s.push(cs.reordered);
+        self.out_of_order_s2c.push(sc.reordered);
         self.rto_events.push(cs.rto_events + sc.rto_events);
         self.rto_backoff_max.push(cs.backoff_max.max(sc.backoff_max));
         self.fast_recoveries.push(cs.fast_recoveries + sc.fast_recoveries);

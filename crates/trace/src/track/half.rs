@@ -89,6 +89,35 @@ struct RecentRetx {
     spurious: bool,
 }
 
+/// Sequence space the capture skipped: new data was seen beginning at `end` while the
+/// capture had seen data only up to `start`. The segments in between were lost before
+/// the capture point (and come again as retransmissions), or they overtook each other on
+/// the way (and come late, but once). The IPv4 identifications of the segments on either
+/// side tell which, when the sender numbers its packets in order: one sent before the
+/// segment that skipped ahead carries an ID between theirs.
+#[derive(Debug, Clone, Copy)]
+struct Hole {
+    start: i64,
+    end: i64,
+    id_before: u16,
+    id_after: u16,
+}
+
+/// Largest ID step across a hole read as a sender's own count of its packets. Linux
+/// counts per connection, Windows per host; a step larger than this (or random IDs,
+/// OpenBSD's and macOS's) says nothing about the order.
+const MAX_ID_STEP: u16 = 64;
+
+impl Hole {
+    /// Was [start, end), never seen before, sent before the segment that skipped it?
+    fn sent_before_the_skip(&self, start: i64, end: i64, ip_id: u16) -> bool {
+        let step = self.id_after.wrapping_sub(self.id_before);
+        let at = ip_id.wrapping_sub(self.id_before);
+        let ids_known = ip_id != 0 && self.id_before != 0 && self.id_after != 0;
+        ids_known && step <= MAX_ID_STEP && at > 0 && at < step && start >= self.start && end <= self.end
+    }
+}
+
 /// Delayed ACKs remembered per receiver for the BSD 200 ms tick test.
 const TICK_SAMPLES: usize = 4;
 /// BSD's fast timeout (`tcp_fasttimo`, every 200 ms since boot) sends all pending delayed
@@ -107,7 +136,16 @@ pub struct Half {
     acked_any: bool,
     dupacks: u32,
     sack_dup: bool,
+    /// The last new ACK's SACK blocks cover more than two segments above it: the first
+    /// unacknowledged segment is lost by RFC 6675's IsLost (section 4), no duplicate needed.
+    sack_lost: bool,
+    /// Highest SACK right edge reported (an offset like `una`): what a SACK block adds.
+    high_sacked: i64,
     last_peer_window: Option<u16>,
+    /// The latest stretch of sequence space the capture skipped (see `Hole`).
+    hole: Option<Hole>,
+    /// IPv4 identification of the latest new data segment (0: none, or no IPv4 ID).
+    last_new_id: u16,
     flight: Vec<Sent>,
     head: u32,
     recent: [RecentRetx; 2],
@@ -150,6 +188,9 @@ pub struct Half {
     /// connection's, `Cause::ZeroWindow`).
     pub zero_window: bool,
     pub zw_stalls: u32,
+
+    /// New data segments seen after data sent later (`fills_hole_late`).
+    pub reordered: u32,
 
     pub delack_stalls: u32,
     pub delack_ns: u64,
@@ -225,12 +266,20 @@ impl Half {
                 self.snd_max = ack;
             }
             out = self.new_ack(ts, ack, extra, path_ns, sender_near, min_full_rtt);
-        } else if ack == self.una && seg.payload_len == 0 && !seg.flags.fin() && !window_changed && self.snd_max > self.una {
-            // RFC 5681 section 2's duplicate ACK.
-            self.dupacks += 1;
-            if extra.opts.sack_blocks().iter().any(|&(_, r)| self.rel(r) > ack) {
+        } else if ack == self.una && seg.payload_len == 0 && !seg.flags.fin() && self.snd_max > self.una {
+            let high_sacked = extra.opts.sack_blocks().iter().map(|&(_, r)| self.rel(r)).max().unwrap_or(ack);
+            if !window_changed {
+                // RFC 5681 section 2's duplicate ACK.
+                self.dupacks += 1;
+                self.sack_dup |= high_sacked > ack;
+            } else if high_sacked > self.high_sacked.max(ack) {
+                // RFC 6675 section 2's: with SACK, an ACK that reports octets not SACKed
+                // before is a duplicate whatever its window says. A receiver still opening
+                // its window (Linux, early in a connection) changes it in every ACK.
+                self.dupacks += 1;
                 self.sack_dup = true;
             }
+            self.high_sacked = self.high_sacked.max(high_sacked);
         }
         out
     }
@@ -252,6 +301,8 @@ impl Half {
         }
         self.dupacks = 0;
         self.sack_dup = false;
+        let sacked_above: i64 = extra.opts.sack_blocks().iter().map(|&(l, r)| (self.rel(r) - self.rel(l).max(ack)).max(0)).sum();
+        self.sack_lost = sacked_above > 2 * i64::from(self.mss.max(1));
         let tsecr = extra.opts.timestamps.map(|(_, e)| e);
         let mut newest: Option<Sent> = None;
         let mut any_retx = false;
@@ -408,6 +459,9 @@ impl Half {
         if seg.payload_len > self.mss {
             self.mss = seg.payload_len;
         }
+        if start < self.snd_max && self.fills_hole_late(start, end, extra.ip_id) {
+            return SendEvent::NewData { new_round: false, new_burst: false };
+        }
         if start < self.snd_max {
             let class = self.classify(start, end, since_last, Self::rto_estimate(srtt));
             match class {
@@ -436,11 +490,39 @@ impl Half {
             }
             return SendEvent::Retx(class);
         }
+        if start > self.snd_max {
+            self.hole = Some(Hole { start: self.snd_max, end: start, id_before: self.last_new_id, id_after: extra.ip_id });
+        }
+        self.last_new_id = extra.ip_id;
         let (new_round, new_burst) = self.push_new(ts, start, end, tsval, rtt_ns, sender_leg_ns);
         if seg.payload_len == 0 {
             return SendEvent::Nothing; // a FIN alone
         }
         SendEvent::NewData { new_round, new_burst }
+    }
+
+    /// Data below `snd_max` that the capture never saw and that was sent before the segment
+    /// that skipped past it (`Hole`): new data come late, not a retransmission (tshark's
+    /// "out-of-order"). Counted as new data of the burst; it takes no RTT sample.
+    fn fills_hole_late(&mut self, start: i64, end: i64, ip_id: u16) -> bool {
+        let Some(hole) = &mut self.hole else { return false };
+        if !hole.sent_before_the_skip(start, end, ip_id) {
+            return false;
+        }
+        if start <= hole.start {
+            hole.start = end;
+        }
+        if end >= hole.end {
+            hole.end = start;
+        }
+        if hole.start >= hole.end {
+            self.hole = None;
+        }
+        let bytes = (end - start) as u64;
+        self.data_bytes += bytes;
+        self.burst_bytes += bytes;
+        self.reordered += 1;
+        true
     }
 
     /// New data [start, end): first flight, rounds, bursts.
@@ -555,7 +637,9 @@ impl Half {
             Recovery::Fast { point } if start < point && !(first_unacked && since_last >= rto_ns) => return RetxClass::Fast,
             _ => {}
         }
-        if self.recovery == Recovery::None && (self.dupacks >= 3 || (self.sack_dup && self.dupacks >= 1)) {
+        if self.recovery == Recovery::None
+            && (self.dupacks >= 3 || (self.sack_dup && self.dupacks >= 1) || (self.sack_lost && first_unacked))
+        {
             self.recovery = Recovery::Fast { point: self.snd_max };
             self.fast_recoveries += 1;
             return RetxClass::Fast;
