@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 21
+    assert len(FILES) == 22
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -398,3 +398,24 @@ def test_sack_recovery_while_the_window_opens_is_fast_retransmit(tmp_path):
     assert _tshark_count(path, tmp_path, TSHARK_RETX) == 17
     assert _tshark_count(path, tmp_path, "tcp.analysis.out_of_order and tcp.seq==11585") == 1
     assert s["out_of_order_segments"] == 0
+
+
+@needs_tshark
+def test_a_reset_challenge_ack_leaves_one_try_with_a_syn_retransmission(tmp_path):
+    # suricata-verify tls/tls-subjectaltname/input.pcap (Suricata issue 5234), its TCP
+    # streams 0 and 1 only: a Windows client (TTL 128) opens ports 59621 and 59622 to
+    # 138.201.208.22:443. The server answers each SYN with a bare ACK of other numbers (a
+    # challenge ACK from an older connection it still holds, RFC 5961 4); the client
+    # answers with a RST carrying that ACK's number and stays in SYN-SENT (RFC 9293
+    # 3.10.7.3): it sends the same SYN again 3.06 s later (Windows' 3 s RTO) and 13.1 s
+    # later, answered both times. tshark calls the repeats SYN retransmissions; so does
+    # the analyzer now (it used to end each try at the RST and count a second try).
+    path = DATA / "sv-challenge-ack-syn-retries.pcap"
+    a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
+    s = a.raw_summary
+    assert s["syn"]["retransmissions"] == ts.syn_retransmissions == 2
+    assert (s["connection_tries"], s["successful"], s["refused_rst"]) == (2, 2, 0)
+    rows = _rows(a)
+    assert [(r["client_port"], r["syn_count"], r["handshake"]) for r in rows] == \
+        [(59621, 2, "answered"), (59622, 2, "answered")]
+    assert [round(r["syn_gaps_s"][0], 3) for r in rows] == [3.061, 13.098]

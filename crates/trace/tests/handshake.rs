@@ -156,3 +156,51 @@ fn synack_repeats_by_cause() {
     assert_eq!((s.synack.gaps_answer, s.synack.gaps_rfc6298, s.synack.gaps_outside), (1, 1, 0));
     assert_eq!(s.synack.multiple_outside_standard, 0);
 }
+
+/// A server still holding an older connection on the 4-tuple answers the SYN with a
+/// challenge ACK of that connection's numbers (RFC 5961 4); the client, in SYN-SENT,
+/// answers with a RST carrying that ACK's number and resends its SYN on its timer
+/// (RFC 9293 3.10.7.3), which the server, its old connection gone, answers. One try,
+/// answered after a SYN retransmission; not a try that ended by RST and a new one.
+#[test]
+fn a_clients_reset_of_a_challenge_ack_keeps_its_try() {
+    let t0 = 10 * SEC;
+    let pkts = [
+        (t0, seg(true, 100, 0, S, 0)),
+        (t0 + 18 * MS, seg(false, 777_000, 999_000, A, 0)),
+        (t0 + 18 * MS, seg(true, 999_000, 999_000, R, 0)),
+        (t0 + 3 * SEC, seg(true, 100, 0, S, 0)),
+        (t0 + 3 * SEC + 18 * MS, seg(false, 5000, 101, S | A, 0)),
+        (t0 + 3 * SEC + 18 * MS, seg(true, 101, 5001, A, 0)),
+        (t0 + 3 * SEC + 19 * MS, seg(true, 101, 5001, A, 100)),
+        (t0 + 3 * SEC + 37 * MS, seg(false, 5001, 201, A, 1000)),
+        (t0 + 3 * SEC + 37 * MS, seg(true, 201, 6001, A, 0)),
+    ];
+    let (t, s, stats) = analyze_bytes("challenge-ack.pcap", &pcap_of(&pkts));
+    assert!(stats.error.is_none());
+    assert_eq!(t.len(), 1);
+    assert_eq!((t.syn_count[0], t.synack_count[0]), (2, 1));
+    assert!(t.established[0]);
+    assert_eq!(t.syn_gaps_s.values, vec![3.0]);
+    assert_eq!((s.connection_tries(), s.syn.retransmissions, s.refused_rst), (1, 1, 0));
+    // The challenge ACK's numbers are not this connection's: the server's data starts at
+    // its SYN/ACK's sequence number (its first flight is the 1,000 bytes sent).
+    assert_eq!((t.iw_bytes[0], t.bytes_s2c[0]), (1000, 1000));
+    assert_eq!(t.outcome[0], shortflow_trace::track::EndReason::Open as u8);
+}
+
+/// A client RST that answers nothing the server sent still ends the try.
+#[test]
+fn a_clients_reset_that_answers_no_challenge_ends_its_try() {
+    let t0 = 10 * SEC;
+    let pkts = [
+        (t0, seg(true, 100, 0, S, 0)),
+        (t0 + 18 * MS, seg(false, 777_000, 999_000, A, 0)),
+        (t0 + 18 * MS, seg(true, 101, 0, R, 0)),
+        (t0 + 3 * SEC, seg(true, 100, 0, S, 0)),
+        (t0 + 3 * SEC + 18 * MS, seg(false, 5000, 101, S | A, 0)),
+    ];
+    let (t, s, _) = analyze_bytes("client-rst.pcap", &pcap_of(&pkts));
+    assert_eq!(t.len(), 2);
+    assert_eq!(s.connection_tries(), 2);
+}

@@ -1,7 +1,7 @@
 //! One TCP connection as seen from the capture point: its handshake, each direction's
 //! sender (`Half`) and where its time went (`Cause`).
 
-use super::half::{FlightBuffer, Half, RetxClass, SendEvent, MS};
+use super::half::{AckOutcome, FlightBuffer, Half, RetxClass, SendEvent, MS};
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
 /// Where a stretch of a connection's time went. Every gap between two of its packets is
@@ -240,6 +240,9 @@ pub struct Conn {
     /// SYNs with the client's ISN re-sent after the server refused with a RST.
     pub syn_retries_after_rst: u32,
     pub refused_rst: bool,
+    /// The acknowledgment number of the last ACK the server sent while the client was in
+    /// SYN-SENT that did not acknowledge the SYN (see `observe_ext`).
+    challenge_ack: Option<u32>,
     /// The first ICMP destination-unreachable that quoted this connection's SYN.
     pub refused_icmp: Option<Unreachable>,
     /// TCP Fast Open: data or a cookie on the SYN (RFC 7413).
@@ -426,10 +429,28 @@ impl Conn {
         self.observe_ext(ts, seg, &SegmentExtra::default());
     }
 
+    /// The client sent its SYN and nothing answered it yet (RFC 9293's SYN-SENT).
+    fn in_syn_sent(&self) -> bool {
+        self.syn_seen && self.synacks.count == 0 && self.established_ts.is_none()
+    }
+
     /// Accounts one segment (with its IP fields and options) captured at `ts`.
     pub fn observe_ext(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
         let from_client = seg.src == self.client;
         let dir = if from_client { C2S } else { S2C };
+        let f = seg.flags;
+        // RFC 9293 3.10.7.3: in SYN-SENT, an ACK that does not acknowledge the SYN is not
+        // accepted; the client answers it with a RST whose sequence number is that ACK's
+        // number, and stays in SYN-SENT, sending its SYN again on its timer. Such an ACK
+        // is a server's challenge ACK (RFC 5961 4) from an older connection it still holds
+        // on the 4-tuple, which the RST clears. Neither segment belongs to this try's data:
+        // the challenge ACK's numbers are the old connection's.
+        let challenge =
+            !from_client && f.ack() && !f.syn() && !f.rst() && self.in_syn_sent() && seg.ack != self.client_isn.wrapping_add(1);
+        let answers_challenge = from_client && f.rst() && self.in_syn_sent() && self.challenge_ack == Some(seg.seq);
+        if challenge {
+            self.challenge_ack = Some(seg.ack);
+        }
         if self.is_capture_duplicate(dir, ts, seg, extra) {
             self.capture_duplicates += 1;
             self.last_note = PacketNote { event: 5, cause: Cause::Network as u8, from_client };
@@ -445,7 +466,6 @@ impl Conn {
         }
         self.packets[dir] += 1;
         self.payload_bytes[dir] += u64::from(seg.payload_len);
-        let f = seg.flags;
         let mut handshake_wait = false;
         if f.syn() {
             if from_client && !f.ack() {
@@ -485,19 +505,32 @@ impl Conn {
                 self.fin_from_server = true;
             }
         }
-        if f.rst() {
+        if f.rst() && !answers_challenge {
             self.rst = true;
             if !from_client && self.syn_seen && self.synacks.count == 0 && self.established_ts.is_none() {
                 self.refused_rst = true;
             }
         }
-        self.data_phase(ts, gap, dir, seg, extra, handshake_wait);
+        self.data_phase(ts, gap, dir, seg, extra, handshake_wait, challenge || answers_challenge);
     }
 
     /// The data phase of one segment: its ACK for the other direction, its data for its
     /// own, and the gap before it given to a cause.
     #[inline]
-    fn data_phase(&mut self, ts: u64, gap: u64, dir: usize, seg: &Segment, extra: &SegmentExtra, handshake_wait: bool) {
+    ///
+    /// `outside` is a segment of no sequence space of this connection (a challenge ACK and
+    /// its RST): only the gap before it is accounted.
+    #[allow(clippy::too_many_arguments)]
+    fn data_phase(
+        &mut self,
+        ts: u64,
+        gap: u64,
+        dir: usize,
+        seg: &Segment,
+        extra: &SegmentExtra,
+        handshake_wait: bool,
+        outside: bool,
+    ) {
         let other = 1 - dir;
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
@@ -507,7 +540,11 @@ impl Conn {
         // The receiver's (this segment's sender's) leg, and the data sender's; 0 unknown.
         let (leg_dir, leg_other) = (legs[dir].unwrap_or(0), legs[other].unwrap_or(0));
         let sender_near = leg_other == 0 || (full_rtt.is_some_and(|r| leg_other.saturating_mul(4) < r));
-        let ack = self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt);
+        let ack = if outside {
+            AckOutcome::default()
+        } else {
+            self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt)
+        };
         if let Some(raw) = ack.raw_rtt_ns {
             let full = raw.saturating_add(leg_other);
             self.rtt.add(full);
@@ -524,7 +561,7 @@ impl Conn {
             // Linux seeds its estimator with the handshake's RTT (tcp_synack_rtt_meas).
             self.srtt = full_rtt.map(|r| (r as f64, r as f64 / 2.0));
         }
-        let event = if seg.flags.syn() && seg.payload_len == 0 {
+        let event = if outside || (seg.flags.syn() && seg.payload_len == 0) {
             SendEvent::Nothing
         } else {
             let mut data = *seg;
