@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 22
+    assert len(FILES) == 24
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -419,3 +419,29 @@ def test_a_reset_challenge_ack_leaves_one_try_with_a_syn_retransmission(tmp_path
     assert [(r["client_port"], r["syn_count"], r["handshake"]) for r in rows] == \
         [(59621, 2, "answered"), (59622, 2, "answered")]
     assert [round(r["syn_gaps_s"][0], 3) for r in rows] == [3.061, 13.098]
+
+
+@needs_tshark
+def test_data_the_capture_missed_is_told_by_the_senders_own_sequence_numbers(tmp_path):
+    # suricata-verify dcerpc/zerologon/input.pcap, the client port 50584 only: the client
+    # (IP ID 0, window 4096) sends a pure ACK with sequence number 321 while the capture
+    # has seen its data only up to 177 (bytes 177..321 not captured); 223 ms later the
+    # client sends 177..321 again. Its own sequence number said the data had been sent:
+    # a retransmission, as tshark says (the analyzer called it new data).
+    path = DATA / "sv-missed-data-in-ack-seq.pcap"
+    s = shortflow.analyze(path).raw_summary
+    ours = s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"]
+    assert ours == _tshark_count(path, tmp_path, TSHARK_RETX) == 4
+    assert s["out_of_order_segments"] == 0
+
+
+@needs_tshark
+def test_a_response_overtaken_right_after_a_pure_ack_is_new_data(tmp_path):
+    # suricata-verify tls/tls-subjectaltname/input.pcap, the client port 60044 only: the
+    # server ACKs the request (IP ID 0xc0b7), then the capture sees its segment 0xc0c3
+    # (seq 11581) before 0xc0b8..0xc0c2 (seq 1..11581). The pure ACK is where the
+    # server's count stood before them: eleven segments overtaken, none resent.
+    path = DATA / "sv-reordered-after-pure-ack.pcap"
+    s = shortflow.analyze(path).raw_summary
+    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0
+    assert s["out_of_order_segments"] == _tshark_count(path, tmp_path, "tcp.analysis.out_of_order") == 11

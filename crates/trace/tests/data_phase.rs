@@ -492,3 +492,35 @@ fn gap_filled_by_segments_sent_later_is_a_repair() {
         assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 2, "{name}");
     }
 }
+
+#[test]
+fn data_the_capture_missed_shows_in_the_senders_next_sequence_number() {
+    // The capture sees segment 0, then a pure ACK from the server whose sequence number
+    // says it had sent 0..2 (1 and 2 not captured), then 1 and 2 a timeout later: resent
+    // (tshark too), not new data.
+    let t0 = 60 * MS;
+    let v = vec![
+        (t0, data(0), x()),
+        (t0 + 10 * MS, seg(false, 5001 + 3 * MSS, 201, A, 0), x()),
+        (t0 + 50 * MS, ack_of(1), x()),
+        (t0 + 400 * MS, data(1), x()),
+        (t0 + 400 * MS, data(2), x()),
+        (t0 + 450 * MS, ack_of(3), x()),
+    ];
+    let (t, _) = analyze("missed.pcap", &at_server(v));
+    assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 2);
+    assert_eq!(t.out_of_order_s2c[0], 0);
+}
+
+#[test]
+fn a_first_flight_overtaken_after_a_pure_ack_is_new_data() {
+    // The server ACKs the request (IP ID 200) and sends 0, 1, 2 (201..203); the capture
+    // sees 2 first. The pure ACK's ID is where the server's count stood before the skip.
+    let t0 = 60 * MS;
+    let mut v = vec![(t0, seg(false, 5001, 201, A, 0), SegmentExtra { ip_id: 200, ..x() })];
+    v.extend(data_with_ids(t0 + MS, &[(2, 203), (0, 201), (1, 202)]));
+    v.push((t0 + 50 * MS, ack_of(3), x()));
+    let (t, s) = analyze("reordered-first.pcap", &at_server(v));
+    assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 0);
+    assert_eq!((t.out_of_order_s2c[0], s.out_of_order), (2, 2));
+}

@@ -144,8 +144,9 @@ pub struct Half {
     last_peer_window: Option<u16>,
     /// The latest stretch of sequence space the capture skipped (see `Hole`).
     hole: Option<Hole>,
-    /// IPv4 identification of the latest new data segment (0: none, or no IPv4 ID).
-    last_new_id: u16,
+    /// IPv4 identification of this sender's latest segment seen, data or not, except those
+    /// come late (0: none, or no IPv4 ID): where its count stood.
+    last_id: u16,
     flight: Vec<Sent>,
     head: u32,
     recent: [RecentRetx; 2],
@@ -444,6 +445,8 @@ impl Half {
         }
         self.start(seg.seq);
         if seq_len == 0 {
+            self.note_missed_data(self.rel(seg.seq), extra.ip_id);
+            self.last_id = extra.ip_id;
             return SendEvent::Nothing;
         }
         let start = self.rel(seg.seq);
@@ -462,6 +465,7 @@ impl Half {
         if start < self.snd_max && self.fills_hole_late(start, end, extra.ip_id) {
             return SendEvent::NewData { new_round: false, new_burst: false };
         }
+        let id_before = std::mem::replace(&mut self.last_id, extra.ip_id);
         if start < self.snd_max {
             let class = self.classify(start, end, since_last, Self::rto_estimate(srtt));
             match class {
@@ -491,14 +495,25 @@ impl Half {
             return SendEvent::Retx(class);
         }
         if start > self.snd_max {
-            self.hole = Some(Hole { start: self.snd_max, end: start, id_before: self.last_new_id, id_after: extra.ip_id });
+            self.hole = Some(Hole { start: self.snd_max, end: start, id_before, id_after: extra.ip_id });
         }
-        self.last_new_id = extra.ip_id;
         let (new_round, new_burst) = self.push_new(ts, start, end, tsval, rtt_ns, sender_leg_ns);
         if seg.payload_len == 0 {
             return SendEvent::Nothing; // a FIN alone
         }
         SendEvent::NewData { new_round, new_burst }
+    }
+
+    /// A segment without data carries its sender's next sequence number, `at`: beyond
+    /// what the capture saw, the sender had sent data the capture missed (lost before the
+    /// capture point, or dropped by the capture). That stretch is a hole: a segment that
+    /// brings it later is a retransmission (as tshark says), unless its IPv4 ID shows it
+    /// was sent before this segment and overtaken (`fills_hole_late`).
+    fn note_missed_data(&mut self, at: i64, ip_id: u16) {
+        if at > self.snd_max {
+            self.hole = Some(Hole { start: self.snd_max, end: at, id_before: self.last_id, id_after: ip_id });
+            self.snd_max = at;
+        }
     }
 
     /// Data below `snd_max` that the capture never saw and that was sent before the segment
