@@ -434,23 +434,36 @@ impl Conn {
         self.syn_seen && self.synacks.count == 0 && self.established_ts.is_none()
     }
 
+    /// RFC 9293 3.10.7.3: in SYN-SENT, an ACK that does not acknowledge the SYN is not
+    /// accepted; the client answers it with a RST whose sequence number is that ACK's
+    /// number, and stays in SYN-SENT, sending its SYN again on its timer. Such an ACK is a
+    /// server's challenge ACK (RFC 5961 4) from an older connection it still holds on the
+    /// 4-tuple, which the RST clears. Neither segment belongs to this try's data: the
+    /// challenge ACK's numbers are the old connection's. True for such an ACK and for the
+    /// client's RST to one.
+    #[inline(never)]
+    fn challenge_exchange(&mut self, from_client: bool, seg: &Segment) -> bool {
+        let f = seg.flags;
+        if !self.in_syn_sent() {
+            return false;
+        }
+        if from_client {
+            return f.rst() && self.challenge_ack == Some(seg.seq);
+        }
+        let challenge = f.ack() && !f.syn() && !f.rst() && seg.ack != self.client_isn.wrapping_add(1);
+        if challenge {
+            self.challenge_ack = Some(seg.ack);
+        }
+        challenge
+    }
+
     /// Accounts one segment (with its IP fields and options) captured at `ts`.
     pub fn observe_ext(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
         let from_client = seg.src == self.client;
         let dir = if from_client { C2S } else { S2C };
         let f = seg.flags;
-        // RFC 9293 3.10.7.3: in SYN-SENT, an ACK that does not acknowledge the SYN is not
-        // accepted; the client answers it with a RST whose sequence number is that ACK's
-        // number, and stays in SYN-SENT, sending its SYN again on its timer. Such an ACK
-        // is a server's challenge ACK (RFC 5961 4) from an older connection it still holds
-        // on the 4-tuple, which the RST clears. Neither segment belongs to this try's data:
-        // the challenge ACK's numbers are the old connection's.
-        let challenge =
-            !from_client && f.ack() && !f.syn() && !f.rst() && self.in_syn_sent() && seg.ack != self.client_isn.wrapping_add(1);
-        let answers_challenge = from_client && f.rst() && self.in_syn_sent() && self.challenge_ack == Some(seg.seq);
-        if challenge {
-            self.challenge_ack = Some(seg.ack);
-        }
+        // Only before the handshake completes (one test on the hot path).
+        let outside = self.established_ts.is_none() && self.challenge_exchange(from_client, seg);
         if self.is_capture_duplicate(dir, ts, seg, extra) {
             self.capture_duplicates += 1;
             self.last_note = PacketNote { event: 5, cause: Cause::Network as u8, from_client };
@@ -466,6 +479,10 @@ impl Conn {
         }
         self.packets[dir] += 1;
         self.payload_bytes[dir] += u64::from(seg.payload_len);
+        if outside {
+            self.data_phase::<true>(ts, gap, dir, seg, extra, false);
+            return;
+        }
         let mut handshake_wait = false;
         if f.syn() {
             if from_client && !f.ack() {
@@ -505,23 +522,22 @@ impl Conn {
                 self.fin_from_server = true;
             }
         }
-        if f.rst() && !answers_challenge {
+        if f.rst() {
             self.rst = true;
             if !from_client && self.syn_seen && self.synacks.count == 0 && self.established_ts.is_none() {
                 self.refused_rst = true;
             }
         }
-        self.data_phase(ts, gap, dir, seg, extra, handshake_wait, challenge || answers_challenge);
+        self.data_phase::<false>(ts, gap, dir, seg, extra, handshake_wait);
     }
 
     /// The data phase of one segment: its ACK for the other direction, its data for its
     /// own, and the gap before it given to a cause.
     #[inline]
     ///
-    /// `outside` is a segment of no sequence space of this connection (a challenge ACK and
-    /// its RST): only the gap before it is accounted.
-    #[allow(clippy::too_many_arguments)]
-    fn data_phase(
+    /// `OUTSIDE`: a segment of no sequence space of this connection (a challenge ACK and
+    /// its RST, `challenge_exchange`): only the gap before it is accounted.
+    fn data_phase<const OUTSIDE: bool>(
         &mut self,
         ts: u64,
         gap: u64,
@@ -529,7 +545,6 @@ impl Conn {
         seg: &Segment,
         extra: &SegmentExtra,
         handshake_wait: bool,
-        outside: bool,
     ) {
         let other = 1 - dir;
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
@@ -540,7 +555,7 @@ impl Conn {
         // The receiver's (this segment's sender's) leg, and the data sender's; 0 unknown.
         let (leg_dir, leg_other) = (legs[dir].unwrap_or(0), legs[other].unwrap_or(0));
         let sender_near = leg_other == 0 || (full_rtt.is_some_and(|r| leg_other.saturating_mul(4) < r));
-        let ack = if outside {
+        let ack = if OUTSIDE {
             AckOutcome::default()
         } else {
             self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt)
@@ -561,7 +576,7 @@ impl Conn {
             // Linux seeds its estimator with the handshake's RTT (tcp_synack_rtt_meas).
             self.srtt = full_rtt.map(|r| (r as f64, r as f64 / 2.0));
         }
-        let event = if outside || (seg.flags.syn() && seg.payload_len == 0) {
+        let event = if OUTSIDE || (seg.flags.syn() && seg.payload_len == 0) {
             SendEvent::Nothing
         } else {
             let mut data = *seg;

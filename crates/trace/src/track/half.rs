@@ -302,8 +302,7 @@ impl Half {
         }
         self.dupacks = 0;
         self.sack_dup = false;
-        let sacked_above: i64 = extra.opts.sack_blocks().iter().map(|&(l, r)| (self.rel(r) - self.rel(l).max(ack)).max(0)).sum();
-        self.sack_lost = sacked_above > 2 * i64::from(self.mss.max(1));
+        self.sack_lost = extra.opts.sack_len > 0 && self.sacked_above(ack, extra) > 2 * i64::from(self.mss.max(1));
         let tsecr = extra.opts.timestamps.map(|(_, e)| e);
         let mut newest: Option<Sent> = None;
         let mut any_retx = false;
@@ -380,6 +379,11 @@ impl Half {
             self.round_over_ts = ts;
         }
         out
+    }
+
+    /// Bytes the ACK's SACK blocks report above `ack`.
+    fn sacked_above(&self, ack: i64, extra: &SegmentExtra) -> i64 {
+        extra.opts.sack_blocks().iter().map(|&(l, r)| (self.rel(r) - self.rel(l).max(ack)).max(0)).sum()
     }
 
     /// D-SACK (RFC 2883 section 4): a first SACK block below the cumulative ACK, or inside
