@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 24
+    assert len(FILES) == 26
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -445,3 +445,24 @@ def test_a_response_overtaken_right_after_a_pure_ack_is_new_data(tmp_path):
     s = shortflow.analyze(path).raw_summary
     assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0
     assert s["out_of_order_segments"] == _tshark_count(path, tmp_path, "tcp.analysis.out_of_order") == 11
+
+
+@needs_tshark
+@pytest.mark.parametrize(("name", "tries"), [
+    # suricata-verify vxlan-decoder-03/vxlan.pcap: SSH sessions captured by AWS traffic
+    # mirroring, which delivers each packet inside VXLAN (UDP 4789) to the sensor.
+    ("sv-vxlan-aws-mirror.pcap", 4),
+    # suricata-verify bug-5437-01/input.pcap: two HTTP requests to a honeypot, mirrored by
+    # a switch as ERSPAN type II inside GRE.
+    ("sv-erspan-ii.pcap", 0),
+])
+def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
+    # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve):
+    # every TCP packet tshark finds, in as many connections as tshark's streams.
+    path = DATA / name
+    a = shortflow.analyze(path)
+    s = a.raw_summary
+    assert s["tcp_packets"] == _tshark_count(path, tmp_path, "tcp") > 0
+    streams = {row[0] for row in _tshark_fields(path, tmp_path, ["tcp.stream"], "tcp")}
+    assert a.table.num_rows == len(streams)
+    assert s["connection_tries"] == tries == _tshark_count(path, tmp_path, "tcp.flags.syn==1 and tcp.flags.ack==0")

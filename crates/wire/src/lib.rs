@@ -16,6 +16,7 @@
 //! emit   Segment (+ SegmentExtra) → a frame for any link type, checksums filled
 //! capture  PcapWriter: those frames into a pcap or pcapng file (the simulator's capture, the generator, tests)
 //! checksum  the Internet checksum (RFC 1071) and the TCP pseudo-header sums
+//! tunnel  IP in IP, GRE (IP, Ethernet, ERSPAN I-III), VXLAN, Geneve: the packet inside
 //! ```
 
 pub mod capture;
@@ -26,6 +27,7 @@ pub mod ip;
 pub mod link;
 pub mod segment;
 pub mod tcp;
+pub mod tunnel;
 
 pub use emit::{encode_frame, Framing};
 pub use icmp::{decode_unreachable, IcmpUnreachable, QuotedTcp, Unreachable};

@@ -301,18 +301,45 @@ pub fn decode_ip(pkt: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
     if declared > pkt.len() {
         return Err(Skip::Malformed);
     }
-    decode_ext(LinkType::Raw, pkt)
+    // The daemons act on the packet itself (resend or forward it): a tunnel's packet is not
+    // the TCP segment inside it.
+    decode_within(LinkType::Raw, pkt, 0)
 }
 
-/// Decodes a frame into its TCP segment and the IP fields and TCP options beside it.
+/// Decodes a frame into its TCP segment and the IP fields and TCP options beside it; a
+/// segment inside a tunnel (`crate::tunnel`) is read with its own, inner, headers.
 #[inline]
 pub fn decode_ext(link: LinkType, frame: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
+    decode_within(link, frame, MAX_TUNNELS)
+}
+
+/// Tunnels peeled at most, one inside the other (Geneve carrying GRE carrying IP is three).
+const MAX_TUNNELS: u8 = 3;
+
+#[inline(always)]
+fn decode_within(link: LinkType, frame: &[u8], tunnels: u8) -> Result<(Segment, SegmentExtra), Skip> {
     let (_, ip) = ip_payload(link, frame).ok_or(Skip::NotIp)?;
     let inner = match direct_tcp(ip) {
         Some(x) => x,
-        None => lax_tcp(ip)?,
+        None => match lax_tcp(ip) {
+            Err(Skip::NotTcp) if tunnels > 0 => return decode_tunneled(ip, tunnels - 1),
+            r => r?,
+        },
     };
     tcp_segment(ip, &inner)
+}
+
+/// An IP packet that is not TCP itself: the segment its tunnel carries, if it is one.
+#[inline(never)]
+fn decode_tunneled(ip: &[u8], tunnels: u8) -> Result<(Segment, SegmentExtra), Skip> {
+    let (slice, _ext_err) = LaxIpSlice::from_slice(ip).map_err(|_| Skip::Malformed)?;
+    let payload = slice.payload();
+    if payload.fragmented {
+        return Err(Skip::Fragment);
+    }
+    let (link, frame) = crate::tunnel::inner(payload.ip_number.0, payload.payload).ok_or(Skip::NotTcp)?;
+    // What the tunnel carries is counted as the packet's own kind: not TCP, whatever it is.
+    decode_within(link, frame, tunnels).map_err(|e| if e == Skip::NotIp { Skip::NotTcp } else { e })
 }
 
 /// What the IP layer says of the TCP segment inside it.

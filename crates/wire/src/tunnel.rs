@@ -1,0 +1,216 @@
+//! Tunnels a capture may carry the traffic of interest in, peeled one layer at a time:
+//! IP in IP (RFC 2003, RFC 2473, RFC 4213), GRE (RFC 2784, RFC 2890) carrying IP or an
+//! Ethernet frame (transparent bridging), ERSPAN types I-III (a switch mirroring a port to a
+//! remote capture host inside GRE, the usual way a server's traffic reaches a sensor), and
+//! VXLAN (RFC 7348) and Geneve (RFC 8926) over UDP. The decoder (`segment::decode_ext`) asks
+//! here only for packets that are not TCP themselves, so plain traffic pays nothing.
+
+use crate::link::LinkType;
+
+/// IP protocol numbers that carry a packet: IPv4 in IP, IPv6 in IP, GRE, UDP (VXLAN,
+/// Geneve).
+const PROTO_IPIP: u8 = 4;
+const PROTO_IPV6: u8 = 41;
+const PROTO_GRE: u8 = 47;
+const PROTO_UDP: u8 = 17;
+
+/// GRE header flags (RFC 2784 section 2, RFC 2890 section 2): checksum, routing (RFC 1701,
+/// deprecated: a variable-length list), key, sequence number present; the version bits.
+const GRE_CHECKSUM: u16 = 0x8000;
+const GRE_ROUTING: u16 = 0x4000;
+const GRE_KEY: u16 = 0x2000;
+const GRE_SEQUENCE: u16 = 0x1000;
+const GRE_VERSION: u16 = 0x0007;
+
+/// What GRE, VXLAN and Geneve say they carry.
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86DD;
+const TRANSPARENT_ETHERNET: u16 = 0x6558;
+const ERSPAN_I_II: u16 = 0x88BE;
+const ERSPAN_III: u16 = 0x22EB;
+
+/// IANA's UDP ports of VXLAN and Geneve.
+const VXLAN_PORT: u16 = 4789;
+const GENEVE_PORT: u16 = 6081;
+
+/// The packet inside `payload`, the bytes after an IP header whose protocol (or IPv6 next
+/// header) is `proto`, as a frame of the link type it comes in; None when `proto` is not a
+/// tunnel this reads or its header is cut short.
+pub fn inner(proto: u8, payload: &[u8]) -> Option<(LinkType, &[u8])> {
+    match proto {
+        PROTO_IPIP | PROTO_IPV6 => Some((LinkType::Raw, payload)),
+        PROTO_GRE => gre(payload),
+        PROTO_UDP => udp(payload),
+        _ => None,
+    }
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+fn gre(b: &[u8]) -> Option<(LinkType, &[u8])> {
+    let flags = be16(b, 0)?;
+    // Version 1 is PPTP's enhanced GRE (PPP inside); routing makes the header variable.
+    if flags & (GRE_VERSION | GRE_ROUTING) != 0 {
+        return None;
+    }
+    let proto = be16(b, 2)?;
+    let optional = [GRE_CHECKSUM, GRE_KEY, GRE_SEQUENCE].iter().filter(|&&f| flags & f != 0).count();
+    let rest = b.get(4 + 4 * optional..)?;
+    match proto {
+        ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => Some((LinkType::Raw, rest)),
+        TRANSPARENT_ETHERNET => Some((LinkType::Ethernet, rest)),
+        // ERSPAN type II carries a sequence number and an 8-byte header; type I neither.
+        ERSPAN_I_II if flags & GRE_SEQUENCE != 0 => Some((LinkType::Ethernet, rest.get(8..)?)),
+        ERSPAN_I_II => Some((LinkType::Ethernet, rest)),
+        // Type III: a 12-byte header, and an 8-byte platform subheader when its O flag (the
+        // header's last bit) is set.
+        ERSPAN_III => {
+            let skip = if rest.get(11)? & 0x01 != 0 { 20 } else { 12 };
+            Some((LinkType::Ethernet, rest.get(skip..)?))
+        }
+        _ => None,
+    }
+}
+
+fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {
+    let data = b.get(8..)?;
+    match be16(b, 2)? {
+        // VXLAN: an 8-byte header, then the Ethernet frame.
+        VXLAN_PORT => Some((LinkType::Ethernet, data.get(8..)?)),
+        // Geneve: an 8-byte header, options (their length in 4-byte words in the low six
+        // bits of the first byte), then what its protocol type says.
+        GENEVE_PORT => {
+            if data.first()? >> 6 != 0 {
+                return None; // a version this does not know
+            }
+            let rest = data.get(8 + 4 * usize::from(data[0] & 0x3f)..)?;
+            match be16(data, 2)? {
+                TRANSPARENT_ETHERNET => Some((LinkType::Ethernet, rest)),
+                ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => Some((LinkType::Raw, rest)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::emit::{encode_frame, Framing};
+    use crate::link::LinkType;
+    use crate::segment::{decode_ext, Endpoint, Segment, SegmentExtra, Skip, TcpFlags};
+
+    fn segment() -> (Segment, SegmentExtra) {
+        let seg = Segment {
+            src: Endpoint::v4([10, 0, 0, 1], 40000),
+            dst: Endpoint::v4([192, 0, 2, 1], 443),
+            seq: 1000,
+            ack: 2000,
+            flags: TcpFlags(TcpFlags::ACK),
+            window: 512,
+            payload_len: 100,
+        };
+        (seg, SegmentExtra { ip_id: 77, ttl: 60, ..SegmentExtra::default() })
+    }
+
+    fn frame(link: LinkType) -> Vec<u8> {
+        let (seg, extra) = segment();
+        let mut out = Vec::new();
+        encode_frame(&mut out, link, &Framing::default(), &seg, &extra).unwrap();
+        out
+    }
+
+    /// An outer IPv4 header (addresses of its own, TTL 255) with protocol `proto` around `payload`.
+    fn outer_v4(proto: u8, payload: &[u8]) -> Vec<u8> {
+        let len = (20 + payload.len()) as u16;
+        let mut v = vec![0x45, 0, 0, 0, 0, 1, 0, 0, 255, proto, 0, 0, 172, 16, 0, 1, 172, 16, 0, 2];
+        v[2..4].copy_from_slice(&len.to_be_bytes());
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn outer_v6(next: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x60, 0, 0, 0];
+        v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        v.extend_from_slice(&[next, 255]);
+        v.extend_from_slice(&[0xfd; 32]);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn gre(flags: u16, proto: u16, extra_words: usize, inner: &[u8]) -> Vec<u8> {
+        let mut v = flags.to_be_bytes().to_vec();
+        v.extend_from_slice(&proto.to_be_bytes());
+        v.extend(std::iter::repeat_n(0xab, 4 * extra_words));
+        v.extend_from_slice(inner);
+        v
+    }
+
+    fn udp(dport: u16, data: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x30, 0x39];
+        v.extend_from_slice(&dport.to_be_bytes());
+        v.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+        v.extend_from_slice(&[0, 0]);
+        v.extend_from_slice(data);
+        v
+    }
+
+    #[test]
+    fn each_tunnel_yields_the_inner_segment_with_its_own_headers() {
+        let want = Ok(segment());
+        let ip = frame(LinkType::Raw);
+        let eth = frame(LinkType::Ethernet);
+        let mut erspan3_sub = vec![0u8; 12];
+        erspan3_sub[11] = 0x01; // O flag: an 8-byte subheader follows
+        erspan3_sub.extend_from_slice(&[0; 8]);
+        erspan3_sub.extend_from_slice(&eth);
+        let mut geneve = vec![0x01, 0, 0x65, 0x58, 0, 0, 1, 0]; // one word of options
+        geneve.extend_from_slice(&[0; 4]);
+        geneve.extend_from_slice(&eth);
+        let vxlan: Vec<u8> = [0x08, 0, 0, 0, 0, 0, 1, 0].iter().copied().chain(eth.iter().copied()).collect();
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("IPv4 in IPv4", outer_v4(4, &ip)),
+            ("IPv4 in IPv6", outer_v6(4, &ip)),
+            ("GRE, IPv4, key and sequence", outer_v4(47, &gre(0x3000, 0x0800, 2, &ip))),
+            ("GRE with checksum, Ethernet", outer_v4(47, &gre(0x8000, 0x6558, 1, &eth))),
+            ("ERSPAN type I", outer_v4(47, &gre(0, 0x88be, 0, &eth))),
+            ("ERSPAN type II", outer_v4(47, &gre(0x1000, 0x88be, 3, &eth))),
+            ("ERSPAN type III with subheader", outer_v4(47, &gre(0x1000, 0x22eb, 1, &erspan3_sub))),
+            ("VXLAN", outer_v4(17, &udp(4789, &vxlan))),
+            ("Geneve with options, Ethernet", outer_v6(17, &udp(6081, &geneve))),
+        ];
+        for (name, pkt) in cases {
+            assert_eq!(decode_ext(LinkType::Raw, &pkt), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn tunnels_that_cannot_be_read_are_not_tcp_and_never_panic() {
+        let ip = frame(LinkType::Raw);
+        let mut nested = ip.clone();
+        for _ in 0..4 {
+            nested = outer_v4(4, &nested); // one tunnel deeper than is peeled
+        }
+        let gre_ip = gre(0, 0x0800, 0, &ip);
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("four tunnels deep", nested),
+            ("PPTP's GRE version 1", outer_v4(47, &gre(0x0001, 0x880b, 1, &ip))),
+            ("GRE with routing", outer_v4(47, &gre(0x4000, 0x0800, 1, &ip))),
+            ("GRE of an unknown protocol", outer_v4(47, &gre(0, 0x1234, 0, &ip))),
+            ("UDP to another port", outer_v4(17, &udp(53, &ip))),
+        ];
+        for (name, pkt) in cases {
+            assert_eq!(decode_ext(LinkType::Raw, &pkt), Err(Skip::NotTcp), "{name}");
+        }
+        // The daemons' decoder takes a packet for what it is, not for what it carries.
+        assert_eq!(crate::segment::decode_ip(&outer_v4(4, &ip)), Err(Skip::NotTcp));
+        // Every cut of a GRE packet: an answer, never a panic.
+        let whole = outer_v4(47, &gre_ip);
+        for n in 0..whole.len() {
+            let _ = decode_ext(LinkType::Raw, &whole[..n]);
+        }
+        assert!(decode_ext(LinkType::Raw, &whole).is_ok());
+    }
+}
