@@ -533,10 +533,10 @@ impl Conn {
 
     /// The data phase of one segment: its ACK for the other direction, its data for its
     /// own, and the gap before it given to a cause.
-    #[inline]
     ///
     /// `OUTSIDE`: a segment of no sequence space of this connection (a challenge ACK and
     /// its RST, `challenge_exchange`): only the gap before it is accounted.
+    #[inline]
     fn data_phase<const OUTSIDE: bool>(
         &mut self,
         ts: u64,

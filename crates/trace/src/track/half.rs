@@ -145,7 +145,7 @@ pub struct Half {
     /// The latest stretch of sequence space the capture skipped (see `Hole`).
     hole: Option<Hole>,
     /// IPv4 identification of this sender's latest segment seen, data or not, except those
-    /// come late (0: none, or no IPv4 ID): where its count stood.
+    /// that came late (0: none, or no IPv4 ID): where its count stood.
     last_id: u16,
     flight: Vec<Sent>,
     head: u32,
