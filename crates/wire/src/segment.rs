@@ -334,10 +334,10 @@ fn decode_within(link: LinkType, frame: &[u8], tunnels: u8) -> Result<(Segment, 
 fn decode_tunneled(ip: &[u8], tunnels: u8) -> Result<(Segment, SegmentExtra), Skip> {
     let (slice, _ext_err) = LaxIpSlice::from_slice(ip).map_err(|_| Skip::Malformed)?;
     let payload = slice.payload();
-    if payload.fragmented {
-        return Err(Skip::Fragment);
-    }
     let (link, frame) = crate::tunnel::inner(payload.ip_number.0, payload.payload).ok_or(Skip::NotTcp)?;
+    if payload.fragmented {
+        return Err(Skip::Fragment); // a piece of a tunnel's packet (other fragments: not TCP, as before)
+    }
     // What the tunnel carries is counted as the packet's own kind: not TCP, whatever it is.
     decode_within(link, frame, tunnels).map_err(|e| if e == Skip::NotIp { Skip::NotTcp } else { e })
 }

@@ -204,6 +204,13 @@ mod tests {
         for (name, pkt) in cases {
             assert_eq!(decode_ext(LinkType::Raw, &pkt), Err(Skip::NotTcp), "{name}");
         }
+        // A fragment of a tunnel's packet is a fragment; of anything else, not TCP.
+        let mut frag = outer_v4(47, &gre(0, 0x0800, 0, &ip));
+        frag[6] = 0x20; // more fragments
+        assert_eq!(decode_ext(LinkType::Raw, &frag), Err(Skip::Fragment));
+        let mut udp_frag = outer_v4(17, &udp(53, &ip));
+        udp_frag[6] = 0x20;
+        assert_eq!(decode_ext(LinkType::Raw, &udp_frag), Err(Skip::NotTcp));
         // The daemons' decoder takes a packet for what it is, not for what it carries.
         assert_eq!(crate::segment::decode_ip(&outer_v4(4, &ip)), Err(Skip::NotTcp));
         // Every cut of a GRE packet: an answer, never a panic.
