@@ -129,11 +129,12 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
         // time, and a cancel is seen. The open connections are sampled at the fixed step
         // only, so the peak does not depend on how the input arrived.
         let sample = stats.packets.is_multiple_of(PUBLISH_EVERY);
-        if sample || reader.refills() != refills {
+        let refilled = reader.refills();
+        if sample || refilled != refills {
             if sample {
                 sink.sample();
             }
-            refills = reader.refills();
+            refills = refilled;
             let pos = reader.file_position();
             progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
             progress.packets_done.fetch_add(stats.packets - published_packets, Ordering::Relaxed);

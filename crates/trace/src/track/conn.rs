@@ -524,7 +524,7 @@ impl Conn {
         }
         if f.rst() {
             self.rst = true;
-            if !from_client && self.syn_seen && self.synacks.count == 0 && self.established_ts.is_none() {
+            if !from_client && self.in_syn_sent() {
                 self.refused_rst = true;
             }
         }

@@ -498,9 +498,7 @@ impl Half {
             }
             return SendEvent::Retx(class);
         }
-        if start > self.snd_max {
-            self.hole = Some(Hole { start: self.snd_max, end: start, id_before, id_after: extra.ip_id });
-        }
+        self.note_gap(start, id_before, extra.ip_id);
         let (new_round, new_burst) = self.push_new(ts, start, end, tsval, rtt_ns, sender_leg_ns);
         if seg.payload_len == 0 {
             return SendEvent::Nothing; // a FIN alone
@@ -514,9 +512,15 @@ impl Half {
     /// brings it later is a retransmission (as tshark says), unless its IPv4 ID shows it
     /// was sent before this segment and overtaken (`fills_hole_late`).
     fn note_missed_data(&mut self, at: i64, ip_id: u16) {
+        self.note_gap(at, self.last_id, ip_id);
+        self.snd_max = self.snd_max.max(at);
+    }
+
+    /// The sender's next byte is `at`: beyond `snd_max`, the capture skipped what lies
+    /// between (`Hole`), with the IDs of the segments on either side.
+    fn note_gap(&mut self, at: i64, id_before: u16, id_after: u16) {
         if at > self.snd_max {
-            self.hole = Some(Hole { start: self.snd_max, end: at, id_before: self.last_id, id_after: ip_id });
-            self.snd_max = at;
+            self.hole = Some(Hole { start: self.snd_max, end: at, id_before, id_after });
         }
     }
 
