@@ -316,26 +316,28 @@ pub fn decode_ext(link: LinkType, frame: &[u8]) -> Result<(Segment, SegmentExtra
 /// Tunnels peeled at most, one inside the other (Geneve carrying GRE carrying IP is three).
 const MAX_TUNNELS: u8 = 3;
 
-#[inline(always)]
+#[inline]
 fn decode_within(link: LinkType, frame: &[u8], tunnels: u8) -> Result<(Segment, SegmentExtra), Skip> {
     let (_, ip) = ip_payload(link, frame).ok_or(Skip::NotIp)?;
     let inner = match direct_tcp(ip) {
         Some(x) => x,
-        None => match lax_tcp(ip) {
-            Err(Skip::NotTcp) if tunnels > 0 => return decode_tunneled(ip, tunnels - 1),
-            r => r?,
+        None => match lax_ip(ip)? {
+            Lax::Tcp(x) => x,
+            Lax::Other { proto, payload, fragmented } if tunnels > 0 => {
+                return decode_tunneled(proto, payload, fragmented, tunnels - 1)
+            }
+            Lax::Other { .. } => return Err(Skip::NotTcp),
         },
     };
     tcp_segment(ip, &inner)
 }
 
-/// An IP packet that is not TCP itself: the segment its tunnel carries, if it is one.
+/// An IP packet that is not TCP itself (protocol `proto`, `payload` after its header):
+/// the segment its tunnel carries, if it is one.
 #[inline(never)]
-fn decode_tunneled(ip: &[u8], tunnels: u8) -> Result<(Segment, SegmentExtra), Skip> {
-    let (slice, _ext_err) = LaxIpSlice::from_slice(ip).map_err(|_| Skip::Malformed)?;
-    let payload = slice.payload();
-    let (link, frame) = crate::tunnel::inner(payload.ip_number.0, payload.payload).ok_or(Skip::NotTcp)?;
-    if payload.fragmented {
+fn decode_tunneled(proto: u8, payload: &[u8], fragmented: bool, tunnels: u8) -> Result<(Segment, SegmentExtra), Skip> {
+    let (link, frame) = crate::tunnel::inner(proto, payload).ok_or(Skip::NotTcp)?;
+    if fragmented {
         return Err(Skip::Fragment); // a piece of a tunnel's packet (other fragments: not TCP, as before)
     }
     // What the tunnel carries is counted as the packet's own kind: not TCP, whatever it is.
@@ -358,10 +360,10 @@ struct IpTcp<'a> {
 
 /// The common case, read through the views of `crate::ip`: an IPv4 or IPv6 packet, whole
 /// or cut by the snap length, whose next header is TCP itself (no IPv4 authentication
-/// header, no IPv6 extension header, no jumbogram). What it returns is what `lax_tcp`
+/// header, no IPv6 extension header, no jumbogram). What it returns is what `lax_ip`
 /// returns for such a packet (the payload is bounded as etherparse's lax slicer bounds
 /// it), in a few loads instead of the general slicer's checks; `None` leaves every other
-/// packet to `lax_tcp`.
+/// packet to `lax_ip`.
 #[inline(always)]
 fn direct_tcp(ip: &[u8]) -> Option<IpTcp<'_>> {
     match ip.first()? >> 4 {
@@ -408,14 +410,26 @@ fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
     m
 }
 
+/// What the lax slicer found in an IP packet.
+enum Lax<'a> {
+    Tcp(IpTcp<'a>),
+    /// Another protocol: its number (IPv6: the last next header), the bytes after the IP
+    /// header(s), and whether the packet is a fragment; a tunnel's, maybe.
+    Other {
+        proto: u8,
+        payload: &'a [u8],
+        fragmented: bool,
+    },
+}
+
 /// Any IP packet through etherparse's lax slicer: cut by the snap length, with extension
 /// headers, or not TCP at all.
 #[inline(never)]
-fn lax_tcp(ip: &[u8]) -> Result<IpTcp<'_>, Skip> {
+fn lax_ip(ip: &[u8]) -> Result<Lax<'_>, Skip> {
     let (slice, _ext_err) = LaxIpSlice::from_slice(ip).map_err(|_| Skip::Malformed)?;
     let payload = slice.payload();
     if payload.ip_number != ip_number::TCP {
-        return Err(Skip::NotTcp);
+        return Ok(Lax::Other { proto: payload.ip_number.0, payload: payload.payload, fragmented: payload.fragmented });
     }
     let (src, dst, declared_end, ip_id, ttl) = match &slice {
         LaxIpSlice::Ipv4(v4) => {
@@ -433,7 +447,7 @@ fn lax_tcp(ip: &[u8]) -> Result<IpTcp<'_>, Skip> {
             (h.source(), h.destination(), 40 + usize::from(h.payload_length()), 0, h.hop_limit())
         }
     };
-    Ok(IpTcp { src, dst, declared_end, tcp: payload.payload, ip_id, ttl })
+    Ok(Lax::Tcp(IpTcp { src, dst, declared_end, tcp: payload.payload, ip_id, ttl }))
 }
 
 /// The TCP header at `inner.tcp`, inside the IP packet `ip`.
@@ -494,7 +508,9 @@ mod tests {
         let mut taken = 0;
         for n in 0..=pkt.len() {
             if let Some(direct) = direct_tcp(&pkt[..n]) {
-                let lax = lax_tcp(&pkt[..n]).expect("the lax slicer reads what the direct path reads");
+                let Ok(Lax::Tcp(lax)) = lax_ip(&pkt[..n]) else {
+                    panic!("the lax slicer reads what the direct path reads (cut {n})")
+                };
                 assert_eq!(
                     (direct.src, direct.dst, direct.declared_end, direct.ip_id, direct.ttl),
                     (lax.src, lax.dst, lax.declared_end, lax.ip_id, lax.ttl),
