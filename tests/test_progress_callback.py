@@ -80,3 +80,93 @@ def test_cli_progress_shows_packets_and_their_rate(tmp_path: Path, monkeypatch: 
     assert r.exit_code == 0, r.output
     lines = [line for line in r.stderr.splitlines() if line.startswith("reading:")]
     assert any(" packets, " in line and " M packets/s" in line for line in lines), r.stderr
+
+
+def _idle_fifo(tmp_path: Path, data: bytes, release: threading.Event) -> tuple[Path, threading.Thread]:
+    """A FIFO whose writer sends `data` and then holds the pipe open, sending nothing,
+    until `release` (a live capture on a quiet link)."""
+    fifo = tmp_path / "live.pcap"
+    os.mkfifo(fifo)
+
+    def writer() -> None:
+        try:
+            with fifo.open("wb") as w:
+                w.write(data)
+                w.flush()
+                release.wait(30)
+        except BrokenPipeError:
+            pass
+
+    t = threading.Thread(target=writer)
+    t.start()
+    return fifo, t
+
+
+def test_ctrl_c_while_a_pipe_is_idle_ends_the_reading_and_keeps_its_results(tmp_path: Path) -> None:
+    """Ctrl-C is seen by the progress callback (a KeyboardInterrupt there) while the reader
+    waits on a pipe that sends nothing: the reading stops at once, and what was read is
+    returned, marked interrupted. The reader used to sit in `read` until the next packet
+    (here: 30 s), and the interrupt discarded the results."""
+    trace = tmp_path / "t.pcap"
+    shortflow.generate(trace, connections=200)
+    data = trace.read_bytes()
+    release = threading.Event()
+    fifo, t = _idle_fifo(tmp_path, data[: len(data) // 2], release)
+    seen: list[int] = []
+
+    def progress(done: int, total: int, packets: int) -> None:
+        seen.append(packets)
+        if packets:
+            raise KeyboardInterrupt
+
+    try:
+        start = time.monotonic()
+        a = shortflow.analyze(fifo, progress=progress)
+        elapsed = time.monotonic() - start
+    finally:
+        release.set()
+        t.join()
+    assert elapsed < 10, f"the reading waited {elapsed:.1f} s for the idle pipe"
+    assert a.interrupted
+    packets = a.files[0]["packets"]
+    assert 0 < max(seen) <= packets, (packets, seen)
+    assert a.summary["packets"] == packets
+    assert "interrupted" in a.files[0]["error"]
+    assert a.table.num_rows > 0
+
+
+def test_cli_ctrl_c_on_a_live_pipe_prints_what_was_read(tmp_path: Path) -> None:
+    """`tcpdump -w - | shortflow analyze -` and Ctrl-C while the link is quiet: the command
+    ends within a second or so, with exit status 130, says it was interrupted, and writes
+    the summary of what it read (Ctrl-C used to be silent and lose it)."""
+    import signal
+    import subprocess
+    import sys
+
+    trace = tmp_path / "t.pcap"
+    shortflow.generate(trace, connections=200)
+    data = trace.read_bytes()
+    summary = tmp_path / "s.json"
+    with subprocess.Popen([sys.executable, "-m", "shortflow", "analyze", "-", "--summary-json", str(summary)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+        assert p.stdin is not None and p.stdout is not None and p.stderr is not None
+        try:
+            p.stdin.write(data[: len(data) // 2])
+            p.stdin.flush()
+            time.sleep(2)  # start-up, and the half trace read; the pipe then stays open and quiet
+            p.send_signal(signal.SIGINT)
+            start = time.monotonic()
+            status = p.wait(timeout=20)
+            elapsed = time.monotonic() - start
+            out, err = p.stdout.read().decode(), p.stderr.read().decode()
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert status == 130, err
+    assert elapsed < 5, f"{elapsed:.1f} s from Ctrl-C to the end"
+    assert "interrupted" in err and "Traceback" not in err, err
+    import json
+
+    doc = json.loads(summary.read_text())
+    assert doc["packets"] > 0, (doc["packets"], err)
+    assert "Table 1" in out

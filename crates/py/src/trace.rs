@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use numpy::IntoPyArray;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
@@ -83,15 +83,21 @@ fn analyze<'py>(
                         let done = state.bytes_done.load(Ordering::Relaxed);
                         let total = state.bytes_total.load(Ordering::Relaxed);
                         let packets = state.packets_done.load(Ordering::Relaxed);
-                        if callback_error.is_none() {
-                            if let Err(e) = cb.call1(py, (done, total, packets)) {
-                                callback_error = Some(e);
-                                state.cancel.store(true, Ordering::Relaxed);
+                        if callback_error.is_none() && !interrupted {
+                            match cb.call1(py, (done, total, packets)) {
+                                // Ctrl-C is mostly seen here, while the callback runs
+                                // Python code: an interruption, whose results so far are
+                                // returned like those of one seen below.
+                                Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => interrupted = true,
+                                Err(e) => callback_error = Some(e),
+                                Ok(_) => {}
                             }
                         }
                     }
                     if py.check_signals().is_err() {
                         interrupted = true;
+                    }
+                    if interrupted || callback_error.is_some() {
                         state.cancel.store(true, Ordering::Relaxed);
                     }
                 });
@@ -101,6 +107,12 @@ fn analyze<'py>(
     });
     if let Some(e) = callback_error {
         return Err(e);
+    }
+    // A Ctrl-C in the last moments of the reading (after the last look above) is
+    // honoured here: left pending, it would be raised inside numpy's import below, where
+    // the numpy crate turns it into a panic.
+    if py.check_signals().is_err() {
+        interrupted = true;
     }
     let out = to_python(py, analysis, table)?;
     out.set_item("interrupted", interrupted)?;
@@ -112,6 +124,9 @@ fn analyze<'py>(
 fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     if table {
+        // Imported here, so that an exception in its import (a second Ctrl-C) is raised
+        // as itself; the numpy crate's own import of it would panic instead.
+        py.import("numpy")?;
         out.set_item("columns", columns(py, a.table)?)?;
     } else {
         out.set_item("columns", py.None())?;

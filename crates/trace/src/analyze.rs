@@ -39,7 +39,7 @@ pub fn analyze_file(
     opts: &Options,
     progress: &Progress,
 ) -> (ConnectionTable, Summary, FileStats) {
-    match CaptureReader::open(path) {
+    match CaptureReader::open_cancellable(path, progress.cancel.clone()) {
         Ok(reader) => analyze_capture(reader, trace, opts, progress),
         Err(e) => {
             let stats = FileStats { path: path.to_owned(), error: Some(e), ..Default::default() };

@@ -5,9 +5,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::diag::Summary;
 use crate::error::{ReadError, ReadErrorKind};
+use crate::read::source::INTERRUPTED;
 use crate::read::CaptureReader;
 use crate::track::TrackerConfig;
 use crate::wire::segment::{decode_ext, Skip};
@@ -65,8 +67,9 @@ pub struct Progress {
     pub bytes_total: AtomicU64,
     /// Packets read so far, all files.
     pub packets_done: AtomicU64,
-    /// Set by the caller (Ctrl-C) to stop reading; the results so far are kept.
-    pub cancel: AtomicBool,
+    /// Set by the caller (Ctrl-C) to stop reading; the results so far are kept. Shared
+    /// with the readers of pipes, which wait for data in steps so as to see it.
+    pub cancel: Arc<AtomicBool>,
 }
 
 /// Progress is published every this many packets (cheap enough to never show in profiles).
@@ -145,7 +148,7 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
                     path: path.clone(),
                     offset: pos,
                     decompressed: false,
-                    kind: ReadErrorKind::Io("interrupted".into()),
+                    kind: ReadErrorKind::Io(INTERRUPTED.into()),
                 });
                 break;
             }

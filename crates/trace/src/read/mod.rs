@@ -8,6 +8,8 @@ mod pcapng;
 pub mod source;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use crate::error::{ReadError, ReadErrorKind};
 use crate::wire::LinkType;
@@ -73,7 +75,18 @@ impl Current {
 
 impl CaptureReader {
     pub fn open(path: &Path) -> Result<Self, ReadError> {
-        let src = Source::open(path).map_err(|e| ReadError {
+        Self::open_with(path, None)
+    }
+
+    /// `open`, for an analysis that can be cancelled: reading a pipe or FIFO that sends
+    /// nothing stops waiting within ~0.1 s once `cancel` is set (the read then fails with
+    /// "interrupted", as a cancel seen between packets does).
+    pub fn open_cancellable(path: &Path, cancel: Arc<AtomicBool>) -> Result<Self, ReadError> {
+        Self::open_with(path, Some(cancel))
+    }
+
+    fn open_with(path: &Path, cancel: Option<Arc<AtomicBool>>) -> Result<Self, ReadError> {
+        let src = Source::open(path, cancel).map_err(|e| ReadError {
             path: path.to_owned(),
             offset: 0,
             decompressed: false,

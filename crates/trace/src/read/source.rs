@@ -7,7 +7,10 @@
 use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
+use std::os::fd::{AsFd, AsRawFd};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Counts bytes read from the underlying file, for progress on compressed input.
 struct Counting<R> {
@@ -22,6 +25,46 @@ impl<R: Read> Read for Counting<R> {
         Ok(n)
     }
 }
+
+/// A pipe, FIFO or terminal read until `cancel` is set: a live capture (`tcpdump -w - |`)
+/// may send nothing for minutes, and a plain `read` would hold the reader (and Ctrl-C)
+/// until its next packet. The input is polled in steps of `CANCEL_POLL_MS` instead, and a
+/// cancel ends the read with an error, like a cancel seen between packets.
+struct Cancellable {
+    file: File,
+    cancel: Arc<AtomicBool>,
+}
+
+/// How long a cancel may wait while the input is idle.
+const CANCEL_POLL_MS: i32 = 100;
+
+impl Read for Cancellable {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.cancel.load(Ordering::Relaxed) {
+                return Err(io::Error::other(INTERRUPTED));
+            }
+            let mut fd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd, owned by this frame, for the duration of the call.
+            let ready = unsafe { libc::poll(&mut fd, 1, CANCEL_POLL_MS) };
+            if ready > 0 {
+                // Readable, or the writer closed (POLLHUP) or failed (POLLERR): `read`
+                // then returns the data, the end, or the error.
+                return self.file.read(buf);
+            }
+            if ready < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// The message of a read ended by a cancel (the one the reading loop gives a cancel seen
+/// between packets).
+pub const INTERRUPTED: &str = "interrupted";
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Page size for `madvise` ranges (4 kB on every Linux this runs on; a larger page only
@@ -61,20 +104,35 @@ pub struct Source {
 
 impl Source {
     /// Opens a file (`-`: standard input), decompressing it on the fly when it starts with
-    /// the gzip magic.
-    pub fn open(path: &std::path::Path) -> io::Result<Self> {
-        if path.as_os_str() == "-" {
-            return Self::open_reader(Box::new(io::stdin()), 0);
-        }
-        let file = File::open(path)?;
+    /// the gzip magic. With `cancel`, an input that can wait (standard input, a FIFO: not a
+    /// regular file) stops waiting for data when it is set (see `Cancellable`).
+    pub fn open(path: &std::path::Path, cancel: Option<Arc<AtomicBool>>) -> io::Result<Self> {
+        let stdin = path.as_os_str() == "-";
+        let file = if stdin {
+            // Its own descriptor of standard input, read without std's buffer (whose
+            // bytes `poll` would not see).
+            File::from(io::stdin().as_fd().try_clone_to_owned()?)
+        } else {
+            File::open(path)?
+        };
         let meta = file.metadata()?;
-        let file_len = meta.len();
-        if meta.is_file() && file_len >= 2 {
-            if let Some(mapped) = Self::map(&file, file_len) {
-                return Ok(mapped);
+        if meta.is_file() {
+            // Standard input redirected from a file is read from where it stands, as a
+            // stream (a mapping would start at the file's first byte).
+            if stdin {
+                return Self::open_reader(Box::new(file), 0);
             }
+            if meta.len() >= 2 {
+                if let Some(mapped) = Self::map(&file, meta.len()) {
+                    return Ok(mapped);
+                }
+            }
+            return Self::open_reader(Box::new(file), meta.len());
         }
-        Self::open_reader(Box::new(file), file_len)
+        match cancel {
+            Some(cancel) => Self::open_reader(Box::new(Cancellable { file, cancel }), 0),
+            None => Self::open_reader(Box::new(file), 0),
+        }
     }
 
     /// A plain (not gzip) regular file, mapped: packets are parsed where the page cache
