@@ -524,3 +524,46 @@ fn a_first_flight_overtaken_after_a_pure_ack_is_new_data() {
     assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 0);
     assert_eq!((t.out_of_order_s2c[0], s.out_of_order), (2, 2));
 }
+
+/// Server data segments `sent` (indices), each with its TSval, without IPv4 IDs (as IPv6
+/// sends them, or a stack whose IDs are zero).
+fn data_with_tsvals(t: u64, sent: &[(u32, u32)]) -> Vec<(u64, Segment, SegmentExtra)> {
+    sent.iter().map(|&(k, tsval)| (t, data(k), with_ts(tsval, 7))).collect()
+}
+
+#[test]
+fn without_ip_ids_the_timestamps_tell_data_overtaken_from_data_resent() {
+    // The capture sees 0, 1, 4, then 2 and 3 (no IP IDs to go by). 2 and 3 carry TSvals
+    // below 4's: sent before it, overtaken on the way.
+    let t0 = 60 * MS;
+    let mut v = data_with_tsvals(t0, &[(0, 1000), (1, 1000), (4, 1002), (2, 1001), (3, 1001)]);
+    v.push((t0 + 50 * MS, ack_of(5), with_ts(9, 1002)));
+    let (t, s) = analyze("reordered-ts.pcap", &at_server(v));
+    assert_eq!((t.retx_fast_s2c[0], t.retx_timeout_s2c[0], t.retx_tlp_s2c[0]), (0, 0, 0));
+    assert_eq!((t.out_of_order_s2c[0], s.out_of_order), (2, 2));
+    assert_eq!(t.bytes_s2c[0], u64::from(5 * MSS));
+
+    // The same gap filled with the TSval of 4 (the same clock tick: nothing told) or a
+    // later one (sent after it: resent) stays a retransmission.
+    for (name, late) in [("same-tick.pcap", 1002), ("resent-ts.pcap", 1031)] {
+        let mut v = data_with_tsvals(t0, &[(0, 1000), (1, 1000), (4, 1002)]);
+        v.extend(data_with_tsvals(t0 + 30 * MS, &[(2, late), (3, late)]));
+        v.push((t0 + 80 * MS, ack_of(5), with_ts(9, late)));
+        let (t, _) = analyze(name, &at_server(v));
+        assert_eq!(t.out_of_order_s2c[0], 0, "{name}");
+        assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 2, "{name}");
+    }
+}
+
+#[test]
+fn ip_ids_that_count_outrank_the_timestamps() {
+    // IDs that count (step 3) say 2 and 3 were sent after 4; their TSvals (a contradiction
+    // no sender makes) are not asked: where the IDs count, they decide, as before.
+    let t0 = 60 * MS;
+    let stamp = |k: u32, id: u16, tsval: u32| (t0, data(k), SegmentExtra { ip_id: id, ..with_ts(tsval, 7) });
+    let mut v = vec![stamp(0, 100, 1000), stamp(1, 101, 1000), stamp(4, 104, 1002), stamp(2, 105, 1001), stamp(3, 106, 1001)];
+    v.push((t0 + 50 * MS, ack_of(5), with_ts(9, 1002)));
+    let (t, _) = analyze("ids-first.pcap", &at_server(v));
+    assert_eq!(t.out_of_order_s2c[0], 0);
+    assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 2);
+}

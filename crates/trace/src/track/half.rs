@@ -92,15 +92,29 @@ struct RecentRetx {
 /// Sequence space the capture skipped: new data was seen beginning at `end` while the
 /// capture had seen data only up to `start`. The segments in between were lost before
 /// the capture point (and come again as retransmissions), or they overtook each other on
-/// the way (and come late, but once). The IPv4 identifications of the segments on either
-/// side tell which, when the sender numbers its packets in order: one sent before the
-/// segment that skipped ahead carries an ID between theirs.
+/// the way (and come late, but once). The stamps of the segments on either side tell
+/// which (`Stamp`): one sent before the segment that skipped ahead carries an IPv4 ID
+/// between theirs, or a timestamp below the later one's.
 #[derive(Debug, Clone, Copy)]
 struct Hole {
     start: i64,
     end: i64,
-    id_before: u16,
-    id_after: u16,
+    before: Stamp,
+    after: Stamp,
+}
+
+/// Where a sender's own counts stood when it sent a segment: its IPv4 identification (0:
+/// none, IPv6, or not counted) and its TCP timestamp (RFC 7323 TSval), if any.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamp {
+    id: u16,
+    tsval: Option<u32>,
+}
+
+impl Stamp {
+    fn of(extra: &SegmentExtra) -> Self {
+        Self { id: extra.ip_id, tsval: extra.opts.timestamps.map(|(v, _)| v) }
+    }
 }
 
 /// Largest ID step across a hole read as a sender's own count of its packets. Linux
@@ -110,11 +124,23 @@ const MAX_ID_STEP: u16 = 64;
 
 impl Hole {
     /// Was [start, end), never seen before, sent before the segment that skipped it?
-    fn sent_before_the_skip(&self, start: i64, end: i64, ip_id: u16) -> bool {
-        let step = self.id_after.wrapping_sub(self.id_before);
-        let at = ip_id.wrapping_sub(self.id_before);
-        let ids_known = ip_id != 0 && self.id_before != 0 && self.id_after != 0;
-        ids_known && step <= MAX_ID_STEP && at > 0 && at < step && start >= self.start && end <= self.end
+    fn sent_before_the_skip(&self, start: i64, end: i64, stamp: Stamp) -> bool {
+        if start < self.start || end > self.end {
+            return false;
+        }
+        let (before, after) = (self.before.id, self.after.id);
+        let step = after.wrapping_sub(before);
+        if stamp.id != 0 && before != 0 && after != 0 && step <= MAX_ID_STEP {
+            let at = stamp.id.wrapping_sub(before);
+            return at > 0 && at < step;
+        }
+        // No count in the IDs (IPv6, zero or random IDs): the sender's timestamp clock,
+        // which never goes back within a connection (RFC 7323 section 5.4). A TSval below
+        // the skipping segment's was sent before it; an equal one (the same tick: Linux
+        // counts milliseconds) tells nothing, and the segment stays a retransmission.
+        let (Some(v), Some(after)) = (stamp.tsval, self.after.tsval) else { return false };
+        let not_before_the_gap = self.before.tsval.is_none_or(|b| v.wrapping_sub(b) as i32 >= 0);
+        (after.wrapping_sub(v) as i32) > 0 && not_before_the_gap
     }
 }
 
@@ -144,9 +170,9 @@ pub struct Half {
     last_peer_window: Option<u16>,
     /// The latest stretch of sequence space the capture skipped (see `Hole`).
     hole: Option<Hole>,
-    /// IPv4 identification of this sender's latest segment seen, data or not, except those
-    /// that came late (0: none, or no IPv4 ID): where its count stood.
-    last_id: u16,
+    /// The stamp of this sender's latest segment seen, data or not, except those that came
+    /// late: where its counts stood.
+    last_stamp: Stamp,
     flight: Vec<Sent>,
     head: u32,
     recent: [RecentRetx; 2],
@@ -449,8 +475,9 @@ impl Half {
         }
         self.start(seg.seq);
         if seq_len == 0 {
-            self.note_missed_data(self.rel(seg.seq), extra.ip_id);
-            self.last_id = extra.ip_id;
+            let stamp = Stamp::of(extra);
+            self.note_missed_data(self.rel(seg.seq), stamp);
+            self.last_stamp = stamp;
             return SendEvent::Nothing;
         }
         let start = self.rel(seg.seq);
@@ -466,10 +493,11 @@ impl Half {
         if seg.payload_len > self.mss {
             self.mss = seg.payload_len;
         }
-        if start < self.snd_max && self.fills_hole_late(start, end, extra.ip_id) {
+        let stamp = Stamp { id: extra.ip_id, tsval };
+        if start < self.snd_max && self.fills_hole_late(start, end, stamp) {
             return SendEvent::NewData { new_round: false, new_burst: false };
         }
-        let id_before = std::mem::replace(&mut self.last_id, extra.ip_id);
+        let stamp_before = std::mem::replace(&mut self.last_stamp, stamp);
         if start < self.snd_max {
             let class = self.classify(start, end, since_last, Self::rto_estimate(srtt));
             match class {
@@ -498,7 +526,7 @@ impl Half {
             }
             return SendEvent::Retx(class);
         }
-        self.note_gap(start, id_before, extra.ip_id);
+        self.note_gap(start, stamp_before, stamp);
         let (new_round, new_burst) = self.push_new(ts, start, end, tsval, rtt_ns, sender_leg_ns);
         if seg.payload_len == 0 {
             return SendEvent::Nothing; // a FIN alone
@@ -509,27 +537,27 @@ impl Half {
     /// A segment without data carries its sender's next sequence number, `at`: beyond
     /// what the capture saw, the sender had sent data the capture missed (lost before the
     /// capture point, or dropped by the capture). That stretch is a hole: a segment that
-    /// brings it later is a retransmission (as tshark says), unless its IPv4 ID shows it
+    /// brings it later is a retransmission (as tshark says), unless its stamp shows it
     /// was sent before this segment and overtaken (`fills_hole_late`).
-    fn note_missed_data(&mut self, at: i64, ip_id: u16) {
-        self.note_gap(at, self.last_id, ip_id);
+    fn note_missed_data(&mut self, at: i64, stamp: Stamp) {
+        self.note_gap(at, self.last_stamp, stamp);
         self.snd_max = self.snd_max.max(at);
     }
 
     /// The sender's next byte is `at`: beyond `snd_max`, the capture skipped what lies
-    /// between (`Hole`), with the IDs of the segments on either side.
-    fn note_gap(&mut self, at: i64, id_before: u16, id_after: u16) {
+    /// between (`Hole`), with the stamps of the segments on either side.
+    fn note_gap(&mut self, at: i64, before: Stamp, after: Stamp) {
         if at > self.snd_max {
-            self.hole = Some(Hole { start: self.snd_max, end: at, id_before, id_after });
+            self.hole = Some(Hole { start: self.snd_max, end: at, before, after });
         }
     }
 
     /// Data below `snd_max` that the capture never saw and that was sent before the segment
     /// that skipped past it (`Hole`): new data come late, not a retransmission (tshark's
     /// "out-of-order"). Counted as new data of the burst; it takes no RTT sample.
-    fn fills_hole_late(&mut self, start: i64, end: i64, ip_id: u16) -> bool {
+    fn fills_hole_late(&mut self, start: i64, end: i64, stamp: Stamp) -> bool {
         let Some(hole) = &mut self.hole else { return false };
-        if !hole.sent_before_the_skip(start, end, ip_id) {
+        if !hole.sent_before_the_skip(start, end, stamp) {
             return false;
         }
         if start <= hole.start {
