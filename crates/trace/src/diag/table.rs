@@ -202,7 +202,7 @@ schema! {
     "retx_tlp_s2c": "uint32", "", "server tail loss probes";
     "retx_spurious_c2s": "uint32", "", "client retransmissions found unneeded (D-SACK, timestamps, early ACK)";
     "retx_spurious_s2c": "uint32", "", "server retransmissions found unneeded";
-    "out_of_order_c2s": "uint32", "", "client data segments seen after data sent later (overtaken on the way, by their IPv4 IDs): new data, not retransmissions";
+    "out_of_order_c2s": "uint32", "", "client data segments seen after data sent later (overtaken on the way, by their IPv4 IDs or TCP timestamps): new data, not retransmissions";
     "out_of_order_s2c": "uint32", "", "server data segments seen after data sent later";
     "rto_events": "uint32", "", "retransmission-timer expiries (both directions, data phase)";
     "rto_backoff_max": "uint8", "", "largest back-off step of the data phase (0: first expiry)";
