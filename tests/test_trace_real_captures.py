@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 26
+    assert len(FILES) == 27
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -134,6 +134,11 @@ TSHARK_WRONG = {
     # One resend of data seen before, by the sender's next IP ID: a retransmission that
     # tshark calls "out-of-order" (it looks at the time since the last segment only).
     "sv-sack-recovery-window-updates.pcap.gz": {"retransmissions": (18, 17), "out_of_order": (0, 1)},
+    # The server's FIN, never acknowledged, resent 6 times by timeout (0.39 ... 12.5 s
+    # apart: RTO doubling); each is recorded twice, the second copy one hop later (TTL one
+    # lower, same IP ID), and one resend once more through the NAT's other mapping. tshark
+    # calls the copies retransmissions too (14); they are capture duplicates.
+    "sv-erspan-nat-fin-retries.pcap": {"retransmissions": (6, 14)},
 }
 
 
@@ -445,6 +450,26 @@ def test_a_response_overtaken_right_after_a_pure_ack_is_new_data(tmp_path):
     s = shortflow.analyze(path).raw_summary
     assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0
     assert s["out_of_order_segments"] == _tshark_count(path, tmp_path, "tcp.analysis.out_of_order") == 11
+
+
+@needs_tshark
+def test_a_fin_resent_by_timeout_is_a_retransmission_and_its_copies_are_duplicates(tmp_path):
+    # suricata-verify bug-5437-02/input.pcap (Suricata issue 5437): ERSPAN from two mirror
+    # sessions, before and after a NAT. The server 126.203.57.64:80 sends its FIN to the
+    # client's port 54530 at 16.78 s and, never acknowledged, resends it 6 times, 0.39,
+    # 0.78, 1.56, 3.13, 6.26 and 12.5 s apart (RTO doubling: back-off 5). Each is recorded
+    # twice, the second copy one hop later (TTL 63 against 64, same IP ID): 7 capture
+    # duplicates. tshark counts the copies as retransmissions too (13 in that stream).
+    # The last two gaps are longer than the 5 s close linger: the connection now waits
+    # for the next back-off (they used to be late packets, 4 retransmissions counted).
+    path = DATA / "sv-erspan-nat-fin-retries.pcap"
+    a = shortflow.analyze(path)
+    (row,) = [r for r in _rows(a) if r["client_port"] == 54530 and r["server_ip"] == "126.203.57.64"]
+    assert (row["retx_timeout_s2c"], row["rto_backoff_max"], row["late_packets"]) == (6, 5, 0)
+    assert (row["capture_duplicates"], row["outcome"]) == (7, "fin")
+    assert _tshark_count(path, tmp_path, "tcp.analysis.retransmission and tcp.stream==6") == 13
+    # The SYNs to a third address, never answered, on the RFC 6298 ladder (1, 2, 4, 8 s).
+    assert a.raw_summary["syn"]["retransmissions"] == _tshark_handshakes(path, tmp_path).syn_retransmissions == 8
 
 
 @needs_tshark

@@ -66,3 +66,25 @@ fn a_new_syn_still_starts_a_new_connection_and_time_wait_ends() {
     assert_eq!(t.handshake[ours[2]], Handshake::NotSeen as u8);
     assert_eq!(s.late_packets, 0);
 }
+
+#[test]
+fn a_fin_resent_by_timeout_while_unacknowledged_stays_a_retransmission() {
+    // As above, but the client's last ACK never shows: the server's FIN is unacknowledged
+    // and its back-off doubles the gaps (0.2, 0.4 ... 6.4 s: past the 5 s linger). Each
+    // resend comes within twice the gap before it, so the connection waits for it: all
+    // are retransmissions by timeout of the connection, none a late packet.
+    let resends = [200, 600, 1400, 3000, 6200, 12_600];
+    let mut v: Vec<_> = trace(&resends, 40).into_iter().filter(|(_, s)| !(s.src == client() && s.ack == 1502)).collect();
+    let (t, s, _) = analyze_bytes("unacked-fin.pcap", &pcap_of(&v));
+    let row = t.client_port.iter().position(|&p| p == 40000).unwrap();
+    assert_eq!((t.late_packets[row], s.late_packets), (0, 0));
+    assert_eq!(t.retx_timeout_s2c[row], 6);
+    assert_eq!(t.packets_s2c[row], 3 + 6);
+
+    // A resend long after the back-off would have come (40 s after a 6.4 s gap) is late.
+    v.push((SEC + 60 * MS + 52_600 * MS, seg(false, 1501, 202, A | F, 0)));
+    v.sort_by_key(|p| p.0);
+    let (t, s, _) = analyze_bytes("unacked-fin-late.pcap", &pcap_of(&v));
+    let row = t.client_port.iter().position(|&p| p == 40000).unwrap();
+    assert_eq!((t.late_packets[row], s.late_packets, t.retx_timeout_s2c[row]), (1, 1, 6));
+}

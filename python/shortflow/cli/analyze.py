@@ -181,7 +181,7 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
         workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=1024, help="cores: files read in parallel; with fewer files than cores, the rest track each file's connections in parallel (two threads a core) [default: all]")] = None,
         idle_timeout: Annotated[str, typer.Option("--idle-timeout", help="end a connection after this long without packets")] = f"{_core.DEFAULT_IDLE_TIMEOUT_S:g}s",
-        close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
+        close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long (longer while an unacknowledged FIN is resent: twice its last back-off more)")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="address of a running Dask scheduler: one task per trace on its workers (which must see the traces at the same paths), results merged into one table; --workers is then the cores per trace [default: 1]")] = None,
         report: Annotated[Optional[Path], typer.Option("--report", help="write a self-contained HTML report (report.html) into this directory")] = None,
         columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,

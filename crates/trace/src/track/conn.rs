@@ -319,6 +319,16 @@ impl Conn {
         self.rst || (self.fin_from_client && self.fin_from_server)
     }
 
+    /// How long after its last packet a closed connection still takes packets: `base`,
+    /// or, while a side retransmits an unacknowledged FIN (or data) by timeout, long
+    /// enough for its next back-off (`Half::next_expiry_within_ns`), at most `cap`. A FIN
+    /// resent 0.4, 0.8, ... 12.8 s apart stays the connection's retransmission instead of
+    /// turning into late packets once the gaps pass the linger.
+    pub fn close_linger_ns(&self, base: u64, cap: u64) -> u64 {
+        let backoff = self.halves.iter().filter_map(Half::next_expiry_within_ns).max().unwrap_or(0);
+        base.saturating_add(backoff).min(cap.max(base))
+    }
+
     pub fn close_reason(&self) -> EndReason {
         if self.rst {
             EndReason::Rst

@@ -183,6 +183,9 @@ pub struct Half {
     pub recovery: Recovery,
     last_rto_una: Option<i64>,
     backoff: u8,
+    /// The silence before this half's latest retransmission by timeout (its RTO then),
+    /// until a new ACK: the next expiry comes within twice that (RFC 6298 5.5).
+    rto_gap_ns: u64,
     pub mss: u32,
 
     pub retx_timeout: u32,
@@ -323,6 +326,7 @@ impl Half {
         let mut out = AckOutcome::default();
         self.una = ack;
         self.acked_any = true;
+        self.rto_gap_ns = 0;
         if ack > 0 && self.first_data_ts.is_some() && self.first_data_ack_ts.is_none() {
             self.first_data_ack_ts = Some(ts);
         }
@@ -501,7 +505,10 @@ impl Half {
         if start < self.snd_max {
             let class = self.classify(start, end, since_last, Self::rto_estimate(srtt));
             match class {
-                RetxClass::Timeout => self.retx_timeout += 1,
+                RetxClass::Timeout => {
+                    self.retx_timeout += 1;
+                    self.rto_gap_ns = since_last;
+                }
                 RetxClass::Fast => self.retx_fast += 1,
                 RetxClass::Tlp => self.retx_tlp += 1,
             }
@@ -712,6 +719,13 @@ impl Half {
         self.rto_events += 1;
         self.recovery = Recovery::Timeout { point: self.snd_max };
         RetxClass::Timeout
+    }
+
+    /// How soon this half's sender will send again on its own: it is retransmitting by
+    /// timeout and something (its FIN, say) is still unacknowledged, so its next expiry
+    /// comes within twice the last silence. None when it waits for nothing.
+    pub fn next_expiry_within_ns(&self) -> Option<u64> {
+        (self.una < self.snd_max && self.rto_gap_ns > 0).then(|| self.rto_gap_ns.saturating_mul(2))
     }
 
     /// Did this half's receiver send its delayed ACKs on a fixed 200 ms grid (BSD tick)?

@@ -61,8 +61,10 @@ pub struct TrackerConfig {
     pub idle_timeout_ns: u64,
     /// After both FINs or a RST, late packets (the last ACK, a FIN repeated after its
     /// ACK was lost) still belong to the connection for this long (ns). 5 s covers the
-    /// last ACK (one RTT) and a FIN retransmitted a few RTOs later. A new SYN on the
-    /// 4-tuple starts a new connection at once, lingering or not.
+    /// last ACK (one RTT) and a FIN retransmitted a few RTOs later; a side still resending
+    /// an unacknowledged FIN by timeout extends it by twice its last back-off gap
+    /// (`Conn::close_linger_ns`). A new SYN on the 4-tuple starts a new connection at
+    /// once, lingering or not.
     pub close_linger_ns: u64,
     /// After the linger, a closed connection's 4-tuple is remembered for this long (ns):
     /// a later packet on it without a SYN (a FIN or data retransmitted after many
@@ -415,7 +417,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 continue;
             }
             let c = &mut slot.conn;
-            let end = if c.closed() && now.saturating_sub(c.last_ts) > close_linger_ns {
+            let end = if c.closed() && now.saturating_sub(c.last_ts) > c.close_linger_ns(close_linger_ns, idle_timeout_ns) {
                 Some(c.close_reason())
             } else if now.saturating_sub(c.last_ts) > idle_timeout_ns {
                 Some(EndReason::Idle)
