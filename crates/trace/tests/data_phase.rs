@@ -567,3 +567,16 @@ fn ip_ids_that_count_outrank_the_timestamps() {
     assert_eq!(t.out_of_order_s2c[0], 0);
     assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 2);
 }
+
+#[test]
+fn two_gaps_open_at_once_are_both_told() {
+    // Sent 0..5 in order (IDs 100..105); seen 0, 2, 3, 5, then 1 and 4: the second gap
+    // (4, skipped by 5) opens before the first (1, skipped by 2) is filled. Both late
+    // segments were sent before the segment that skipped them: overtaken, not resent.
+    let t0 = 60 * MS;
+    let mut v = data_with_ids(t0, &[(0, 100), (2, 102), (3, 103), (5, 105), (1, 101), (4, 104)]);
+    v.push((t0 + 50 * MS, ack_of(6), x()));
+    let (t, s) = analyze("reordered-twice.pcap", &at_server(v));
+    assert_eq!((t.retx_fast_s2c[0], t.retx_timeout_s2c[0], t.retx_tlp_s2c[0]), (0, 0, 0));
+    assert_eq!((t.out_of_order_s2c[0], s.out_of_order), (2, 2));
+}

@@ -117,6 +117,9 @@ impl Stamp {
     }
 }
 
+/// Gaps remembered per sender: reordering that overtakes twice before the first gap fills.
+const HOLES: usize = 2;
+
 /// Largest ID step across a hole read as a sender's own count of its packets. Linux
 /// counts per connection, Windows per host; a step larger than this (or random IDs,
 /// OpenBSD's and macOS's) says nothing about the order.
@@ -168,8 +171,9 @@ pub struct Half {
     /// Highest SACK right edge reported (an offset like `una`): what a SACK block adds.
     high_sacked: i64,
     last_peer_window: Option<u16>,
-    /// The latest stretch of sequence space the capture skipped (see `Hole`).
-    hole: Option<Hole>,
+    /// The latest stretches of sequence space the capture skipped (see `Hole`), newest
+    /// first: a second gap opened before the first was filled keeps the first.
+    holes: [Option<Hole>; HOLES],
     /// The stamp of this sender's latest segment seen, data or not, except those that came
     /// late: where its counts stood.
     last_stamp: Stamp,
@@ -555,7 +559,8 @@ impl Half {
     /// between (`Hole`), with the stamps of the segments on either side.
     fn note_gap(&mut self, at: i64, before: Stamp, after: Stamp) {
         if at > self.snd_max {
-            self.hole = Some(Hole { start: self.snd_max, end: at, before, after });
+            self.holes[1] = self.holes[0];
+            self.holes[0] = Some(Hole { start: self.snd_max, end: at, before, after });
         }
     }
 
@@ -563,10 +568,10 @@ impl Half {
     /// that skipped past it (`Hole`): new data come late, not a retransmission (tshark's
     /// "out-of-order"). Counted as new data of the burst; it takes no RTT sample.
     fn fills_hole_late(&mut self, start: i64, end: i64, stamp: Stamp) -> bool {
-        let Some(hole) = &mut self.hole else { return false };
-        if !hole.sent_before_the_skip(start, end, stamp) {
+        let Some(slot) = self.holes.iter_mut().find(|h| h.is_some_and(|h| h.sent_before_the_skip(start, end, stamp))) else {
             return false;
-        }
+        };
+        let hole = slot.as_mut().expect("found above");
         if start <= hole.start {
             hole.start = end;
         }
@@ -574,7 +579,7 @@ impl Half {
             hole.end = start;
         }
         if hole.start >= hole.end {
-            self.hole = None;
+            *slot = None;
         }
         let bytes = (end - start) as u64;
         self.data_bytes += bytes;
