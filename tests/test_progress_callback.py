@@ -170,3 +170,30 @@ def test_cli_ctrl_c_on_a_live_pipe_prints_what_was_read(tmp_path: Path) -> None:
     doc = json.loads(summary.read_text())
     assert doc["packets"] > 0, (doc["packets"], err)
     assert "Table 1" in out
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_progress_counts_every_packet_read_before_the_pipe_goes_quiet(tmp_path: Path, fmt: str) -> None:
+    """Issue 10 item 5, on a live pipe: while the reader waits for the next packet, the
+    published count holds every packet it has read (it used to leave out those of the
+    last read of input until the next one came)."""
+    trace = tmp_path / f"t.{fmt}"
+    shortflow.generate(trace, connections=100, format=fmt)
+    total = shortflow.analyze(trace).files[0]["packets"]
+    release = threading.Event()
+    fifo, t = _idle_fifo(tmp_path, trace.read_bytes(), release)
+    seen: list[int] = []
+
+    def progress(done: int, total_bytes: int, packets: int) -> None:
+        seen.append(packets)
+        # Stop once the count has stood still for three calls (~0.2 s): the pipe is quiet.
+        if packets and seen[-3:] == [packets] * 3:
+            raise KeyboardInterrupt
+
+    try:
+        a = shortflow.analyze(fifo, progress=progress)
+    finally:
+        release.set()
+        t.join()
+    assert a.interrupted
+    assert seen[-1] == a.files[0]["packets"] == total, (seen[-5:], total)

@@ -95,8 +95,9 @@ pub(crate) const PREFETCH_AHEAD: usize = 8;
 /// progress; stops at the first read error (kept in `stats`) or on cancel.
 pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progress: &Progress, sink: &mut impl SegmentSink) {
     let path = reader.path().to_owned();
-    // What was published so far: bytes of the file, packets, and the reader's refills.
-    let (mut published, mut published_packets, mut refills) = (0u64, 0u64, reader.refills());
+    // What was published so far: bytes of the file and packets.
+    let (mut published, mut published_packets) = (0u64, 0u64);
+    let stream = reader.is_stream();
     loop {
         let pkt = match reader.next_packet() {
             Ok(Some(p)) => p,
@@ -127,17 +128,16 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
         }
         stats.first_ts_ns.get_or_insert(ts);
         stats.last_ts_ns = Some(ts);
-        // Every PUBLISH_EVERY packets, and after each refill of the window: reading a pipe
-        // (a live `tcpdump -w -`), the count then moves as packets come, not 65,536 at a
-        // time, and a cancel is seen. The open connections are sampled at the fixed step
-        // only, so the peak does not depend on how the input arrived.
+        // Every PUBLISH_EVERY packets, and, reading a stream, before each read of more
+        // input: from a pipe (a live `tcpdump -w -`) the count then moves as packets come,
+        // not 65,536 at a time, and holds every packet read while the reader waits for the
+        // next. The open connections are sampled at the fixed step only, so the peak does
+        // not depend on how the input arrived.
         let sample = stats.packets.is_multiple_of(PUBLISH_EVERY);
-        let refilled = reader.refills();
-        if sample || refilled != refills {
+        if sample || (stream && reader.next_needs_input()) {
             if sample {
                 sink.sample();
             }
-            refills = refilled;
             let pos = reader.file_position();
             progress.bytes_done.fetch_add(pos - published, Ordering::Relaxed);
             progress.packets_done.fetch_add(stats.packets - published_packets, Ordering::Relaxed);

@@ -163,9 +163,19 @@ impl CaptureReader {
 
     /// Times the input was read again into the window (0 for a mapped file): a pipe's
     /// reader may have waited at each.
+    /// Read in steps (standard input, a FIFO, gzip), not mapped whole.
+    pub fn is_stream(&self) -> bool {
+        self.src.is_stream()
+    }
+
+    /// The next record is not all in the window yet: reading it reads more input, which
+    /// from a pipe may wait (a live capture between packets).
     #[inline]
-    pub fn refills(&self) -> u64 {
-        self.src.refills
+    pub fn next_needs_input(&self) -> bool {
+        match &self.format {
+            Format::Pcap(p) => p.next_needs_input(&self.src),
+            Format::PcapNg(p) => p.next_needs_input(&self.src),
+        }
     }
 
     pub fn is_gzip(&self) -> bool {

@@ -79,6 +79,15 @@ impl PcapState {
         self.step_refilled(src)
     }
 
+    /// See `CaptureReader::next_needs_input`.
+    pub(super) fn next_needs_input(&self, src: &Source) -> bool {
+        let rest = &src.window()[self.pending..];
+        match rest.first_chunk::<RECORD_HEADER_LEN>() {
+            Some(h) => rest.len() - RECORD_HEADER_LEN < self.record_header(h)[2] as usize,
+            None => true,
+        }
+    }
+
     fn current(&self, secs: u32, frac: u32, caplen: usize, orig_len: u32) -> Current {
         let frac_ns = if self.nanos { u64::from(frac) } else { u64::from(frac) * 1000 };
         Current {

@@ -93,6 +93,13 @@ fn parse_failure(e: &nom::Err<PcapError<&[u8]>>) -> &'static str {
 }
 
 impl PcapNgState {
+    /// See `CaptureReader::next_needs_input` (a section header in the other byte order
+    /// may be misjudged: it only moves when progress is published).
+    pub(super) fn next_needs_input(&self, src: &Source) -> bool {
+        let rest = &src.window()[self.pending..];
+        rest.len() < 12 || rest.len() < self.u32_at(rest, 4) as usize
+    }
+
     fn u32_at(&self, b: &[u8], at: usize) -> u32 {
         let raw = [b[at], b[at + 1], b[at + 2], b[at + 3]];
         if self.big_endian {

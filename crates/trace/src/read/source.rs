@@ -94,9 +94,6 @@ pub struct Source {
     /// Stream offset of `buf[start]`.
     offset: u64,
     eof: bool,
-    /// Times the window was refilled from the input (never for a mapped file): a reader of
-    /// a pipe may wait at each, so progress is published there too.
-    pub refills: u64,
     file_bytes_read: Rc<Cell<u64>>,
     pub file_len: u64,
     pub gzip: bool,
@@ -156,7 +153,6 @@ impl Source {
             next_release: RELEASE_STEP,
             offset: 0,
             eof: true,
-            refills: 0,
             file_bytes_read: Rc::new(Cell::new(0)),
             file_len,
             gzip: false,
@@ -194,7 +190,6 @@ impl Source {
             next_release: usize::MAX,
             offset: 0,
             eof: false,
-            refills: 0,
             file_bytes_read: count,
             file_len,
             gzip,
@@ -207,6 +202,12 @@ impl Source {
             Bytes::Owned(b) => &b[self.start..self.end],
             Bytes::Mapped { map, .. } => &map[self.start..self.end],
         }
+    }
+
+    /// Read from an input in steps (a pipe, a gzip stream), not mapped whole: the window
+    /// may have to wait for more.
+    pub fn is_stream(&self) -> bool {
+        matches!(self.buf, Bytes::Owned(_))
     }
 
     #[inline]
@@ -261,7 +262,6 @@ impl Source {
         let Bytes::Owned(buf) = &mut self.buf else {
             return Ok(self.end - self.start); // a mapped file is all there from the start
         };
-        self.refills += 1;
         buf.copy_within(self.start..self.end, 0);
         self.end -= self.start;
         self.start = 0;
