@@ -82,8 +82,14 @@ pub struct IcmpUnreachable {
 
 /// Decodes a frame that holds an ICMP or ICMPv6 destination-unreachable quoting a TCP
 /// segment; `None` for anything else (other ICMP types, a quote too short to hold the
-/// ports and sequence number, a quoted fragment, damaged headers). Never panics.
+/// ports and sequence number, a quoted fragment, damaged headers). A message inside a
+/// tunnel (`crate::tunnel`: a mirrored capture) is read like the segments beside it.
+/// Never panics.
 pub fn decode_unreachable(link: LinkType, frame: &[u8]) -> Option<IcmpUnreachable> {
+    unreachable_within(link, frame, crate::tunnel::MAX_TUNNELS)
+}
+
+fn unreachable_within(link: LinkType, frame: &[u8], tunnels: u8) -> Option<IcmpUnreachable> {
     let (_, ip) = ip_payload(link, frame)?;
     let (outer, _) = LaxIpSlice::from_slice(ip).ok()?;
     let payload = outer.payload();
@@ -101,6 +107,10 @@ pub fn decode_unreachable(link: LinkType, frame: &[u8]) -> Option<IcmpUnreachabl
                 Icmpv6Type::DestinationUnreachable(c) => (Unreachable::from_v6(c), icmp.payload()),
                 _ => return None,
             }
+        }
+        other if tunnels > 0 && !payload.fragmented => {
+            let (link, inner) = crate::tunnel::inner(other.0, payload.payload)?;
+            return unreachable_within(link, inner, tunnels - 1);
         }
         _ => return None,
     };

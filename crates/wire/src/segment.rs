@@ -310,11 +310,8 @@ pub fn decode_ip(pkt: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
 /// segment inside a tunnel (`crate::tunnel`) is read with its own, inner, headers.
 #[inline]
 pub fn decode_ext(link: LinkType, frame: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
-    decode_within(link, frame, MAX_TUNNELS)
+    decode_within(link, frame, crate::tunnel::MAX_TUNNELS)
 }
-
-/// Tunnels peeled at most, one inside the other (Geneve carrying GRE carrying IP is three).
-const MAX_TUNNELS: u8 = 3;
 
 #[inline]
 fn decode_within(link: LinkType, frame: &[u8], tunnels: u8) -> Result<(Segment, SegmentExtra), Skip> {

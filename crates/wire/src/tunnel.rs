@@ -7,6 +7,9 @@
 
 use crate::link::LinkType;
 
+/// Tunnels peeled at most, one inside the other (Geneve carrying GRE carrying IP is three).
+pub(crate) const MAX_TUNNELS: u8 = 3;
+
 /// IP protocol numbers that carry a packet: IPv4 in IP, IPv6 in IP, GRE, UDP (VXLAN,
 /// Geneve).
 const PROTO_IPIP: u8 = 4;
@@ -219,5 +222,39 @@ mod tests {
             let _ = decode_ext(LinkType::Raw, &whole[..n]);
         }
         assert!(decode_ext(LinkType::Raw, &whole).is_ok());
+    }
+
+    #[test]
+    fn an_icmp_refusal_inside_a_tunnel_is_read_as_one_outside() {
+        use crate::icmp::decode_unreachable;
+        use etherparse::{Icmpv4Header, Icmpv4Type, IpNumber, Ipv4Header};
+        // A port unreachable from 192.0.2.1 quoting the segment's first bytes, as raw IPv4,
+        // then as a mirror delivers it: in GRE, in ERSPAN (Ethernet), in VXLAN.
+        let quote = &frame(LinkType::Raw)[..28];
+        let mut icmp = Icmpv4Header::new(Icmpv4Type::Unknown { type_u8: 3, code_u8: 3, bytes5to8: [0; 4] }).to_bytes().to_vec();
+        icmp.extend_from_slice(quote);
+        let mut raw =
+            Ipv4Header::new(icmp.len() as u16, 64, IpNumber::ICMP, [192, 0, 2, 1], [10, 0, 0, 1]).unwrap().to_bytes().to_vec();
+        raw.extend_from_slice(&icmp);
+        let mut eth = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
+        eth.extend_from_slice(&raw);
+        let vxlan: Vec<u8> = [0x08, 0, 0, 0, 0, 0, 1, 0].iter().copied().chain(eth.iter().copied()).collect();
+        let plain = decode_unreachable(LinkType::Raw, &raw).expect("a refusal");
+        assert_eq!((plain.quoted.src.port, plain.quoted.seq), (40000, 1000));
+        for (name, pkt) in [
+            ("GRE", outer_v4(47, &gre(0, 0x0800, 0, &raw))),
+            ("ERSPAN type II", outer_v4(47, &gre(0x1000, 0x88be, 3, &eth))),
+            ("VXLAN", outer_v4(17, &udp(4789, &vxlan))),
+        ] {
+            assert_eq!(decode_unreachable(LinkType::Raw, &pkt), Some(plain), "{name}");
+            // The segment decoder still calls the packet not TCP (the ICMP path reads it).
+            assert_eq!(decode_ext(LinkType::Raw, &pkt), Err(Skip::NotTcp), "{name}");
+        }
+        // No deeper than the segments: four tunnels in, nothing.
+        let mut nested = raw.clone();
+        for _ in 0..4 {
+            nested = outer_v4(4, &nested);
+        }
+        assert_eq!(decode_unreachable(LinkType::Raw, &nested), None);
     }
 }
