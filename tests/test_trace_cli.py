@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -265,3 +266,17 @@ def test_analyze_ends_without_teardown_and_its_output_arrives_whole(lossy_trace,
     # Other commands keep the interpreter's teardown (their atexit hooks clean the host).
     r = _main_with_atexit_probe("scenario", "keys")
     assert r.returncode == 0 and "TEARDOWN RAN" in r.stderr
+
+
+def test_standard_input_from_a_file_is_read_from_where_it_stands(tmp_path: Path) -> None:
+    """`(head -c 24 >/dev/null; shortflow analyze -) < trace`: standard input is read from
+    its position, not mapped from the file's start, and errors name the file's own byte."""
+    trace = tmp_path / "t.pcap"
+    shortflow.generate(trace, connections=20)
+    with trace.open("rb", buffering=0) as f:
+        r = subprocess.run([*SHORTFLOW, "analyze", "-", "-q"], stdin=f, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        os.lseek(f.fileno(), 24, os.SEEK_SET)  # past the file header: records follow
+        r = subprocess.run([*SHORTFLOW, "analyze", "-", "-q"], stdin=f, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert "-: byte 24: not a pcap or pcapng file" in r.stderr, r.stderr

@@ -115,9 +115,15 @@ impl Source {
         let meta = file.metadata()?;
         if meta.is_file() {
             // Standard input redirected from a file is read from where it stands, as a
-            // stream (a mapping would start at the file's first byte).
+            // stream (a mapping would start at the file's first byte); offsets in errors
+            // are the file's own.
             if stdin {
-                return Self::open_reader(Box::new(file), 0);
+                let at = io::Seek::stream_position(&mut &file).unwrap_or(0);
+                let mut src = Self::open_reader(Box::new(file), 0)?;
+                if !src.gzip {
+                    src.offset = at;
+                }
+                return Ok(src);
             }
             if meta.len() >= 2 {
                 if let Some(mapped) = Self::map(&file, meta.len()) {
