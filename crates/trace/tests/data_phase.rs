@@ -269,16 +269,46 @@ fn copies_with_the_same_ip_id_or_one_hop_apart_are_capture_duplicates() {
     // TTL 255 and 0 are not one hop apart (and must not overflow): two packets.
     assert_eq!(t.packets_c2s[0], 3);
 
-    // The same IP ID 2 ms later, or an ID-less SYN/ACK repeated at the same TTL (a server
-    // answering a repeated SYN), are the sender's own: counted, not dropped as copies.
+    // The same IP ID 6 ms later (past the window, which only guards against the ID
+    // wrapping), or an ID-less SYN/ACK repeated at the same TTL (a server answering a
+    // repeated SYN), are the sender's own: counted, not dropped as copies.
     let v = [
         (0, syn, id(0x5d1e, 128)),
-        (2 * MS, syn, id(0x5d1e, 128)),
+        (6 * MS, syn, id(0x5d1e, 128)),
         (50 * MS, synack, id(0, 61)),
         (50 * MS + 45_000, synack, id(0, 61)),
     ];
     let (t, _) = analyze("own.pcap", &v);
     assert_eq!((t.capture_duplicates[0], t.syn_count[0], t.synack_count[0]), (0, 2, 2));
+}
+
+#[test]
+fn a_same_id_copy_counts_only_from_a_sender_whose_ids_count() {
+    // A public telnet capture: each client segment is followed 1.2-1.6 ms later by a
+    // header-only copy with the same IP ID; the client numbers its datagrams (0x4643,
+    // 0x4644, ...), so the copy is the capture's, not a tail loss probe.
+    let id = |ip_id| SegmentExtra { ip_id, ttl: 64, ..x() };
+    let t0 = 60 * MS;
+    let req = seg(true, 201, 5001, A | P, 85);
+    let mut v = at_server(vec![]);
+    for (i, p) in v.iter_mut().enumerate() {
+        p.2 = id(0x4640 + i as u16);
+    }
+    v.extend([(t0, req, id(0x4644)), (t0 + 1_600_000, req, id(0x4644)), (t0 + 50 * MS, seg(false, 5001, 286, A, 0), id(7))]);
+    let (t, _) = analyze("telnet-copies.pcap", &v);
+    assert_eq!(t.capture_duplicates[0], 1);
+    assert_eq!(t.retx_timeout_c2s[0] + t.retx_fast_c2s[0] + t.retx_tlp_c2s[0], 0);
+
+    // A crafted capture whose every packet carries ID 1 (scapy's default): the same ID
+    // says nothing, and a repeat 0.5 ms later is a retransmission, as its maker meant.
+    let mut v = at_server(vec![]);
+    for p in &mut v {
+        p.2 = id(1);
+    }
+    v.extend([(t0, req, id(1)), (t0 + 500_000, req, id(1)), (t0 + 50 * MS, seg(false, 5001, 286, A, 0), id(1))]);
+    let (t, _) = analyze("constant-ids.pcap", &v);
+    assert_eq!(t.capture_duplicates[0], 0);
+    assert_eq!(t.retx_timeout_c2s[0] + t.retx_fast_c2s[0] + t.retx_tlp_c2s[0], 1);
 }
 
 #[test]

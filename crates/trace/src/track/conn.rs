@@ -101,6 +101,11 @@ impl Fingerprint {
         }
     }
 
+    #[inline]
+    fn ip_id(&self) -> u16 {
+        self.fields as u16
+    }
+
     /// Everything but the time and the TTL is the same.
     #[inline]
     fn same_headers(&self, other: &Self) -> bool {
@@ -111,13 +116,14 @@ impl Fingerprint {
 /// A packet recorded twice (capture on both sides of a bridge or router, or by two
 /// interfaces) is at most this far from its first copy.
 pub const DUPLICATE_WINDOW_NS: u64 = 100_000;
-/// ... or this far when both copies carry the same non-zero IP ID: a sender numbers every
-/// datagram it sends (Linux `ip_select_ident_segs`, Windows' global counter), so its own
-/// repeat carries a new ID, and the window only guards against the ID wrapping. Real
-/// captures of a SPAN port show copies 190 µs apart (arkime's smb-smb1-ascii.pcap,
-/// http-post-upload.pcap), and 1 ms stays far below a TLP (10 ms floor,
-/// `tcp_schedule_loss_probe`) or a SYN's RTO (1 s).
-pub const DUPLICATE_WINDOW_SAME_ID_NS: u64 = 1_000_000;
+/// ... or this far when both copies carry the same non-zero IP ID and their sender numbers
+/// its datagrams (Linux `ip_select_ident_segs`, Windows' global counter: its own repeat
+/// carries a new ID), so the window only guards against the ID wrapping, 65,536
+/// datagrams later. Real captures show copies 190 µs apart (a SPAN port: arkime's
+/// smb-smb1-ascii.pcap) and 1.2-1.6 ms apart (a second, header-only copy of each segment
+/// a client sent); 5 ms stays below a TLP (10 ms floor, `tcp_schedule_loss_probe`) and a
+/// SYN's RTO (1 s).
+pub const DUPLICATE_WINDOW_SAME_ID_NS: u64 = 5_000_000;
 
 /// Welford's running mean and variance of the RTT samples (ns).
 #[derive(Debug, Clone, Copy, Default)]
@@ -249,6 +255,10 @@ pub struct Conn {
     pub fast_open: bool,
     pub handshake: Handshake,
     last_fp: [Fingerprint; 2],
+    /// Two different packets of this side carried the same non-zero IP ID: its sender
+    /// does not number its datagrams (a crafted capture's constant ID, GSO with fixed
+    /// IDs), so a shared ID says nothing (`is_capture_duplicate`).
+    ids_constant: [bool; 2],
     /// Network time since each side's last packet, and since its last new data.
     net_since_send: [u64; 2],
     net_since_data: [u64; 2],
@@ -414,9 +424,13 @@ impl Conn {
         let fp = Fingerprint::of(ts, seg, extra);
         let last = std::mem::replace(&mut self.last_fp[dir], fp);
         if !fp.same_headers(&last) {
+            if fp.ip_id() == last.ip_id() && extra.ip_id != 0 && self.packets[dir] > 0 {
+                self.ids_constant[dir] = true;
+            }
             return false;
         }
-        // Same headers and IP ID within 100 µs (1 ms with a non-zero ID), TTL equal or
+        // Same headers and IP ID within 100 µs (5 ms with a non-zero ID from a sender whose
+        // IDs count), TTL equal or
         // one lower (both sides of a router). Without an IP ID (IPv6, or ID 0) only data
         // or a TTL one apart counts: identical pure ACKs are legitimately sent in pairs
         // (duplicate ACKs), and a server may answer a repeated SYN the instant its own
@@ -426,7 +440,7 @@ impl Conn {
         // 100 µs (the minimum RTO is 200 ms, a TLP ≥ 10 ms).
         let one_hop = fp.ttl.checked_add(1) == Some(last.ttl) || last.ttl.checked_add(1) == Some(fp.ttl);
         let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop;
-        let window = if extra.ip_id != 0 { DUPLICATE_WINDOW_SAME_ID_NS } else { DUPLICATE_WINDOW_NS };
+        let window = if extra.ip_id != 0 && !self.ids_constant[dir] { DUPLICATE_WINDOW_SAME_ID_NS } else { DUPLICATE_WINDOW_NS };
         let dup = distinctive && ts.saturating_sub(last.ts) <= window && (fp.ttl == last.ttl || one_hop) && self.packets[dir] > 0;
         if dup {
             self.last_fp[dir] = last; // a third copy is compared with the first
