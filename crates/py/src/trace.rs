@@ -16,7 +16,9 @@ use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::SCHEMA;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
-use shortflow_trace::{analyze_paths, Analysis, ConnectionTable, GapClass, LinkType, Options, Progress, Summary, Vantage};
+use shortflow_trace::{
+    analyze_paths, Analysis, ConnectionTable, GapClass, LinkType, Options, Progress, ReadErrorKind, Summary, Vantage,
+};
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
 
 use crate::error::ShortflowError;
@@ -162,10 +164,12 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'
             Some(e) => {
                 d.set_item("error", e.to_string())?;
                 d.set_item("error_offset", e.offset)?;
+                d.set_item("interrupted", e.kind == ReadErrorKind::Interrupted)?;
             }
             None => {
                 d.set_item("error", py.None())?;
                 d.set_item("error_offset", py.None())?;
+                d.set_item("interrupted", false)?;
             }
         }
         files.append(d)?;

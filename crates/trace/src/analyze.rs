@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use crate::diag::table::TableBuilder;
 use crate::diag::{ConnectionTable, Summary};
-use crate::error::ReadError;
+use crate::error::{ReadError, ReadErrorKind};
 use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
 use crate::read::CaptureReader;
@@ -178,7 +178,19 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(path) = paths.get(i) else { break };
-                let r = analyze_file(path, i as u32, opts, progress);
+                // After a cancel the files not begun are not read at all (each would read
+                // up to a publishing step before it saw the cancel).
+                let r = if progress.cancel.load(Ordering::Relaxed) {
+                    let error =
+                        ReadError { path: path.clone(), offset: 0, decompressed: false, kind: ReadErrorKind::Interrupted };
+                    (
+                        ConnectionTable::default(),
+                        Summary::default(),
+                        FileStats { path: path.clone(), error: Some(error), ..Default::default() },
+                    )
+                } else {
+                    analyze_file(path, i as u32, opts, progress)
+                };
                 *results[i].lock().expect("no worker panics while holding it") = Some(r);
             });
         }

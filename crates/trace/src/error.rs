@@ -26,6 +26,9 @@ pub enum ReadErrorKind {
     Corrupt { what: &'static str, detail: String },
     #[error("gzip stream is corrupt: {0}")]
     Gzip(String),
+    /// The reading was cancelled (Ctrl-C): not a fault of the file.
+    #[error("reading interrupted")]
+    Interrupted,
 }
 
 /// `2,000,000`: counts as people read them.

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use crate::diag::Summary;
 use crate::error::{ReadError, ReadErrorKind};
-use crate::read::source::INTERRUPTED;
 use crate::read::CaptureReader;
 use crate::track::TrackerConfig;
 use crate::wire::segment::{decode_ext, Skip};
@@ -144,12 +143,8 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
             published = pos;
             published_packets = stats.packets;
             if progress.cancel.load(Ordering::Relaxed) {
-                stats.error = Some(ReadError {
-                    path: path.clone(),
-                    offset: pos,
-                    decompressed: false,
-                    kind: ReadErrorKind::Io(INTERRUPTED.into()),
-                });
+                stats.error =
+                    Some(ReadError { path: path.clone(), offset: pos, decompressed: false, kind: ReadErrorKind::Interrupted });
                 break;
             }
         }

@@ -239,7 +239,8 @@ def register(app: typer.Typer) -> None:
                 warn(f"{f['path']}: {f['skipped_malformed']:,} of {f['packets']:,} packets skipped: malformed, or cut "
                      "by the capture's snap length before the end of their TCP header")
             if f["error"]:
-                error(f"{f['error']} — the {f['packets']:,} packets before it were analyzed")
+                # Ctrl-C is no fault of the file: said as a warning, and the status is 130.
+                (warn if f.get("interrupted") else error)(f"{f['error']} — the {f['packets']:,} packets before it were analyzed")
         # Files first, printing after: `| head` closing standard output never loses them.
         written: list[str] = []
         # The table is written on a thread (pyarrow's writer runs without the GIL) while

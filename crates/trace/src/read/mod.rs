@@ -80,7 +80,7 @@ impl CaptureReader {
 
     /// `open`, for an analysis that can be cancelled: reading a pipe or FIFO that sends
     /// nothing stops waiting within ~0.1 s once `cancel` is set (the read then fails with
-    /// "interrupted", as a cancel seen between packets does).
+    /// `ReadErrorKind::Interrupted`, as a cancel seen between packets does).
     pub fn open_cancellable(path: &Path, cancel: Arc<AtomicBool>) -> Result<Self, ReadError> {
         Self::open_with(path, Some(cancel))
     }
@@ -90,7 +90,7 @@ impl CaptureReader {
             path: path.to_owned(),
             offset: 0,
             decompressed: false,
-            kind: ReadErrorKind::Open(e.to_string()),
+            kind: if source::is_cancelled(&e) { ReadErrorKind::Interrupted } else { ReadErrorKind::Open(e.to_string()) },
         })?;
         Self::from_source(path, src)
     }
@@ -192,7 +192,9 @@ impl CaptureReader {
 }
 
 pub(crate) fn io_kind(e: std::io::Error, gzip: bool) -> ReadErrorKind {
-    if gzip
+    if source::is_cancelled(&e) {
+        ReadErrorKind::Interrupted
+    } else if gzip
         && matches!(
             e.kind(),
             std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof

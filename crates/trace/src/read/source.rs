@@ -42,7 +42,7 @@ impl Read for Cancellable {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             if self.cancel.load(Ordering::Relaxed) {
-                return Err(io::Error::other(INTERRUPTED));
+                return Err(io::Error::other(Cancelled));
             }
             let mut fd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
             // SAFETY: one valid pollfd, owned by this frame, for the duration of the call.
@@ -62,9 +62,23 @@ impl Read for Cancellable {
     }
 }
 
-/// The message of a read ended by a cancel (the one the reading loop gives a cancel seen
-/// between packets).
-pub const INTERRUPTED: &str = "interrupted";
+/// What a read ended by a cancel fails with (told apart from the input's own errors by
+/// `is_cancelled`).
+#[derive(Debug)]
+struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+/// Did this read fail because the analysis was cancelled (see `Cancellable`)?
+pub fn is_cancelled(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Cancelled>())
+}
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Page size for `madvise` ranges (4 kB on every Linux this runs on; a larger page only
