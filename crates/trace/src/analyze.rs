@@ -32,19 +32,25 @@ impl Analysis {
     }
 }
 
-/// Analyzes one file; `trace` is its index in the result's file list.
+/// Analyzes one file; `trace` is its index in the result's file list. After a cancel a
+/// file is not read at all (it would read up to a publishing step before it saw the
+/// cancel): it says it was interrupted.
 pub fn analyze_file(
     path: &std::path::Path,
     trace: u32,
     opts: &Options,
     progress: &Progress,
 ) -> (ConnectionTable, Summary, FileStats) {
+    let unread = |error| {
+        let stats = FileStats { path: path.to_owned(), error: Some(error), ..Default::default() };
+        (ConnectionTable::default(), Summary::default(), stats)
+    };
+    if progress.cancel.load(Ordering::Relaxed) {
+        return unread(ReadError { path: path.to_owned(), offset: 0, decompressed: false, kind: ReadErrorKind::Interrupted });
+    }
     match CaptureReader::open_cancellable(path, progress.cancel.clone()) {
         Ok(reader) => analyze_capture(reader, trace, opts, progress),
-        Err(e) => {
-            let stats = FileStats { path: path.to_owned(), error: Some(e), ..Default::default() };
-            (ConnectionTable::default(), Summary::default(), stats)
-        }
+        Err(e) => unread(e),
     }
 }
 
@@ -178,19 +184,7 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(path) = paths.get(i) else { break };
-                // After a cancel the files not begun are not read at all (each would read
-                // up to a publishing step before it saw the cancel).
-                let r = if progress.cancel.load(Ordering::Relaxed) {
-                    let error =
-                        ReadError { path: path.clone(), offset: 0, decompressed: false, kind: ReadErrorKind::Interrupted };
-                    (
-                        ConnectionTable::default(),
-                        Summary::default(),
-                        FileStats { path: path.clone(), error: Some(error), ..Default::default() },
-                    )
-                } else {
-                    analyze_file(path, i as u32, opts, progress)
-                };
+                let r = analyze_file(path, i as u32, opts, progress);
                 *results[i].lock().expect("no worker panics while holding it") = Some(r);
             });
         }
