@@ -224,5 +224,5 @@ fn extra(s: &crate::packet::Segment) -> SegmentExtra {
         opts.sack[usize::from(opts.sack_len)] = b;
         opts.sack_len += 1;
     }
-    SegmentExtra { ip_id: 0, ttl: 64, opts }
+    SegmentExtra { ip_id: 0, ttl: 64, ip_options: 0, opts }
 }

@@ -11,7 +11,7 @@ const P: u8 = shortflow_trace::TcpFlags::PSH;
 const MSS: u32 = 1000;
 
 fn x() -> SegmentExtra {
-    SegmentExtra { ip_id: 0, ttl: 64, opts: TcpOptions::default() }
+    SegmentExtra { ip_id: 0, ttl: 64, ip_options: 0, opts: TcpOptions::default() }
 }
 
 fn with_ts(v: u32, e: u32) -> SegmentExtra {
@@ -609,4 +609,32 @@ fn two_gaps_open_at_once_are_both_told() {
     let (t, s) = analyze("reordered-twice.pcap", &at_server(v));
     assert_eq!((t.retx_fast_s2c[0], t.retx_timeout_s2c[0], t.retx_tlp_s2c[0]), (0, 0, 0));
     assert_eq!((t.out_of_order_s2c[0], s.out_of_order), (2, 2));
+}
+
+#[test]
+fn packets_that_differ_only_in_their_ip_options_are_not_copies() {
+    // suricata-verify's detect-ipopts: a crafted client sends one SYN with each IPv4
+    // option, 0.6 ms apart, every one with IP ID 1. Each is a SYN of its own; a second
+    // recording of one of them (same options, 20 µs later) is the capture's copy.
+    use shortflow_trace::LinkType;
+    use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
+    use shortflow_wire::emit::{encode_frame, insert_ipv4_options};
+    let syn = seg(true, 100, 0, S, 0);
+    let options: [&[u8]; 4] = [&[7, 7, 4, 0, 0, 0, 0, 0], &[0, 0, 0, 0], &[1, 0, 0, 0], &[68, 4, 5, 0]];
+    let mut w = PcapWriter::pcap(Vec::new(), LinkType::Raw, TsResolution::Nano, ByteOrder::Little, 65535).unwrap();
+    let mut write = |t: u64, opts: &[u8]| {
+        let mut p = Vec::new();
+        encode_frame(&mut p, LinkType::Raw, &Default::default(), &syn, &SegmentExtra { ip_id: 1, ..x() }).unwrap();
+        insert_ipv4_options(&mut p, opts);
+        w.write_frame(0, t, &p).unwrap();
+    };
+    for (k, o) in options.iter().enumerate() {
+        write(k as u64 * 600_000, o);
+    }
+    write(3 * 600_000 + 20_000, options[3]);
+    let (t, s, stats) = analyze_bytes("ipopts.pcap", &w.into_inner());
+    assert!(stats.error.is_none());
+    assert_eq!(t.len(), 1);
+    assert_eq!((t.syn_count[0], t.capture_duplicates[0]), (4, 1));
+    assert_eq!(s.syn.retransmissions, 3);
 }

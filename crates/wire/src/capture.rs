@@ -223,7 +223,8 @@ pub fn encode_segment_with(
     let extra = match extra {
         Some(x) => x,
         None => {
-            plain = SegmentExtra { ip_id: 0, ttl: 64, opts: TcpOptions { mss: opts.mss, ..TcpOptions::default() } };
+            plain =
+                SegmentExtra { ip_id: 0, ttl: 64, ip_options: 0, opts: TcpOptions { mss: opts.mss, ..TcpOptions::default() } };
             &plain
         }
     };

@@ -37,6 +37,21 @@ pub fn encode_frame(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &
     Ok(())
 }
 
+/// Inserts IPv4 options (a multiple of 4 bytes, at most 40) after the fixed header of the
+/// IPv4 packet that starts `ip` (a frame of `LinkType::Raw`), fixing its header length,
+/// total length and checksum: what a source route or a crafted test packet carries.
+pub fn insert_ipv4_options(ip: &mut Vec<u8>, options: &[u8]) {
+    assert!(options.len() % 4 == 0 && options.len() <= 40, "IPv4 options come in 4-byte words, at most 40 bytes");
+    assert!(ip.len() >= 20 && ip[0] == 0x45, "an IPv4 packet without options");
+    ip.splice(20..20, options.iter().copied());
+    ip[0] = 0x40 | (5 + options.len() / 4) as u8;
+    let total = u16::from_be_bytes([ip[2], ip[3]]) + options.len() as u16;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    if let Ok(mut v) = crate::Ipv4Packet::new_checked(&mut ip[..]) {
+        v.fill_checksum();
+    }
+}
+
 /// Sets the IPv4 identification and TTL (and the header checksum), or the IPv6 hop limit.
 fn patch_ip(ip: &mut [u8], id: u16, ttl: u8) {
     match ip.first().map(|b| b >> 4) {
@@ -166,7 +181,7 @@ mod tests {
 
     #[test]
     fn every_link_type_round_trips_with_options_and_valid_checksums() {
-        let mut extra = SegmentExtra { ip_id: 4242, ttl: 61, opts: TcpOptions::default() };
+        let mut extra = SegmentExtra { ip_id: 4242, ttl: 61, ip_options: 0, opts: TcpOptions::default() };
         extra.opts.timestamps = Some((123, 456));
         extra.opts.sack[0] = (2000, 3000);
         extra.opts.sack_len = 1;

@@ -41,7 +41,7 @@ fn syn(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, isn: u32) -> Vec<u8
         payload_len: 0,
     };
     let opts = TcpOptions { mss: Some(1460), ..TcpOptions::default() };
-    let extra = SegmentExtra { ip_id: 0, ttl: 64, opts };
+    let extra = SegmentExtra { ip_id: 0, ttl: 64, ip_options: 0, opts };
     let mut p = Vec::with_capacity(44);
     encode_frame(&mut p, LinkType::Raw, &Framing::default(), &seg, &extra).expect("an IPv4 SYN always encodes");
     p

@@ -86,6 +86,8 @@ struct Fingerprint {
     /// Payload length, window and IP ID.
     fields: u64,
     flags: u8,
+    /// The IP header's options (`SegmentExtra::ip_options`).
+    ip_options: u8,
     ttl: u8,
 }
 
@@ -97,6 +99,7 @@ impl Fingerprint {
             numbers: u64::from(seg.seq) << 32 | u64::from(seg.ack),
             fields: u64::from(seg.payload_len) << 32 | u64::from(seg.window) << 16 | u64::from(extra.ip_id),
             flags: seg.flags.0,
+            ip_options: extra.ip_options,
             ttl: extra.ttl,
         }
     }
@@ -109,7 +112,10 @@ impl Fingerprint {
     /// Everything but the time and the TTL is the same.
     #[inline]
     fn same_headers(&self, other: &Self) -> bool {
-        self.numbers == other.numbers && self.fields == other.fields && self.flags == other.flags
+        self.numbers == other.numbers
+            && self.fields == other.fields
+            && self.flags == other.flags
+            && self.ip_options == other.ip_options
     }
 }
 
