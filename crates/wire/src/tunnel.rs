@@ -1,6 +1,7 @@
 //! Tunnels a capture may carry the traffic of interest in, peeled one layer at a time:
 //! IP in IP (RFC 2003, RFC 2473, RFC 4213), GRE (RFC 2784, RFC 2890) carrying IP or an
-//! Ethernet frame (transparent bridging), ERSPAN types I-III (a switch mirroring a port to a
+//! Ethernet frame (transparent bridging), PPTP's enhanced GRE carrying PPP (RFC 2637),
+//! ERSPAN types I-III (a switch mirroring a port to a
 //! remote capture host inside GRE, the usual way a server's traffic reaches a sensor), and
 //! VXLAN (RFC 7348) and Geneve (RFC 8926) over UDP. The decoder (`segment::decode_ext`) asks
 //! here only for packets that are not TCP themselves, so plain traffic pays nothing.
@@ -24,6 +25,13 @@ const GRE_ROUTING: u16 = 0x4000;
 const GRE_KEY: u16 = 0x2000;
 const GRE_SEQUENCE: u16 = 0x1000;
 const GRE_VERSION: u16 = 0x0007;
+/// PPTP's enhanced GRE (RFC 2637 section 4.1): version 1, an acknowledgment number present.
+const GRE_ENHANCED: u16 = 0x0001;
+const GRE_ACK: u16 = 0x0080;
+const ETHERTYPE_PPP: u16 = 0x880B;
+/// PPP's protocol numbers for IPv4 and IPv6 (RFC 1332, RFC 5072).
+const PPP_IPV4: u16 = 0x0021;
+const PPP_IPV6: u16 = 0x0057;
 
 /// What GRE, VXLAN and Geneve say they carry.
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -54,7 +62,10 @@ fn be16(b: &[u8], at: usize) -> Option<u16> {
 
 fn gre(b: &[u8]) -> Option<(LinkType, &[u8])> {
     let flags = be16(b, 0)?;
-    // Version 1 is PPTP's enhanced GRE (PPP inside); routing makes the header variable.
+    if flags & GRE_VERSION == GRE_ENHANCED {
+        return pptp_gre(flags, b);
+    }
+    // Routing (RFC 1701) makes the header variable; other versions are unknown.
     if flags & (GRE_VERSION | GRE_ROUTING) != 0 {
         return None;
     }
@@ -75,6 +86,29 @@ fn gre(b: &[u8]) -> Option<(LinkType, &[u8])> {
         }
         _ => None,
     }
+}
+
+/// PPTP's enhanced GRE (RFC 2637 section 4.1): the key field (payload length and call ID)
+/// always, a sequence number and an acknowledgment number when flagged, then a PPP frame
+/// (RFC 1661) carrying IP. A packet with only an acknowledgment carries no frame; PPP
+/// frames of other protocols (link control, or MPPE's compressed and encrypted data, which
+/// no capture reads) are not IP.
+fn pptp_gre(flags: u16, b: &[u8]) -> Option<(LinkType, &[u8])> {
+    if flags & (GRE_CHECKSUM | GRE_ROUTING) != 0 || flags & GRE_KEY == 0 || be16(b, 2)? != ETHERTYPE_PPP {
+        return None;
+    }
+    let words = 1 + usize::from(flags & GRE_SEQUENCE != 0) + usize::from(flags & GRE_ACK != 0);
+    let mut ppp = b.get(4 + 4 * words..)?;
+    // The address and control bytes (RFC 1662 section 3.1), unless compressed away (ACFC).
+    if ppp.starts_with(&[0xff, 0x03]) {
+        ppp = &ppp[2..];
+    }
+    // The protocol field: one byte when compressed (PFC, an odd first byte), else two.
+    let (proto, ip) = match *ppp.first()? {
+        p if p & 1 == 1 => (u16::from(p), &ppp[1..]),
+        _ => (be16(ppp, 0)?, &ppp[2..]),
+    };
+    matches!(proto, PPP_IPV4 | PPP_IPV6).then_some((LinkType::Raw, ip))
 }
 
 fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {
@@ -151,6 +185,20 @@ mod tests {
         v
     }
 
+    /// PPTP's enhanced GRE: flags (the first byte; the second's acknowledgment bit and
+    /// version), the key (payload length, call ID), a sequence and an acknowledgment number
+    /// as flagged, then `ppp` (its header) and `inner`.
+    fn pptp(flags: u8, ack_version: u8, ppp: &[u8], inner: &[u8]) -> Vec<u8> {
+        let mut v = vec![flags, ack_version, 0x88, 0x0b];
+        v.extend_from_slice(&((ppp.len() + inner.len()) as u16).to_be_bytes());
+        v.extend_from_slice(&[0x40, 0x00]);
+        let words = usize::from(flags & 0x10 != 0) + usize::from(ack_version & 0x80 != 0);
+        v.extend(std::iter::repeat_n(0xab, 4 * words));
+        v.extend_from_slice(ppp);
+        v.extend_from_slice(inner);
+        v
+    }
+
     fn udp(dport: u16, data: &[u8]) -> Vec<u8> {
         let mut v = vec![0x30, 0x39];
         v.extend_from_slice(&dport.to_be_bytes());
@@ -181,6 +229,11 @@ mod tests {
             ("ERSPAN type I", outer_v4(47, &gre(0, 0x88be, 0, &eth))),
             ("ERSPAN type II", outer_v4(47, &gre(0x1000, 0x88be, 3, &eth))),
             ("ERSPAN type III with subheader", outer_v4(47, &gre(0x1000, 0x22eb, 1, &erspan3_sub))),
+            (
+                "PPTP: key, sequence, acknowledgment, PPP with address and control",
+                outer_v4(47, &pptp(0x30, 0x81, &[0xff, 0x03, 0x00, 0x21], &ip)),
+            ),
+            ("PPTP: key only, PPP with both fields compressed", outer_v4(47, &pptp(0x20, 0x01, &[0x21], &ip))),
             ("VXLAN", outer_v4(17, &udp(4789, &vxlan))),
             ("Geneve with options, Ethernet", outer_v6(17, &udp(6081, &geneve))),
         ];
@@ -199,7 +252,11 @@ mod tests {
         let gre_ip = gre(0, 0x0800, 0, &ip);
         let cases: Vec<(&str, Vec<u8>)> = vec![
             ("four tunnels deep", nested),
-            ("PPTP's GRE version 1", outer_v4(47, &gre(0x0001, 0x880b, 1, &ip))),
+            ("PPTP, MPPE-compressed PPP", outer_v4(47, &pptp(0x30, 0x01, &[0x00, 0xfd], &ip))),
+            ("PPTP, PPP link control", outer_v4(47, &pptp(0x20, 0x01, &[0xff, 0x03, 0xc0, 0x21], &ip))),
+            ("PPTP without its key field", outer_v4(47, &pptp(0x10, 0x01, &[0x21], &ip))),
+            ("PPTP, an acknowledgment alone", outer_v4(47, &pptp(0x20, 0x81, &[], &[]))),
+            ("GRE version 2", outer_v4(47, &gre(0x0002, 0x0800, 0, &ip))),
             ("GRE with routing", outer_v4(47, &gre(0x4000, 0x0800, 1, &ip))),
             ("GRE of an unknown protocol", outer_v4(47, &gre(0, 0x1234, 0, &ip))),
             ("UDP to another port", outer_v4(17, &udp(53, &ip))),
@@ -216,12 +273,13 @@ mod tests {
         assert_eq!(decode_ext(LinkType::Raw, &udp_frag), Err(Skip::NotTcp));
         // The daemons' decoder takes a packet for what it is, not for what it carries.
         assert_eq!(crate::segment::decode_ip(&outer_v4(4, &ip)), Err(Skip::NotTcp));
-        // Every cut of a GRE packet: an answer, never a panic.
-        let whole = outer_v4(47, &gre_ip);
-        for n in 0..whole.len() {
-            let _ = decode_ext(LinkType::Raw, &whole[..n]);
+        // Every cut of a GRE packet (and of PPTP's): an answer, never a panic.
+        for whole in [outer_v4(47, &gre_ip), outer_v4(47, &pptp(0x30, 0x81, &[0xff, 0x03, 0x00, 0x21], &ip))] {
+            for n in 0..whole.len() {
+                let _ = decode_ext(LinkType::Raw, &whole[..n]);
+            }
+            assert!(decode_ext(LinkType::Raw, &whole).is_ok());
         }
-        assert!(decode_ext(LinkType::Raw, &whole).is_ok());
     }
 
     #[test]
