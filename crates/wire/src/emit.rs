@@ -28,7 +28,7 @@ pub fn encode_frame(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &
     encode_headers(out, link, framing, seg, extra)?;
     let link_len = match link {
         LinkType::Ethernet => EthernetFrame::<&[u8]>::HEADER_LEN + if framing.vlan.is_some() { 4 } else { 0 },
-        LinkType::Null | LinkType::Loop => 4,
+        LinkType::Null | LinkType::Loop | LinkType::Ppp | LinkType::CiscoHdlc => 4,
         LinkType::LinuxSll => LinuxSllFrame::<&[u8]>::HEADER_LEN,
         LinkType::LinuxSll2 => LinuxSll2Frame::<&[u8]>::HEADER_LEN,
         _ => 0,
@@ -105,6 +105,13 @@ fn encode_headers(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &Se
             h.set_hatype(ARPHRD_ETHER);
             h.set_packet_type(0); // PACKET_HOST
             h.set_addr(&MAC_A);
+        }
+        // RFC 1662's address and control bytes, then PPP's protocol (RFC 1332, RFC 5072).
+        LinkType::Ppp => out.extend_from_slice(&[0xff, 0x03, 0x00, if v4 { 0x21 } else { 0x57 }]),
+        // Cisco HDLC: unicast address, control 0, the ethertype.
+        LinkType::CiscoHdlc => {
+            out.extend_from_slice(&[0x0f, 0x00]);
+            out.extend_from_slice(&ethertype.to_be_bytes());
         }
         LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => {}
         LinkType::Other(c) => return Err(io::Error::other(format!("cannot encode link type {c}"))),
@@ -185,7 +192,16 @@ mod tests {
         extra.opts.timestamps = Some((123, 456));
         extra.opts.sack[0] = (2000, 3000);
         extra.opts.sack_len = 1;
-        for link in [LinkType::Ethernet, LinkType::Raw, LinkType::Null, LinkType::Loop, LinkType::LinuxSll, LinkType::LinuxSll2] {
+        for link in [
+            LinkType::Ethernet,
+            LinkType::Raw,
+            LinkType::Null,
+            LinkType::Loop,
+            LinkType::LinuxSll,
+            LinkType::LinuxSll2,
+            LinkType::Ppp,
+            LinkType::CiscoHdlc,
+        ] {
             for v6 in [false, true] {
                 for vlan in [None, Some(10)] {
                     let s = seg(TcpFlags::ACK, v6);

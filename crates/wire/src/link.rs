@@ -1,6 +1,8 @@
 //! Link-layer types (the pcap LINKTYPE_* registry), zero-copy views of their headers
 //! (Ethernet II with VLAN tags, Linux SLL and SLL2: read by the analyzer, written by the
-//! capture writers through the same offsets) and where their IP packet starts.
+//! capture writers through the same offsets) and where their IP packet starts, also when
+//! the link carries it in PPP (a serial link, PPPoE on a DSL line, PPTP's GRE), Cisco
+//! HDLC (a router's serial port) or under MPLS labels (a provider's backbone).
 
 use crate::WireError;
 
@@ -23,6 +25,11 @@ pub enum LinkType {
     Ipv6,
     /// Linux cooked capture v2 (LINKTYPE_LINUX_SLL2 = 276): 20-byte header.
     LinuxSll2,
+    /// PPP (LINKTYPE_PPP = 9, RFC 1661), with or without RFC 1662's address and control
+    /// bytes; LINKTYPE_PPP_HDLC (50), always with them, reads the same.
+    Ppp,
+    /// Cisco HDLC (LINKTYPE_C_HDLC = 104): address, control, then an ethertype.
+    CiscoHdlc,
     /// Anything else: counted and skipped.
     Other(u32),
 }
@@ -32,7 +39,9 @@ impl LinkType {
         match code {
             0 => Self::Null,
             1 => Self::Ethernet,
+            9 | 50 => Self::Ppp,
             12 | 14 | 101 => Self::Raw,
+            104 => Self::CiscoHdlc,
             108 => Self::Loop,
             113 => Self::LinuxSll,
             228 => Self::Ipv4,
@@ -46,6 +55,8 @@ impl LinkType {
         match self {
             Self::Null => 0,
             Self::Ethernet => 1,
+            Self::Ppp => 9,
+            Self::CiscoHdlc => 104,
             Self::Raw => 101,
             Self::Loop => 108,
             Self::LinuxSll => 113,
@@ -62,6 +73,19 @@ pub const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ETHERTYPE_VLAN: u16 = 0x8100; // IEEE 802.1Q
 const ETHERTYPE_QINQ: u16 = 0x88a8; // IEEE 802.1ad
 const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
+/// PPPoE's session stage (RFC 2516 section 5): a 6-byte header, then PPP's protocol field.
+const ETHERTYPE_PPPOE_SESSION: u16 = 0x8864;
+const PPPOE_HEADER_LEN: usize = 6;
+/// MPLS unicast and multicast (RFC 3032): a stack of 4-byte label entries, the last with
+/// its bottom-of-stack bit set, then the packet (its first nibble says which IP).
+const ETHERTYPE_MPLS: u16 = 0x8847;
+const ETHERTYPE_MPLS_MULTICAST: u16 = 0x8848;
+/// Labels read at most before giving up on a stack (real ones hold 1-4).
+const MPLS_MAX_LABELS: usize = 16;
+
+/// PPP's protocol numbers for IPv4 and IPv6 (RFC 1332, RFC 5072).
+const PPP_IPV4: u16 = 0x0021;
+const PPP_IPV6: u16 = 0x0057;
 
 /// BSD address families that mean IPv6: the value differs between BSDs (24 NetBSD/OpenBSD,
 /// 28 FreeBSD, 30 macOS), and IPv4 is 2 everywhere.
@@ -333,7 +357,7 @@ pub fn ip_payload(link: LinkType, frame: &[u8]) -> Option<(IpVersion, &[u8])> {
     match link {
         LinkType::Ethernet => {
             let f = EthernetFrame::new_checked(frame).ok()?;
-            ethertype(f.ethertype()).map(|v| (v, f.payload()))
+            carried(f.ethertype(), f.payload())
         }
         LinkType::Raw => {
             let version = match frame.first()? >> 4 {
@@ -357,13 +381,62 @@ pub fn ip_payload(link: LinkType, frame: &[u8]) -> Option<(IpVersion, &[u8])> {
         }
         LinkType::LinuxSll => {
             let f = LinuxSllFrame::new_checked(frame).ok()?;
-            ethertype(f.protocol()).map(|v| (v, f.payload()))
+            carried(f.protocol(), f.payload())
         }
         LinkType::LinuxSll2 => {
             let f = LinuxSll2Frame::new_checked(frame).ok()?;
-            ethertype(f.protocol()).map(|v| (v, f.payload()))
+            carried(f.protocol(), f.payload())
         }
+        LinkType::Ppp => ppp_ip(frame),
+        LinkType::CiscoHdlc => carried(u16::from_be_bytes(frame.get(2..4)?.try_into().ok()?), frame.get(4..)?),
         LinkType::Other(_) => None,
+    }
+}
+
+/// The IP packet in `payload`, which a link header says is of ethertype `kind`.
+#[inline(always)]
+fn carried(kind: u16, payload: &[u8]) -> Option<(IpVersion, &[u8])> {
+    match ethertype(kind) {
+        Some(v) => Some((v, payload)),
+        None => carried_further(kind, payload),
+    }
+}
+
+/// IP under PPPoE or MPLS: rare beside plain IP, so out of the common path.
+#[cold]
+#[inline(never)]
+fn carried_further(kind: u16, payload: &[u8]) -> Option<(IpVersion, &[u8])> {
+    match kind {
+        // Version 1, type 1, code 0 (session data); the length field is the PPP frame's.
+        ETHERTYPE_PPPOE_SESSION if payload.get(..2)? == [0x11, 0x00] => ppp_ip(payload.get(PPPOE_HEADER_LEN..)?),
+        ETHERTYPE_MPLS | ETHERTYPE_MPLS_MULTICAST => {
+            let bottom = (0..MPLS_MAX_LABELS).find(|&i| payload.get(4 * i + 2).is_some_and(|b| b & 0x01 != 0))?;
+            let packet = payload.get(4 * (bottom + 1)..)?;
+            // No control word or Ethernet pseudowire (RFC 4448): only IP directly under the labels.
+            match packet.first()? >> 4 {
+                4 => Some((IpVersion::V4, packet)),
+                6 => Some((IpVersion::V6, packet)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The IP packet in a PPP frame (RFC 1661 section 2): RFC 1662's address and control bytes
+/// unless compressed away (ACFC), then the protocol field, one byte when compressed (PFC:
+/// an odd first byte) or two. Frames of other protocols (link control, MPPE's compressed or
+/// encrypted data) are not IP.
+fn ppp_ip(frame: &[u8]) -> Option<(IpVersion, &[u8])> {
+    let ppp = frame.strip_prefix(&[0xff, 0x03]).unwrap_or(frame);
+    let (proto, ip) = match *ppp.first()? {
+        p if p & 1 == 1 => (u16::from(p), &ppp[1..]),
+        _ => (u16::from_be_bytes(ppp.get(..2)?.try_into().ok()?), &ppp[2..]),
+    };
+    match proto {
+        PPP_IPV4 => Some((IpVersion::V4, ip)),
+        PPP_IPV6 => Some((IpVersion::V6, ip)),
+        _ => None,
     }
 }
 
@@ -389,6 +462,75 @@ fn address_family(af: u32) -> Option<IpVersion> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An Ethernet frame (one VLAN tag) of ethertype `kind` around `payload`.
+    fn eth(kind: u16, payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x81, 0x00, 0, 7];
+        f.extend_from_slice(&kind.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    fn cat(parts: &[&[u8]]) -> Vec<u8> {
+        parts.concat()
+    }
+
+    #[test]
+    fn ip_under_pppoe_mpls_ppp_and_cisco_hdlc() {
+        let v4: &[u8] = &[0x45, 0, 0, 20];
+        let v6: &[u8] = &[0x60, 0, 0, 0];
+        let pppoe = |ppp: &[u8], ip: &[u8]| cat(&[&[0x11, 0x00, 0x12, 0x34, 0x00, 0x10], ppp, ip]);
+        let label = |bottom: bool| [0x00, 0x01, if bottom { 0x41 } else { 0x40 }, 0x3f];
+        let read: Vec<(&str, LinkType, Vec<u8>, IpVersion)> = vec![
+            ("PPPoE session, IPv4", LinkType::Ethernet, eth(0x8864, &pppoe(&[0x00, 0x21], v4)), IpVersion::V4),
+            ("PPPoE session, IPv6", LinkType::Ethernet, eth(0x8864, &pppoe(&[0x00, 0x57], v6)), IpVersion::V6),
+            ("MPLS, one label", LinkType::Ethernet, eth(0x8847, &cat(&[&label(true), v4])), IpVersion::V4),
+            (
+                "MPLS, three labels",
+                LinkType::Ethernet,
+                eth(0x8847, &cat(&[&label(false), &label(false), &label(true), v6])),
+                IpVersion::V6,
+            ),
+            ("MPLS multicast", LinkType::Ethernet, eth(0x8848, &cat(&[&label(true), v4])), IpVersion::V4),
+            (
+                "MPLS in Linux cooked capture",
+                LinkType::LinuxSll,
+                cat(&[&[0, 0, 0, 1, 0, 6], &[0; 8], &[0x88, 0x47], &label(true), v4]),
+                IpVersion::V4,
+            ),
+            ("PPP with address and control", LinkType::Ppp, cat(&[&[0xff, 0x03, 0x00, 0x21], v4]), IpVersion::V4),
+            ("PPP, both compressed", LinkType::Ppp, cat(&[&[0x57], v6]), IpVersion::V6),
+            ("PPP, protocol field only", LinkType::Ppp, cat(&[&[0x00, 0x21], v4]), IpVersion::V4),
+            ("Cisco HDLC", LinkType::CiscoHdlc, cat(&[&[0x0f, 0x00, 0x86, 0xdd], v6]), IpVersion::V6),
+            ("PPP_HDLC (50) reads as PPP", LinkType::from_code(50), cat(&[&[0xff, 0x03, 0x00, 0x21], v4]), IpVersion::V4),
+        ];
+        for (name, link, frame, version) in read {
+            let (v, ip) = ip_payload(link, &frame).unwrap_or_else(|| panic!("{name}: no IP found"));
+            assert_eq!(v, version, "{name}");
+            assert_eq!(ip, if version == IpVersion::V4 { v4 } else { v6 }, "{name}");
+        }
+        let mut deep = vec![];
+        for _ in 0..20 {
+            deep.extend_from_slice(&label(false));
+        }
+        let not_ip: Vec<(&str, LinkType, Vec<u8>)> = vec![
+            ("PPPoE discovery", LinkType::Ethernet, eth(0x8863, &pppoe(&[0x00, 0x21], v4))),
+            ("PPPoE session, not code 0", LinkType::Ethernet, eth(0x8864, &cat(&[&[0x11, 0x09, 0, 0, 0, 4, 0x00, 0x21], v4]))),
+            ("PPP link control", LinkType::Ethernet, eth(0x8864, &pppoe(&[0xc0, 0x21], v4))),
+            ("PPP, MPPE", LinkType::Ppp, cat(&[&[0xff, 0x03, 0x00, 0xfd], v4])),
+            ("MPLS with a pseudowire control word", LinkType::Ethernet, eth(0x8847, &cat(&[&label(true), &[0, 0, 0, 0], v4]))),
+            ("MPLS, no bottom of stack", LinkType::Ethernet, eth(0x8847, &deep)),
+            ("Cisco HDLC keepalive (SLARP)", LinkType::CiscoHdlc, cat(&[&[0x8f, 0x00, 0x80, 0x35], v4])),
+        ];
+        for (name, link, frame) in not_ip {
+            assert_eq!(ip_payload(link, &frame), None, "{name}");
+            // Every cut: an answer, never a panic.
+            for n in 0..frame.len() {
+                let _ = ip_payload(link, &frame[..n]);
+            }
+        }
+        assert_eq!((LinkType::from_code(9).code(), LinkType::from_code(104).code()), (9, 104));
+    }
 
     #[test]
     fn ethernet_with_two_vlan_tags() {

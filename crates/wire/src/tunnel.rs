@@ -29,9 +29,6 @@ const GRE_VERSION: u16 = 0x0007;
 const GRE_ENHANCED: u16 = 0x0001;
 const GRE_ACK: u16 = 0x0080;
 const ETHERTYPE_PPP: u16 = 0x880B;
-/// PPP's protocol numbers for IPv4 and IPv6 (RFC 1332, RFC 5072).
-const PPP_IPV4: u16 = 0x0021;
-const PPP_IPV6: u16 = 0x0057;
 
 /// What GRE, VXLAN and Geneve say they carry.
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -90,25 +87,15 @@ fn gre(b: &[u8]) -> Option<(LinkType, &[u8])> {
 
 /// PPTP's enhanced GRE (RFC 2637 section 4.1): the key field (payload length and call ID)
 /// always, a sequence number and an acknowledgment number when flagged, then a PPP frame
-/// (RFC 1661) carrying IP. A packet with only an acknowledgment carries no frame; PPP
-/// frames of other protocols (link control, or MPPE's compressed and encrypted data, which
-/// no capture reads) are not IP.
+/// (`link::ppp_ip` finds the IP in it). A packet with only an acknowledgment carries no
+/// frame.
 fn pptp_gre(flags: u16, b: &[u8]) -> Option<(LinkType, &[u8])> {
     if flags & (GRE_CHECKSUM | GRE_ROUTING) != 0 || flags & GRE_KEY == 0 || be16(b, 2)? != ETHERTYPE_PPP {
         return None;
     }
     let words = 1 + usize::from(flags & GRE_SEQUENCE != 0) + usize::from(flags & GRE_ACK != 0);
-    let mut ppp = b.get(4 + 4 * words..)?;
-    // The address and control bytes (RFC 1662 section 3.1), unless compressed away (ACFC).
-    if ppp.starts_with(&[0xff, 0x03]) {
-        ppp = &ppp[2..];
-    }
-    // The protocol field: one byte when compressed (PFC, an odd first byte), else two.
-    let (proto, ip) = match *ppp.first()? {
-        p if p & 1 == 1 => (u16::from(p), &ppp[1..]),
-        _ => (be16(ppp, 0)?, &ppp[2..]),
-    };
-    matches!(proto, PPP_IPV4 | PPP_IPV6).then_some((LinkType::Raw, ip))
+    let ppp = b.get(4 + 4 * words..)?;
+    (!ppp.is_empty()).then_some((LinkType::Ppp, ppp))
 }
 
 fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {

@@ -25,7 +25,7 @@ pub fn try_generated(cfg: &GenOptions, w: PcapWriter<Vec<u8>>, opts: &SegmentOpt
         LinkType::LinuxSll2 => "sll2",
         LinkType::Ipv4 => "ipv4",
         LinkType::Ipv6 => "ipv6",
-        LinkType::Other(n) => panic!("the generator writes no link type {n}"),
+        other => panic!("the generator writes no link type {}", other.code()),
     };
     let link = shortflow_sim::scenario::CaptureLink::from_name(name).unwrap();
     let cfg = GenOptions { link, vlan: opts.vlan, ..cfg.clone() };
