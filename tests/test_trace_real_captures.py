@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 29
+    assert len(FILES) == 30
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -486,10 +486,12 @@ def test_a_fin_resent_by_timeout_is_a_retransmission_and_its_copies_are_duplicat
     ("sv-pppoe-pfc-http.pcap", 1),
     # suricata-verify decode-chdlc-01/hdlc-http_1tx.pcap: HTTP on a Cisco HDLC link.
     ("sv-cisco-hdlc-http.pcap", 1),
+    # suricata-verify decode-etag-01/input.pcap: one ACK behind an 802.1BR E-tag.
+    ("sv-etag-port-extender.pcap", 0),
 ])
 def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
     # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve) or
-    # under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS): every TCP packet tshark
+    # under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag): every TCP packet tshark
     # finds, in as many connections as tshark's streams.
     path = DATA / name
     a = shortflow.analyze(path)

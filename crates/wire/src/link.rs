@@ -73,6 +73,12 @@ pub const ETHERTYPE_IPV6: u16 = 0x86dd;
 const ETHERTYPE_VLAN: u16 = 0x8100; // IEEE 802.1Q
 const ETHERTYPE_QINQ: u16 = 0x88a8; // IEEE 802.1ad
 const ETHERTYPE_QINQ_OLD: u16 = 0x9100;
+/// Tags that sit where a VLAN tag sits, longer than one: IEEE 802.1BR's E-tag (a port
+/// extender's, 6 bytes after its type) and Cisco's VN-tag (4 bytes after its type).
+const ETHERTYPE_ETAG: u16 = 0x893f;
+const ETAG_LEN: usize = 8;
+const ETHERTYPE_VNTAG: u16 = 0x8926;
+const VNTAG_LEN: usize = 6;
 /// PPPoE's session stage (RFC 2516 section 5): a 6-byte header, then PPP's protocol field.
 const ETHERTYPE_PPPOE_SESSION: u16 = 0x8864;
 const PPPOE_HEADER_LEN: usize = 6;
@@ -124,14 +130,15 @@ mod eth {
 #[derive(Debug, Clone)]
 pub struct EthernetFrame<T: AsRef<[u8]>> {
     buf: T,
-    /// Offset of the payload's ethertype: 12, plus 4 per VLAN tag.
+    /// Offset of the payload's ethertype: 12, plus each tag's length (4 per VLAN tag).
     type_at: usize,
 }
 
 impl<T: AsRef<[u8]>> EthernetFrame<T> {
     pub const HEADER_LEN: usize = eth::HEADER_LEN;
 
-    /// Checks that the buffer holds the addresses, every VLAN tag and the ethertype.
+    /// Checks that the buffer holds the addresses, every tag (VLAN, E-tag, VN-tag) and the
+    /// ethertype.
     #[inline]
     pub fn new_checked(buf: T) -> Result<Self, WireError> {
         let b = buf.as_ref();
@@ -142,6 +149,8 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
             }
             match be16(b, at) {
                 ETHERTYPE_VLAN | ETHERTYPE_QINQ | ETHERTYPE_QINQ_OLD => at += eth::TAG_LEN,
+                ETHERTYPE_ETAG => at += ETAG_LEN,
+                ETHERTYPE_VNTAG => at += VNTAG_LEN,
                 _ => return Ok(Self { buf, type_at: at }),
             }
         }
@@ -156,9 +165,24 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     pub fn src_addr(&self) -> [u8; 6] {
         self.b()[eth::SRC].try_into().expect("6 bytes")
     }
-    /// The VLAN identifiers (the TCI's low 12 bits), outermost first.
+    /// The VLAN identifiers (the TCI's low 12 bits), outermost first; E-tags and VN-tags
+    /// among them are passed over.
     pub fn vlan_ids(&self) -> impl Iterator<Item = u16> + '_ {
-        (eth::ETHERTYPE..self.type_at).step_by(eth::TAG_LEN).map(|at| be16(self.b(), at + 2) & 0x0fff)
+        let mut at = eth::ETHERTYPE;
+        std::iter::from_fn(move || {
+            while at < self.type_at {
+                let (tpid, tci) = (be16(self.b(), at), be16(self.b(), at + 2));
+                match tpid {
+                    ETHERTYPE_ETAG => at += ETAG_LEN,
+                    ETHERTYPE_VNTAG => at += VNTAG_LEN,
+                    _ => {
+                        at += eth::TAG_LEN;
+                        return Some(tci & 0x0fff);
+                    }
+                }
+            }
+            None
+        })
     }
     /// The payload's ethertype (after the tags).
     #[inline]
@@ -549,6 +573,14 @@ mod tests {
         assert_eq!(v.dst_addr(), [1, 2, 3, 4, 5, 6]);
         assert_eq!(v.src_addr(), [7, 8, 9, 10, 11, 12]);
         assert_eq!(v.vlan_ids().collect::<Vec<_>>(), [10, 20], "PCP bits are not part of the id");
+        // An E-tag (a port extender's, 802.1BR) and a VN-tag among the VLAN tags.
+        let mut g = vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+        g.extend_from_slice(&[0x89, 0x3f, 0x10, 0, 0, 0xd3, 0, 0, 0x81, 0x00, 0, 30, 0x89, 0x26, 0x80, 1, 0, 2]);
+        g.extend_from_slice(&[0x08, 0x00, 0x45, 0]);
+        let tagged = EthernetFrame::new_checked(&g[..]).unwrap();
+        assert_eq!(tagged.vlan_ids().collect::<Vec<_>>(), [30]);
+        assert_eq!((tagged.ethertype(), tagged.header_len(), tagged.payload()), (ETHERTYPE_IPV4, 32, &[0x45, 0][..]));
+        assert_eq!(EthernetFrame::new_checked(&g[..29]).unwrap_err(), WireError::Truncated { need: 32, have: 29 });
         assert_eq!((v.ethertype(), v.header_len()), (ETHERTYPE_IPV4, 22));
         assert_eq!(v.payload(), &[0x45, 0]);
         // A tag announced but cut: the view says how much the header needed.
