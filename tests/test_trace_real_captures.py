@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 30
+    assert len(FILES) == 32
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -488,11 +488,17 @@ def test_a_fin_resent_by_timeout_is_a_retransmission_and_its_copies_are_duplicat
     ("sv-cisco-hdlc-http.pcap", 1),
     # suricata-verify decode-etag-01/input.pcap: one ACK behind an 802.1BR E-tag.
     ("sv-etag-port-extender.pcap", 0),
+    # suricata-verify defrag/bug-6887-*: a SYN in three IPv4 fragments (VLAN-tagged), a
+    # segment in three IPv6 fragments; both crafted with scapy. tshark reassembles them
+    # and shows the segment on the last piece; so does the analyzer.
+    ("sv-fragmented-syn-vlan.pcap", 1),
+    ("sv-fragmented-ipv6-tcp.pcap", 0),
 ])
 def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
     # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve) or
-    # under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag): every TCP packet tshark
-    # finds, in as many connections as tshark's streams.
+    # under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag), or in IP fragments
+    # put back together: every TCP packet tshark finds, in as many connections as tshark's
+    # streams.
     path = DATA / name
     a = shortflow.analyze(path)
     s = a.raw_summary
@@ -500,3 +506,19 @@ def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
     streams = {row[0] for row in _tshark_fields(path, tmp_path, ["tcp.stream"], "tcp")}
     assert a.table.num_rows == len(streams)
     assert s["connection_tries"] == tries == _tshark_count(path, tmp_path, "tcp.flags.syn==1 and tcp.flags.ack==0")
+    # Every payload byte, those of segments sent in fragments too.
+    payload = sum(int(row[0] or 0) for row in _tshark_fields(path, tmp_path, ["tcp.len"], "tcp"))
+    assert sum(a.table.column("bytes_c2s").to_pylist()) + sum(a.table.column("bytes_s2c").to_pylist()) == payload
+
+
+def test_a_segment_sent_in_fragments_is_graphed_like_the_table_counts_it():
+    # The time-sequence graph reads the capture again: it must put the datagram's pieces
+    # together as the analysis did, or its connection ids and packets would differ.
+    from shortflow.plot.tsg import packets
+
+    path = DATA / "sv-fragmented-ipv6-tcp.pcap"
+    t = shortflow.analyze(path).table
+    assert t.column("conn_id").to_pylist() == [0]
+    pk = packets(path, [0])[0]
+    assert len(pk["ts_ns"]) == 1
+    assert t.column("bytes_c2s").to_pylist() == [1000]

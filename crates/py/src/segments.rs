@@ -7,7 +7,7 @@ use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use shortflow_trace::{CaptureReader, ReadError};
-use shortflow_wire::decode;
+use shortflow_wire::defrag::Reassembly;
 
 use crate::error::TraceReadError;
 
@@ -25,9 +25,11 @@ struct Columns {
 fn read_all(path: &std::path::Path) -> Result<Columns, ReadError> {
     let mut reader = CaptureReader::open(path)?;
     let mut c = Columns::default();
+    let mut fragments = Reassembly::new();
     while let Some(p) = reader.next_packet()? {
-        // Frames that carry no TCP segment (ARP, ICMP, fragments) are not segments.
-        let Ok(s) = decode(p.link, p.data) else { continue };
+        // Frames that carry no TCP segment (ARP, ICMP, pieces of a datagram before its
+        // last) are not segments.
+        let Ok((s, _)) = fragments.decode(p.link, p.ts_ns, p.data) else { continue };
         c.ts_ns.push(p.ts_ns);
         c.src_port.push(s.src.port);
         c.dst_port.push(s.dst.port);

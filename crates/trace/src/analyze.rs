@@ -17,7 +17,7 @@ use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
 use crate::read::CaptureReader;
 use crate::track::{Conn, Tracker, TrackerConfig};
-use crate::wire::segment::decode_ext;
+use crate::wire::defrag::Reassembly;
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 pub struct Analysis {
@@ -222,9 +222,11 @@ pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<Vec<Pac
     let mut tracker = Tracker::new(TrackerConfig::default(), |_| {});
     let mut out = Vec::new();
     let wanted: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
+    // The same segments as the analysis (`feed::read_loop`), so the ids are the same.
+    let mut fragments = Reassembly::new();
     while let Some(pkt) = reader.next_packet()? {
         let ts = pkt.ts_ns;
-        if let Ok((seg, extra)) = decode_ext(pkt.link, pkt.data) {
+        if let Ok((seg, extra)) = fragments.decode(pkt.link, ts, pkt.data) {
             let (id, note) = tracker.observe_ext(ts, &seg, &extra);
             if wanted.contains(&id) {
                 out.push(PacketRecord {

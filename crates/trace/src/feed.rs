@@ -11,7 +11,8 @@ use crate::diag::Summary;
 use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
 use crate::track::TrackerConfig;
-use crate::wire::segment::{decode_ext, Skip};
+use crate::wire::defrag::Reassembly;
+use crate::wire::segment::Skip;
 use crate::wire::{decode_unreachable, IcmpUnreachable, Segment, SegmentExtra};
 
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +45,8 @@ pub struct FileStats {
     /// ICMP/ICMPv6 destination-unreachable messages quoting a TCP segment (among the
     /// packets skipped as not TCP).
     pub icmp_unreachable: u64,
+    /// IP fragments, but for the piece that completes a datagram, which counts as what the
+    /// datagram is (a TCP packet, or not TCP).
     pub skipped_fragment: u64,
     pub skipped_malformed: u64,
     pub first_ts_ns: Option<u64>,
@@ -97,6 +100,7 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
     // What was published so far: bytes of the file and packets.
     let (mut published, mut published_packets) = (0u64, 0u64);
     let stream = reader.is_stream();
+    let mut fragments = Reassembly::new();
     loop {
         let pkt = match reader.next_packet() {
             Ok(Some(p)) => p,
@@ -108,7 +112,7 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
         };
         stats.packets += 1;
         let ts = pkt.ts_ns;
-        match decode_ext(pkt.link, pkt.data) {
+        match fragments.decode(pkt.link, ts, pkt.data) {
             Ok((seg, extra)) => {
                 stats.tcp_packets += 1;
                 sink.segment(ts, &seg, &extra);

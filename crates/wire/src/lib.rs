@@ -17,10 +17,12 @@
 //! capture  PcapWriter: those frames into a pcap or pcapng file (the simulator's capture, the generator, tests)
 //! checksum  the Internet checksum (RFC 1071) and the TCP pseudo-header sums
 //! tunnel  IP in IP, GRE (IP, Ethernet, ERSPAN I-III), VXLAN, Geneve: the packet inside
+//! defrag  Reassembly: IP fragments put back together into the datagram they carry
 //! ```
 
 pub mod capture;
 pub mod checksum;
+pub mod defrag;
 pub mod emit;
 pub mod icmp;
 pub mod ip;

@@ -280,7 +280,8 @@ pub enum Skip {
     NotIp,
     /// IP but not TCP.
     NotTcp,
-    /// A fragment other than the first: it carries no TCP header.
+    /// A fragment of an IP datagram: its segment is read once every piece is there
+    /// (`crate::defrag::Reassembly`).
     Fragment,
     /// The IP or TCP header is incomplete or invalid.
     Malformed,
@@ -345,6 +346,24 @@ fn decode_tunneled(proto: u8, payload: &[u8], fragmented: bool, tunnels: u8) -> 
     decode_within(link, frame, tunnels).map_err(|e| if e == Skip::NotIp { Skip::NotTcp } else { e })
 }
 
+/// The segment in a datagram put back together from its fragments (`crate::defrag`): the
+/// bytes after its IP header(s), protocol `proto`, between `src` and `dst`. TCP is read
+/// whole (every byte is there); a tunnel's packet is peeled as one that came whole.
+pub(crate) fn decode_datagram(
+    src: [u8; 16],
+    dst: [u8; 16],
+    ip_id: u16,
+    ttl: u8,
+    proto: u8,
+    payload: &[u8],
+) -> Result<(Segment, SegmentExtra), Skip> {
+    if proto != PROTO_TCP {
+        return decode_tunneled(proto, payload, false, crate::tunnel::MAX_TUNNELS - 1);
+    }
+    let inner = IpTcp { src, dst, declared_end: payload.len(), tcp: payload, ip_id, ttl, ip_options: 0 };
+    tcp_segment(payload, &inner)
+}
+
 /// What the IP layer says of the TCP segment inside it.
 #[derive(Debug, PartialEq, Eq)]
 struct IpTcp<'a> {
@@ -372,7 +391,7 @@ fn direct_tcp(ip: &[u8]) -> Option<IpTcp<'_>> {
     match ip.first()? >> 4 {
         4 => {
             let p = Ipv4Packet::new_captured(ip).ok()?;
-            if p.protocol() != PROTO_TCP || p.fragment_offset() != 0 {
+            if p.protocol() != PROTO_TCP || p.is_fragment() {
                 return None;
             }
             let ihl = p.header_len();
@@ -409,7 +428,7 @@ fn direct_tcp(ip: &[u8]) -> Option<IpTcp<'_>> {
 
 /// An IPv4 address as IPv4-mapped IPv6 (`::ffff:a.b.c.d`, see `Endpoint`).
 #[inline(always)]
-fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
+pub(crate) fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
     let mut m = [0u8; 16];
     m[10..12].copy_from_slice(&[0xff, 0xff]);
     m[12..].copy_from_slice(&a);
@@ -440,7 +459,9 @@ fn lax_ip(ip: &[u8]) -> Result<Lax<'_>, Skip> {
     let (src, dst, declared_end, ip_id, ttl, fixed_len) = match &slice {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
-            if h.fragments_offset().value() != 0 {
+            // The first fragment too: its TCP header says nothing of the datagram's length
+            // (`crate::defrag` puts the pieces together).
+            if payload.fragmented {
                 return Err(Skip::Fragment);
             }
             (v4_mapped(h.source()), v4_mapped(h.destination()), usize::from(h.total_len()), h.identification(), h.ttl(), 20)
