@@ -61,16 +61,21 @@ impl Reassembly {
     pub fn add(&mut self, link: LinkType, ts: u64, frame: &[u8]) -> Option<Result<(Segment, SegmentExtra), Skip>> {
         let (_, ip) = ip_payload(link, frame)?;
         let slice = SlicedPacket::from_ip(ip).ok()?;
+        // Only the link's own IP packet is put together: a fragment inside a tunnel whose
+        // packet came whole stays a fragment.
         let (key, ip_id, ttl) = match slice.net.as_ref()? {
             NetSlice::Ipv4(v4) => {
                 let h = v4.header();
+                if !h.is_fragmenting_payload() {
+                    return None;
+                }
                 let id = h.identification();
                 ((v4_mapped(h.source()), v4_mapped(h.destination()), u32::from(id), h.protocol().0), id, h.ttl())
             }
             NetSlice::Ipv6(v6) => {
                 let h = v6.header();
                 let id = v6.extensions().clone().into_iter().find_map(|e| match e {
-                    etherparse::Ipv6ExtensionSlice::Fragment(f) => Some(f.identification()),
+                    etherparse::Ipv6ExtensionSlice::Fragment(f) if f.is_fragmenting_payload() => Some(f.identification()),
                     _ => None,
                 })?;
                 ((h.source(), h.destination(), id, v6.payload().ip_number.0), 0, h.hop_limit())
@@ -268,5 +273,14 @@ mod tests {
         for n in 0..pieces[0].len() {
             let _ = r.add(LinkType::Raw, 0, &pieces[0][..n]);
         }
+        // A fragment inside a tunnel whose own packet came whole is not put together (nor
+        // left waiting).
+        let mut gre_frag = vec![0, 0, 0x08, 0x00];
+        gre_frag.extend_from_slice(&fragments_v4(&inner, &[0, 64])[0]);
+        let mut outer = vec![0x45, 0, 0, 0, 0x12, 0x35, 0, 0, 255, 47, 0, 0, 172, 16, 0, 1, 172, 16, 0, 2];
+        outer[2..4].copy_from_slice(&((20 + gre_frag.len()) as u16).to_be_bytes());
+        outer.extend_from_slice(&gre_frag);
+        assert_eq!(r.decode(LinkType::Raw, 5, &outer), Err(Skip::Fragment));
+        assert_eq!(r.pending(), 0);
     }
 }

@@ -40,6 +40,7 @@ pub fn encode_frame(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &
 /// Inserts IPv4 options (a multiple of 4 bytes, at most 40) after the fixed header of the
 /// IPv4 packet that starts `ip` (a frame of `LinkType::Raw`), fixing its header length,
 /// total length and checksum: what a source route or a crafted test packet carries.
+/// Panics on options of another length or a packet that has options already.
 pub fn insert_ipv4_options(ip: &mut Vec<u8>, options: &[u8]) {
     assert!(options.len() % 4 == 0 && options.len() <= 40, "IPv4 options come in 4-byte words, at most 40 bytes");
     assert!(ip.len() >= 20 && ip[0] == 0x45, "an IPv4 packet without options");

@@ -348,7 +348,8 @@ fn decode_tunneled(proto: u8, payload: &[u8], fragmented: bool, tunnels: u8) -> 
 
 /// The segment in a datagram put back together from its fragments (`crate::defrag`): the
 /// bytes after its IP header(s), protocol `proto`, between `src` and `dst`. TCP is read
-/// whole (every byte is there); a tunnel's packet is peeled as one that came whole.
+/// whole (every byte is there; the IP options' digest is not kept, 0); a tunnel's packet
+/// is peeled as one that came whole.
 pub(crate) fn decode_datagram(
     src: [u8; 16],
     dst: [u8; 16],
@@ -516,7 +517,7 @@ fn tcp_segment(ip: &[u8], inner: &IpTcp<'_>) -> Result<(Segment, SegmentExtra), 
 /// 1..=255 (0 is "none"). Rare on the wire (a crafted or source-routed packet), so plain
 /// and byte by byte; a collision only makes two such packets look alike in this byte.
 #[inline(never)]
-pub fn ip_options_digest(bytes: &[u8]) -> u8 {
+pub(crate) fn ip_options_digest(bytes: &[u8]) -> u8 {
     let h = bytes.iter().fold(0x811c_9dc5u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
     (h % 255) as u8 + 1
 }
