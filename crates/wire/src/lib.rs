@@ -9,7 +9,7 @@
 //! ```text
 //! link   LinkType, EthernetFrame / LinuxSllFrame / LinuxSll2Frame views, ip_payload:
 //!        Ethernet (802.1Q/802.1ad tags, E-tag, VN-tag; PPPoE, MPLS), Linux SLL/SLL2,
-//!        BSD loopback, raw, PPP, Cisco HDLC
+//!        BSD loopback, raw, PPP, Cisco HDLC, NFLOG
 //! ip     Ipv4Packet / Ipv6Packet views (version, lengths, addresses, header checksum)
 //! tcp    TcpPacket view (fixed header, option bytes, checksum), TcpOptions, sequence arithmetic
 //! icmp   ICMP/ICMPv6 destination unreachable with the quoted TCP header (a SYN refused by ICMP)

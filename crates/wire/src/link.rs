@@ -30,6 +30,9 @@ pub enum LinkType {
     Ppp,
     /// Cisco HDLC (LINKTYPE_C_HDLC = 104): address, control, then an ethertype.
     CiscoHdlc,
+    /// Linux netfilter log (LINKTYPE_NFLOG = 239, `tcpdump -i nflog:N`): a 4-byte header,
+    /// then type-length-value attributes, the packet in one of them.
+    Nflog,
     /// Anything else: counted and skipped.
     Other(u32),
 }
@@ -42,6 +45,7 @@ impl LinkType {
             9 | 50 => Self::Ppp,
             12 | 14 | 101 => Self::Raw,
             104 => Self::CiscoHdlc,
+            239 => Self::Nflog,
             108 => Self::Loop,
             113 => Self::LinuxSll,
             228 => Self::Ipv4,
@@ -57,6 +61,7 @@ impl LinkType {
             Self::Ethernet => 1,
             Self::Ppp => 9,
             Self::CiscoHdlc => 104,
+            Self::Nflog => 239,
             Self::Raw => 101,
             Self::Loop => 108,
             Self::LinuxSll => 113,
@@ -413,6 +418,7 @@ pub fn ip_payload(link: LinkType, frame: &[u8]) -> Option<(IpVersion, &[u8])> {
         }
         LinkType::Ppp => ppp_ip(frame),
         LinkType::CiscoHdlc => carried(u16::from_be_bytes(frame.get(2..4)?.try_into().ok()?), frame.get(4..)?),
+        LinkType::Nflog => nflog_ip(frame),
         LinkType::Other(_) => None,
     }
 }
@@ -445,6 +451,40 @@ fn carried_further(kind: u16, payload: &[u8]) -> Option<(IpVersion, &[u8])> {
         }
         _ => None,
     }
+}
+
+/// NFLOG's attribute that holds the packet (`NFULA_PAYLOAD`).
+const NFULA_PAYLOAD: u16 = 9;
+/// An attribute type's flag bits (nested, network byte order), not part of the type.
+const NLA_TYPE_MASK: u16 = 0x3fff;
+
+/// The IP packet of an NFLOG record (tcpdump.org's LINKTYPE_NFLOG): after the 4-byte
+/// header (address family, version, group), attributes of a 2-byte length (header
+/// included) and a 2-byte type, each padded to 4 bytes, in the byte order of the host that
+/// logged them: the first attribute's length says which (the smaller reading of it: the
+/// first attribute is the 8-byte packet header, 2,048 read the other way round).
+fn nflog_ip(frame: &[u8]) -> Option<(IpVersion, &[u8])> {
+    let mut at = 4;
+    let first = frame.get(at..at + 2)?;
+    let (le, be) = (u16::from_le_bytes([first[0], first[1]]), u16::from_be_bytes([first[0], first[1]]));
+    let little = le <= be;
+    let read = |b: &[u8]| if little { u16::from_le_bytes([b[0], b[1]]) } else { u16::from_be_bytes([b[0], b[1]]) };
+    while let Some(tlv) = frame.get(at..at + 4) {
+        let (len, kind) = (usize::from(read(&tlv[..2])), read(&tlv[2..]) & NLA_TYPE_MASK);
+        if len < 4 {
+            return None;
+        }
+        if kind == NFULA_PAYLOAD {
+            let packet = frame.get(at + 4..(at + len).min(frame.len()))?;
+            return match packet.first()? >> 4 {
+                4 => Some((IpVersion::V4, packet)),
+                6 => Some((IpVersion::V6, packet)),
+                _ => None,
+            };
+        }
+        at += len.next_multiple_of(4);
+    }
+    None
 }
 
 /// The IP packet in a PPP frame (RFC 1661 section 2): RFC 1662's address and control bytes
@@ -554,6 +594,31 @@ mod tests {
             }
         }
         assert_eq!((LinkType::from_code(9).code(), LinkType::from_code(104).code()), (9, 104));
+    }
+
+    #[test]
+    fn nflog_records_in_either_byte_order() {
+        let v4: &[u8] = &[0x45, 0, 0, 20, 1, 2, 3, 4];
+        // Header (AF_INET, version 0, group 7); a 5-byte prefix attribute padded to 8; the
+        // payload attribute.
+        let record = |le: bool, payload_type: u16| {
+            let tl = |len: u16, kind: u16| {
+                if le { [len.to_le_bytes(), kind.to_le_bytes()] } else { [len.to_be_bytes(), kind.to_be_bytes()] }.concat()
+            };
+            cat(&[&[2, 0, 0, 7], &tl(5, 10), &[b'x', 0, 0, 0], &tl(4 + v4.len() as u16, payload_type), v4])
+        };
+        for le in [true, false] {
+            let frame = record(le, 9);
+            assert_eq!(ip_payload(LinkType::Nflog, &frame), Some((IpVersion::V4, v4)), "little-endian {le}");
+            // No payload attribute: not IP. Every cut: an answer, never a panic.
+            assert_eq!(ip_payload(LinkType::Nflog, &record(le, 11)), None);
+            for n in 0..frame.len() {
+                let _ = ip_payload(LinkType::Nflog, &frame[..n]);
+            }
+        }
+        assert_eq!(LinkType::from_code(239), LinkType::Nflog);
+        // A zero length would loop forever: refused.
+        assert_eq!(ip_payload(LinkType::Nflog, &[2, 0, 0, 7, 0, 0, 9, 0, 0x45]), None);
     }
 
     #[test]
