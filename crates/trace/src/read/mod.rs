@@ -161,8 +161,6 @@ impl CaptureReader {
         self.src.file_position()
     }
 
-    /// Times the input was read again into the window (0 for a mapped file): a pipe's
-    /// reader may have waited at each.
     /// Read in steps (standard input, a FIFO, gzip), not mapped whole.
     pub fn is_stream(&self) -> bool {
         self.src.is_stream()
