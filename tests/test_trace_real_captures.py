@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 32
+    assert len(FILES) == 34
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -493,9 +493,15 @@ def test_a_fin_resent_by_timeout_is_a_retransmission_and_its_copies_are_duplicat
     # and shows the segment on the last piece; so does the analyzer.
     ("sv-fragmented-syn-vlan.pcap", 1),
     ("sv-fragmented-ipv6-tcp.pcap", 0),
+    # arkime gtp-iphone.pcap: a phone's VoLTE signalling (SIP over TCP, IPv6) inside GTP-U
+    # (UDP 2152) between a mobile network's base station and gateway, captured there.
+    ("arkime-gtp-u-ipv6-sip.pcap", 4),
+    # arkime gre-erspan-vxlan.pcap: an HTTP exchange in VXLAN (from UDP port 4789 to
+    # VXLAN-GPE's 4790, the GPE header naming Ethernet), mirrored as ERSPAN type II in GRE.
+    ("arkime-erspan-vxlan-gpe.pcap", 1),
 ])
 def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
-    # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve) or
+    # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve, GTP-U) or
     # under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag), or in IP fragments
     # put back together: every TCP packet tshark finds, in as many connections as tshark's
     # streams.

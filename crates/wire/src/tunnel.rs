@@ -2,8 +2,9 @@
 //! IP in IP (RFC 2003, RFC 2473, RFC 4213), GRE (RFC 2784, RFC 2890) carrying IP or an
 //! Ethernet frame (transparent bridging), PPTP's enhanced GRE carrying PPP (RFC 2637),
 //! ERSPAN types I-III (a switch mirroring a port to a
-//! remote capture host inside GRE, the usual way a server's traffic reaches a sensor), and
-//! VXLAN (RFC 7348) and Geneve (RFC 8926) over UDP. The decoder (`segment::decode_ext`) asks
+//! remote capture host inside GRE, the usual way a server's traffic reaches a sensor),
+//! VXLAN (RFC 7348), VXLAN-GPE and Geneve (RFC 8926) over UDP, and GTP-U (3GPP TS 29.281:
+//! a mobile network's user traffic between its base stations and gateways). The decoder (`segment::decode_ext`) asks
 //! here only for packets that are not TCP themselves, so plain traffic pays nothing.
 
 use crate::link::LinkType;
@@ -37,9 +38,27 @@ const TRANSPARENT_ETHERNET: u16 = 0x6558;
 const ERSPAN_I_II: u16 = 0x88BE;
 const ERSPAN_III: u16 = 0x22EB;
 
-/// IANA's UDP ports of VXLAN and Geneve.
+/// IANA's UDP ports of VXLAN, VXLAN-GPE, Geneve and GTP-U.
 const VXLAN_PORT: u16 = 4789;
+const VXLAN_GPE_PORT: u16 = 4790;
 const GENEVE_PORT: u16 = 6081;
+const GTP_U_PORT: u16 = 2152;
+
+/// VXLAN-GPE's P flag: the last byte of the header's first word says what follows, by
+/// these numbers. On VXLAN's own port the flags and reserved bytes are not read (Linux lets
+/// users set them: suricata-verify's vxlan-non-zero-reserved-fields sets every bit).
+const VXLAN_P: u8 = 0x04;
+const GPE_IPV4: u8 = 1;
+const GPE_IPV6: u8 = 2;
+const GPE_ETHERNET: u8 = 3;
+
+/// GTP-U's first byte (TS 29.281 section 5.1): version 1 and protocol type GTP, and the
+/// flags that add the optional word (extension header, sequence number, N-PDU number);
+/// message type 255 (G-PDU) carries a user's IP packet.
+const GTP_V1: u8 = 0x30;
+const GTP_OPTIONAL: u8 = 0x07;
+const GTP_EXTENSION: u8 = 0x04;
+const GTP_G_PDU: u8 = 0xff;
 
 /// The packet inside `payload`, the bytes after an IP header whose protocol (or IPv6 next
 /// header) is `proto`, as a frame of the link type it comes in; None when `proto` is not a
@@ -100,9 +119,12 @@ fn pptp_gre(flags: u16, b: &[u8]) -> Option<(LinkType, &[u8])> {
 
 fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {
     let data = b.get(8..)?;
-    match be16(b, 2)? {
-        // VXLAN: an 8-byte header, then the Ethernet frame.
-        VXLAN_PORT => Some((LinkType::Ethernet, data.get(8..)?)),
+    let (src, dst) = (be16(b, 0)?, be16(b, 2)?);
+    match dst {
+        // VXLAN: an 8-byte header, then the Ethernet frame, or what GPE's next protocol says.
+        VXLAN_PORT => vxlan(data, false),
+        VXLAN_GPE_PORT => vxlan(data, true),
+        GTP_U_PORT => gtp_u(data),
         // Geneve: an 8-byte header, options (their length in 4-byte words in the low six
         // bits of the first byte), then what its protocol type says.
         GENEVE_PORT => {
@@ -116,8 +138,50 @@ fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {
                 _ => None,
             }
         }
+        // A port of its own on the destination, the tunnel's on the source: a VXLAN-GPE
+        // endpoint may send from 4789 to 4790; tshark reads the lower port first too.
+        _ if src == VXLAN_PORT => vxlan(data, false),
         _ => None,
     }
+}
+
+/// VXLAN's 8-byte header, then an Ethernet frame; on VXLAN-GPE's port with the P flag,
+/// the frame or packet its next-protocol byte names.
+fn vxlan(data: &[u8], gpe: bool) -> Option<(LinkType, &[u8])> {
+    let rest = data.get(8..)?;
+    if !gpe || data.first()? & VXLAN_P == 0 {
+        return Some((LinkType::Ethernet, rest));
+    }
+    match data[3] {
+        GPE_ETHERNET => Some((LinkType::Ethernet, rest)),
+        GPE_IPV4 | GPE_IPV6 => Some((LinkType::Raw, rest)),
+        _ => None,
+    }
+}
+
+/// GTP-U (version 1): an 8-byte header; a fourth word when any optional flag is set; a
+/// chain of extension headers (each its length in words first, the next one's type last)
+/// when the extension flag is; then, in a G-PDU, the user's IP packet. Signalling messages
+/// (echo, error indication, end marker) carry none.
+fn gtp_u(data: &[u8]) -> Option<(LinkType, &[u8])> {
+    let flags = *data.first()?;
+    if flags & 0xf0 != GTP_V1 || *data.get(1)? != GTP_G_PDU {
+        return None;
+    }
+    if flags & GTP_OPTIONAL == 0 {
+        return Some((LinkType::Raw, data.get(8..)?));
+    }
+    let mut at = 12;
+    let mut next = if flags & GTP_EXTENSION != 0 { *data.get(11)? } else { 0 };
+    while next != 0 {
+        let words = usize::from(*data.get(at)?);
+        if words == 0 {
+            return None; // a length of zero would never end
+        }
+        at += 4 * words;
+        next = *data.get(at - 1)?;
+    }
+    Some((LinkType::Raw, data.get(at..)?))
 }
 
 #[cfg(test)]
@@ -208,6 +272,23 @@ mod tests {
         geneve.extend_from_slice(&[0; 4]);
         geneve.extend_from_slice(&eth);
         let vxlan: Vec<u8> = [0x08, 0, 0, 0, 0, 0, 1, 0].iter().copied().chain(eth.iter().copied()).collect();
+        let gpe_ip: Vec<u8> = [0x0c, 0, 0, 1, 0, 0, 1, 0].iter().copied().chain(ip.iter().copied()).collect();
+        let gpe_eth: Vec<u8> = [0x0c, 0, 0, 3, 0, 0, 1, 0].iter().copied().chain(eth.iter().copied()).collect();
+        let mut from_4789 = udp(4790, &vxlan);
+        from_4789[..2].copy_from_slice(&4789u16.to_be_bytes());
+        // Every flag and reserved bit set (Linux lets users): still VXLAN on its own port.
+        let mut all_bits = vxlan.clone();
+        all_bits[..4].copy_from_slice(&[0xff, 0x01, 0xd1, 0xf2]);
+        // GTP-U G-PDUs: the plain 8-byte header; with a sequence number (the optional word);
+        // with a PDU session container (extension type 0x85, one word) then none.
+        let gtp = |flags: u8, optional: &[u8]| -> Vec<u8> {
+            let mut v = vec![flags, 0xff];
+            v.extend_from_slice(&((optional.len() + ip.len()) as u16).to_be_bytes());
+            v.extend_from_slice(&[0, 0, 0, 7]); // tunnel endpoint id
+            v.extend_from_slice(optional);
+            v.extend_from_slice(&ip);
+            v
+        };
         let cases: Vec<(&str, Vec<u8>)> = vec![
             ("IPv4 in IPv4", outer_v4(4, &ip)),
             ("IPv4 in IPv6", outer_v6(4, &ip)),
@@ -222,7 +303,14 @@ mod tests {
             ),
             ("PPTP: key only, PPP with both fields compressed", outer_v4(47, &pptp(0x20, 0x01, &[0x21], &ip))),
             ("VXLAN", outer_v4(17, &udp(4789, &vxlan))),
+            ("VXLAN-GPE, IPv4", outer_v4(17, &udp(4790, &gpe_ip))),
+            ("VXLAN-GPE, Ethernet", outer_v4(17, &udp(4790, &gpe_eth))),
+            ("VXLAN sent from its port to VXLAN-GPE's", outer_v4(17, &from_4789)),
+            ("VXLAN with every reserved bit set", outer_v4(17, &udp(4789, &all_bits))),
             ("Geneve with options, Ethernet", outer_v6(17, &udp(6081, &geneve))),
+            ("GTP-U", outer_v4(17, &udp(2152, &gtp(0x30, &[])))),
+            ("GTP-U with a sequence number", outer_v6(17, &udp(2152, &gtp(0x32, &[0, 9, 0, 0])))),
+            ("GTP-U with a PDU session container", outer_v4(17, &udp(2152, &gtp(0x34, &[0, 0, 0, 0x85, 1, 0x10, 0x05, 0])))),
         ];
         for (name, pkt) in cases {
             assert_eq!(decode_ext(LinkType::Raw, &pkt), want, "{name}");
@@ -247,6 +335,19 @@ mod tests {
             ("GRE with routing", outer_v4(47, &gre(0x4000, 0x0800, 1, &ip))),
             ("GRE of an unknown protocol", outer_v4(47, &gre(0, 0x1234, 0, &ip))),
             ("UDP to another port", outer_v4(17, &udp(53, &ip))),
+            (
+                "VXLAN-GPE of an unknown next protocol",
+                outer_v4(17, &udp(4790, &[[0x0c, 0, 0, 4, 0, 0, 1, 0].as_slice(), &ip].concat())),
+            ),
+            (
+                "GTP-U echo request",
+                outer_v4(17, &udp(2152, &[[0x32, 0x01, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0].as_slice(), &ip].concat())),
+            ),
+            ("GTP version 2 (control)", outer_v4(17, &udp(2152, &[[0x48, 0xff, 0, 4, 0, 0, 0, 0].as_slice(), &ip].concat()))),
+            (
+                "GTP-U, an extension of length zero",
+                outer_v4(17, &udp(2152, &[[0x34, 0xff, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0x85, 0].as_slice(), &ip].concat())),
+            ),
         ];
         for (name, pkt) in cases {
             assert_eq!(decode_ext(LinkType::Raw, &pkt), Err(Skip::NotTcp), "{name}");
@@ -260,12 +361,27 @@ mod tests {
         assert_eq!(decode_ext(LinkType::Raw, &udp_frag), Err(Skip::NotTcp));
         // The daemons' decoder takes a packet for what it is, not for what it carries.
         assert_eq!(crate::segment::decode_ip(&outer_v4(4, &ip)), Err(Skip::NotTcp));
-        // Every cut of a GRE packet (and of PPTP's): an answer, never a panic.
-        for whole in [outer_v4(47, &gre_ip), outer_v4(47, &pptp(0x30, 0x81, &[0xff, 0x03, 0x00, 0x21], &ip))] {
+        // Every cut of a GRE packet (PPTP's, GTP-U's, VXLAN-GPE's): an answer, never a panic.
+        let gtp_ext = [[0x34, 0xff, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0x85, 1, 0x10, 0x05, 0].as_slice(), &ip].concat();
+        let gpe = [[0x0c, 0, 0, 1, 0, 0, 1, 0].as_slice(), &ip].concat();
+        for whole in [
+            outer_v4(47, &gre_ip),
+            outer_v4(47, &pptp(0x30, 0x81, &[0xff, 0x03, 0x00, 0x21], &ip)),
+            outer_v4(17, &udp(2152, &gtp_ext)),
+            outer_v4(17, &udp(4790, &gpe)),
+        ] {
             for n in 0..whole.len() {
                 let _ = decode_ext(LinkType::Raw, &whole[..n]);
             }
             assert!(decode_ext(LinkType::Raw, &whole).is_ok());
+        }
+        // The outer header's length stops the cuts above early: the UDP tunnels' own
+        // readers, cut at every byte.
+        for data in [udp(2152, &gtp_ext), udp(4790, &gpe)] {
+            for n in 0..data.len() {
+                let _ = super::inner(17, &data[..n]);
+            }
+            assert!(super::inner(17, &data).is_some());
         }
     }
 
