@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 34
+    assert len(FILES) == 36
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -139,6 +139,13 @@ TSHARK_WRONG = {
     # lower, same IP ID), and one resend once more through the NAT's other mapping. tshark
     # calls the copies retransmissions too (14); they are capture duplicates.
     "sv-erspan-nat-fin-retries.pcap": {"retransmissions": (6, 14)},
+    # Every packet recorded twice, the copies interleaved (A, B, A', B') where a burst
+    # crossed the router: tshark calls the data copies retransmissions (8) and one, behind
+    # its neighbour's original, out of order; all are copies (test_capture_duplicates...).
+    "arkime-http-post-router-copies.pcap": {"retransmissions": (0, 8), "out_of_order": (0, 1)},
+    # Every packet two to four times, up to 51 ms apart, same IP ID: tshark's 42 data
+    # retransmissions and one out-of-order segment are all copies.
+    "arkime-wireshark-retrans-copies.pcap": {"retransmissions": (0, 42), "out_of_order": (0, 1)},
 }
 
 
@@ -308,23 +315,33 @@ def test_syn_ladders_agree_with_tshark(name, ladder, handshake, tmp_path):
 
 
 def _tshark_copies(path: Path, tmp: Path) -> int:
-    """Packets tshark shows twice: same stream, direction, sequence and acknowledgment
-    numbers, flags, length and IP ID (non-zero, or zero with TTLs one apart) as the
-    previous packet that way, TTL equal or one lower, within 5 ms with an ID and 100 µs
-    without (the captures given number their datagrams: no two packets share an ID)."""
+    """Packets tshark shows more than once, by the analyzer's rule written again from
+    tshark's fields: same stream, direction, sequence and acknowledgment numbers, flags,
+    length and IP ID (non-zero, or zero with TTLs one apart) as one of the last 4 packets
+    that way that were not copies, TTL equal or one apart; within 100 µs without an ID,
+    5 ms with one, 100 ms when the sender's IP ID changed since; each copy's window runs
+    from the copy before it (the captures given number their datagrams: no two packets
+    share an ID)."""
     fields = ["tcp.stream", "frame.time_epoch", "tcp.srcport", "tcp.seq_raw", "tcp.ack_raw", "tcp.flags",
               "tcp.len", "ip.id", "ip.ttl", "ipv6.hlim"]
-    last: dict[tuple[str, str], tuple] = {}
+    recent: dict[tuple[str, str], list[list]] = defaultdict(list)
+    id_changed: dict[tuple[str, str], tuple[str, float]] = {}
     copies = 0
     for stream, t, sport, *headers, ip_id, ttl, hlim in _tshark_fields(path, tmp, fields, "tcp and not icmp"):
-        key, now = (stream, sport), (float(t), tuple(headers), ip_id, int(ttl or hlim))
-        prev = last.get(key)
+        key, now = (stream, sport), float(t)
+        last_id, changed_at = id_changed.get(key, (None, 0.0))
+        if ip_id != last_id:
+            id_changed[key] = (ip_id, now)
         has_id = bool(ip_id) and int(ip_id, 16) != 0
-        if prev and prev[1] == now[1] and prev[2] == ip_id and now[0] - prev[0] <= (5e-3 if has_id else 1e-4) and (
-                (has_id and prev[3] == now[3]) or abs(prev[3] - now[3]) == 1):
-            copies += 1
-            continue  # a third copy is compared with the first
-        last[key] = now
+        hop = int(ttl or hlim)
+        match = next((p for p in reversed(recent[key]) if p[1] == headers and p[2] == ip_id), None)
+        if match is not None:
+            window = (0.1 if changed_at > match[0] else 5e-3) if has_id else 1e-4
+            if now - match[0] <= window and ((has_id and match[3] == hop) or abs(match[3] - hop) == 1):
+                copies += 1
+                match[0] = now
+                continue
+        recent[key] = [*recent[key][-3:], [now, headers, ip_id, hop]]
     return copies
 
 
@@ -341,6 +358,17 @@ def _tshark_copies(path: Path, tmp: Path) -> int:
     # 0x5d1e and TTL 128, and the server's SYN/ACK twice 67 µs apart (ID 0x67b3): a SPAN
     # port that copies both directions. tshark calls both second copies retransmissions.
     ("arkime-smb1-bridge-duplicates.pcap", 2, 2),
+    # arkime http-post-upload.pcap: an HTTP upload seen on both sides of a router, every
+    # packet twice (TTL 64, then 63, 30-80 µs later, same IP ID); the client's two-segment
+    # burst crossed it as A, B, A', B', so a copy is not always right after its original.
+    # tshark calls the SYN and SYN/ACK copies retransmissions (2), the data copies too.
+    ("arkime-http-post-router-copies.pcap", 17, 2),
+    # arkime wireshark-retrans.pcap: one connection whose every packet is recorded two to
+    # four times with the same IP ID and TTL (both hosts number their datagrams, by 2 and
+    # by 1): copies 5 µs to 5.6 ms apart, and a stretch of the exchange recorded again
+    # 40-51 ms later, after each sender's next datagrams. A sender's own repeat would carry
+    # a later ID. tshark calls the SYN and SYN/ACK copies retransmissions (5).
+    ("arkime-wireshark-retrans-copies.pcap", 81, 5),
 ])
 def test_capture_duplicates_are_not_retransmissions(name, copies, tshark_retx, tmp_path):
     path = DATA / name

@@ -312,6 +312,61 @@ fn a_same_id_copy_counts_only_from_a_sender_whose_ids_count() {
 }
 
 #[test]
+fn copies_interleaved_late_or_repeated_are_still_copies() {
+    // The server numbers its datagrams (IDs 0x100, 0x101, ...). Its burst crosses a
+    // router seen on both sides: A, B, then the copies A', B' one hop lower (arkime's
+    // http-post-upload.pcap). Then segment C three more times: 1 ms, 4.6 ms and 5.6 ms
+    // after it (each within 5 ms of the copy before: wireshark-retrans.pcap). Then D, E,
+    // and D again 40 ms after D, with E's later ID between (a stretch recorded again).
+    let id = |ip_id, ttl| SegmentExtra { ip_id, ttl, ..x() };
+    let t0 = 60 * MS;
+    let mut v = at_server(vec![]);
+    for (i, p) in v.iter_mut().enumerate() {
+        p.2 = id(0x40 + i as u16, 64);
+    }
+    v.extend([
+        (t0, data(0), id(0x100, 64)),
+        (t0 + 12_000, data(1), id(0x101, 64)),
+        (t0 + 50_000, data(0), id(0x100, 63)),
+        (t0 + 62_000, data(1), id(0x101, 63)),
+        (t0 + 10 * MS, data(2), id(0x102, 64)),
+        (t0 + 11 * MS, data(2), id(0x102, 64)),
+        (t0 + 14_600_000, data(2), id(0x102, 64)),
+        (t0 + 15_600_000, data(2), id(0x102, 64)),
+        (t0 + 20 * MS, data(3), id(0x103, 64)),
+        (t0 + 21 * MS, data(4), id(0x104, 64)),
+        (t0 + 60 * MS, data(3), id(0x103, 64)),
+        (t0 + 100 * MS, ack_of(5), id(0x50, 64)),
+    ]);
+    let (t, s) = analyze("copies.pcap", &v);
+    assert_eq!(t.capture_duplicates[0], 6);
+    assert_eq!(t.packets_s2c[0], 1 + 5);
+    assert_eq!(t.retx_timeout_s2c[0] + t.retx_fast_s2c[0] + t.retx_tlp_s2c[0] + t.retx_spurious_s2c[0], 0);
+    assert_eq!(t.out_of_order_s2c[0], 0);
+    assert_eq!(s.capture_duplicates, 6);
+
+    // The same ID 6 ms on with nothing else sent between is past the 5 ms window: the
+    // sender's own (a probe). 101 ms on, after later IDs, past the 100 ms window: a
+    // datagram the network delivered again (suricata-verify's filestore-v2.7-stream-depth:
+    // an old ACK 161 ms on, answered by the receiver), a packet of its own.
+    let mut v = at_server(vec![]);
+    for (i, p) in v.iter_mut().enumerate() {
+        p.2 = id(0x40 + i as u16, 64);
+    }
+    v.extend([
+        (t0, data(0), id(0x100, 64)),
+        (t0 + 6 * MS, data(0), id(0x100, 64)),
+        (t0 + 20 * MS, data(1), id(0x101, 64)),
+        (t0 + 121 * MS, data(1), id(0x101, 64)),
+        (t0 + 122 * MS, data(1), id(0x101, 64)),
+    ]);
+    let (t, _) = analyze("own.pcap", &v);
+    // Only the last, 1 ms after the one before it, is a copy.
+    assert_eq!(t.capture_duplicates[0], 1);
+    assert_eq!(t.packets_s2c[0], 1 + 4);
+}
+
+#[test]
 fn syn_retries_after_a_rst_stay_one_refused_try() {
     let mut v = vec![];
     for k in 0..4u64 {

@@ -130,6 +130,73 @@ pub const DUPLICATE_WINDOW_NS: u64 = 100_000;
 /// a client sent); 5 ms stays below a TLP (10 ms floor, `tcp_schedule_loss_probe`) and a
 /// SYN's RTO (1 s).
 pub const DUPLICATE_WINDOW_SAME_ID_NS: u64 = 5_000_000;
+/// ... or this far when, besides, its sender has sent other datagrams between the two (a
+/// retransmission of a sender whose IDs count would carry a later ID than those): arkime's
+/// wireshark-retrans.pcap has every packet two to four times, copies up to 51 ms late
+/// after the sender's next packets. Half the minimum RTO (200 ms): no timeout is at stake;
+/// a datagram the network itself delivered twice, much later, stays a packet of its own
+/// (suricata-verify's filestore-v2.7-stream-depth: an old ACK again 161 ms on, which the
+/// receiver answered).
+pub const DUPLICATE_WINDOW_MOVED_ON_NS: u64 = 100_000_000;
+
+/// A copy is looked for among this many of its side's last packets: a router forwarding
+/// a burst puts its copies after several originals (at 1 Gb/s a full segment takes 12 µs,
+/// a router's ~50 µs holds four).
+const RECENT_PACKETS: usize = 4;
+
+/// A side's last packets that were not copies (a ring, `RECENT_PACKETS` long), and when
+/// its IP ID last changed (copies included).
+#[derive(Debug, Clone, Copy)]
+struct Recent {
+    packets: [Fingerprint; RECENT_PACKETS],
+    /// Where the next goes (the newest is just before).
+    next: u8,
+    last_id: u16,
+    id_changed_at: u64,
+}
+
+impl Default for Recent {
+    fn default() -> Self {
+        // An empty place matches no packet: no payload length reaches 2^32 - 1.
+        let empty = Fingerprint { fields: u64::MAX, ..Fingerprint::default() };
+        Self { packets: [empty; RECENT_PACKETS], next: 0, last_id: 0, id_changed_at: 0 }
+    }
+}
+
+impl Recent {
+    fn newest(&self) -> usize {
+        (usize::from(self.next) + RECENT_PACKETS - 1) % RECENT_PACKETS
+    }
+
+    /// The newest remembered packet with `fp`'s headers.
+    #[inline]
+    fn find(&self, fp: &Fingerprint) -> Option<usize> {
+        // Most packets match none: one comparison of the numbers each says so.
+        if !self.packets.iter().any(|p| p.numbers == fp.numbers) {
+            return None;
+        }
+        let newest = self.newest();
+        (0..RECENT_PACKETS).map(|k| (newest + RECENT_PACKETS - k) % RECENT_PACKETS).find(|&i| fp.same_headers(&self.packets[i]))
+    }
+
+    /// `fp` becomes the newest.
+    #[inline]
+    fn remember(&mut self, fp: Fingerprint) {
+        self.packets[usize::from(self.next)] = fp;
+        self.next = ((usize::from(self.next) + 1) % RECENT_PACKETS) as u8;
+    }
+
+    /// When the IP ID last changed before `ip_id` (the packet being looked at) came.
+    #[inline]
+    fn id_changed_before(&mut self, ts: u64, ip_id: u16) -> u64 {
+        let before = self.id_changed_at;
+        if ip_id != self.last_id {
+            self.last_id = ip_id;
+            self.id_changed_at = ts;
+        }
+        before
+    }
+}
 
 /// Welford's running mean and variance of the RTT samples (ns).
 #[derive(Debug, Clone, Copy, Default)]
@@ -260,7 +327,8 @@ pub struct Conn {
     /// TCP Fast Open: data or a cookie on the SYN (RFC 7413).
     pub fast_open: bool,
     pub handshake: Handshake,
-    last_fp: [Fingerprint; 2],
+    /// Each side's last packets that were not copies, where a copy is looked for.
+    recent: [Recent; 2],
     /// Two different packets of this side carried the same non-zero IP ID: its sender
     /// does not number its datagrams (a crafted capture's constant ID, GSO with fixed
     /// IDs), so a shared ID says nothing (`is_capture_duplicate`).
@@ -428,27 +496,46 @@ impl Conn {
 
     fn is_capture_duplicate(&mut self, dir: usize, ts: u64, seg: &Segment, extra: &SegmentExtra) -> bool {
         let fp = Fingerprint::of(ts, seg, extra);
-        let last = std::mem::replace(&mut self.last_fp[dir], fp);
-        if !fp.same_headers(&last) {
-            if fp.ip_id() == last.ip_id() && extra.ip_id != 0 && self.packets[dir] > 0 {
+        let recent = &mut self.recent[dir];
+        let id_changed_at = recent.id_changed_before(ts, extra.ip_id);
+        // Newest first: a copy mostly follows its original at once; a router forwarding a
+        // burst interleaves them (A, B, A', B': arkime's http-post-upload.pcap).
+        let Some(i) = recent.find(&fp) else {
+            if fp.ip_id() == recent.packets[recent.newest()].ip_id() && extra.ip_id != 0 && self.packets[dir] > 0 {
                 self.ids_constant[dir] = true;
             }
+            recent.remember(fp);
             return false;
-        }
+        };
+        let earlier = recent.packets[i];
         // Same headers and IP ID within 100 µs (5 ms with a non-zero ID from a sender whose
-        // IDs count), TTL equal or one lower (both sides of a router). Without an IP ID
-        // (IPv6, or ID 0) only data or a TTL one apart counts: identical pure ACKs are
+        // IDs count, 100 ms when it sent others since), TTL equal or one lower (both sides
+        // of a router). Without an IP ID (IPv6, or ID 0) only data or a TTL one apart
+        // counts: identical pure ACKs are
         // legitimately sent in pairs (duplicate ACKs), and a server may answer a repeated
         // SYN the instant its own timer repeats the SYN/ACK, but a sender's own repeat
         // leaves with its own TTL, so copies one hop apart are the capture's (arkime's
         // mongo.pcap: a Linux SYN/ACK with ID 0 at TTL 61 and 60, 45 µs apart); data is
         // never retransmitted within 100 µs (the minimum RTO is 200 ms, a TLP ≥ 10 ms).
-        let one_hop = fp.ttl.checked_add(1) == Some(last.ttl) || last.ttl.checked_add(1) == Some(fp.ttl);
+        let one_hop = fp.ttl.checked_add(1) == Some(earlier.ttl) || earlier.ttl.checked_add(1) == Some(fp.ttl);
         let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop;
-        let window = if extra.ip_id != 0 && !self.ids_constant[dir] { DUPLICATE_WINDOW_SAME_ID_NS } else { DUPLICATE_WINDOW_NS };
-        let dup = distinctive && ts.saturating_sub(last.ts) <= window && (fp.ttl == last.ttl || one_hop) && self.packets[dir] > 0;
+        // The sender sent another datagram after the original (the copy of an older one
+        // counts: a capture replaying a stretch of the exchange, wireshark-retrans.pcap).
+        let moved_on = id_changed_at > earlier.ts;
+        let window = match extra.ip_id != 0 && !self.ids_constant[dir] {
+            true if moved_on => DUPLICATE_WINDOW_MOVED_ON_NS,
+            true => DUPLICATE_WINDOW_SAME_ID_NS,
+            false => DUPLICATE_WINDOW_NS,
+        };
+        let dup =
+            distinctive && ts.saturating_sub(earlier.ts) <= window && (fp.ttl == earlier.ttl || one_hop) && self.packets[dir] > 0;
+        // A copy is not remembered, but the next copy's window runs from it (copies 1, 4.6
+        // and 5.6 ms after the original: wireshark-retrans.pcap); the TTL stays the first's.
+        let recent = &mut self.recent[dir];
         if dup {
-            self.last_fp[dir] = last; // a third copy is compared with the first
+            recent.packets[i].ts = ts;
+        } else {
+            recent.remember(fp);
         }
         dup
     }
