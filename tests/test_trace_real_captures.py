@@ -125,7 +125,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 36
+    assert len(FILES) == 37
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -527,12 +527,17 @@ def test_a_fin_resent_by_timeout_is_a_retransmission_and_its_copies_are_duplicat
     # arkime gre-erspan-vxlan.pcap: an HTTP exchange in VXLAN (from UDP port 4789 to
     # VXLAN-GPE's 4790, the GPE header naming Ethernet), mirrored as ERSPAN type II in GRE.
     ("arkime-erspan-vxlan-gpe.pcap", 1),
+    # arkime 80211http.pcap: an HTTP exchange recorded on Wi-Fi in monitor mode (radiotap,
+    # 802.11 QoS data frames, LLC/SNAP). One data frame comes again 64 ms later with the
+    # 802.11 retry bit (the link's own resend, same IP ID): tshark and the analyzer both
+    # count it a TCP retransmission (the retry bit is not read yet).
+    ("arkime-80211-radiotap-http.pcap", 1),
 ])
 def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
-    # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve, GTP-U) or
-    # under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag), or in IP fragments
-    # put back together: every TCP packet tshark finds, in as many connections as tshark's
-    # streams.
+    # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve,
+    # GTP-U) or under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag, 802.11),
+    # or in IP fragments put back together: every TCP packet tshark finds, in as many
+    # connections as tshark's streams.
     path = DATA / name
     a = shortflow.analyze(path)
     s = a.raw_summary

@@ -115,7 +115,14 @@ fn encode_headers(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &Se
             out.extend_from_slice(&ethertype.to_be_bytes());
         }
         LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => {}
-        LinkType::Nflog | LinkType::Other(_) => return Err(io::Error::other(format!("cannot encode link type {}", link.code()))),
+        LinkType::Nflog
+        | LinkType::Wifi(_)
+        | LinkType::PppWithDirection
+        | LinkType::CiscoHdlcWithDirection
+        | LinkType::PppPppd
+        | LinkType::PppoE
+        | LinkType::Pflog
+        | LinkType::Other(_) => return Err(io::Error::other(format!("cannot encode link type {}", link.code()))),
     }
     let payload = vec![0u8; seg.payload_len as usize];
     let (s, d) = (seg.src, seg.dst);

@@ -9,7 +9,7 @@
 //! ```text
 //! link   LinkType, EthernetFrame / LinuxSllFrame / LinuxSll2Frame views, ip_payload:
 //!        Ethernet (802.1Q/802.1ad tags, E-tag, VN-tag; PPPoE, MPLS), Linux SLL/SLL2,
-//!        BSD loopback, raw, PPP, Cisco HDLC, NFLOG
+//!        BSD loopback, raw, PPP, Cisco HDLC, NFLOG, 802.11 (wifi)
 //! ip     Ipv4Packet / Ipv6Packet views (version, lengths, addresses, header checksum)
 //! tcp    TcpPacket view (fixed header, option bytes, checksum), TcpOptions, sequence arithmetic
 //! icmp   ICMP/ICMPv6 destination unreachable with the quoted TCP header (a SYN refused by ICMP)
@@ -17,7 +17,8 @@
 //! emit   Segment (+ SegmentExtra) → a frame for any link type, checksums filled
 //! capture  PcapWriter: those frames into a pcap or pcapng file (the simulator's capture, the generator, tests)
 //! checksum  the Internet checksum (RFC 1071) and the TCP pseudo-header sums
-//! tunnel  IP in IP, GRE (IP, Ethernet, ERSPAN I-III), VXLAN, Geneve: the packet inside
+//! tunnel  IP in IP, GRE (IP, Ethernet, ERSPAN I-III), VXLAN(-GPE), Geneve, GTP-U: the packet inside
+//! wifi   802.11 data frames behind radiotap, PPI, Prism or AVS headers: their LLC/SNAP payload
 //! defrag  Reassembly: IP fragments put back together into the datagram they carry
 //! ```
 
@@ -31,6 +32,7 @@ pub mod link;
 pub mod segment;
 pub mod tcp;
 pub mod tunnel;
+pub mod wifi;
 
 pub use emit::{encode_frame, Framing};
 pub use icmp::{decode_unreachable, IcmpUnreachable, QuotedTcp, Unreachable};

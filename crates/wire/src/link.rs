@@ -2,8 +2,10 @@
 //! (Ethernet II with VLAN tags, Linux SLL and SLL2: read by the analyzer, written by the
 //! capture writers through the same offsets) and where their IP packet starts, also when
 //! the link carries it in PPP (a serial link, PPPoE on a DSL line, PPTP's GRE), Cisco
-//! HDLC (a router's serial port) or under MPLS labels (a provider's backbone).
+//! HDLC (a router's serial port) or under MPLS labels (a provider's backbone), and on
+//! Wi-Fi (802.11 frames recorded in monitor mode, `crate::wifi`).
 
+use crate::wifi::{snap_payload, WifiHeader};
 use crate::WireError;
 
 /// The link types the analyzer decodes. Numbers are the tcpdump.org LINKTYPE_ values.
@@ -30,9 +32,23 @@ pub enum LinkType {
     Ppp,
     /// Cisco HDLC (LINKTYPE_C_HDLC = 104): address, control, then an ethertype.
     CiscoHdlc,
+    /// PPP and Cisco HDLC behind a direction byte (LINKTYPE_PPP_WITH_DIR = 204,
+    /// LINKTYPE_C_HDLC_WITH_DIR = 205), and pppd's framing (LINKTYPE_PPP_PPPD = 166:
+    /// RFC 1662's address byte replaced by the direction, then control and protocol).
+    PppWithDirection,
+    CiscoHdlcWithDirection,
+    PppPppd,
+    /// PPPoE without its Ethernet header (LINKTYPE_PPP_ETHER = 51).
+    PppoE,
+    /// OpenBSD's and FreeBSD's packet-filter log (LINKTYPE_PFLOG = 117, `tcpdump -i
+    /// pflog0`): a header of its own length (first byte) and address family (second).
+    Pflog,
     /// Linux netfilter log (LINKTYPE_NFLOG = 239, `tcpdump -i nflog:N`): a 4-byte header,
     /// then type-length-value attributes, the packet in one of them.
     Nflog,
+    /// IEEE 802.11 (LINKTYPE_IEEE802_11 = 105), alone or behind a capture header:
+    /// Prism (119), radiotap (127), AVS (163), PPI (192).
+    Wifi(WifiHeader),
     /// Anything else: counted and skipped.
     Other(u32),
 }
@@ -45,7 +61,17 @@ impl LinkType {
             9 | 50 => Self::Ppp,
             12 | 14 | 101 => Self::Raw,
             104 => Self::CiscoHdlc,
+            204 => Self::PppWithDirection,
+            205 => Self::CiscoHdlcWithDirection,
+            166 => Self::PppPppd,
+            51 => Self::PppoE,
+            117 => Self::Pflog,
             239 => Self::Nflog,
+            105 => Self::Wifi(WifiHeader::None),
+            119 => Self::Wifi(WifiHeader::Prism),
+            127 => Self::Wifi(WifiHeader::Radiotap),
+            163 => Self::Wifi(WifiHeader::Avs),
+            192 => Self::Wifi(WifiHeader::Ppi),
             108 => Self::Loop,
             113 => Self::LinuxSll,
             228 => Self::Ipv4,
@@ -61,7 +87,17 @@ impl LinkType {
             Self::Ethernet => 1,
             Self::Ppp => 9,
             Self::CiscoHdlc => 104,
+            Self::PppWithDirection => 204,
+            Self::CiscoHdlcWithDirection => 205,
+            Self::PppPppd => 166,
+            Self::PppoE => 51,
+            Self::Pflog => 117,
             Self::Nflog => 239,
+            Self::Wifi(WifiHeader::None) => 105,
+            Self::Wifi(WifiHeader::Prism) => 119,
+            Self::Wifi(WifiHeader::Radiotap) => 127,
+            Self::Wifi(WifiHeader::Avs) => 163,
+            Self::Wifi(WifiHeader::Ppi) => 192,
             Self::Raw => 101,
             Self::Loop => 108,
             Self::LinuxSll => 113,
@@ -417,8 +453,18 @@ pub fn ip_payload(link: LinkType, frame: &[u8]) -> Option<(IpVersion, &[u8])> {
             carried(f.protocol(), f.payload())
         }
         LinkType::Ppp => ppp_ip(frame),
-        LinkType::CiscoHdlc => carried(u16::from_be_bytes(frame.get(2..4)?.try_into().ok()?), frame.get(4..)?),
+        LinkType::CiscoHdlc => cisco_hdlc_ip(frame),
+        LinkType::PppWithDirection => ppp_ip(frame.get(1..)?),
+        LinkType::CiscoHdlcWithDirection => cisco_hdlc_ip(frame.get(1..)?),
+        // The direction byte where the address byte was, then the control byte.
+        LinkType::PppPppd => ppp_ip(frame.get(2..)?),
+        LinkType::PppoE => carried_further(ETHERTYPE_PPPOE_SESSION, frame),
+        LinkType::Pflog => pflog_ip(frame),
         LinkType::Nflog => nflog_ip(frame),
+        LinkType::Wifi(header) => {
+            let (kind, payload) = snap_payload(header, frame)?;
+            carried(kind, payload)
+        }
         LinkType::Other(_) => None,
     }
 }
@@ -504,6 +550,23 @@ fn ppp_ip(frame: &[u8]) -> Option<(IpVersion, &[u8])> {
     }
 }
 
+/// Cisco HDLC: address, control, then the ethertype of what follows.
+fn cisco_hdlc_ip(frame: &[u8]) -> Option<(IpVersion, &[u8])> {
+    carried(u16::from_be_bytes(frame.get(2..4)?.try_into().ok()?), frame.get(4..)?)
+}
+
+/// A pflog record (OpenBSD's `struct pfloghdr`, FreeBSD's alike): its length in the first
+/// byte, the packet's address family in the second; the packet starts at that length
+/// rounded up to 4 bytes (`BPF_WORDALIGN`).
+fn pflog_ip(frame: &[u8]) -> Option<(IpVersion, &[u8])> {
+    let (len, af) = (usize::from(*frame.first()?), u32::from(*frame.get(1)?));
+    if len < 2 {
+        return None;
+    }
+    let version = address_family(af)?;
+    Some((version, frame.get(len.next_multiple_of(4)..)?))
+}
+
 #[inline]
 fn ethertype(kind: u16) -> Option<IpVersion> {
     match kind {
@@ -567,7 +630,26 @@ mod tests {
             ("PPP, protocol field only", LinkType::Ppp, cat(&[&[0x00, 0x21], v4]), IpVersion::V4),
             ("Cisco HDLC", LinkType::CiscoHdlc, cat(&[&[0x0f, 0x00, 0x86, 0xdd], v6]), IpVersion::V6),
             ("PPP_HDLC (50) reads as PPP", LinkType::from_code(50), cat(&[&[0xff, 0x03, 0x00, 0x21], v4]), IpVersion::V4),
+            ("PPP with direction (204)", LinkType::from_code(204), cat(&[&[0x01, 0xff, 0x03, 0x00, 0x21], v4]), IpVersion::V4),
+            (
+                "Cisco HDLC with direction (205)",
+                LinkType::from_code(205),
+                cat(&[&[0x00, 0x0f, 0x00, 0x08, 0x00], v4]),
+                IpVersion::V4,
+            ),
+            ("pppd's framing (166)", LinkType::from_code(166), cat(&[&[0x01, 0x03, 0x00, 0x57], v6]), IpVersion::V6),
+            ("PPPoE without Ethernet (51)", LinkType::from_code(51), pppoe(&[0x00, 0x21], v4), IpVersion::V4),
+            (
+                "pflog, OpenBSD (61-byte header, IPv6 is 24)",
+                LinkType::from_code(117),
+                cat(&[&[61, 24], &[0; 62], v6]),
+                IpVersion::V6,
+            ),
+            ("pflog, IPv4", LinkType::from_code(117), cat(&[&[61, 2], &[0; 62], v4]), IpVersion::V4),
         ];
+        for code in [51, 105, 117, 119, 127, 163, 166, 192, 204, 205] {
+            assert_eq!(LinkType::from_code(code).code(), code);
+        }
         for (name, link, frame, version) in read {
             let (v, ip) = ip_payload(link, &frame).unwrap_or_else(|| panic!("{name}: no IP found"));
             assert_eq!(v, version, "{name}");
@@ -585,6 +667,9 @@ mod tests {
             ("MPLS with a pseudowire control word", LinkType::Ethernet, eth(0x8847, &cat(&[&label(true), &[0, 0, 0, 0], v4]))),
             ("MPLS, no bottom of stack", LinkType::Ethernet, eth(0x8847, &deep)),
             ("Cisco HDLC keepalive (SLARP)", LinkType::CiscoHdlc, cat(&[&[0x8f, 0x00, 0x80, 0x35], v4])),
+            ("pflog of an unknown family", LinkType::Pflog, cat(&[&[61, 7], &[0; 62], v4])),
+            ("pflog, a length below its own two bytes", LinkType::Pflog, cat(&[&[1, 2], &[0; 2], v4])),
+            ("PPPoE discovery without Ethernet", LinkType::PppoE, cat(&[&[0x11, 0x09, 0, 0, 0, 4, 0x00, 0x21], v4])),
         ];
         for (name, link, frame) in not_ip {
             assert_eq!(ip_payload(link, &frame), None, "{name}");
