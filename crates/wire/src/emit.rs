@@ -116,7 +116,11 @@ fn encode_headers(out: &mut Vec<u8>, link: LinkType, framing: &Framing, seg: &Se
         }
         LinkType::Raw | LinkType::Ipv4 | LinkType::Ipv6 => {}
         LinkType::Nflog
-        | LinkType::Wifi(_)
+        | LinkType::Ieee80211
+        | LinkType::Ieee80211Prism
+        | LinkType::Ieee80211Radiotap
+        | LinkType::Ieee80211Avs
+        | LinkType::Ppi
         | LinkType::PppWithDirection
         | LinkType::CiscoHdlcWithDirection
         | LinkType::PppPppd
