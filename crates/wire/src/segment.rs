@@ -396,6 +396,11 @@ fn direct_tcp(ip: &[u8]) -> Option<IpTcp<'_>> {
                 return None;
             }
             let ihl = p.header_len();
+            // A total length below the header's own but 0: `lax_ip` calls it malformed.
+            // (One comparison: 0 wraps to the largest length.)
+            if p.total_len().wrapping_sub(1) < ihl - 1 {
+                return None;
+            }
             Some(IpTcp {
                 src: v4_mapped(p.src()),
                 dst: v4_mapped(p.dst()),
@@ -460,6 +465,11 @@ fn lax_ip(ip: &[u8]) -> Result<Lax<'_>, Skip> {
     let (src, dst, declared_end, ip_id, ttl, fixed_len) = match &slice {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
+            // A total length below the header's own is bogus (Linux's ip_rcv drops such a
+            // packet; tshark calls it malformed); 0 is a TSO sender's capture, read whole.
+            if h.total_len() != 0 && usize::from(h.total_len()) < usize::from(h.ihl()) * 4 {
+                return Err(Skip::Malformed);
+            }
             // The first fragment too: its TCP header says nothing of the datagram's length
             // (`crate::defrag` puts the pieces together).
             if payload.fragmented {
@@ -593,11 +603,18 @@ mod tests {
         let mut padded = v4.clone();
         padded.extend_from_slice(&[0xee; 6]);
         assert!(direct_matches_lax(&padded) > 0);
-        // A total length below the header's (0 from a TSO sender) or beyond the bytes.
-        for total in [0u16, 19, 20, 21, 2000] {
+        // A total length of 0 (a TSO sender's capture) or beyond the bytes is read; one
+        // below the header's own (arkime's, PcapPlusPlus' ipv4-malformed: 11) is malformed.
+        for total in [0u16, 20, 21, 2000] {
             let mut p = v4.clone();
             p[2..4].copy_from_slice(&total.to_be_bytes());
             assert!(direct_matches_lax(&p) > 0, "total length {total}");
+        }
+        for total in [1u16, 11, 19] {
+            let mut p = v4.clone();
+            p[2..4].copy_from_slice(&total.to_be_bytes());
+            assert_eq!(direct_matches_lax(&p), 0, "total length {total}");
+            assert!(matches!(lax_ip(&p), Err(Skip::Malformed)), "total length {total}");
         }
         // IPv4 options: a 24-byte header.
         let mut opt = v4.clone();
