@@ -604,7 +604,7 @@ mod tests {
         padded.extend_from_slice(&[0xee; 6]);
         assert!(direct_matches_lax(&padded) > 0);
         // A total length of 0 (a TSO sender's capture) or beyond the bytes is read; one
-        // below the header's own (arkime's, PcapPlusPlus' ipv4-malformed: 11) is malformed.
+        // below the header's own (PcapPlusPlus' ipv4-malformed.pcap: 11) is malformed.
         for total in [0u16, 20, 21, 2000] {
             let mut p = v4.clone();
             p[2..4].copy_from_slice(&total.to_be_bytes());

@@ -1,11 +1,11 @@
 //! Tunnels a capture may carry the traffic of interest in, peeled one layer at a time:
 //! IP in IP (RFC 2003, RFC 2473, RFC 4213), GRE (RFC 2784, RFC 2890) carrying IP or an
 //! Ethernet frame (transparent bridging), PPTP's enhanced GRE carrying PPP (RFC 2637),
-//! ERSPAN types I-III (a switch mirroring a port to a
-//! remote capture host inside GRE, the usual way a server's traffic reaches a sensor),
-//! VXLAN (RFC 7348), VXLAN-GPE and Geneve (RFC 8926) over UDP, and GTP-U (3GPP TS 29.281:
-//! a mobile network's user traffic between its base stations and gateways). The decoder (`segment::decode_ext`) asks
-//! here only for packets that are not TCP themselves, so plain traffic pays nothing.
+//! ERSPAN types I-III (a switch mirroring a port to a remote capture host inside GRE, the
+//! usual way a server's traffic reaches a sensor), VXLAN (RFC 7348), VXLAN-GPE and Geneve
+//! (RFC 8926) over UDP, and GTP-U (3GPP TS 29.281: a mobile network's user traffic between
+//! its base stations and gateways). The decoder (`segment::decode_ext`) asks here only for
+//! packets that are not TCP themselves, so plain traffic pays nothing.
 
 use crate::link::LinkType;
 
@@ -119,8 +119,7 @@ fn pptp_gre(flags: u16, b: &[u8]) -> Option<(LinkType, &[u8])> {
 
 fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {
     let data = b.get(8..)?;
-    let (src, dst) = (be16(b, 0)?, be16(b, 2)?);
-    match dst {
+    match be16(b, 2)? {
         // VXLAN: an 8-byte header, then the Ethernet frame, or what GPE's next protocol says.
         VXLAN_PORT => vxlan(data, false),
         VXLAN_GPE_PORT => vxlan(data, true),
@@ -138,9 +137,6 @@ fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {
                 _ => None,
             }
         }
-        // A port of its own on the destination, the tunnel's on the source: a VXLAN-GPE
-        // endpoint may send from 4789 to 4790; tshark reads the lower port first too.
-        _ if src == VXLAN_PORT => vxlan(data, false),
         _ => None,
     }
 }
@@ -274,6 +270,8 @@ mod tests {
         let vxlan: Vec<u8> = [0x08, 0, 0, 0, 0, 0, 1, 0].iter().copied().chain(eth.iter().copied()).collect();
         let gpe_ip: Vec<u8> = [0x0c, 0, 0, 1, 0, 0, 1, 0].iter().copied().chain(ip.iter().copied()).collect();
         let gpe_eth: Vec<u8> = [0x0c, 0, 0, 3, 0, 0, 1, 0].iter().copied().chain(eth.iter().copied()).collect();
+        // From VXLAN's port to VXLAN-GPE's, no P flag (arkime's gre-erspan-vxlan.pcap has
+        // the flag): an Ethernet frame.
         let mut from_4789 = udp(4790, &vxlan);
         from_4789[..2].copy_from_slice(&4789u16.to_be_bytes());
         // Every flag and reserved bit set (Linux lets users): still VXLAN on its own port.
@@ -305,7 +303,7 @@ mod tests {
             ("VXLAN", outer_v4(17, &udp(4789, &vxlan))),
             ("VXLAN-GPE, IPv4", outer_v4(17, &udp(4790, &gpe_ip))),
             ("VXLAN-GPE, Ethernet", outer_v4(17, &udp(4790, &gpe_eth))),
-            ("VXLAN sent from its port to VXLAN-GPE's", outer_v4(17, &from_4789)),
+            ("VXLAN-GPE without the P flag", outer_v4(17, &from_4789)),
             ("VXLAN with every reserved bit set", outer_v4(17, &udp(4789, &all_bits))),
             ("Geneve with options, Ethernet", outer_v6(17, &udp(6081, &geneve))),
             ("GTP-U", outer_v4(17, &udp(2152, &gtp(0x30, &[])))),

@@ -511,12 +511,12 @@ impl Conn {
         // Same headers and IP ID within 100 µs (5 ms with a non-zero ID from a sender whose
         // IDs count, 100 ms when it sent others since), TTL equal or one lower (both sides
         // of a router). Without an IP ID (IPv6, or ID 0) only data or a TTL one apart
-        // counts: identical pure ACKs are
-        // legitimately sent in pairs (duplicate ACKs), and a server may answer a repeated
-        // SYN the instant its own timer repeats the SYN/ACK, but a sender's own repeat
-        // leaves with its own TTL, so copies one hop apart are the capture's (arkime's
-        // mongo.pcap: a Linux SYN/ACK with ID 0 at TTL 61 and 60, 45 µs apart); data is
-        // never retransmitted within 100 µs (the minimum RTO is 200 ms, a TLP ≥ 10 ms).
+        // counts: identical pure ACKs are legitimately sent in pairs (duplicate ACKs), and
+        // a server may answer a repeated SYN the instant its own timer repeats the
+        // SYN/ACK, but a sender's own repeat leaves with its own TTL, so copies one hop
+        // apart are the capture's (arkime's mongo.pcap: a Linux SYN/ACK with ID 0 at TTL
+        // 61 and 60, 45 µs apart); data is never retransmitted within 100 µs (the minimum
+        // RTO is 200 ms, a TLP ≥ 10 ms).
         let one_hop = fp.ttl.checked_add(1) == Some(earlier.ttl) || earlier.ttl.checked_add(1) == Some(fp.ttl);
         let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop;
         // The sender sent another datagram after the original (the copy of an older one
