@@ -146,6 +146,9 @@ TSHARK_WRONG = {
     # Every packet two to four times, up to 51 ms apart, same IP ID: tshark's 42 data
     # retransmissions and one out-of-order segment are all copies.
     "arkime-wireshark-retrans-copies.pcap": {"retransmissions": (0, 42), "out_of_order": (0, 1)},
+    # An 802.11 retry of a data frame already captured: the link's resend, not TCP's
+    # (test_wifi_frames_the_link_sent_again_are_not_tcp_packets).
+    "arkime-80211-radiotap-http.pcap": {"retransmissions": (0, 1)},
 }
 
 
@@ -527,15 +530,10 @@ def test_a_fin_resent_by_timeout_is_a_retransmission_and_its_copies_are_duplicat
     # arkime gre-erspan-vxlan.pcap: an HTTP exchange in VXLAN (from UDP port 4789 to
     # VXLAN-GPE's 4790, the GPE header naming Ethernet), mirrored as ERSPAN type II in GRE.
     ("arkime-erspan-vxlan-gpe.pcap", 1),
-    # arkime 80211http.pcap: an HTTP exchange recorded on Wi-Fi in monitor mode (radiotap,
-    # 802.11 QoS data frames, LLC/SNAP). One data frame comes again 64 ms later with the
-    # 802.11 retry bit (the link's own resend, same IP ID): tshark and the analyzer both
-    # count it a TCP retransmission (the retry bit is not read yet).
-    ("arkime-80211-radiotap-http.pcap", 1),
 ])
 def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
     # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve,
-    # GTP-U) or under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag, 802.11),
+    # GTP-U) or under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag),
     # or in IP fragments put back together: every TCP packet tshark finds, in as many
     # connections as tshark's streams.
     path = DATA / name
@@ -547,6 +545,26 @@ def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
     assert s["connection_tries"] == tries == _tshark_count(path, tmp_path, "tcp.flags.syn==1 and tcp.flags.ack==0")
     # Every payload byte, those of segments sent in fragments too.
     payload = sum(int(row[0] or 0) for row in _tshark_fields(path, tmp_path, ["tcp.len"], "tcp"))
+    assert sum(a.table.column("bytes_c2s").to_pylist()) + sum(a.table.column("bytes_s2c").to_pylist()) == payload
+
+
+@needs_tshark
+def test_wifi_frames_the_link_sent_again_are_not_tcp_packets(tmp_path):
+    # arkime 80211http.pcap: an HTTP exchange recorded on Wi-Fi in monitor mode (radiotap,
+    # 802.11 QoS data frames, LLC/SNAP). Two frames come again with the 802.11 retry bit
+    # and their first copy's sequence number (a 564-byte segment 64 ms on, an ACK 3.8 ms
+    # on): the link's own resends, which the receiver's MAC discards. tshark counts them
+    # as TCP packets, the segment as a retransmission; the analyzer skips them as repeats.
+    path = DATA / "arkime-80211-radiotap-http.pcap"
+    a = shortflow.analyze(path)
+    s = a.raw_summary
+    retries = _tshark_fields(path, tmp_path, ["tcp.len"], "tcp and wlan.fc.retry==1")
+    assert len(retries) == a.files[0]["skipped_link_repeat"] == 2
+    assert s["tcp_packets"] + 2 == _tshark_count(path, tmp_path, "tcp")
+    assert _tshark_count(path, tmp_path, TSHARK_RETX) == 1
+    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == s["capture_duplicates"] == 0
+    assert a.table.num_rows == s["connection_tries"] == 1
+    payload = sum(int(row[0] or 0) for row in _tshark_fields(path, tmp_path, ["tcp.len"], "tcp and wlan.fc.retry==0"))
     assert sum(a.table.column("bytes_c2s").to_pylist()) + sum(a.table.column("bytes_s2c").to_pylist()) == payload
 
 

@@ -151,6 +151,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'
         d.set_item("icmp_unreachable", f.icmp_unreachable)?;
         d.set_item("skipped_fragment", f.skipped_fragment)?;
         d.set_item("skipped_malformed", f.skipped_malformed)?;
+        d.set_item("skipped_link_repeat", f.skipped_link_repeat)?;
         d.set_item("first_ts_s", f.first_ts_ns.map(|t| t as f64 / 1e9))?;
         d.set_item("last_ts_s", f.last_ts_ns.map(|t| t as f64 / 1e9))?;
         d.set_item("peak_open_connections", f.peak_open_connections)?;

@@ -49,6 +49,9 @@ pub struct FileStats {
     /// datagram is (a TCP packet, or not TCP).
     pub skipped_fragment: u64,
     pub skipped_malformed: u64,
+    /// 802.11 frames the link sent again (retry bit, the transmitter's last sequence
+    /// number): one packet on the air twice, which the receiver's MAC discards.
+    pub skipped_link_repeat: u64,
     pub first_ts_ns: Option<u64>,
     pub last_ts_ns: Option<u64>,
     /// Most connections open at once (sampled every 65,536 packets): what the tracker's
@@ -128,6 +131,7 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
             }
             Err(Skip::Fragment) => stats.skipped_fragment += 1,
             Err(Skip::Malformed) => stats.skipped_malformed += 1,
+            Err(Skip::LinkRepeat) => stats.skipped_link_repeat += 1,
         }
         stats.first_ts_ns.get_or_insert(ts);
         stats.last_ts_ns = Some(ts);

@@ -36,6 +36,8 @@ pub struct Reassembly {
     /// how many it holds).
     pending: HashMap<DatagramKey, u64>,
     last_sweep_ns: u64,
+    /// The other memory a frame needs of those before it: each 802.11 transmitter's last.
+    wifi: crate::wifi::Repeats,
 }
 
 impl Reassembly {
@@ -45,11 +47,16 @@ impl Reassembly {
 
     /// Decodes a frame captured at `ts` (`segment::decode_ext`), putting fragments
     /// together: a piece that completes a datagram gives the datagram's segment (or why
-    /// there is none), the others `Skip::Fragment`.
+    /// there is none), the others `Skip::Fragment`. An 802.11 frame sent again by the link
+    /// is `Skip::LinkRepeat`.
     #[inline(always)]
     pub fn decode(&mut self, link: LinkType, ts: u64, frame: &[u8]) -> Result<(Segment, SegmentExtra), Skip> {
         match decode_ext(link, frame) {
             Err(Skip::Fragment) => self.add(link, ts, frame).unwrap_or(Err(Skip::Fragment)),
+            Ok(decoded) => match link.wifi_header() {
+                Some(header) if self.wifi.is_repeat(header, frame) => Err(Skip::LinkRepeat),
+                _ => Ok(decoded),
+            },
             other => other,
         }
     }

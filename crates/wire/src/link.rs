@@ -87,6 +87,19 @@ impl LinkType {
         }
     }
 
+    /// The capture header in front of 802.11 frames, for the 802.11 link types.
+    #[inline]
+    pub fn wifi_header(self) -> Option<WifiHeader> {
+        match self {
+            Self::Ieee80211 => Some(WifiHeader::None),
+            Self::Ieee80211Prism => Some(WifiHeader::Prism),
+            Self::Ieee80211Radiotap => Some(WifiHeader::Radiotap),
+            Self::Ieee80211Avs => Some(WifiHeader::Avs),
+            Self::Ppi => Some(WifiHeader::Ppi),
+            _ => None,
+        }
+    }
+
     pub fn code(self) -> u32 {
         match self {
             Self::Null => 0,
@@ -467,11 +480,9 @@ pub fn ip_payload(link: LinkType, frame: &[u8]) -> Option<(IpVersion, &[u8])> {
         LinkType::PppoE => carried_further(ETHERTYPE_PPPOE_SESSION, frame),
         LinkType::Pflog => pflog_ip(frame),
         LinkType::Nflog => nflog_ip(frame),
-        LinkType::Ieee80211 => wifi_ip(WifiHeader::None, frame),
-        LinkType::Ieee80211Prism => wifi_ip(WifiHeader::Prism, frame),
-        LinkType::Ieee80211Radiotap => wifi_ip(WifiHeader::Radiotap, frame),
-        LinkType::Ieee80211Avs => wifi_ip(WifiHeader::Avs, frame),
-        LinkType::Ppi => wifi_ip(WifiHeader::Ppi, frame),
+        LinkType::Ieee80211 | LinkType::Ieee80211Prism | LinkType::Ieee80211Radiotap | LinkType::Ieee80211Avs | LinkType::Ppi => {
+            wifi_ip(link.wifi_header()?, frame)
+        }
         LinkType::Other(_) => None,
     }
 }

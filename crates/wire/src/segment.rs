@@ -285,6 +285,9 @@ pub enum Skip {
     Fragment,
     /// The IP or TCP header is incomplete or invalid.
     Malformed,
+    /// A frame its link sent again, which the receiver discards before IP sees it (an
+    /// 802.11 retry of a frame already captured: `crate::wifi::Repeats`).
+    LinkRepeat,
 }
 
 /// Decodes a captured frame of the given link type into a TCP segment.

@@ -2,7 +2,12 @@
 //! header, then an LLC/SNAP header naming the ethertype of what follows; and the headers
 //! a capture puts in front of the frame (radiotap, PPI, Prism, AVS), only skipped. Frames
 //! that carry no readable packet (management and control frames, null data, encrypted
-//! payloads, fragments of an MSDU, A-MSDU aggregates) are none.
+//! payloads, fragments of an MSDU, A-MSDU aggregates) are none. A frame the link sent
+//! again (its retry bit set, the same sequence number as its transmitter's last) is what
+//! the receiver's MAC discards (`Repeats`): one packet on the air twice, never a TCP
+//! retransmission.
+
+use std::collections::HashMap;
 
 /// The capture headers in front of an 802.11 frame, by their pcap LINKTYPE_ values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,10 +34,11 @@ const TYPE_DATA: u8 = 0x08;
 const SUBTYPE_NO_DATA: u8 = 0x40;
 const SUBTYPE_QOS: u8 = 0x80;
 /// Second byte: to and from the distribution system (both: a fourth address), more
-/// fragments, protected (encrypted), +HTC/order (a 4-byte HT control field in a QoS frame).
+/// fragments, retry, protected (encrypted), +HTC/order (a 4-byte HT control field in a QoS frame).
 const TO_DS: u8 = 0x01;
 const FROM_DS: u8 = 0x02;
 const MORE_FRAGMENTS: u8 = 0x04;
+const RETRY: u8 = 0x08;
 const PROTECTED: u8 = 0x40;
 const ORDER: u8 = 0x80;
 
@@ -40,8 +46,13 @@ const MAC_HEADER_LEN: usize = 24;
 const ADDR4_LEN: usize = 6;
 const QOS_LEN: usize = 2;
 const HT_CONTROL_LEN: usize = 4;
+/// The transmitter's address (address 2, bytes 10-16).
+const TRANSMITTER: std::ops::Range<usize> = 10..16;
 /// Sequence control (bytes 22-24): the low 4 bits are the fragment number.
 const SEQUENCE_CONTROL: usize = 22;
+/// Transmitters remembered at once; beyond, the memory starts afresh (a capture of a
+/// crowded channel, or a hostile one).
+const MAX_TRANSMITTERS: usize = 4096;
 /// QoS control's first byte: bit 7 says the body is an A-MSDU.
 const QOS_AMSDU: u8 = 0x80;
 
@@ -77,6 +88,34 @@ fn frame(header: WifiHeader, b: &[u8]) -> Option<&[u8]> {
         }
     };
     b.get(len..)
+}
+
+/// Each transmitter's last frame, as a receiver's MAC keeps it to discard a frame sent
+/// again (IEEE 802.11-2020 10.3.2.14, duplicate detection): one sequence control per
+/// transmitter address (the standard keeps one per traffic identifier too; a capture
+/// reader sees one flow per station often enough that the address alone serves).
+#[derive(Debug, Default)]
+pub struct Repeats {
+    last: HashMap<[u8; 6], u16>,
+}
+
+impl Repeats {
+    /// The frame behind `header` repeats its transmitter's last (retry bit, same sequence
+    /// number and fragment); otherwise it becomes that transmitter's last.
+    pub fn is_repeat(&mut self, header: WifiHeader, b: &[u8]) -> bool {
+        let Some(f) = frame(header, b) else { return false };
+        let (Some(ta), Some(sc)) = (f.get(TRANSMITTER), f.get(SEQUENCE_CONTROL..SEQUENCE_CONTROL + 2)) else { return false };
+        let (ta, sc): ([u8; 6], u16) = (ta.try_into().expect("six bytes"), u16::from_le_bytes([sc[0], sc[1]]));
+        let retry = f.get(1).is_some_and(|fc1| fc1 & RETRY != 0);
+        if retry && self.last.get(&ta) == Some(&sc) {
+            return true;
+        }
+        if self.last.len() >= MAX_TRANSMITTERS && !self.last.contains_key(&ta) {
+            self.last.clear();
+        }
+        self.last.insert(ta, sc);
+        false
+    }
 }
 
 /// The ethertype an 802.11 data frame's LLC/SNAP header names and what follows it, behind
@@ -155,6 +194,33 @@ mod tests {
                 let _ = snap_payload(header, &bytes[..n]); // never a panic
             }
         }
+    }
+
+    #[test]
+    fn a_retry_of_the_transmitters_last_frame_is_a_repeat() {
+        let mut repeats = Repeats::default();
+        let first = data_frame(0x88, 0x01, &[0, 0]);
+        let mut retry = first.clone();
+        retry[1] |= RETRY;
+        let mut next = first.clone();
+        next[22] = 0x20; // sequence number 2
+        let mut other_station = retry.clone();
+        other_station[10] = 0x33;
+        assert!(!repeats.is_repeat(WifiHeader::None, &first));
+        assert!(repeats.is_repeat(WifiHeader::None, &retry));
+        assert!(repeats.is_repeat(WifiHeader::None, &retry), "a third copy");
+        // The same sequence number without the retry bit is a new frame (a wrapped
+        // counter); a retry from another transmitter, or of an older frame, is not a repeat.
+        assert!(!repeats.is_repeat(WifiHeader::None, &other_station));
+        assert!(!repeats.is_repeat(WifiHeader::None, &next));
+        assert!(!repeats.is_repeat(WifiHeader::None, &retry));
+        // A frame cut before its sequence control cannot be told a repeat.
+        let mut repeats = Repeats::default();
+        assert!(!repeats.is_repeat(WifiHeader::None, &first));
+        for n in 0..SEQUENCE_CONTROL + 2 {
+            assert!(!repeats.is_repeat(WifiHeader::None, &retry[..n]), "cut at {n}");
+        }
+        assert!(repeats.is_repeat(WifiHeader::None, &retry));
     }
 
     #[test]
