@@ -7,7 +7,9 @@
 //! datagrams waiting at once, since a hostile capture could open one per IP ID.
 //!
 //! A datagram completes at its last missing piece: its segment takes that fragment's time,
-//! when the receiver could have it; tshark shows it there too.
+//! when the receiver could have it; tshark shows it there too. `Reassembly::decode` is also
+//! where an 802.11 frame the link sent again is told (`crate::wifi::Repeats`): the one
+//! decode every reader of captures goes through, with memory of the frames before.
 
 use std::collections::HashMap;
 
@@ -28,7 +30,8 @@ const SWEEP_EVERY_NS: u64 = 1_000_000_000;
 /// Which datagram a fragment belongs to: addresses, identification, protocol.
 type DatagramKey = ([u8; 16], [u8; 16], u32, u8);
 
-/// The fragments of one capture, waiting for their datagrams to complete.
+/// The fragments of one capture, waiting for their datagrams to complete: the decoder's
+/// memory across frames (with, for 802.11 links, each transmitter's last frame).
 #[derive(Debug, Default)]
 pub struct Reassembly {
     pool: IpDefragPool<u64>,
