@@ -6,11 +6,12 @@
 use libfuzzer_sys::fuzz_target;
 use shortflow_trace::wire::{decode_unreachable, LinkType};
 
-const LINKS: [u32; 8] = [0, 1, 101, 108, 113, 228, 229, 276];
+/// Every link type the decoder reads (the first eight in the order the seeds were made for).
+const LINKS: [u32; 21] = [0, 1, 101, 108, 113, 228, 229, 276, 9, 51, 104, 105, 117, 119, 127, 163, 166, 192, 204, 205, 239];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, frame)) = data.split_first() else { return };
-    let link = LinkType::from_code(LINKS[usize::from(which % 8)]);
+    let link = LinkType::from_code(LINKS[usize::from(which) % LINKS.len()]);
     if let Some(msg) = decode_unreachable(link, frame) {
         // The 8 quoted bytes (ports, sequence number) and an IP header must have been there.
         assert!(frame.len() >= 20 + 8 + 20 + 8, "decoded from {} bytes", frame.len());
