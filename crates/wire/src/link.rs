@@ -443,14 +443,7 @@ pub fn ip_payload(link: LinkType, frame: &[u8]) -> Option<(IpVersion, &[u8])> {
             let f = EthernetFrame::new_checked(frame).ok()?;
             carried(f.ethertype(), f.payload())
         }
-        LinkType::Raw => {
-            let version = match frame.first()? >> 4 {
-                4 => IpVersion::V4,
-                6 => IpVersion::V6,
-                _ => return None,
-            };
-            Some((version, frame))
-        }
+        LinkType::Raw => raw_ip(frame),
         LinkType::Ipv4 => Some((IpVersion::V4, frame)),
         LinkType::Ipv6 => Some((IpVersion::V6, frame)),
         // The family is in the byte order of the machine that wrote it: accept both.
@@ -507,11 +500,7 @@ fn carried_further(kind: u16, payload: &[u8]) -> Option<(IpVersion, &[u8])> {
             let bottom = (0..MPLS_MAX_LABELS).find(|&i| payload.get(4 * i + 2).is_some_and(|b| b & 0x01 != 0))?;
             let packet = payload.get(4 * (bottom + 1)..)?;
             // No control word or Ethernet pseudowire (RFC 4448): only IP directly under the labels.
-            match packet.first()? >> 4 {
-                4 => Some((IpVersion::V4, packet)),
-                6 => Some((IpVersion::V6, packet)),
-                _ => None,
-            }
+            raw_ip(packet)
         }
         _ => None,
     }
@@ -540,11 +529,7 @@ fn nflog_ip(frame: &[u8]) -> Option<(IpVersion, &[u8])> {
         }
         if kind == NFULA_PAYLOAD {
             let packet = frame.get(at + 4..(at + len).min(frame.len()))?;
-            return match packet.first()? >> 4 {
-                4 => Some((IpVersion::V4, packet)),
-                6 => Some((IpVersion::V6, packet)),
-                _ => None,
-            };
+            return raw_ip(packet);
         }
         at += len.next_multiple_of(4);
     }
@@ -564,6 +549,16 @@ fn ppp_ip(frame: &[u8]) -> Option<(IpVersion, &[u8])> {
     match proto {
         PPP_IPV4 => Some((IpVersion::V4, ip)),
         PPP_IPV6 => Some((IpVersion::V6, ip)),
+        _ => None,
+    }
+}
+
+/// A packet with no header before it that says what it is: IP by its version nibble.
+#[inline(always)]
+fn raw_ip(packet: &[u8]) -> Option<(IpVersion, &[u8])> {
+    match packet.first()? >> 4 {
+        4 => Some((IpVersion::V4, packet)),
+        6 => Some((IpVersion::V6, packet)),
         _ => None,
     }
 }

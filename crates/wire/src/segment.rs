@@ -399,10 +399,8 @@ fn direct_tcp(ip: &[u8]) -> Option<IpTcp<'_>> {
                 return None;
             }
             let ihl = p.header_len();
-            // A total length below the header's own but 0: `lax_ip` calls it malformed.
-            // (One comparison: 0 wraps to the largest length.)
-            if p.total_len().wrapping_sub(1) < ihl - 1 {
-                return None;
+            if bogus_total_len(p.total_len(), ihl) {
+                return None; // `lax_ip` calls it malformed
             }
             Some(IpTcp {
                 src: v4_mapped(p.src()),
@@ -444,6 +442,15 @@ pub(crate) fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
     m
 }
 
+/// An IPv4 total length below the header's own length `ihl` (at least 20) is bogus:
+/// Linux's ip_rcv drops such a packet, tshark calls it malformed. 0 is not: a TSO sender's
+/// capture, read whole. One comparison (0 wraps to the largest length): the direct path
+/// asks it of every IPv4 packet.
+#[inline(always)]
+fn bogus_total_len(total: usize, ihl: usize) -> bool {
+    total.wrapping_sub(1) < ihl - 1
+}
+
 /// What the lax slicer found in an IP packet.
 enum Lax<'a> {
     Tcp(IpTcp<'a>),
@@ -468,9 +475,7 @@ fn lax_ip(ip: &[u8]) -> Result<Lax<'_>, Skip> {
     let (src, dst, declared_end, ip_id, ttl, fixed_len) = match &slice {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
-            // A total length below the header's own is bogus (Linux's ip_rcv drops such a
-            // packet; tshark calls it malformed); 0 is a TSO sender's capture, read whole.
-            if h.total_len() != 0 && usize::from(h.total_len()) < usize::from(h.ihl()) * 4 {
+            if bogus_total_len(usize::from(h.total_len()), usize::from(h.ihl()) * 4) {
                 return Err(Skip::Malformed);
             }
             // The first fragment too: its TCP header says nothing of the datagram's length
