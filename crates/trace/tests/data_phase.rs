@@ -40,6 +40,16 @@ fn at_server(rest: Vec<(u64, Segment, SegmentExtra)>) -> Vec<(u64, Segment, Segm
     v
 }
 
+/// `at_server`'s packets with IP IDs counted from `first` (TTL 64): both sides number
+/// their datagrams.
+fn at_server_numbered(first: u16) -> Vec<(u64, Segment, SegmentExtra)> {
+    let mut v = at_server(vec![]);
+    for (i, p) in v.iter_mut().enumerate() {
+        p.2 = SegmentExtra { ip_id: first + i as u16, ttl: 64, ..x() };
+    }
+    v
+}
+
 /// Server data segment k (0-based) of MSS bytes.
 fn data(k: u32) -> Segment {
     seg(false, 5001 + k * MSS, 201, A, MSS)
@@ -290,10 +300,7 @@ fn a_same_id_copy_counts_only_from_a_sender_whose_ids_count() {
     let id = |ip_id| SegmentExtra { ip_id, ttl: 64, ..x() };
     let t0 = 60 * MS;
     let req = seg(true, 201, 5001, A | P, 85);
-    let mut v = at_server(vec![]);
-    for (i, p) in v.iter_mut().enumerate() {
-        p.2 = id(0x4640 + i as u16);
-    }
+    let mut v = at_server_numbered(0x4640);
     v.extend([(t0, req, id(0x4644)), (t0 + 1_600_000, req, id(0x4644)), (t0 + 50 * MS, seg(false, 5001, 286, A, 0), id(7))]);
     let (t, _) = analyze("telnet-copies.pcap", &v);
     assert_eq!(t.capture_duplicates[0], 1);
@@ -320,10 +327,7 @@ fn copies_interleaved_late_or_repeated_are_still_copies() {
     // and D again 40 ms after D, with E's later ID between (a stretch recorded again).
     let id = |ip_id, ttl| SegmentExtra { ip_id, ttl, ..x() };
     let t0 = 60 * MS;
-    let mut v = at_server(vec![]);
-    for (i, p) in v.iter_mut().enumerate() {
-        p.2 = id(0x40 + i as u16, 64);
-    }
+    let mut v = at_server_numbered(0x40);
     v.extend([
         (t0, data(0), id(0x100, 64)),
         (t0 + 12_000, data(1), id(0x101, 64)),
@@ -349,10 +353,7 @@ fn copies_interleaved_late_or_repeated_are_still_copies() {
     // sender's own (a probe). 101 ms on, after later IDs, past the 100 ms window: a
     // datagram the network delivered again (suricata-verify's filestore-v2.7-stream-depth:
     // an old ACK 161 ms on, answered by the receiver), a packet of its own.
-    let mut v = at_server(vec![]);
-    for (i, p) in v.iter_mut().enumerate() {
-        p.2 = id(0x40 + i as u16, 64);
-    }
+    let mut v = at_server_numbered(0x40);
     v.extend([
         (t0, data(0), id(0x100, 64)),
         (t0 + 6 * MS, data(0), id(0x100, 64)),

@@ -168,19 +168,23 @@ mod tests {
         p
     }
 
-    /// The raw IPv4 packet `ip` cut into fragments whose payloads start at `cuts` (multiples
-    /// of 8), in order.
+    /// The pieces of a payload of `len` bytes cut at `cuts` (multiples of 8, in order):
+    /// each piece's start, end and whether more follow.
+    fn spans(len: usize, cuts: &[usize]) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
+        cuts.iter().enumerate().map(move |(i, &a)| {
+            let b = cuts.get(i + 1).copied().unwrap_or(len);
+            (a, b, b < len)
+        })
+    }
+
+    /// The raw IPv4 packet `ip` cut into fragments whose payloads start at `cuts`.
     fn fragments_v4(ip: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
         let payload = &ip[20..];
-        let mut bounds = cuts.to_vec();
-        bounds.push(payload.len());
-        (0..cuts.len())
-            .map(|i| {
-                let (a, b) = (bounds[i], bounds[i + 1]);
+        spans(payload.len(), cuts)
+            .map(|(a, b, more)| {
                 let mut f = ip[..20].to_vec();
                 f[2..4].copy_from_slice(&((20 + b - a) as u16).to_be_bytes());
-                let more = if b < payload.len() { 0x2000 } else { 0 };
-                f[6..8].copy_from_slice(&((a / 8) as u16 | more).to_be_bytes());
+                f[6..8].copy_from_slice(&((a / 8) as u16 | if more { 0x2000 } else { 0 }).to_be_bytes());
                 f.extend_from_slice(&payload[a..b]);
                 f
             })
@@ -190,17 +194,13 @@ mod tests {
     /// The same for IPv6: a fragment header (identification 7) after the fixed header.
     fn fragments_v6(ip: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
         let payload = &ip[40..];
-        let mut bounds = cuts.to_vec();
-        bounds.push(payload.len());
-        (0..cuts.len())
-            .map(|i| {
-                let (a, b) = (bounds[i], bounds[i + 1]);
+        spans(payload.len(), cuts)
+            .map(|(a, b, more)| {
                 let mut f = ip[..40].to_vec();
                 f[4..6].copy_from_slice(&((8 + b - a) as u16).to_be_bytes());
                 f[6] = 44;
-                let more = u16::from(b < payload.len());
                 f.extend_from_slice(&[6, 0]);
-                f.extend_from_slice(&((a as u16) | more).to_be_bytes());
+                f.extend_from_slice(&((a as u16) | u16::from(more)).to_be_bytes());
                 f.extend_from_slice(&7u32.to_be_bytes());
                 f.extend_from_slice(&payload[a..b]);
                 f
