@@ -190,8 +190,10 @@ def test_super_fast_retransmit_repairs_a_tail_loss_earlier_over_60ms(tmp_path, c
         revert(state_path=state)
     for c in (plain, sfr):
         assert c["status"] == 200 and c["timeouts"] == 1 and c["retransmissions"] == 1, c
-    # 80 ms earlier, within a few jiffies and the emulator's jitter.
-    assert 0.06 <= plain["complete_s"] - sfr["complete_s"] <= 0.11, (plain, sfr)
+    # 80 ms earlier, within a few jiffies and the emulator's jitter. The bound above is
+    # looser: both RTOs start from their own run's SRTT, and on a loaded machine the two
+    # runs' RTT samples differ by tens of ms (CI measured 110.5 ms once).
+    assert 0.06 <= plain["complete_s"] - sfr["complete_s"] <= 0.13, (plain, sfr)
 
 
 def tune_cli(pair: Pair, ns: str, *args: str) -> subprocess.CompletedProcess[str]:
