@@ -145,8 +145,8 @@ impl CaptureReader {
         ReadError { path: self.path.clone(), offset: self.src.offset(), decompressed: self.src.gzip, kind }
     }
 
-    /// Damaged blocks that were skipped since the last call, each as
-    /// `FILE: byte N: skipped a damaged … block …` (pcapng only; at most 100 per file).
+    /// Damaged blocks and sections of another pcapng version that were skipped since the
+    /// last call, each as `FILE: byte N: skipped a …` (pcapng only; at most 100 per file).
     pub fn take_warnings(&mut self) -> Vec<String> {
         let Format::PcapNg(p) = &mut self.format else { return Vec::new() };
         let gz = if self.src.gzip { " (of the decompressed stream)" } else { "" };

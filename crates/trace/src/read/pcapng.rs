@@ -35,7 +35,10 @@ pub struct PcapNgState {
     interfaces: Vec<Interface>,
     pending: usize,
     last_ts_ns: u64,
-    /// Damaged blocks skipped: (stream offset, what was wrong).
+    /// In a section of a major version other than 1 (see `Block::SectionHeader` below):
+    /// its blocks are skipped up to the next section header.
+    foreign_section: bool,
+    /// Damaged blocks and foreign sections skipped: (stream offset, what was wrong).
     pub(super) skipped: Vec<(u64, String)>,
 }
 
@@ -148,6 +151,9 @@ impl PcapNgState {
             });
         }
         self.pending = len;
+        if self.foreign_section && block_type != SECTION_HEADER {
+            return Ok(Step::Skip);
+        }
         let w = &src.window()[..len];
         let parsed = if self.big_endian { parse_block_be(w) } else { parse_block_le(w) };
         let block = match parsed {
@@ -172,15 +178,31 @@ impl PcapNgState {
             }
         };
         match block {
-            Block::SectionHeader(_) => {
+            Block::SectionHeader(shb) => {
                 self.interfaces.clear();
+                // A new major version is one "code that reads the old format could not read"
+                // (pcapng draft, 4.1): its blocks are passed over, by the length every
+                // block starts with, to the next section, and the reader says so.
+                self.foreign_section = shb.major_version != 1;
+                if self.foreign_section && self.skipped.len() < MAX_WARNINGS {
+                    self.skipped.push((
+                        src.offset(),
+                        format!(
+                            "skipped a section of pcapng version {}.{} (this reader knows version 1): its blocks up to the next section header",
+                            shb.major_version, shb.minor_version
+                        ),
+                    ));
+                }
                 Ok(Step::Skip)
             }
             Block::InterfaceDescription(idb) => {
-                let units_per_sec = idb.ts_resolution().filter(|&u| u > 0).ok_or_else(|| {
+                let units_per_sec = units_per_sec(idb.if_tsresol).ok_or_else(|| {
                     corrupt(
                         "interface description block",
-                        format!("timestamp resolution code {} is not a power of 2 or 10 up to 10^19", idb.if_tsresol),
+                        format!(
+                            "timestamp resolution code {:#04x} is neither 10^-n up to 10^-19 nor 2^-n up to 2^-63",
+                            idb.if_tsresol
+                        ),
                     )
                 })?;
                 self.interfaces.push(Interface {
@@ -225,6 +247,19 @@ impl PcapNgState {
     }
 }
 
+/// Timestamp units per second of an `if_tsresol` code: 10^n, or 2^n when the top bit is
+/// set. Worked out here because pcap-parser 0.17's `build_ts_resolution` tests the code
+/// against 63 with that bit still in it, so it refuses every power of 2 (Endace's DAG
+/// cards stamp in 2^-32 s).
+fn units_per_sec(code: u8) -> Option<u64> {
+    let n = u32::from(code & 0x7f);
+    if code & 0x80 == 0 {
+        10u64.checked_pow(n)
+    } else {
+        1u64.checked_shl(n)
+    }
+}
+
 fn to_ns(ts: u64, iface: Interface) -> u64 {
     let ns = match iface.units_per_sec {
         1_000_000_000 => ts,
@@ -232,4 +267,22 @@ fn to_ns(ts: u64, iface: Interface) -> u64 {
         u => (u128::from(ts) * 1_000_000_000 / u128::from(u)) as u64,
     };
     (ns as i128 + i128::from(iface.offset_secs) * 1_000_000_000).max(0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::units_per_sec;
+
+    #[test]
+    fn timestamp_resolutions_are_powers_of_10_or_of_2() {
+        assert_eq!(units_per_sec(6), Some(1_000_000));
+        assert_eq!(units_per_sec(9), Some(1_000_000_000));
+        assert_eq!(units_per_sec(19), Some(10_000_000_000_000_000_000));
+        assert_eq!(units_per_sec(20), None);
+        assert_eq!(units_per_sec(0x80), Some(1));
+        assert_eq!(units_per_sec(0x88), Some(256));
+        assert_eq!(units_per_sec(0xa0), Some(1 << 32)); // Endace DAG: 2^-32 s
+        assert_eq!(units_per_sec(0xbf), Some(1 << 63));
+        assert_eq!(units_per_sec(0xc0), None);
+    }
 }
