@@ -1,10 +1,11 @@
 """The analyzer on public captures of real hosts, beside tshark.
 
-The captures come from three repositories; tests/data/real/SOURCES.md names each file's
+The captures come from four repositories; tests/data/real/SOURCES.md names each file's
 repository, commit, path and licence:
 - PcapPlusPlus (public domain, The Unlicense), commit 200853b3a0b5ea2c443d6bee1a67f9c9c67b8f1b;
 - arkime/arkime (Apache-2.0), commit 2d2f3678796bcedc6655a276f476b7ddd457f3f2 (files `arkime-*`);
-- OISF/suricata-verify (MIT), commit 10a45e4bad6d29d0f1239d93119ea24e1bbdab19 (files `sv-*`).
+- OISF/suricata-verify (MIT), commit 10a45e4bad6d29d0f1239d93119ea24e1bbdab19 (files `sv-*`);
+- kbandla/dpkt (BSD-3-Clause), commit 4f8958eb4b375b38d0ab6ffadf2da9b24395394d (files `dpkt-*`).
 Every one must be read to its end without error; the data retransmissions and the handshake
 classes (refusals by RST and by ICMP, SYN ladders, retries after a RST, capture duplicates,
 Fast Open) agree with what tshark's fields show wherever tshark is right, and the tests say
@@ -125,7 +126,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 37
+    assert len(FILES) == 38
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -530,10 +531,13 @@ def test_a_fin_resent_by_timeout_is_a_retransmission_and_its_copies_are_duplicat
     # arkime gre-erspan-vxlan.pcap: an HTTP exchange in VXLAN (from UDP port 4789 to
     # VXLAN-GPE's 4790, the GPE header naming Ethernet), mirrored as ERSPAN type II in GRE.
     ("arkime-erspan-vxlan-gpe.pcap", 1),
+    # dpkt nb6-http.pcap: a DSL box's PPPoE link; two HTTP exchanges over IPv4, a third
+    # over IPv6 inside L2TP version 2 (UDP 1701, then PPP).
+    ("dpkt-pppoe-l2tp-ipv6-http.pcap", 3),
 ])
 def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
     # The analyzer reads the TCP segment inside (VXLAN, GRE, ERSPAN, IP in IP, Geneve,
-    # GTP-U) or under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag),
+    # GTP-U, L2TP) or under its link's own framing (PPPoE, PPP, Cisco HDLC, MPLS, E-tag),
     # or in IP fragments put back together: every TCP packet tshark finds, in as many
     # connections as tshark's streams.
     path = DATA / name

@@ -3,8 +3,9 @@
 //! Ethernet frame (transparent bridging), PPTP's enhanced GRE carrying PPP (RFC 2637),
 //! ERSPAN types I-III (a switch mirroring a port to a remote capture host inside GRE, the
 //! usual way a server's traffic reaches a sensor), VXLAN (RFC 7348), VXLAN-GPE and Geneve
-//! (RFC 8926) over UDP, and GTP-U (3GPP TS 29.281: a mobile network's user traffic between
-//! its base stations and gateways). The decoder (`segment::decode_ext`) asks here only for
+//! (RFC 8926) over UDP, GTP-U (3GPP TS 29.281: a mobile network's user traffic between
+//! its base stations and gateways), and L2TP version 2 carrying PPP (RFC 2661: a DSL
+//! subscriber's traffic between the access concentrator and the ISP's server). The decoder (`segment::decode_ext`) asks here only for
 //! packets that are not TCP themselves, so plain traffic pays nothing.
 
 use crate::link::LinkType;
@@ -38,7 +39,8 @@ const TRANSPARENT_ETHERNET: u16 = 0x6558;
 const ERSPAN_I_II: u16 = 0x88BE;
 const ERSPAN_III: u16 = 0x22EB;
 
-/// IANA's UDP ports of VXLAN, VXLAN-GPE, Geneve and GTP-U.
+/// IANA's UDP ports of L2TP, VXLAN, VXLAN-GPE, Geneve and GTP-U.
+const L2TP_PORT: u16 = 1701;
 const VXLAN_PORT: u16 = 4789;
 const VXLAN_GPE_PORT: u16 = 4790;
 const GENEVE_PORT: u16 = 6081;
@@ -59,6 +61,14 @@ const GTP_V1: u8 = 0x30;
 const GTP_OPTIONAL: u8 = 0x07;
 const GTP_EXTENSION: u8 = 0x04;
 const GTP_G_PDU: u8 = 0xff;
+
+/// L2TP's first word (RFC 2661 section 3.1): type (set: a control message), length,
+/// sequence and offset fields present; version 2 in the low bits.
+const L2TP_CONTROL: u16 = 0x8000;
+const L2TP_LENGTH: u16 = 0x4000;
+const L2TP_SEQUENCE: u16 = 0x0800;
+const L2TP_OFFSET: u16 = 0x0200;
+const L2TP_VERSION: u16 = 0x000f;
 
 /// The packet inside `payload`, the bytes after an IP header whose protocol (or IPv6 next
 /// header) is `proto`, as a frame of the link type it comes in; None when `proto` is not a
@@ -119,6 +129,11 @@ fn pptp_gre(flags: u16, b: &[u8]) -> Option<(LinkType, &[u8])> {
 
 fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {
     let data = b.get(8..)?;
+    // L2TP's answers may come from another port to the initiator's (RFC 2661 section
+    // 8.1), but servers keep 1701 both ways, and 1701 is no port a client picks for itself.
+    if be16(b, 0)? == L2TP_PORT || be16(b, 2)? == L2TP_PORT {
+        return l2tp(data);
+    }
     match be16(b, 2)? {
         // VXLAN: an 8-byte header, then the Ethernet frame, or what GPE's next protocol says.
         VXLAN_PORT => vxlan(data, false),
@@ -178,6 +193,25 @@ fn gtp_u(data: &[u8]) -> Option<(LinkType, &[u8])> {
         next = *data.get(at - 1)?;
     }
     Some((LinkType::Raw, data.get(at..)?))
+}
+
+/// An L2TP version 2 data message: its optional length, the tunnel and session IDs, the
+/// optional sequence numbers and offset (its size, then that many bytes of padding), then
+/// a PPP frame (`link::ppp_ip` finds the IP in it). Control messages carry none.
+fn l2tp(data: &[u8]) -> Option<(LinkType, &[u8])> {
+    let flags = be16(data, 0)?;
+    if flags & L2TP_VERSION != 2 || flags & L2TP_CONTROL != 0 {
+        return None;
+    }
+    let mut at = 2 + if flags & L2TP_LENGTH != 0 { 2 } else { 0 } + 4;
+    if flags & L2TP_SEQUENCE != 0 {
+        at += 4;
+    }
+    if flags & L2TP_OFFSET != 0 {
+        at += 2 + usize::from(be16(data, at)?);
+    }
+    let ppp = data.get(at..)?;
+    (!ppp.is_empty()).then_some((LinkType::Ppp, ppp))
 }
 
 #[cfg(test)]
@@ -287,6 +321,12 @@ mod tests {
             v.extend_from_slice(&ip);
             v
         };
+        // L2TP data messages: the bare header; with length, sequence numbers and an offset
+        // of 3 bytes of padding; an answer from port 1701 to the initiator's own port.
+        let l2tp_bare = [[0x00, 0x02, 0, 7, 0, 9, 0xff, 0x03, 0x00, 0x21].as_slice(), &ip].concat();
+        let l2tp_all = [[0x4a, 0x02, 0, 0, 0, 7, 0, 9, 0, 1, 0, 2, 0, 3, 0xee, 0xee, 0xee, 0x21].as_slice(), &ip].concat();
+        let mut l2tp_answer = udp(5000, &l2tp_bare);
+        l2tp_answer[..2].copy_from_slice(&1701u16.to_be_bytes());
         let cases: Vec<(&str, Vec<u8>)> = vec![
             ("IPv4 in IPv4", outer_v4(4, &ip)),
             ("IPv4 in IPv6", outer_v6(4, &ip)),
@@ -309,6 +349,9 @@ mod tests {
             ("GTP-U", outer_v4(17, &udp(2152, &gtp(0x30, &[])))),
             ("GTP-U with a sequence number", outer_v6(17, &udp(2152, &gtp(0x32, &[0, 9, 0, 0])))),
             ("GTP-U with a PDU session container", outer_v4(17, &udp(2152, &gtp(0x34, &[0, 0, 0, 0x85, 1, 0x10, 0x05, 0])))),
+            ("L2TP", outer_v4(17, &udp(1701, &l2tp_bare))),
+            ("L2TP with every optional field", outer_v4(17, &udp(1701, &l2tp_all))),
+            ("L2TP from port 1701", outer_v4(17, &l2tp_answer)),
         ];
         for (name, pkt) in cases {
             assert_eq!(decode_ext(LinkType::Raw, &pkt), want, "{name}");
@@ -343,6 +386,11 @@ mod tests {
             ),
             ("GTP version 2 (control)", outer_v4(17, &udp(2152, &[[0x48, 0xff, 0, 4, 0, 0, 0, 0].as_slice(), &ip].concat()))),
             (
+                "L2TP control message",
+                outer_v4(17, &udp(1701, &[[0xc8, 0x02, 0, 20, 0, 7, 0, 0, 0, 0, 0, 0].as_slice(), &ip].concat())),
+            ),
+            ("L2TP version 3", outer_v4(17, &udp(1701, &[[0x00, 0x03, 0, 0, 0, 7, 0x21].as_slice(), &ip].concat()))),
+            (
                 "GTP-U, an extension of length zero",
                 outer_v4(17, &udp(2152, &[[0x34, 0xff, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0x85, 0].as_slice(), &ip].concat())),
             ),
@@ -362,6 +410,8 @@ mod tests {
         // Every cut of a GRE packet (PPTP's, GTP-U's, VXLAN-GPE's): an answer, never a panic.
         let gtp_ext = [[0x34, 0xff, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0x85, 1, 0x10, 0x05, 0].as_slice(), &ip].concat();
         let gpe = [[0x0c, 0, 0, 1, 0, 0, 1, 0].as_slice(), &ip].concat();
+        let l2tp =
+            [[0x4a, 0x02, 0, 0, 0, 7, 0, 9, 0, 1, 0, 2, 0, 3, 0xee, 0xee, 0xee, 0xff, 0x03, 0x00, 0x21].as_slice(), &ip].concat();
         for whole in [
             outer_v4(47, &gre_ip),
             outer_v4(47, &pptp(0x30, 0x81, &[0xff, 0x03, 0x00, 0x21], &ip)),
@@ -375,7 +425,7 @@ mod tests {
         }
         // The outer header's length stops the cuts above early: the UDP tunnels' own
         // readers, cut at every byte.
-        for data in [udp(2152, &gtp_ext), udp(4790, &gpe)] {
+        for data in [udp(2152, &gtp_ext), udp(4790, &gpe), udp(1701, &l2tp)] {
             for n in 0..data.len() {
                 let _ = super::inner(17, &data[..n]);
             }
