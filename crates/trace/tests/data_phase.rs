@@ -215,6 +215,24 @@ fn timestamps_tell_which_transmission_was_acknowledged() {
 }
 
 #[test]
+fn keep_alives_on_a_connection_captured_idle_are_not_retransmissions() {
+    // As sbousseaden/PCAP-ATTACK's PsLoggedOn capture begins on an SMB session: the
+    // client's keep-alive (1 byte below its next sequence number), the server's ACK with
+    // a D-SACK of it, the server's own keep-alive, the client's ACK likewise. Neither side
+    // sent data in the capture; each keep-alive's byte was acknowledged before it began.
+    let pkts = vec![
+        (0, seg(true, 999, 5001, A, 1), with_sack(&[(999, 1000)])),
+        (MS / 10, seg(false, 5001, 1000, A, 0), with_sack(&[(999, 1000)])),
+        (8 * MS, seg(false, 5000, 1000, A, 1), x()),
+        (8 * MS + MS / 5, seg(true, 1000, 5001, A, 0), with_sack(&[(5000, 5001)])),
+    ];
+    let (t, s) = analyze("keep-alive.pcap", &pkts);
+    assert_eq!((t.retx_timeout_s2c[0], t.retx_fast_s2c[0], t.retx_tlp_s2c[0], t.retx_spurious_s2c[0]), (0, 0, 0, 0));
+    assert_eq!((t.retx_timeout_c2s[0], t.retx_fast_c2s[0], t.retx_tlp_c2s[0], t.retx_spurious_c2s[0]), (0, 0, 0, 0));
+    assert_eq!((s.timeout_retransmissions, s.rto_events), (0, 0));
+}
+
+#[test]
 fn zero_window_stall() {
     let t0 = 60 * MS;
     let mut zero = ack_of(1);

@@ -490,9 +490,11 @@ impl Half {
         }
         let start = self.rel(seg.seq);
         let end = start + seq_len;
-        if seg.payload_len <= 1 && !seg.flags.fin() && start == self.snd_max - 1 && self.acked_any && self.una >= self.snd_max {
+        if seg.payload_len <= 1 && !seg.flags.fin() && start == self.snd_max - 1 && self.una >= self.snd_max {
             // A keep-alive (RFC 9293 3.8.4: one byte, or none, below the next sequence
-            // number, with nothing outstanding): not data, not a retransmission.
+            // number, with nothing outstanding): not data, not a retransmission. Also when
+            // this half has sent nothing but pure ACKs in the capture (a capture begun on
+            // an idle connection: the byte below was sent, and acknowledged, before it).
             return SendEvent::Nothing;
         }
         let tsval = extra.opts.timestamps.map(|(v, _)| v);
