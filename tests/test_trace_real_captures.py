@@ -126,7 +126,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 38
+    assert len(FILES) == 39
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -150,6 +150,10 @@ TSHARK_WRONG = {
     # An 802.11 retry of a data frame already captured: the link's resend, not TCP's
     # (test_wifi_frames_the_link_sent_again_are_not_tcp_packets).
     "arkime-80211-radiotap-http.pcap": {"retransmissions": (0, 1)},
+    # A router's "fragmentation needed" about the first of four 1460-byte segments: the
+    # sender resends them as 1452-byte ones at once. tshark calls the first resend (one
+    # IP ID on, 48 µs after the message) out of order (test_data_resent_smaller_...).
+    "sv-smtp-fragmentation-needed.pcap": {"retransmissions": (5, 4), "out_of_order": (0, 1)},
 }
 
 
@@ -176,7 +180,7 @@ def test_every_capture_reads_without_error_and_adds_up(path):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_data_retransmissions_agree_with_tshark(path, tmp_path):
     s = shortflow.analyze(path).raw_summary
-    ours = s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"]
+    ours = s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] + s["path_mtu_retransmissions"]
     got, want = _ours_and_tshark(path, "retransmissions", ours, _tshark_count(path, tmp_path, TSHARK_RETX))
     assert got == want
 
@@ -583,3 +587,23 @@ def test_a_segment_sent_in_fragments_is_graphed_like_the_table_counts_it():
     pk = packets(path, [0])[0]
     assert len(pk["ts_ns"]) == 1
     assert t.column("bytes_c2s").to_pylist() == [1000]
+
+
+def test_data_resent_smaller_after_fragmentation_needed_is_told_apart(tmp_path):
+    # suricata-verify bug-3616-smtp: a client's four 1460-byte segments meet a router whose
+    # path is smaller; its ICMP "fragmentation needed" quotes each, and the client resends
+    # the data as 1452-byte segments at once, then as the ACKs let it. No timer
+    # fired: these are path-MTU resends, not timeouts, and the wait is the path's.
+    path = DATA / "sv-smtp-fragmentation-needed.pcap"
+    a = shortflow.analyze(path)
+    s = a.raw_summary
+    assert a.files[0]["icmp_unreachable"] == _tshark_count(path, tmp_path, "icmp.type==3 and icmp.code==4") == 4
+    assert (s["path_mtu_retransmissions"], s["timeout_retransmissions"], s["rto_events"]) == (5, 0, 0)
+    assert s["fast_retransmissions"] + s["tlp_probes"] + s["spurious_retransmissions"] == 0
+    # Resent: the 1452-byte segments that start below the end of what went as 1460 bytes.
+    first_end = max(int(seq) + 1460 for (seq,) in _tshark_fields(path, tmp_path, ["tcp.seq"], "tcp.len==1460"))
+    resent = [seq for (seq,) in _tshark_fields(path, tmp_path, ["tcp.seq"], "tcp.len==1452") if int(seq) < first_end]
+    assert len(resent) == 5
+    row = a.table.to_pylist()[0]
+    assert row["retx_path_mtu_c2s"] == 5 and row["time_timeout_s"] == 0
+

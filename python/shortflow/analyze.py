@@ -51,6 +51,7 @@ DIAGNOSIS_KEYS = (
     "timeout_retransmissions",
     "fast_retransmissions",
     "tlp_probes",
+    "path_mtu_retransmissions",
     "spurious_retransmissions",
     "out_of_order_segments",
     "rto_events",

@@ -42,8 +42,8 @@ pub struct FileStats {
     pub tcp_packets: u64,
     pub skipped_not_ip: u64,
     pub skipped_not_tcp: u64,
-    /// ICMP/ICMPv6 destination-unreachable messages quoting a TCP segment (among the
-    /// packets skipped as not TCP).
+    /// ICMP/ICMPv6 destination-unreachable and ICMPv6 packet-too-big messages quoting a
+    /// TCP segment (among the packets skipped as not TCP).
     pub icmp_unreachable: u64,
     /// IP fragments, but for the piece that completes a datagram, which counts as what the
     /// datagram is (a TCP packet, or not TCP).

@@ -103,10 +103,10 @@ fn icmpv6_unreachable_refuses_an_ipv6_try() {
         let (t, _, _) = analyze_bytes("icmp6.pcap", &pcap(&v, 1280));
         assert_eq!(t.handshake[0] == Handshake::RefusedIcmp as u8, refused, "code {code}");
     }
-    // Packet too big (type 2) is path-MTU discovery.
+    // Packet too big (type 2) is path-MTU discovery: counted among the messages, no refusal.
     let v = [(SEC, Pkt::Tcp(syn6)), (SEC + MS, Pkt::Icmp(2, 0, syn6))];
     let (_, s, f) = analyze_bytes("icmp6-ptb.pcap", &pcap(&v, 1280));
-    assert_eq!((s.refused_icmp, f.icmp_unreachable), (0, 0));
+    assert_eq!((s.refused_icmp, f.icmp_unreachable), (0, 1));
 }
 
 #[test]
@@ -164,4 +164,79 @@ fn an_unknown_connection_and_damaged_messages_are_skipped() {
         let (t, _, _) = analyze_bytes("icmp-cut.pcap", &bytes);
         assert_eq!(t.len(), 1);
     }
+}
+
+/// A client's two 1460-byte segments after the handshake, a router's "fragmentation
+/// needed" about the first, then `rest` (from 120 ms on).
+fn too_big_then(code: u8, rest: Vec<(u64, Pkt)>) -> Vec<(u64, Pkt)> {
+    let first = seg(true, 101, 5001, A, 1460);
+    let mut v = vec![
+        (0, Pkt::Tcp(syn())),
+        (50 * MS, Pkt::Tcp(seg(false, 5000, 101, S | A, 0))),
+        (100 * MS, Pkt::Tcp(seg(true, 101, 5001, A, 0))),
+        (100 * MS, Pkt::Tcp(first)),
+        (100 * MS, Pkt::Tcp(seg(true, 1561, 5001, A, 1460))),
+        (120 * MS, Pkt::Icmp(3, code, first)),
+    ];
+    v.extend(rest);
+    v
+}
+
+#[test]
+fn data_resent_in_smaller_segments_after_fragmentation_needed_is_told_apart() {
+    // As suricata-verify's bug-3616-smtp capture shows a sender doing: the resends
+    // come at once, 1452 bytes each where 1460 went, until the ICMP's flight is acked.
+    let c = |t: u64, seq: u32, len: u32| (t * MS, Pkt::Tcp(seg(true, seq, 5001, A, len)));
+    let s = |t: u64, ack: u32| (t * MS, Pkt::Tcp(seg(false, 5001, ack, A, 0)));
+    // The router's message about the second segment comes after the first resend.
+    let second = (122 * MS, Pkt::Icmp(3, 4, seg(true, 1561, 5001, A, 1460)));
+    let v = too_big_then(
+        4,
+        vec![c(121, 101, 1452), second, s(170, 1553), c(170, 1553, 1452), s(220, 3005), c(220, 3005, 16), s(270, 3021)],
+    );
+    let (t, sum, _) = analyze_bytes("pmtu.pcap", &pcap(&v, 576));
+    assert_eq!((t.retx_path_mtu_c2s[0], t.retx_timeout_c2s[0], t.retx_fast_c2s[0], t.retx_tlp_c2s[0]), (3, 0, 0, 0));
+    assert_eq!((sum.path_mtu_retransmissions, sum.rto_events, sum.timeout_retransmissions), (3, 0, 0));
+    assert_eq!(t.handshake[0], Handshake::Answered as u8, "no refusal");
+    // ICMPv6 "packet too big" (type 2) likewise.
+    let cl = Endpoint::v6([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 40000);
+    let srv = Endpoint::v6([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2], 80);
+    let v6: Vec<(u64, Pkt)> =
+        too_big_then(0, vec![c(121, 101, 1440), s(170, 1541), c(170, 1541, 1440), s(220, 2981), c(220, 2981, 40), s(270, 3021)])
+            .into_iter()
+            .map(|(ts, p)| {
+                let to6 = |x: Segment| {
+                    let out = x.src == client();
+                    Segment { src: if out { cl } else { srv }, dst: if out { srv } else { cl }, ..x }
+                };
+                (
+                    ts,
+                    match p {
+                        Pkt::Tcp(x) => Pkt::Tcp(to6(x)),
+                        Pkt::Icmp(_, _, x) => Pkt::Icmp(2, 0, to6(x)),
+                    },
+                )
+            })
+            .collect();
+    let (t, _, _) = analyze_bytes("pmtu6.pcap", &pcap(&v6, 1000));
+    assert_eq!((t.retx_path_mtu_c2s[0], t.retx_timeout_c2s[0]), (3, 0));
+}
+
+#[test]
+fn a_resend_as_large_as_before_is_the_timers_whatever_the_icmp_said() {
+    // As in suricata-verify's filestore-5408: a middlebox's "fragmentation needed" naming
+    // the MTU the packet already had; the Windows sender resends the same 1460 bytes when
+    // its timer fires, 300 ms after the first send.
+    let v = too_big_then(
+        4,
+        vec![
+            (400 * MS, Pkt::Tcp(seg(true, 101, 5001, A, 1460))),
+            (450 * MS, Pkt::Tcp(seg(false, 5001, 1561, A, 0))),
+            (450 * MS, Pkt::Tcp(seg(true, 1561, 5001, A, 1460))),
+            (500 * MS, Pkt::Tcp(seg(false, 5001, 3021, A, 0))),
+        ],
+    );
+    let (t, _, _) = analyze_bytes("not-pmtu.pcap", &pcap(&v, 576));
+    assert_eq!(t.retx_path_mtu_c2s[0], 0);
+    assert_eq!(t.retx_timeout_c2s[0], 2);
 }

@@ -1,5 +1,6 @@
 //! ICMP (RFC 792) and ICMPv6 (RFC 4443) destination-unreachable messages, with the TCP
-//! header they quote: how a host or a firewall on the path refuses a SYN without a RST.
+//! header they quote: how a host or a firewall on the path refuses a SYN without a RST,
+//! and how a router says a segment was too big for the path (path-MTU discovery).
 //!
 //! The message carries the offending packet's IP header and at least its first 8 bytes
 //! (RFC 792: "Internet Header + 64 bits of Original Data Datagram"; RFC 1812 4.3.2.3 and
@@ -28,16 +29,19 @@ pub enum Unreachable {
     /// Anything else that still ends a connection try (protocol unreachable, source route
     /// failed, beyond scope).
     Other = 4,
+    /// The packet was larger than the path takes: ICMP "fragmentation needed" (code 4) or
+    /// ICMPv6 "packet too big" (type 2), path-MTU discovery (RFC 1191, RFC 8201). No
+    /// refusal: the sender resends what it had sent in smaller segments.
+    PacketTooBig = 5,
 }
 
 impl Unreachable {
-    pub const NAMES: [&'static str; 5] = ["net", "host", "port", "prohibited", "other"];
+    pub const NAMES: [&'static str; 6] = ["net", "host", "port", "prohibited", "other", "packet_too_big"];
 
-    /// ICMPv4 type 3 codes. "Fragmentation needed" (code 4) is path-MTU discovery (RFC
-    /// 1191), not a refusal: `None`.
-    fn from_v4(h: DestUnreachableHeader) -> Option<Self> {
+    /// ICMPv4 type 3 codes.
+    fn from_v4(h: DestUnreachableHeader) -> Self {
         use DestUnreachableHeader::*;
-        Some(match h {
+        match h {
             Network | NetworkUnknown | TosNetwork => Self::Net,
             Host | HostUnknown | Isolated | TosHost => Self::Host,
             Port => Self::Port,
@@ -45,8 +49,8 @@ impl Unreachable {
                 Self::Prohibited
             }
             Protocol | SourceRouteFailed => Self::Other,
-            FragmentationNeeded { .. } => return None,
-        })
+            FragmentationNeeded { .. } => Self::PacketTooBig,
+        }
     }
 
     fn from_v6(c: etherparse::icmpv6::DestUnreachableCode) -> Self {
@@ -80,8 +84,8 @@ pub struct IcmpUnreachable {
     pub quoted: QuotedTcp,
 }
 
-/// Decodes a frame that holds an ICMP or ICMPv6 destination-unreachable quoting a TCP
-/// segment; `None` for anything else (other ICMP types, a quote too short to hold the
+/// Decodes a frame that holds an ICMP or ICMPv6 destination-unreachable (or ICMPv6
+/// packet-too-big) quoting a TCP segment; `None` for anything else (other ICMP types, a quote too short to hold the
 /// ports and sequence number, a quoted fragment, damaged headers). A message inside a
 /// tunnel (`crate::tunnel`: a mirrored capture) is read like the segments beside it.
 /// Never panics.
@@ -97,7 +101,7 @@ fn unreachable_within(link: LinkType, frame: &[u8], tunnels: u8) -> Option<IcmpU
         ip_number::ICMP => {
             let icmp = Icmpv4Slice::from_slice(payload.payload).ok()?;
             match icmp.icmp_type() {
-                Icmpv4Type::DestinationUnreachable(h) => (Unreachable::from_v4(h)?, icmp.payload()),
+                Icmpv4Type::DestinationUnreachable(h) => (Unreachable::from_v4(h), icmp.payload()),
                 _ => return None,
             }
         }
@@ -105,6 +109,7 @@ fn unreachable_within(link: LinkType, frame: &[u8], tunnels: u8) -> Option<IcmpU
             let icmp = Icmpv6Slice::from_slice(payload.payload).ok()?;
             match icmp.icmp_type() {
                 Icmpv6Type::DestinationUnreachable(c) => (Unreachable::from_v6(c), icmp.payload()),
+                Icmpv6Type::PacketTooBig { .. } => (Unreachable::PacketTooBig, icmp.payload()),
                 _ => return None,
             }
         }
@@ -205,12 +210,12 @@ mod tests {
     }
 
     #[test]
-    fn codes_map_to_reasons_and_fragmentation_needed_is_no_refusal() {
+    fn codes_map_to_reasons() {
         let reason = |code| decode_unreachable(LinkType::Raw, &icmp_v4(code, &syn_v4())).map(|u| u.reason);
         assert_eq!(reason(0), Some(Unreachable::Net));
         assert_eq!(reason(1), Some(Unreachable::Host));
         assert_eq!(reason(13), Some(Unreachable::Prohibited));
-        assert_eq!(reason(4), None);
+        assert_eq!(reason(4), Some(Unreachable::PacketTooBig));
     }
 
     #[test]
@@ -230,8 +235,8 @@ mod tests {
         assert_eq!((u.reason, u.quoted.seq), (Unreachable::Port, 1000));
         assert_eq!(u.quoted.src, Endpoint::v6([1; 16], 40000));
         assert_eq!(decode_unreachable(LinkType::Raw, &icmp_v6(1, 1, &syn_v6())).unwrap().reason, Unreachable::Prohibited);
-        // Packet too big (type 2) and time exceeded (type 3) are not refusals.
-        assert_eq!(decode_unreachable(LinkType::Raw, &icmp_v6(2, 0, &syn_v6())), None);
+        // Packet too big (type 2) is path-MTU discovery; time exceeded (type 3) nothing.
+        assert_eq!(decode_unreachable(LinkType::Raw, &icmp_v6(2, 0, &syn_v6())).unwrap().reason, Unreachable::PacketTooBig);
         assert_eq!(decode_unreachable(LinkType::Raw, &icmp_v6(3, 0, &syn_v6())), None);
     }
 

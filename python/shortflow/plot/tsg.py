@@ -14,6 +14,7 @@ RETX_STYLE = {
     "retx_timeout": ("#d62828", "retransmission after timeout"),
     "retx_fast": ("#f77f00", "fast retransmission"),
     "tlp": ("#7b2cbf", "tail loss probe"),
+    "retx_path_mtu": ("#1d6fa5", "resent smaller for the path's MTU"),
 }
 
 CAUSE_LABEL = {

@@ -200,6 +200,8 @@ schema! {
     "retx_fast_s2c": "uint32", "", "server data segments resent by fast retransmit / recovery";
     "retx_tlp_c2s": "uint32", "", "client tail loss probes";
     "retx_tlp_s2c": "uint32", "", "server tail loss probes";
+    "retx_path_mtu_c2s": "uint32", "", "client data segments resent smaller after the path said one was too big (ICMP fragmentation needed, ICMPv6 packet too big)";
+    "retx_path_mtu_s2c": "uint32", "", "server data segments resent smaller after the path said one was too big";
     "retx_spurious_c2s": "uint32", "", "client retransmissions found unneeded (D-SACK, timestamps, early ACK)";
     "retx_spurious_s2c": "uint32", "", "server retransmissions found unneeded";
     "out_of_order_c2s": "uint32", "", "client data segments seen after data sent later (overtaken on the way, by their IPv4 IDs or TCP timestamps): new data, not retransmissions";
@@ -274,6 +276,8 @@ pub struct ConnectionTable {
     pub retx_fast_s2c: Vec<u32>,
     pub retx_tlp_c2s: Vec<u32>,
     pub retx_tlp_s2c: Vec<u32>,
+    pub retx_path_mtu_c2s: Vec<u32>,
+    pub retx_path_mtu_s2c: Vec<u32>,
     pub retx_spurious_c2s: Vec<u32>,
     pub retx_spurious_s2c: Vec<u32>,
     pub out_of_order_c2s: Vec<u32>,
@@ -385,6 +389,8 @@ macro_rules! plain_columns {
             retx_fast_s2c,
             retx_tlp_c2s,
             retx_tlp_s2c,
+            retx_path_mtu_c2s,
+            retx_path_mtu_s2c,
             retx_spurious_c2s,
             retx_spurious_s2c,
             out_of_order_c2s,
@@ -505,6 +511,8 @@ impl ConnectionTable {
         self.retx_fast_s2c.push(sc.retx_fast);
         self.retx_tlp_c2s.push(cs.retx_tlp);
         self.retx_tlp_s2c.push(sc.retx_tlp);
+        self.retx_path_mtu_c2s.push(cs.retx_path_mtu);
+        self.retx_path_mtu_s2c.push(sc.retx_path_mtu);
         self.retx_spurious_c2s.push(cs.spurious);
         self.retx_spurious_s2c.push(sc.spurious);
         self.out_of_order_c2s.push(cs.reordered);

@@ -62,7 +62,7 @@ impl Handshake {
 pub struct PacketNote {
     /// 0 nothing new (pure ACK, SYN…), 1 new data, 2 timeout retransmission, 3 fast
     /// retransmission, 4 tail loss probe, 5 capture duplicate, 6 late (after the close
-    /// linger, counted in `late_packets` only).
+    /// linger, counted in `late_packets` only), 7 resent for the path's MTU.
     pub event: u8,
     /// The cause given the gap before this packet (`Cause`; the larger part when split).
     pub cause: u8,
@@ -71,7 +71,8 @@ pub struct PacketNote {
 }
 
 impl PacketNote {
-    pub const EVENTS: [&'static str; 7] = ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate", "late"];
+    pub const EVENTS: [&'static str; 8] =
+        ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate", "late", "retx_path_mtu"];
     pub const LATE: u8 = 6;
 }
 
@@ -730,7 +731,7 @@ impl Conn {
         } else if in_timeout || event == SendEvent::Retx(RetxClass::Timeout) {
             cause = Cause::Timeout;
             self.lost_ns[Cause::Timeout as usize] += gap;
-        } else if in_fast || matches!(event, SendEvent::Retx(_)) {
+        } else if in_fast || matches!(event, SendEvent::Retx(RetxClass::Fast | RetxClass::Tlp)) {
             cause = Cause::FastRetransmit;
             self.lost_ns[Cause::FastRetransmit as usize] += gap;
         } else if zero_window {
@@ -787,6 +788,8 @@ impl Conn {
             SendEvent::Retx(RetxClass::Timeout) => 2,
             SendEvent::Retx(RetxClass::Fast) => 3,
             SendEvent::Retx(RetxClass::Tlp) => 4,
+            // Its wait is the path's: it dropped the segment and said so at once.
+            SendEvent::Retx(RetxClass::PathMtu) => 7,
         };
         self.last_note = PacketNote { event: code, cause: cause as u8, from_client: dir == C2S };
     }
@@ -813,9 +816,15 @@ impl Conn {
     /// unreachable as hard errors), other stacks keep retrying on their timer, and a
     /// SYN/ACK that comes later still makes the try answered. Messages about later segments
     /// are soft errors (RFC 1122 4.2.3.9) and leave the connection as it is. The wait
-    /// before the message is the path's time.
+    /// before the message is the path's time. A segment too big for the path (path-MTU
+    /// discovery) refuses nothing: what its sender resends smaller is told apart.
     pub fn on_unreachable(&mut self, ts: u64, msg: &IcmpUnreachable) {
         let q = &msg.quoted;
+        if msg.reason == Unreachable::PacketTooBig {
+            let dir = if q.src == self.client { C2S } else { S2C };
+            self.halves[dir].on_packet_too_big();
+            return;
+        }
         let quotes_syn = q.flags.is_none_or(|f| f.syn() && !f.ack());
         if !(self.syn_seen && q.src == self.client && q.seq == self.client_isn && quotes_syn) {
             return;

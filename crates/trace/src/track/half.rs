@@ -22,6 +22,10 @@ pub enum RetxClass {
     /// Tail loss probe (RFC 8985 7.3): the last segment sent, again, before the RTO could
     /// have fired and with no duplicate ACK to prompt it.
     Tlp = 2,
+    /// Data sent before a router said a segment was too big for the path (ICMP
+    /// fragmentation needed, ICMPv6 packet too big), sent again in smaller segments
+    /// (RFC 1191 and RFC 8201; Linux's `tcp_simple_retransmit`): no timer, no ACK asked.
+    PathMtu = 3,
 }
 
 /// What a segment did in its sender's half, as far as the time-lost breakdown cares.
@@ -190,11 +194,18 @@ pub struct Half {
     /// The silence before this half's latest retransmission by timeout (its RTO then),
     /// until a new ACK: the next expiry comes within twice that (RFC 6298 5.5).
     rto_gap_ns: u64,
+    /// `snd_max` when the path last said a segment of this half was too big (0 never; it
+    /// never goes below 0, while `una` and a resend's start may, before the half's base):
+    /// what lies below it and is unacknowledged is resent for the path's MTU.
+    too_big_point: i64,
+    /// The sender cut its first resend below `too_big_point` shorter: it took the message.
+    too_big_taken: bool,
     pub mss: u32,
 
     pub retx_timeout: u32,
     pub retx_fast: u32,
     pub retx_tlp: u32,
+    pub retx_path_mtu: u32,
     pub spurious: u32,
     pub rto_events: u32,
     pub backoff_max: u8,
@@ -517,6 +528,7 @@ impl Half {
                 }
                 RetxClass::Fast => self.retx_fast += 1,
                 RetxClass::Tlp => self.retx_tlp += 1,
+                RetxClass::PathMtu => self.retx_path_mtu += 1,
             }
             let already_acked = self.acked_any && end <= self.una;
             let mut spurious = false;
@@ -695,6 +707,16 @@ impl Half {
 
     fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64) -> RetxClass {
         let una = self.una;
+        if self.too_big_point > 0 && start < self.too_big_point && una < self.too_big_point {
+            // The first resend shows whether the sender took the message: it cuts what it
+            // sent before into smaller segments. A resend as large as the original is its
+            // timer's (a message naming no smaller MTU, or one the sender ignored).
+            if self.too_big_taken || self.first_cut_shorter(start, end) {
+                self.too_big_taken = true;
+                return RetxClass::PathMtu;
+            }
+            self.too_big_point = 0;
+        }
         let first_unacked = start <= una;
         let repeat_rto = first_unacked && self.last_rto_una == Some(una);
         match self.recovery {
@@ -726,6 +748,24 @@ impl Half {
         self.rto_events += 1;
         self.recovery = Recovery::Timeout { point: self.snd_max };
         RetxClass::Timeout
+    }
+
+    /// A router said a segment of this half was too big for the path: the sender resends
+    /// what it has sent so far and is unacknowledged in smaller segments.
+    pub fn on_packet_too_big(&mut self) {
+        if self.started {
+            // A router sends one message a segment: the later ones of a flight whose resends
+            // have begun extend that repair, they do not start another.
+            if self.too_big_point == 0 || self.una >= self.too_big_point {
+                self.too_big_taken = false;
+            }
+            self.too_big_point = self.snd_max;
+        }
+    }
+
+    /// A resend of `start..end` ends before the segment first sent from `start` did.
+    fn first_cut_shorter(&self, start: i64, end: i64) -> bool {
+        self.flight[self.head as usize..].iter().find(|s| s.end > start).is_some_and(|s| end < s.end)
     }
 
     /// How soon this half's sender will send again on its own: it is retransmitting by
@@ -772,6 +812,6 @@ impl Half {
 
     /// The half took part in a trace: any data, retransmission or window event.
     pub fn retransmissions(&self) -> u32 {
-        self.retx_timeout + self.retx_fast + self.retx_tlp
+        self.retx_timeout + self.retx_fast + self.retx_tlp + self.retx_path_mtu
     }
 }
