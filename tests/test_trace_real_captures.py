@@ -1,11 +1,12 @@
 """The analyzer on public captures of real hosts, beside tshark.
 
-The captures come from four repositories; tests/data/real/SOURCES.md names each file's
+The captures come from five repositories; tests/data/real/SOURCES.md names each file's
 repository, commit, path and licence:
 - PcapPlusPlus (public domain, The Unlicense), commit 200853b3a0b5ea2c443d6bee1a67f9c9c67b8f1b;
 - arkime/arkime (Apache-2.0), commit 2d2f3678796bcedc6655a276f476b7ddd457f3f2 (files `arkime-*`);
 - OISF/suricata-verify (MIT), commit 10a45e4bad6d29d0f1239d93119ea24e1bbdab19 (files `sv-*`);
-- kbandla/dpkt (BSD-3-Clause), commit 4f8958eb4b375b38d0ab6ffadf2da9b24395394d (files `dpkt-*`).
+- kbandla/dpkt (BSD-3-Clause), commit 4f8958eb4b375b38d0ab6ffadf2da9b24395394d (files `dpkt-*`);
+- NotYuSheng/TracePcap (MIT), commit 7030093d563faa26eda82c69289f53433eb0a892 (files `tracepcap-*`).
 Every one must be read to its end without error; the data retransmissions and the handshake
 classes (refusals by RST and by ICMP, SYN ladders, retries after a RST, capture duplicates,
 Fast Open) agree with what tshark's fields show wherever tshark is right, and the tests say
@@ -126,7 +127,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 39
+    assert len(FILES) == 40
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -154,6 +155,11 @@ TSHARK_WRONG = {
     # sender resends them as 1452-byte ones at once. tshark calls the first resend (one
     # IP ID on, 48 µs after the message) out of order (test_data_resent_smaller_...).
     "sv-smtp-fragmentation-needed.pcap": {"retransmissions": (5, 4), "out_of_order": (0, 1)},
+    # Servers whose first data segment comes after their second (IP IDs in between the
+    # SYN/ACK's and the second's, 120-150 µs later): one tshark calls a fast
+    # retransmission, from the client's SACKs that cannot have reached the server yet
+    # (test_a_first_segment_overtaken_by_the_second_is_new_data).
+    "tracepcap-teams-first-segment-overtaken.pcap": {"retransmissions": (0, 1), "out_of_order": (7, 6)},
 }
 
 
@@ -606,4 +612,23 @@ def test_data_resent_smaller_after_fragmentation_needed_is_told_apart(tmp_path):
     assert len(resent) == 5
     row = a.table.to_pylist()[0]
     assert row["retx_path_mtu_c2s"] == 5 and row["time_timeout_s"] == 0
+
+
+def test_a_first_segment_overtaken_by_the_second_is_new_data(tmp_path):
+    # TracePcap's teams.pcap (three of its connections): Microsoft servers whose first
+    # data segment (IP ID one above the SYN/ACK's) arrives after the segments sent after
+    # it. The SYN/ACK's ID and TSval stand before the gap the second segment opened.
+    path = DATA / "tracepcap-teams-first-segment-overtaken.pcap"
+    a = shortflow.analyze(path)
+    s = a.raw_summary
+    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0
+    assert s["out_of_order_segments"] == 7
+    # tshark's fields: each stream's first data segment (relative seq 1) comes after a
+    # later one and carries the IP ID one above its SYN/ACK's.
+    rows = _tshark_fields(path, tmp_path, ["tcp.stream", "ip.id", "tcp.seq", "tcp.len", "tcp.flags.syn"], "ip.src!=192.168.1.6")
+    for stream in {r[0] for r in rows}:
+        mine = [r for r in rows if r[0] == stream]
+        synack_id = int(mine[0][1], 16)
+        first = next(i for i, r in enumerate(mine) if r[2] == "1" and int(r[3]) > 0)
+        assert int(mine[first][1], 16) == synack_id + 1 and first > 1, mine[:4]
 

@@ -629,6 +629,20 @@ fn a_first_flight_overtaken_after_a_pure_ack_is_new_data() {
     assert_eq!((t.out_of_order_s2c[0], s.out_of_order), (2, 2));
 }
 
+#[test]
+fn a_first_segment_overtaken_right_after_the_synack_is_new_data() {
+    // As TracePcap's teams.pcap shows Microsoft servers doing: the SYN/ACK (IP ID 300),
+    // then the capture sees segment 1 (302) before segment 0 (301). The SYN/ACK's ID is
+    // where the server's count stood before the skip: 0 was sent first, overtaken.
+    let mut v = at_server(vec![]);
+    v[1].2 = SegmentExtra { ip_id: 300, ..x() };
+    v.extend(data_with_ids(60 * MS, &[(1, 302), (0, 301)]));
+    v.push((110 * MS, ack_of(2), x()));
+    let (t, s) = analyze("first-overtaken.pcap", &v);
+    assert_eq!(t.retx_fast_s2c[0] + t.retx_timeout_s2c[0] + t.retx_tlp_s2c[0], 0);
+    assert_eq!((t.out_of_order_s2c[0], s.out_of_order), (1, 1));
+}
+
 /// Server data segments `sent` (indices), each with its TSval, without IPv4 IDs (as IPv6
 /// sends them, or a stack whose IDs are zero).
 fn data_with_tsvals(t: u64, sent: &[(u32, u32)]) -> Vec<(u64, Segment, SegmentExtra)> {

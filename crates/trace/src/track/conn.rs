@@ -693,7 +693,10 @@ impl Conn {
             // Linux seeds its estimator with the handshake's RTT (tcp_synack_rtt_meas).
             self.srtt = full_rtt.map(|r| (r as f64, r as f64 / 2.0));
         }
-        let event = if OUTSIDE || (seg.flags.syn() && seg.payload_len == 0) {
+        let event = if OUTSIDE {
+            SendEvent::Nothing
+        } else if seg.flags.syn() && seg.payload_len == 0 {
+            self.halves[dir].note_syn_stamp(extra);
             SendEvent::Nothing
         } else {
             let mut data = *seg;

@@ -559,6 +559,12 @@ impl Half {
         SendEvent::NewData { new_round, new_burst }
     }
 
+    /// The sender's SYN (or SYN/ACK): its IP ID and TSval stand before the first data, so
+    /// a first segment overtaken by the second is told by them (`Hole`).
+    pub fn note_syn_stamp(&mut self, extra: &SegmentExtra) {
+        self.last_stamp = Stamp::of(extra);
+    }
+
     /// A segment without data carries its sender's next sequence number, `at`: beyond
     /// what the capture saw, the sender had sent data the capture missed (lost before the
     /// capture point, or dropped by the capture). That stretch is a hole: a segment that
