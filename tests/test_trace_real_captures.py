@@ -612,6 +612,11 @@ def test_data_resent_smaller_after_fragmentation_needed_is_told_apart(tmp_path):
     assert len(resent) == 5
     row = a.table.to_pylist()[0]
     assert row["retx_path_mtu_c2s"] == 5 and row["time_timeout_s"] == 0
+    # The time-sequence graph reads the messages too: its marks are the table's.
+    from shortflow.plot.tsg import packets
+
+    events = packets(path, [row["conn_id"]])[row["conn_id"]]["event"]
+    assert events.count("retx_path_mtu") == 5 and "retx_timeout" not in events
 
 
 def test_a_first_segment_overtaken_by_the_second_is_new_data(tmp_path):

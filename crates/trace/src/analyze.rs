@@ -17,7 +17,6 @@ use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
 use crate::read::CaptureReader;
 use crate::track::{Conn, Tracker, TrackerConfig};
-use crate::wire::defrag::Reassembly;
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 pub struct Analysis {
@@ -216,35 +215,54 @@ pub struct PacketRecord {
 }
 
 /// Every packet of the connections `ids` (ids as in the table's `conn_id`) of one file,
-/// in capture order, with what the tracker made of each.
+/// in capture order, with what the tracker made of each. Read by the analysis' own loop
+/// (`feed::read_loop`), ICMP messages included, so the ids and the notes are the table's.
 pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<Vec<PacketRecord>, ReadError> {
     let mut reader = CaptureReader::open(path)?;
-    let mut tracker = Tracker::new(TrackerConfig::default(), |_| {});
-    let mut out = Vec::new();
-    let wanted: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
-    // The same segments as the analysis (`feed::read_loop`), so the ids are the same.
-    let mut fragments = Reassembly::new();
-    while let Some(pkt) = reader.next_packet()? {
-        let ts = pkt.ts_ns;
-        if let Ok((seg, extra)) = fragments.decode(pkt.link, ts, pkt.data) {
-            let (id, note) = tracker.observe_ext(ts, &seg, &extra);
-            if wanted.contains(&id) {
-                out.push(PacketRecord {
-                    conn_id: id,
-                    ts_ns: ts,
-                    from_client: note.from_client,
-                    seq: seg.seq,
-                    ack: seg.ack,
-                    len: seg.payload_len,
-                    flags: seg.flags.0,
-                    window: seg.window,
-                    note,
-                    sack: extra.opts.sack,
-                    sack_len: extra.opts.sack_len,
-                });
-            }
+    let mut sink = Recorder {
+        tracker: Tracker::new(TrackerConfig::default(), |_| {}),
+        wanted: ids.iter().copied().collect(),
+        out: Vec::new(),
+    };
+    let mut stats = FileStats::default();
+    read_loop(&mut reader, &mut stats, &Progress::default(), &mut sink);
+    if let Some(e) = stats.error {
+        return Err(e);
+    }
+    let _ = sink.tracker.finish();
+    Ok(sink.out)
+}
+
+/// `connection_packets`' sink: each segment of a wanted connection, with its note.
+struct Recorder<F: FnMut(&Conn)> {
+    tracker: Tracker<F>,
+    wanted: rustc_hash::FxHashSet<u64>,
+    out: Vec<PacketRecord>,
+}
+
+impl<F: FnMut(&Conn)> SegmentSink for Recorder<F> {
+    fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
+        let (id, note) = self.tracker.observe_ext(ts, seg, extra);
+        if self.wanted.contains(&id) {
+            self.out.push(PacketRecord {
+                conn_id: id,
+                ts_ns: ts,
+                from_client: note.from_client,
+                seq: seg.seq,
+                ack: seg.ack,
+                len: seg.payload_len,
+                flags: seg.flags.0,
+                window: seg.window,
+                note,
+                sack: extra.opts.sack,
+                sack_len: extra.opts.sack_len,
+            });
         }
     }
-    let _ = tracker.finish();
-    Ok(out)
+
+    fn sample(&mut self) {}
+
+    fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
+        let _ = self.tracker.observe_icmp(ts, msg);
+    }
 }

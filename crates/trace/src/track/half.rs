@@ -769,7 +769,7 @@ impl Half {
         }
     }
 
-    /// A resend of `start..end` ends before the segment first sent from `start` did.
+    /// A resend of `start..end` ends before the segment that first carried its first byte.
     fn first_cut_shorter(&self, start: i64, end: i64) -> bool {
         self.flight[self.head as usize..].iter().find(|s| s.end > start).is_some_and(|s| end < s.end)
     }
