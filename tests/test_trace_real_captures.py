@@ -153,7 +153,7 @@ TSHARK_WRONG = {
     "arkime-80211-radiotap-http.pcap": {"retransmissions": (0, 1)},
     # A router's "fragmentation needed" about the first of four 1460-byte segments: the
     # sender resends them as 1452-byte ones at once. tshark calls the first resend (one
-    # IP ID on, 48 µs after the message) out of order (test_data_resent_smaller_...).
+    # IP ID on, 55 µs after the message) out of order (test_data_resent_smaller_...).
     "sv-smtp-fragmentation-needed.pcap": {"retransmissions": (5, 4), "out_of_order": (0, 1)},
     # Servers whose first data segment comes after their second (IP IDs in between the
     # SYN/ACK's and the second's, 120-150 µs later): one tshark calls a fast
@@ -595,6 +595,7 @@ def test_a_segment_sent_in_fragments_is_graphed_like_the_table_counts_it():
     assert t.column("bytes_c2s").to_pylist() == [1000]
 
 
+@needs_tshark
 def test_data_resent_smaller_after_fragmentation_needed_is_told_apart(tmp_path):
     # suricata-verify bug-3616-smtp: a client's four 1460-byte segments meet a router whose
     # path is smaller; its ICMP "fragmentation needed" quotes each, and the client resends
@@ -619,6 +620,7 @@ def test_data_resent_smaller_after_fragmentation_needed_is_told_apart(tmp_path):
     assert events.count("retx_path_mtu") == 5 and "retx_timeout" not in events
 
 
+@needs_tshark
 def test_a_first_segment_overtaken_by_the_second_is_new_data(tmp_path):
     # TracePcap's teams.pcap (three of its connections): Microsoft servers whose first
     # data segment (IP ID one above the SYN/ACK's) arrives after the segments sent after
