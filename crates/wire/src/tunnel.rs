@@ -129,12 +129,13 @@ fn pptp_gre(flags: u16, b: &[u8]) -> Option<(LinkType, &[u8])> {
 
 fn udp(b: &[u8]) -> Option<(LinkType, &[u8])> {
     let data = b.get(8..)?;
+    let (src_port, dst_port) = (be16(b, 0)?, be16(b, 2)?);
     // L2TP's answers may come from another port to the initiator's (RFC 2661 section
     // 8.1), but servers keep 1701 both ways, and 1701 is no port a client picks for itself.
-    if be16(b, 0)? == L2TP_PORT || be16(b, 2)? == L2TP_PORT {
+    if src_port == L2TP_PORT || dst_port == L2TP_PORT {
         return l2tp(data);
     }
-    match be16(b, 2)? {
+    match dst_port {
         // VXLAN: an 8-byte header, then the Ethernet frame, or what GPE's next protocol says.
         VXLAN_PORT => vxlan(data, false),
         VXLAN_GPE_PORT => vxlan(data, true),
