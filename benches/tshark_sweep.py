@@ -32,8 +32,7 @@ def ours(path: Path) -> tuple[dict[str, int], list[str]]:
     a = shortflow.analyze(path)
     s = a.raw_summary
     counts = {
-        "data_retransmissions": s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"]
-        + s["path_mtu_retransmissions"],
+        "data_retransmissions": real._data_retransmissions(s),
         "syn_retransmissions": s["syn"]["retransmissions"],
         "refused_rst": s["refused_rst"],
         "refused_icmp": s["refused_icmp"],

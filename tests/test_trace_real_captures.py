@@ -163,6 +163,13 @@ TSHARK_WRONG = {
 }
 
 
+def _data_retransmissions(summary: dict) -> int:
+    """Every data retransmission the analyzer counts, whatever its class: what tshark's
+    retransmission flags are compared with."""
+    return (summary["timeout_retransmissions"] + summary["fast_retransmissions"] + summary["tlp_probes"]
+            + summary["path_mtu_retransmissions"])
+
+
 def _ours_and_tshark(path: Path, what: str, ours: int, tshark: int) -> tuple[tuple[int, int], tuple[int, int]]:
     """(ours, tshark's) and what it must be: tshark's count twice, or on a capture of
     `TSHARK_WRONG` the known pair."""
@@ -186,7 +193,7 @@ def test_every_capture_reads_without_error_and_adds_up(path):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_data_retransmissions_agree_with_tshark(path, tmp_path):
     s = shortflow.analyze(path).raw_summary
-    ours = s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] + s["path_mtu_retransmissions"]
+    ours = _data_retransmissions(s)
     got, want = _ours_and_tshark(path, "retransmissions", ours, _tshark_count(path, tmp_path, TSHARK_RETX))
     assert got == want
 
@@ -409,7 +416,7 @@ def test_fast_open_connections_are_understood(tmp_path):
     assert [r["fast_open"] for r in rows] == [True, True]
     assert [r["handshake"] for r in rows] == ["answered", "answered"]
     s = a.raw_summary
-    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0
+    assert _data_retransmissions(s) == 0
 
 
 @needs_tshark
@@ -422,7 +429,7 @@ def test_segments_overtaken_before_the_capture_point_are_new_data(tmp_path):
     path = DATA / "sv-reordered-before-capture.pcap"
     a = shortflow.analyze(path)
     s = a.raw_summary
-    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0
+    assert _data_retransmissions(s) == 0
     assert s["out_of_order_segments"] == 5 == _tshark_count(path, tmp_path, "tcp.analysis.out_of_order")
     (row,) = _rows(a)
     assert (row["out_of_order_s2c"], row["out_of_order_c2s"]) == (5, 0)
@@ -478,7 +485,7 @@ def test_data_the_capture_missed_is_told_by_the_senders_own_sequence_numbers(tmp
     # a retransmission, as tshark says (the analyzer called it new data).
     path = DATA / "sv-missed-data-in-ack-seq.pcap"
     s = shortflow.analyze(path).raw_summary
-    ours = s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"]
+    ours = _data_retransmissions(s)
     assert ours == _tshark_count(path, tmp_path, TSHARK_RETX) == 4
     assert s["out_of_order_segments"] == 0
 
@@ -491,7 +498,7 @@ def test_a_response_overtaken_right_after_a_pure_ack_is_new_data(tmp_path):
     # server's count stood before them: eleven segments overtaken, none resent.
     path = DATA / "sv-reordered-after-pure-ack.pcap"
     s = shortflow.analyze(path).raw_summary
-    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0
+    assert _data_retransmissions(s) == 0
     assert s["out_of_order_segments"] == _tshark_count(path, tmp_path, "tcp.analysis.out_of_order") == 11
 
 
@@ -576,7 +583,7 @@ def test_wifi_frames_the_link_sent_again_are_not_tcp_packets(tmp_path):
     assert len(retries) == a.files[0]["skipped_link_repeat"] == 2
     assert s["tcp_packets"] + 2 == _tshark_count(path, tmp_path, "tcp")
     assert _tshark_count(path, tmp_path, TSHARK_RETX) == 1
-    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == s["capture_duplicates"] == 0
+    assert _data_retransmissions(s) == s["capture_duplicates"] == 0
     assert a.table.num_rows == s["connection_tries"] == 1
     payload = sum(int(row[0] or 0) for row in _tshark_fields(path, tmp_path, ["tcp.len"], "tcp and wlan.fc.retry==0"))
     assert sum(a.table.column("bytes_c2s").to_pylist()) + sum(a.table.column("bytes_s2c").to_pylist()) == payload
@@ -628,7 +635,7 @@ def test_a_first_segment_overtaken_by_the_second_is_new_data(tmp_path):
     path = DATA / "tracepcap-teams-first-segment-overtaken.pcap"
     a = shortflow.analyze(path)
     s = a.raw_summary
-    assert s["timeout_retransmissions"] + s["fast_retransmissions"] + s["tlp_probes"] == 0
+    assert _data_retransmissions(s) == 0
     assert s["out_of_order_segments"] == 7
     # tshark's fields: each stream's first data segment (relative seq 1) comes after a
     # later one and carries the IP ID one above its SYN/ACK's.

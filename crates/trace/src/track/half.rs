@@ -815,9 +815,4 @@ impl Half {
             self.flight = buf.0;
         }
     }
-
-    /// The half took part in a trace: any data, retransmission or window event.
-    pub fn retransmissions(&self) -> u32 {
-        self.retx_timeout + self.retx_fast + self.retx_tlp + self.retx_path_mtu
-    }
 }
