@@ -53,20 +53,26 @@ pub fn analyze_file(
     }
 }
 
-/// A segment decoded and prefetched, with the slot its connection was found in.
+/// A segment decoded and prefetched (`Tracker::prefetch_entry`), with its 4-tuple's hash
+/// and, once asked (`prefetch_slot`), the slot its connection was found in.
 #[derive(Clone, Copy)]
 struct Waiting {
     ts: u64,
     seg: Segment,
     extra: SegmentExtra,
+    hash: u64,
     hint: Option<u32>,
 }
+
+/// Segments waiting in `Serial`: the newer half has its table entry on the way, the older
+/// half its connection's state.
+const WAITING: usize = 2 * PREFETCH_AHEAD;
 
 struct Serial<'a, F: FnMut(&Conn)> {
     tracker: Tracker<F>,
     peak: &'a mut usize,
     /// Segments decoded and prefetched but not yet observed, oldest at `head`.
-    ring: [Option<Waiting>; PREFETCH_AHEAD],
+    ring: [Option<Waiting>; WAITING],
     head: usize,
     len: usize,
 }
@@ -85,7 +91,7 @@ impl<F: FnMut(&Conn)> Serial<'_, F> {
         if let Some(w) = &self.ring[self.head] {
             let _ = self.tracker.observe_hinted(w.ts, &w.seg, &w.extra, w.hint);
         }
-        self.head = (self.head + 1) % PREFETCH_AHEAD;
+        self.head = (self.head + 1) % WAITING;
         self.len -= 1;
     }
 }
@@ -93,12 +99,18 @@ impl<F: FnMut(&Conn)> Serial<'_, F> {
 impl<F: FnMut(&Conn)> SegmentSink for Serial<'_, F> {
     #[inline]
     fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
-        if self.len == PREFETCH_AHEAD {
+        if self.len == WAITING {
             self.observe_oldest();
         }
-        let hint = self.tracker.prefetch(seg);
-        self.ring[(self.head + self.len) % PREFETCH_AHEAD] = Some(Waiting { ts, seg: *seg, extra: *extra, hint });
+        let hash = self.tracker.prefetch_entry(seg);
+        self.ring[(self.head + self.len) % WAITING] = Some(Waiting { ts, seg: *seg, extra: *extra, hash, hint: None });
         self.len += 1;
+        // The segment PREFETCH_AHEAD places back has its table entry in the cache by now.
+        if self.len > PREFETCH_AHEAD {
+            if let Some(w) = &mut self.ring[(self.head + self.len - 1 - PREFETCH_AHEAD) % WAITING] {
+                w.hint = self.tracker.prefetch_slot(w.hash);
+            }
+        }
     }
 
     fn sample(&mut self) {
@@ -135,7 +147,7 @@ pub fn analyze_capture(
             rows.push(trace, c);
         }
     });
-    let mut serial = Serial { tracker, peak: &mut peak, ring: [None; PREFETCH_AHEAD], head: 0, len: 0 };
+    let mut serial = Serial { tracker, peak: &mut peak, ring: [None; WAITING], head: 0, len: 0 };
     read_loop(&mut reader, &mut stats, progress, &mut serial);
     serial.drain(); // read_loop ends with a sample, which drains; this says it plainly
     let late = serial.tracker.take_late_packets();

@@ -92,8 +92,9 @@ pub(crate) trait SegmentSink {
 }
 
 /// How many segments ahead of the one it observes a tracker asks for a connection's
-/// state (`Tracker::prefetch`): enough for the loads to overlap, few enough that what is
-/// fetched is still in L1/L2 when its segment comes.
+/// state (`Tracker::prefetch_slot`; for its table entry twice as far ahead): enough for
+/// the loads to overlap, few enough that what is fetched is still in L1/L2 when its
+/// segment comes.
 pub(crate) const PREFETCH_AHEAD: usize = 8;
 
 /// Reads every packet of `reader` into `sink`, counting them in `stats` and publishing

@@ -148,20 +148,29 @@ fn run_shard(
             rows.push(trace, c);
         }
     });
-    // The connection of a segment a few messages on is loaded while this one is observed
-    // (see `Tracker::prefetch`); the slot found for message i waits at i % PREFETCH_AHEAD.
-    let prefetch = |tracker: &Tracker<_>, m: Option<&Msg>| match m {
-        Some(Msg::Segment { seg, .. }) => tracker.prefetch(seg),
+    // A segment's connection is loaded in two steps while earlier messages are observed
+    // (`Tracker::prefetch_entry`, `prefetch_slot`): the hash found for message i waits at
+    // i % (2 * PREFETCH_AHEAD), the slot found for it at i % PREFETCH_AHEAD.
+    let entry = |tracker: &Tracker<_>, m: Option<&Msg>| match m {
+        Some(Msg::Segment { seg, .. }) => Some(tracker.prefetch_entry(seg)),
         _ => None,
     };
+    let mut hashes = [None; 2 * PREFETCH_AHEAD];
     let mut hints = [None; PREFETCH_AHEAD];
     for mut batch in rx {
+        for (i, hash) in hashes.iter_mut().enumerate() {
+            *hash = entry(&tracker, batch.get(i));
+        }
         for (i, hint) in hints.iter_mut().enumerate() {
-            *hint = prefetch(&tracker, batch.get(i));
+            *hint = hashes[i].and_then(|h| tracker.prefetch_slot(h));
         }
         for i in 0..batch.len() {
             let hint = hints[i % PREFETCH_AHEAD];
-            hints[i % PREFETCH_AHEAD] = prefetch(&tracker, batch.get(i + PREFETCH_AHEAD));
+            // (None past the batch's end: those places were filled from `batch.get`.)
+            hints[i % PREFETCH_AHEAD] =
+                hashes[(i + PREFETCH_AHEAD) % (2 * PREFETCH_AHEAD)].and_then(|h| tracker.prefetch_slot(h));
+            // Message i's hash served its slot's step PREFETCH_AHEAD messages ago.
+            hashes[i % (2 * PREFETCH_AHEAD)] = entry(&tracker, batch.get(i + 2 * PREFETCH_AHEAD));
             match &batch[i] {
                 Msg::Segment { ts, index, seg, extra } => {
                     tracker.set_next_id(*index);

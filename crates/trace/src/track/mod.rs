@@ -11,6 +11,7 @@
 mod conn;
 mod flows;
 pub mod half;
+mod probe;
 
 use flows::FlowTable;
 
@@ -260,18 +261,31 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         self.finish()
     }
 
-    /// Starts loading the state of `seg`'s connection into the cache, for a segment that
-    /// will be observed a few segments later. The tracker's time per packet is mostly
-    /// waiting for its connection's state (~1.3 kB, ~20,000 open at once: far more than
-    /// the L2 cache), one connection after the other; asked ahead, those waits overlap.
-    /// Changes nothing: a hint, wrong at worst (the connection ended before its turn).
+    /// The first of two steps that load the state of `seg`'s connection into the cache,
+    /// for a segment observed some segments later. The tracker's time per packet is
+    /// mostly waiting for memory: the connection's state (~1.7 kB, ~20,000 open at once,
+    /// far more than the L2 cache) and, before it, the table entry that says where that
+    /// state is. Asked ahead, the waits overlap with the work on earlier segments:
+    /// - this step, `2 * PREFETCH_AHEAD` segments ahead, hashes the 4-tuple and asks for
+    ///   the table's line where its entry is;
+    /// - `prefetch_slot`, `PREFETCH_AHEAD` segments ahead, reads that entry (cached by
+    ///   then) and asks for the connection's state.
     ///
-    /// Returns the slot found, for `observe_hinted`: the segment's turn then need not look
-    /// its connection up again.
+    /// Returns the hash, for `prefetch_slot`. Changes nothing.
     #[inline]
-    pub(crate) fn prefetch(&self, seg: &Segment) -> Option<u32> {
+    pub(crate) fn prefetch_entry(&self, seg: &Segment) -> u64 {
+        let hash = flows::hash(&FlowKey::of(seg));
+        self.flows.prefetch(hash);
+        hash
+    }
+
+    /// The second step (see `prefetch_entry`): returns the slot found, for
+    /// `observe_hinted`, whose segment's turn then need not look its connection up again.
+    /// A hint, wrong at worst (the connection ended before its turn).
+    #[inline]
+    pub(crate) fn prefetch_slot(&self, hash: u64) -> Option<u32> {
         // The slot is checked on the segment's turn (`observe_hinted`), when it is cached.
-        let slot = self.flows.open_candidate(flows::hash(&FlowKey::of(seg)))?;
+        let slot = self.flows.open_candidate(hash)?;
         prefetch_bytes(self.slab.get(slot as usize)?);
         Some(slot)
     }
@@ -293,7 +307,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         self.observe_hinted(ts_ns, seg, extra, None)
     }
 
-    /// `observe_ext` with the slot `prefetch` found for this segment a few segments ago:
+    /// `observe_ext` with the slot `prefetch_slot` found for this segment a few segments ago:
     /// if that slot still holds the segment's connection (a 4-tuple has one open
     /// connection at most, in one slot), the hash table is not asked again.
     #[inline]
@@ -361,7 +375,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 (self.slab.len() - 1) as u32
             }
         };
-        self.flows.insert_open(hash, slot, &self.slab);
+        self.flows.insert_open(hash, slot);
         out
     }
 
