@@ -282,10 +282,21 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// The second step (see `prefetch_entry`): returns the slot found, for
     /// `observe_hinted`, whose segment's turn then need not look its connection up again.
     /// A hint, wrong at worst (the connection ended before its turn).
+    ///
+    /// A segment with no open connection most often opens one, in the free slot on top of
+    /// the stack: that slot, freed long ago, is asked for instead. Putting the new
+    /// connection there reads the old one's buffers (to drop them) and writes all of it;
+    /// unasked, that read waited on memory for 3 % of the CPU (BENCHMARKS.md, fourteenth
+    /// round).
     #[inline]
     pub(crate) fn prefetch_slot(&self, hash: u64) -> Option<u32> {
         // The slot is checked on the segment's turn (`observe_hinted`), when it is cached.
-        let slot = self.flows.open_candidate(hash)?;
+        let Some(slot) = self.flows.open_candidate(hash) else {
+            if let Some(&free) = self.free.last() {
+                prefetch_bytes(&self.slab[free as usize]);
+            }
+            return None;
+        };
         prefetch_bytes(self.slab.get(slot as usize)?);
         Some(slot)
     }
