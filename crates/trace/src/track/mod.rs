@@ -292,8 +292,8 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     pub(crate) fn prefetch_slot(&self, hash: u64) -> Option<u32> {
         // The slot is checked on the segment's turn (`observe_hinted`), when it is cached.
         let Some(slot) = self.flows.open_candidate(hash) else {
-            if let Some(&free) = self.free.last() {
-                prefetch_bytes(&self.slab[free as usize]);
+            if let Some(free) = self.free.last().and_then(|&f| self.slab.get(f as usize)) {
+                prefetch_bytes(free);
             }
             return None;
         };

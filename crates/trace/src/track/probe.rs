@@ -5,12 +5,13 @@
 //! before it is made. The trackers look each segment's connection up a few segments ahead
 //! (`Tracker::prefetch_slot`) so that its state is in the cache on its turn; but that
 //! lookup itself waited on memory for the table's entries, a tenth of the analysis' CPU
-//! (BENCHMARKS.md, fourteenth round). Here the one cache line where a hash's entry
-//! begins is known from the hash alone (`line`), so it is fetched further ahead still
-//! (`Tracker::prefetch_entry`); hashbrown's `HashTable` does not say where a hash's group
-//! lies.
+//! (BENCHMARKS.md, fourteenth round). Here the one cache line where a hash's entries
+//! begin is known from the hash alone (`ProbeTable::prefetch`), so it is fetched further
+//! ahead still (`Tracker::prefetch_entry`); hashbrown's `HashTable` does not say where a
+//! hash's group lies.
 
-/// `Entry::value` of a free place. No slot or tomb number reaches it (2^31 tombs).
+/// `Entry::value` of a free place. No number `flows` keeps reaches it: slots stay below
+/// 2^31 (the top bit marks tombs), and a tomb's would take 2^31 - 1 tombs.
 const EMPTY: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
