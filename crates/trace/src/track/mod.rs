@@ -140,6 +140,9 @@ impl SweepClock {
     }
 }
 
+/// How many of the connections a sweep looks into are asked for ahead of the one it reads.
+const SWEEP_AHEAD: usize = 4;
+
 /// Spare in-flight buffers kept at most (~6 MB of 10-segment buffers): a sweep every
 /// 1.25 s of trace ends a few thousand connections at 3,000 new ones per second, and
 /// their buffers serve the next ones without the allocator.
@@ -207,6 +210,8 @@ pub struct Tracker<F: FnMut(&Conn)> {
     free: Vec<u32>,
     /// In-flight buffers of ended connections, for new ones (see `Half::take_flight_buffer`).
     spare: Vec<FlightBuffer>,
+    /// The slots a sweep looks into (kept between sweeps for its allocation).
+    due: Vec<u32>,
     config: TrackerConfig,
     next_id: u64,
     sweep_clock: SweepClock,
@@ -228,6 +233,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             last_seen: Vec::new(),
             free: Vec::new(),
             spare: Vec::new(),
+            due: Vec::new(),
             config,
             next_id: 0,
             sweep_clock: SweepClock::new(&config),
@@ -435,10 +441,22 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             self.next_tomb_sweep_ns = now.saturating_add(time_wait_ns / 4);
             self.flows.expire_tombs(now);
         }
-        // Neither timeout can have passed for a connection seen within the shorter one.
+        // Neither timeout can have passed for a connection seen within the shorter one
+        // (free slots are never due: their `last_seen` is in the future).
         let recent = close_linger_ns.min(idle_timeout_ns);
-        for (i, slot) in self.slab.iter_mut().enumerate() {
-            if now.saturating_sub(self.last_seen[i]) <= recent || !slot.live {
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        due.extend((0..self.last_seen.len() as u32).filter(|&i| now.saturating_sub(self.last_seen[i as usize]) > recent));
+        // Each connection looked into was last touched seconds ago: it is asked for a few
+        // ahead, so that those reads overlap (unasked, they were two thirds of a sweep's
+        // time: BENCHMARKS.md, fourteenth round).
+        for (k, &i) in due.iter().enumerate() {
+            if let Some(&ahead) = due.get(k + SWEEP_AHEAD) {
+                prefetch_bytes(&self.slab[ahead as usize]);
+            }
+            let i = i as usize;
+            let slot = &mut self.slab[i];
+            if !slot.live {
                 continue;
             }
             let c = &mut slot.conn;
@@ -469,6 +487,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 self.free.push(i as u32);
             }
         }
+        self.due = due;
     }
 
     /// Ends every connection still open (end of the trace, or of what could be read).
