@@ -149,7 +149,7 @@ const SWEEP_AHEAD: usize = 4;
 const MAX_SPARE_BUFFERS: usize = 1 << 13;
 
 /// What is kept of a closed connection after it left the table (a few bytes, not its
-/// 1.5 kB of state), until its TIME-WAIT ends.
+/// 1.7 kB of state), until its TIME-WAIT ends.
 #[derive(Debug, Clone, Copy)]
 struct Tomb {
     id: u64,
@@ -194,7 +194,7 @@ struct Slot {
 /// The open connections of one trace; each finished one is handed to `sink` by reference,
 /// ended where it lies in the slab (see `Conn::end_at`).
 ///
-/// Connections (about 1.3 kB each with their data-phase state) live in a slab; the hash
+/// Connections (about 1.7 kB each with their data-phase state) live in a slab; the hash
 /// table holds only their slot numbers (see `flows`), so a lookup probes a small,
 /// cache-friendly table, and growing it never moves the connections.
 pub struct Tracker<F: FnMut(&Conn)> {
@@ -205,7 +205,7 @@ pub struct Tracker<F: FnMut(&Conn)> {
     slab: Vec<Slot>,
     /// Each slot's connection's `last_ts` (`u64::MAX` for a free slot), beside the slab: a
     /// sweep reads 8 bytes per connection here and touches only the connections that may
-    /// have timed out, not 1.3 kB of each (a cache miss apiece).
+    /// have timed out, not 1.7 kB of each (a cache miss apiece).
     last_seen: Vec<u64>,
     free: Vec<u32>,
     /// In-flight buffers of ended connections, for new ones (see `Half::take_flight_buffer`).
