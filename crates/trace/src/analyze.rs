@@ -89,7 +89,7 @@ impl<F: FnMut(&Conn)> Serial<'_, F> {
     #[inline]
     fn observe_oldest(&mut self) {
         if let Some(w) = &self.ring[self.head] {
-            let _ = self.tracker.observe_hinted(w.ts, &w.seg, &w.extra, w.hint);
+            let _ = self.tracker.observe_hinted(w.ts, &w.seg, &w.extra, w.hash, w.hint);
         }
         self.head = (self.head + 1) % WAITING;
         self.len -= 1;

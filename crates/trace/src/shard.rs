@@ -165,16 +165,17 @@ fn run_shard(
             *hint = hashes[i].and_then(|h| tracker.prefetch_slot(h));
         }
         for i in 0..batch.len() {
-            let hint = hints[i % PREFETCH_AHEAD];
+            let (hash, hint) = (hashes[i % (2 * PREFETCH_AHEAD)], hints[i % PREFETCH_AHEAD]);
             // (None past the batch's end: those places were filled from `batch.get`.)
             hints[i % PREFETCH_AHEAD] =
                 hashes[(i + PREFETCH_AHEAD) % (2 * PREFETCH_AHEAD)].and_then(|h| tracker.prefetch_slot(h));
-            // Message i's hash served its slot's step PREFETCH_AHEAD messages ago.
+            // Message i's hash, taken above, served its slot's step PREFETCH_AHEAD messages ago.
             hashes[i % (2 * PREFETCH_AHEAD)] = entry(&tracker, batch.get(i + 2 * PREFETCH_AHEAD));
             match &batch[i] {
                 Msg::Segment { ts, index, seg, extra } => {
                     tracker.set_next_id(*index);
-                    let _ = tracker.observe_hinted(*ts, seg, extra, hint);
+                    let hash = hash.expect("a segment's hash is taken at the first step");
+                    let _ = tracker.observe_hinted(*ts, seg, extra, hash, hint);
                 }
                 Msg::Sweep(now) => tracker.sweep_at(*now),
                 Msg::Icmp { ts, msg } => {

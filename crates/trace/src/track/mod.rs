@@ -321,18 +321,20 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// id and what the segment was to it.
     #[inline]
     pub fn observe_ext(&mut self, ts_ns: u64, seg: &Segment, extra: &SegmentExtra) -> (u64, PacketNote) {
-        self.observe_hinted(ts_ns, seg, extra, None)
+        self.observe_hinted(ts_ns, seg, extra, flows::hash(&FlowKey::of(seg)), None)
     }
 
-    /// `observe_ext` with the slot `prefetch_slot` found for this segment a few segments ago:
-    /// if that slot still holds the segment's connection (a 4-tuple has one open
-    /// connection at most, in one slot), the hash table is not asked again.
+    /// `observe_ext` with what the two prefetch steps found for this segment: its 4-tuple's
+    /// `hash` (`prefetch_entry`'s answer) and the `hint` of `prefetch_slot`. If that slot
+    /// still holds the segment's connection (a 4-tuple has one open connection at most, in
+    /// one slot), the hash table is not asked again.
     #[inline]
     pub(crate) fn observe_hinted(
         &mut self,
         ts_ns: u64,
         seg: &Segment,
         extra: &SegmentExtra,
+        hash: u64,
         hint: Option<u32>,
     ) -> (u64, PacketNote) {
         self.last_ts = self.last_ts.max(ts_ns);
@@ -343,13 +345,9 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         }
         let key = FlowKey::of(seg);
         let syn_only = seg.flags.syn() && !seg.flags.ack();
-        let mut hash = None;
         let found = match hint {
             Some(slot) if self.slab.get(slot as usize).is_some_and(|s| s.live && s.key == key) => Some(slot),
-            _ => {
-                let h = *hash.insert(flows::hash(&key));
-                self.flows.find_open(&key, h, &self.slab)
-            }
+            _ => self.flows.find_open(&key, hash, &self.slab),
         };
         if let Some(slot) = found {
             let conn = &mut self.slab[slot as usize].conn;
@@ -369,7 +367,6 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             self.next_id += 1;
             return out;
         }
-        let hash = hash.unwrap_or_else(|| flows::hash(&key));
         if self.flows.tomb_count() > 0 {
             if let Some(note) = self.late_packet(key, hash, ts_ns, seg, syn_only) {
                 return note;
