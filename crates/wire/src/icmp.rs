@@ -85,10 +85,10 @@ pub struct IcmpUnreachable {
 }
 
 /// Decodes a frame that holds an ICMP or ICMPv6 destination-unreachable (or ICMPv6
-/// packet-too-big) quoting a TCP segment; `None` for anything else (other ICMP types, a quote too short to hold the
-/// ports and sequence number, a quoted fragment, damaged headers). A message inside a
-/// tunnel (`crate::tunnel`: a mirrored capture) is read like the segments beside it.
-/// Never panics.
+/// packet-too-big) quoting a TCP segment; `None` for anything else (other ICMP types, a
+/// quote too short to hold the ports and sequence number, a quoted fragment, damaged
+/// headers). A message inside a tunnel (`crate::tunnel`: a mirrored capture) is read like
+/// the segments beside it. Never panics.
 pub fn decode_unreachable(link: LinkType, frame: &[u8]) -> Option<IcmpUnreachable> {
     unreachable_within(link, frame, crate::tunnel::MAX_TUNNELS)
 }
