@@ -127,7 +127,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 40
+    assert len(FILES) == 42
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -160,6 +160,13 @@ TSHARK_WRONG = {
     # retransmission, from the client's SACKs that cannot have reached the server yet
     # (test_a_first_segment_overtaken_by_the_second_is_new_data).
     "tracepcap-teams-first-segment-overtaken.pcap": {"retransmissions": (0, 1), "out_of_order": (7, 6)},
+    # A client sends the same bytes again 0.15-0.3 ms after it sent them, cut anew (1440,
+    # then 1200 + 1200), on a 23 ms path: tshark calls the three out of order; they were
+    # seen before, so they are resends, of no loss (test_data_resent_before_anything_...).
+    "tracepcap-whatsapp-recut-at-once.pcap": {"retransmissions": (4, 1), "out_of_order": (0, 3)},
+    # A client re-cuts data 3.5-10 ms after sending it on a 43 ms path (four resends), and
+    # repairs twice after the server's SACK: tshark calls three of the six out of order.
+    "sv-apple-recut-before-ack.pcap": {"retransmissions": (6, 3), "out_of_order": (0, 3)},
 }
 
 
@@ -167,7 +174,7 @@ def _data_retransmissions(summary: dict) -> int:
     """Every data retransmission the analyzer counts, whatever its class: what tshark's
     retransmission flags are compared with."""
     return (summary["timeout_retransmissions"] + summary["fast_retransmissions"] + summary["tlp_probes"]
-            + summary["path_mtu_retransmissions"])
+            + summary["path_mtu_retransmissions"] + summary["unprompted_retransmissions"])
 
 
 def _ours_and_tshark(path: Path, what: str, ours: int, tshark: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -625,6 +632,51 @@ def test_data_resent_smaller_after_fragmentation_needed_is_told_apart(tmp_path):
 
     events = packets(path, [row["conn_id"]])[row["conn_id"]]["event"]
     assert events.count("retx_path_mtu") == 5 and "retx_timeout" not in events
+
+
+def _resends(path: Path, conn_id: int, events: set[str]) -> list[tuple[int, int]]:
+    """(sequence number, length) of the connection's packets the analyzer marked with one
+    of `events`, in capture order."""
+    from shortflow.plot.tsg import packets
+
+    pk = packets(path, [conn_id])[conn_id]
+    return [(pk["seq"][i], pk["len"][i]) for i, e in enumerate(pk["event"]) if e in events]
+
+
+@needs_tshark
+def test_data_resent_before_anything_could_ask_is_unprompted(tmp_path):
+    # Resends within half an RTT of the data's last sending: no ACK of it could be back,
+    # no timer fired. Before, the first of each run started a "timeout" and its recovery.
+    absolute = ["-o", "tcp.relative_sequence_numbers:FALSE"]
+
+    def tshark_segments(path: Path, display_filter: str) -> list[tuple[int, int]]:
+        cmd = ["tshark", "-r", str(path), *absolute, "-Y", display_filter, "-T", "fields", "-e", "tcp.seq", "-e", "tcp.len"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
+        return [(int(q), int(n)) for q, n in (line.split("\t") for line in out.splitlines())]
+
+    # TracePcap's whatsapp_login_chat.pcap, one connection (from mid-flow): a client cuts
+    # 2,473 bytes anew 0.15-0.3 ms after sending them, on a 23 ms path; tshark calls the
+    # three copies out of order. Its one later resend, 0.27 s on, is the timer's.
+    path = DATA / "tracepcap-whatsapp-recut-at-once.pcap"
+    a = shortflow.analyze(path)
+    row = a.table.to_pylist()[0]
+    assert (row["retx_unprompted_c2s"], row["retx_timeout_c2s"], row["rto_events"]) == (3, 1, 1)
+    assert _resends(path, row["conn_id"], {"retx_unprompted"}) == tshark_segments(path, "tcp.analysis.out_of_order")
+
+    # suricata-verify bug-5881-01: a client to 17.188.17.120 re-cuts data 3.5-10 ms after
+    # sending it on a 43 ms path (four times), and repairs twice after the server's SACK.
+    # No timer fired: no expiry, no time lost to one. tshark flags the six as three
+    # retransmissions and three out of order.
+    path = DATA / "sv-apple-recut-before-ack.pcap"
+    a = shortflow.analyze(path)
+    row = a.table.to_pylist()[0]
+    assert (row["retx_unprompted_c2s"], row["retx_fast_c2s"], row["rto_events"], row["time_timeout_s"]) == (4, 2, 0, 0)
+    ours = _resends(path, row["conn_id"], {"retx_unprompted", "retx_fast"})
+    theirs = tshark_segments(path, "tcp.len>0 and (tcp.analysis.out_of_order or tcp.analysis.retransmission)")
+    assert ours == theirs
+    # The third and fourth, 2.3 ms after the server's SACK of 2046-2552, are the fast ones:
+    # they fill the hole below that block.
+    assert _resends(path, row["conn_id"], {"retx_fast"}) == theirs[2:4]
 
 
 @needs_tshark

@@ -52,6 +52,7 @@ DIAGNOSIS_KEYS = (
     "fast_retransmissions",
     "tlp_probes",
     "path_mtu_retransmissions",
+    "unprompted_retransmissions",
     "spurious_retransmissions",
     "out_of_order_segments",
     "rto_events",

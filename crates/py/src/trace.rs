@@ -263,6 +263,7 @@ fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("fast_retransmissions", s.fast_retransmissions)?;
     d.set_item("tlp_probes", s.tlp_probes)?;
     d.set_item("path_mtu_retransmissions", s.path_mtu_retransmissions)?;
+    d.set_item("unprompted_retransmissions", s.unprompted_retransmissions)?;
     d.set_item("spurious_retransmissions", s.spurious_retransmissions)?;
     d.set_item("out_of_order_segments", s.out_of_order)?;
     d.set_item("rto_events", s.rto_events)?;

@@ -105,6 +105,37 @@ fn three_duplicate_acks_then_fast_retransmit() {
     assert_eq!(t.retx_spurious_s2c[0], 0);
 }
 
+/// Three server segments at `t0`, then the same 3,000 bytes again `after` later cut into
+/// five 600-byte segments, then the client's ACK of everything.
+fn recut(after: u64) -> Vec<(u64, Segment, SegmentExtra)> {
+    let t0 = 60 * MS;
+    let mut v: Vec<_> = (0..3).map(|k| (t0, data(k), x())).collect();
+    v.extend((0..5).map(|k| (t0 + after, seg(false, 5001 + k * 600, 201, A, 600), x())));
+    v.push((t0 + after + 50 * MS, ack_of(3), x()));
+    v
+}
+
+#[test]
+fn data_resent_before_anything_could_ask_is_no_loss_repair() {
+    // Cut anew 1 ms after it was sent, on a 50 ms path: no ACK could have come back and
+    // no timer fired. Not a timeout: no expiry counted, no time lost to one.
+    let (t, s) = analyze("recut.pcap", &at_server(recut(MS)));
+    assert_eq!(t.retx_unprompted_s2c[0], 5);
+    assert_eq!((t.retx_timeout_s2c[0], t.retx_fast_s2c[0], t.retx_tlp_s2c[0], t.rto_events[0]), (0, 0, 0, 0));
+    assert_eq!((t.time_timeout_s[0], t.time_fast_retransmit_s[0]), (0.0, 0.0));
+    assert_eq!(s.unprompted_retransmissions, 5);
+
+    // 30 ms on, more than half the 50 ms RTT: not claimed unprompted; the resends take
+    // the repair classes they took before.
+    let (t, _) = analyze("recut-later.pcap", &at_server(recut(30 * MS)));
+    assert_eq!(t.retx_unprompted_s2c[0], 0);
+    assert_eq!(t.retx_timeout_s2c[0] + t.retx_fast_s2c[0] + t.retx_tlp_s2c[0], 5);
+
+    // Without the handshake no RTT is known, and nothing is called unprompted.
+    let (t, _) = analyze("recut-no-handshake.pcap", &recut(MS));
+    assert_eq!(t.retx_unprompted_s2c[0], 0);
+}
+
 /// Server data segment k at `times[k]`, and the client's ACKs `(ts, k)` of the first k.
 fn flight(times: &[u64], acks: &[(u64, u32)]) -> Vec<(u64, Segment, SegmentExtra)> {
     let mut v: Vec<_> = times.iter().enumerate().map(|(k, &ts)| (ts, data(k as u32), x())).collect();
@@ -325,7 +356,8 @@ fn a_same_id_copy_counts_only_from_a_sender_whose_ids_count() {
     assert_eq!(t.retx_timeout_c2s[0] + t.retx_fast_c2s[0] + t.retx_tlp_c2s[0], 0);
 
     // A crafted capture whose every packet carries ID 1 (scapy's default): the same ID
-    // says nothing, and a repeat 0.5 ms later is a retransmission, as its maker meant.
+    // says nothing, and a repeat 0.5 ms later is a retransmission, as its maker meant; one
+    // that nothing on a 50 ms path could have asked for so soon (unprompted).
     let mut v = at_server(vec![]);
     for p in &mut v {
         p.2 = id(1);
@@ -333,7 +365,7 @@ fn a_same_id_copy_counts_only_from_a_sender_whose_ids_count() {
     v.extend([(t0, req, id(1)), (t0 + 500_000, req, id(1)), (t0 + 50 * MS, seg(false, 5001, 286, A, 0), id(1))]);
     let (t, _) = analyze("constant-ids.pcap", &v);
     assert_eq!(t.capture_duplicates[0], 0);
-    assert_eq!(t.retx_timeout_c2s[0] + t.retx_fast_c2s[0] + t.retx_tlp_c2s[0], 1);
+    assert_eq!((t.retx_unprompted_c2s[0], t.retx_timeout_c2s[0] + t.retx_fast_c2s[0] + t.retx_tlp_c2s[0]), (1, 0));
 }
 
 #[test]

@@ -78,6 +78,8 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
     say(f"data retransmissions: {doc['timeout_retransmissions']:,} after a timeout ({doc['rto_events']:,} expiries), "
         f"{doc['fast_retransmissions']:,} fast, {doc['tlp_probes']:,} tail loss probes, "
         + (f"{pmtu:,} resent smaller for the path's MTU, " if (pmtu := doc["path_mtu_retransmissions"]) else "")
+        + (f"{early:,} resent before anything could ask (no loss repair), "
+           if (early := doc["unprompted_retransmissions"]) else "")
         + f"{doc['spurious_retransmissions']:,} spurious, {doc['out_of_order_segments']:,} segments out of order "
         f"(not retransmissions) · delayed-ACK stalls {doc['delayed_ack_stalls']:,} · "
         f"zero-window stalls {doc['zero_window_stalls']:,} · capture duplicates {doc['capture_duplicates']:,} · "

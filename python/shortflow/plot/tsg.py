@@ -15,6 +15,7 @@ RETX_STYLE = {
     "retx_fast": ("#f77f00", "fast retransmission"),
     "tlp": ("#7b2cbf", "tail loss probe"),
     "retx_path_mtu": ("#1d6fa5", "resent smaller for the path's MTU"),
+    "retx_unprompted": ("#6c757d", "resent before anything could ask"),
 }
 
 CAUSE_LABEL = {

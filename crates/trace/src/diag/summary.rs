@@ -154,6 +154,8 @@ pub struct Summary {
     pub fast_retransmissions: u64,
     pub tlp_probes: u64,
     pub path_mtu_retransmissions: u64,
+    /// Resent within half an RTT of their last sending (`RetxClass::Unprompted`).
+    pub unprompted_retransmissions: u64,
     pub spurious_retransmissions: u64,
     /// Data segments seen after data their sender sent later (not retransmissions).
     pub out_of_order: u64,
@@ -191,6 +193,7 @@ impl Summary {
             self.fast_retransmissions += u64::from(h.retx_fast);
             self.tlp_probes += u64::from(h.retx_tlp);
             self.path_mtu_retransmissions += u64::from(h.retx_path_mtu);
+            self.unprompted_retransmissions += u64::from(h.retx_unprompted);
             self.spurious_retransmissions += u64::from(h.spurious);
             self.out_of_order += u64::from(h.reordered);
             self.rto_events += u64::from(h.rto_events);
@@ -257,6 +260,7 @@ impl Summary {
         self.fast_retransmissions += o.fast_retransmissions;
         self.tlp_probes += o.tlp_probes;
         self.path_mtu_retransmissions += o.path_mtu_retransmissions;
+        self.unprompted_retransmissions += o.unprompted_retransmissions;
         self.spurious_retransmissions += o.spurious_retransmissions;
         self.out_of_order += o.out_of_order;
         self.rto_events += o.rto_events;

@@ -202,6 +202,8 @@ schema! {
     "retx_tlp_s2c": "uint32", "", "server tail loss probes";
     "retx_path_mtu_c2s": "uint32", "", "client data segments resent smaller after the path said one was too big (ICMP fragmentation needed, ICMPv6 packet too big)";
     "retx_path_mtu_s2c": "uint32", "", "server data segments resent smaller after the path said one was too big";
+    "retx_unprompted_c2s": "uint32", "", "client data segments resent within half an RTT of their last sending, before any ACK or timer could ask (re-cut by the sender, or captured twice in different cuts): no loss repair";
+    "retx_unprompted_s2c": "uint32", "", "server data segments resent within half an RTT of their last sending: no loss repair";
     "retx_spurious_c2s": "uint32", "", "client retransmissions found unneeded (D-SACK, timestamps, early ACK)";
     "retx_spurious_s2c": "uint32", "", "server retransmissions found unneeded";
     "out_of_order_c2s": "uint32", "", "client data segments seen after data sent later (overtaken on the way, by their IPv4 IDs or TCP timestamps): new data, not retransmissions";
@@ -278,6 +280,8 @@ pub struct ConnectionTable {
     pub retx_tlp_s2c: Vec<u32>,
     pub retx_path_mtu_c2s: Vec<u32>,
     pub retx_path_mtu_s2c: Vec<u32>,
+    pub retx_unprompted_c2s: Vec<u32>,
+    pub retx_unprompted_s2c: Vec<u32>,
     pub retx_spurious_c2s: Vec<u32>,
     pub retx_spurious_s2c: Vec<u32>,
     pub out_of_order_c2s: Vec<u32>,
@@ -391,6 +395,8 @@ macro_rules! plain_columns {
             retx_tlp_s2c,
             retx_path_mtu_c2s,
             retx_path_mtu_s2c,
+            retx_unprompted_c2s,
+            retx_unprompted_s2c,
             retx_spurious_c2s,
             retx_spurious_s2c,
             out_of_order_c2s,
@@ -513,6 +519,8 @@ impl ConnectionTable {
         self.retx_tlp_s2c.push(sc.retx_tlp);
         self.retx_path_mtu_c2s.push(cs.retx_path_mtu);
         self.retx_path_mtu_s2c.push(sc.retx_path_mtu);
+        self.retx_unprompted_c2s.push(cs.retx_unprompted);
+        self.retx_unprompted_s2c.push(sc.retx_unprompted);
         self.retx_spurious_c2s.push(cs.spurious);
         self.retx_spurious_s2c.push(sc.spurious);
         self.out_of_order_c2s.push(cs.reordered);

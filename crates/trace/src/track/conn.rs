@@ -62,7 +62,8 @@ impl Handshake {
 pub struct PacketNote {
     /// 0 nothing new (pure ACK, SYN…), 1 new data, 2 timeout retransmission, 3 fast
     /// retransmission, 4 tail loss probe, 5 capture duplicate, 6 late (after the close
-    /// linger, counted in `late_packets` only), 7 resent for the path's MTU.
+    /// linger, counted in `late_packets` only), 7 resent for the path's MTU, 8 resent
+    /// sooner than anything could have asked for it (`RetxClass::Unprompted`).
     pub event: u8,
     /// The cause given the gap before this packet (`Cause`; the larger part when split).
     pub cause: u8,
@@ -71,8 +72,17 @@ pub struct PacketNote {
 }
 
 impl PacketNote {
-    pub const EVENTS: [&'static str; 8] =
-        ["other", "new_data", "retx_timeout", "retx_fast", "tlp", "capture_duplicate", "late", "retx_path_mtu"];
+    pub const EVENTS: [&'static str; 9] = [
+        "other",
+        "new_data",
+        "retx_timeout",
+        "retx_fast",
+        "tlp",
+        "capture_duplicate",
+        "late",
+        "retx_path_mtu",
+        "retx_unprompted",
+    ];
     pub const LATE: u8 = 6;
 }
 
@@ -793,6 +803,8 @@ impl Conn {
             SendEvent::Retx(RetxClass::Tlp) => 4,
             // Its wait is the path's: it dropped the segment and said so at once.
             SendEvent::Retx(RetxClass::PathMtu) => 7,
+            // No wait of its own: it came within half an RTT of the data's last sending.
+            SendEvent::Retx(RetxClass::Unprompted) => 8,
         };
         self.last_note = PacketNote { event: code, cause: cause as u8, from_client: dir == C2S };
     }

@@ -8,6 +8,8 @@
 use crate::wire::{Segment, SegmentExtra};
 
 pub const MS: u64 = 1_000_000;
+/// Linux's minimum retransmission timeout (`TCP_RTO_MIN`).
+const RTO_MIN_NS: u64 = 200 * MS;
 
 /// Why a data segment was sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +28,13 @@ pub enum RetxClass {
     /// fragmentation needed, ICMPv6 packet too big), sent again in smaller segments
     /// (RFC 1191 and RFC 8201; Linux's `tcp_simple_retransmit`): no timer, no ACK asked.
     PathMtu = 3,
+    /// Sent again sooner than anything from the path could have asked for it: less than
+    /// half the connection's RTT after its last sending, before any ACK of it could be
+    /// back and long before any timer (RFC 6298's RTO is never below the smoothed RTT).
+    /// Not a loss repair: the sender cut its unacknowledged data anew (clients on public
+    /// captures do, 0.2-10 ms after the first sending), or the capture saw the data twice
+    /// in different cuts.
+    Unprompted = 4,
 }
 
 /// What a segment did in its sender's half, as far as the time-lost breakdown cares.
@@ -59,6 +68,8 @@ pub enum Recovery {
 /// RFC 7323 section 4) and for spurious-retransmission checks.
 #[derive(Debug, Clone, Copy, Default)]
 struct Sent {
+    /// Where the segment began: the data it carried first, which a resend of it repeats.
+    start: i64,
     end: i64,
     ts_first: u64,
     ts_last: u64,
@@ -206,6 +217,7 @@ pub struct Half {
     pub retx_fast: u32,
     pub retx_tlp: u32,
     pub retx_path_mtu: u32,
+    pub retx_unprompted: u32,
     pub spurious: u32,
     pub rto_events: u32,
     pub backoff_max: u8,
@@ -465,11 +477,11 @@ impl Half {
         }
     }
 
-    /// RFC 6298 (2.2)/(2.3) over the full-RTT samples, floored at Linux's 200 ms minimum
-    /// (`TCP_RTO_MIN`); 1 s (2.1) before any sample.
+    /// RFC 6298 (2.2)/(2.3) over the full-RTT samples, floored at Linux's minimum
+    /// (`RTO_MIN_NS`); 1 s (2.1) before any sample.
     pub fn rto_estimate(srtt: Option<(f64, f64)>) -> u64 {
         match srtt {
-            Some((srtt, rttvar)) => ((srtt + 4.0 * rttvar) as u64).max(200 * MS),
+            Some((srtt, rttvar)) => ((srtt + 4.0 * rttvar) as u64).max(RTO_MIN_NS),
             None => 1_000 * MS,
         }
     }
@@ -520,7 +532,8 @@ impl Half {
         }
         let stamp_before = std::mem::replace(&mut self.last_stamp, stamp);
         if start < self.snd_max {
-            let class = self.classify(start, end, since_last, Self::rto_estimate(srtt));
+            let quick = self.resent_within_half_rtt(start, ts, rtt_ns);
+            let class = self.classify(start, end, since_last, Self::rto_estimate(srtt), quick);
             match class {
                 RetxClass::Timeout => {
                     self.retx_timeout += 1;
@@ -529,6 +542,7 @@ impl Half {
                 RetxClass::Fast => self.retx_fast += 1,
                 RetxClass::Tlp => self.retx_tlp += 1,
                 RetxClass::PathMtu => self.retx_path_mtu += 1,
+                RetxClass::Unprompted => self.retx_unprompted += 1,
             }
             let already_acked = self.acked_any && end <= self.una;
             let mut spurious = false;
@@ -625,7 +639,15 @@ impl Half {
                 // Room for a typical initial window (10 segments, RFC 6928) at once.
                 self.flight.reserve_exact(FIRST_FLIGHT_CAPACITY);
             }
-            self.flight.push(Sent { end, ts_first: ts, ts_last: ts, tsval_first: tsval, tsval_last: tsval, ..Sent::default() });
+            self.flight.push(Sent {
+                start,
+                end,
+                ts_first: ts,
+                ts_last: ts,
+                tsval_first: tsval,
+                tsval_last: tsval,
+                ..Sent::default()
+            });
         }
         let bytes = (end - start) as u64;
         self.data_bytes += bytes;
@@ -711,7 +733,9 @@ impl Half {
         self.close_burst();
     }
 
-    fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64) -> RetxClass {
+    /// Why `start..end` was sent again; `quick`: within half an RTT of its last sending
+    /// (`resent_within_half_rtt`).
+    fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64, quick: bool) -> RetxClass {
         let una = self.una;
         if self.too_big_point > 0 && start < self.too_big_point && una < self.too_big_point {
             // The first resend shows whether the sender took the message: it cuts what it
@@ -722,6 +746,11 @@ impl Half {
                 return RetxClass::PathMtu;
             }
             self.too_big_point = 0;
+        }
+        if quick {
+            // Only after the path's message: a router on the way answers within the RTT,
+            // and the sender resends at once.
+            return RetxClass::Unprompted;
         }
         let first_unacked = start <= una;
         let repeat_rto = first_unacked && self.last_rto_una == Some(una);
@@ -767,6 +796,22 @@ impl Half {
             }
             self.too_big_point = self.snd_max;
         }
+    }
+
+    /// A resend of `start` at `ts` comes less than half of `rtt_ns` (the connection's RTT,
+    /// if known) after the segment holding `start` was last sent: no ACK, duplicate or
+    /// SACK, about that sending could have reached the sender yet, and no timer expired
+    /// (see `RetxClass::Unprompted`). Half, not the whole RTT: the two sendings' times
+    /// as captured carry the path's jitter. And sooner than Linux's minimum RTO: the RTT
+    /// may be a broken handshake's (an ACK seconds after the SYN/ACK), and then only a
+    /// timer's floor says what could not have been the timer's.
+    fn resent_within_half_rtt(&self, start: i64, ts: u64, rtt_ns: Option<u64>) -> bool {
+        let Some(rtt) = rtt_ns.filter(|&r| r > 0) else { return false };
+        let soon = (rtt / 2).min(RTO_MIN_NS);
+        self.flight[self.head as usize..]
+            .iter()
+            .find(|s| s.end > start)
+            .is_some_and(|s| s.start <= start && ts.saturating_sub(s.ts_last) < soon)
     }
 
     /// A resend of `start..end` ends before the segment that first carried its first byte.
