@@ -140,6 +140,32 @@ def test_truncated_trace_names_file_and_offset_and_keeps_results(lossy_trace, tm
     assert 0 < s["connection_tries"] < truth["connections"]
 
 
+def test_graph_and_report_of_a_truncated_trace_draw_what_was_read(lossy_trace, tmp_path):
+    from shortflow.plot.tsg import packets
+
+    path, _ = lossy_trace
+    data = path.read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) // 2 + 7])
+    # The first connection ends long before the cut: its packets are all there.
+    errors: list[str] = []
+    assert packets(cut, [0], errors=errors) == packets(path, [0])
+    assert len(errors) == 1 and "cut.pcap: byte " in errors[0] and "truncated" in errors[0]
+    with pytest.raises(shortflow.TraceReadError, match="cut.pcap: byte "):
+        packets(cut, [0])
+
+    png = tmp_path / "c.png"
+    r = run("graph", str(cut), "--conn", "0", "-o", str(png), check=False)
+    assert r.returncode == 1 and "cut.pcap: byte " in r.stderr and "packets before it are drawn" in r.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    r = run("analyze", str(cut), "--report", str(tmp_path / "rep"), "-q", check=False)
+    assert r.returncode == 1 and "cut.pcap: byte " in r.stderr
+    html = (tmp_path / "rep" / "report.html").read_text()
+    # Breakdown, Figure 1, CDFs and the worst connections' graphs, from the part read.
+    assert html.count("data:image/png;base64,") == 6
+
+
 def test_gzip_and_pcapng_from_the_cli(tmp_path):
     gz = tmp_path / "t.pcapng.gz"
     truth = shortflow.generate(gz, connections=100, format="pcapng", gzip=True, link="sll2")

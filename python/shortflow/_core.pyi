@@ -37,9 +37,11 @@ def empty_columns() -> dict[str, Any]:
     """The table's columns without rows (numpy arrays), as `analyze`'s ``columns`` would
     be: for an analysis made with ``table=False``, whose ``columns`` is None."""
 
-def connection_packets(path: PathLike[str], ids: list[int]) -> dict[str, list[Any]]:
+def connection_packets(path: PathLike[str], ids: list[int]) -> tuple[dict[str, list[Any]], str | None]:
     """Every packet of the connections ``ids`` (the table's ``conn_id``) of one trace, with
-    the analyzer's event (new data, retransmission class) and the cause of the gap before it."""
+    the analyzer's event (new data, retransmission class) and the cause of the gap before it;
+    and the error (file and byte offset) that stopped the reading before the file's end, or
+    None. A file that cannot be read as a trace at all raises `TraceReadError`."""
 
 def analyze(
     paths: Sequence[str | PathLike[str]],

@@ -135,7 +135,9 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
         in_first = np.array([str(x) == first for x in t.column("trace").to_pylist()])
         order = [i for i in np.argsort(-lost) if in_first[i] and lost[i] > 0][:worst]
         ids = [int(t.column("conn_id")[i].as_py()) for i in order]
-        pk = packets(traces[0], ids) if ids else {}
+        # A trace read only in part (cut short, damaged) gives the packets before the bad
+        # byte; its error is the analysis' own, already in `a.errors`.
+        pk = packets(traces[0], ids, errors=[]) if ids else {}
         for i, cid in zip(order, ids):
             png = out_dir / f"conn-{cid}.png"
             draw(pk[cid], png, title=f"connection {cid}")

@@ -21,7 +21,7 @@ use shortflow_trace::{
 };
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
 
-use crate::error::ShortflowError;
+use crate::error::{ShortflowError, TraceReadError};
 
 /// How often the waiting thread wakes to report progress and look for Ctrl-C.
 const POLL: Duration = Duration::from_millis(100);
@@ -411,12 +411,14 @@ fn generate<'py>(
 }
 
 /// Every packet of connections `ids` of one trace: a dict of equal-length lists (ts_ns,
-/// conn_id, from_client, seq, ack, len, flags, window, event, cause, sack).
+/// conn_id, from_client, seq, ack, len, flags, window, event, cause, sack), and the error
+/// that stopped the reading before the file's end (file and byte offset), or None.
 #[pyfunction]
-fn connection_packets<'py>(py: Python<'py>, path: PathBuf, ids: Vec<u64>) -> PyResult<Bound<'py, PyDict>> {
-    let recs = py
+fn connection_packets<'py>(py: Python<'py>, path: PathBuf, ids: Vec<u64>) -> PyResult<(Bound<'py, PyDict>, Option<String>)> {
+    let read = py
         .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids))
-        .map_err(|e| ShortflowError::new_err(e.to_string()))?;
+        .map_err(|e| TraceReadError::new_err(e.to_string()))?;
+    let recs = &read.packets;
     let d = PyDict::new(py);
     d.set_item("ts_ns", recs.iter().map(|r| r.ts_ns).collect::<Vec<_>>())?;
     d.set_item("conn_id", recs.iter().map(|r| r.conn_id).collect::<Vec<_>>())?;
@@ -429,7 +431,7 @@ fn connection_packets<'py>(py: Python<'py>, path: PathBuf, ids: Vec<u64>) -> PyR
     d.set_item("event", recs.iter().map(|r| PacketNote::EVENTS[usize::from(r.note.event)]).collect::<Vec<_>>())?;
     d.set_item("cause", recs.iter().map(|r| Cause::NAMES[usize::from(r.note.cause)]).collect::<Vec<_>>())?;
     d.set_item("sack", recs.iter().map(|r| r.sack[..usize::from(r.sack_len)].to_vec()).collect::<Vec<_>>())?;
-    Ok(d)
+    Ok((d, read.error.map(|e| e.to_string())))
 }
 
 /// The summary of files analysed apart (one Dask task per file): their `summary_state`s

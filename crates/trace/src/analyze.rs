@@ -226,10 +226,21 @@ pub struct PacketRecord {
     pub sack_len: u8,
 }
 
+/// `connection_packets`' answer: the packets read, and what stopped the reading before
+/// the file's end (a truncated or damaged trace), if anything did.
+#[derive(Debug)]
+pub struct ConnectionPackets {
+    pub packets: Vec<PacketRecord>,
+    pub error: Option<ReadError>,
+}
+
 /// Every packet of the connections `ids` (ids as in the table's `conn_id`) of one file,
 /// in capture order, with what the tracker made of each. Read by the analysis' own loop
 /// (`feed::read_loop`), ICMP messages included, so the ids and the notes are the table's.
-pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<Vec<PacketRecord>, ReadError> {
+/// A file that cannot be opened as a trace is an error; one cut short or damaged later
+/// gives the packets before the bad byte, and the error beside them (as `analyze` keeps
+/// what it read).
+pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<ConnectionPackets, ReadError> {
     let mut reader = CaptureReader::open(path)?;
     let mut sink = Recorder {
         tracker: Tracker::new(TrackerConfig::default(), |_| {}),
@@ -238,11 +249,8 @@ pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<Vec<Pac
     };
     let mut stats = FileStats::default();
     read_loop(&mut reader, &mut stats, &Progress::default(), &mut sink);
-    if let Some(e) = stats.error {
-        return Err(e);
-    }
     let _ = sink.tracker.finish();
-    Ok(sink.out)
+    Ok(ConnectionPackets { packets: sink.out, error: stats.error })
 }
 
 /// `connection_packets`' sink: each segment of a wanted connection, with its note.

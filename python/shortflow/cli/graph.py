@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import FAILURE, USAGE, check_output_file, clip, fail, say
+from shortflow.cli.common import FAILURE, USAGE, check_output_file, clip, error, fail, say
 
 
 def register(app: typer.Typer) -> None:
@@ -29,11 +29,19 @@ def register(app: typer.Typer) -> None:
         if path.suffix.lower() not in (".png", ".svg"):
             fail(f"--output {clip(path)}: the file must end in .png or .svg", USAGE)
         check_output_file(path, "--output")
+        # A trace cut short or damaged part-way: the connection as far as it was read is
+        # drawn, and the error said after (the status is still a failure).
+        errors: list[str] = []
         try:
-            pk = packets(trace, [conn])[conn]
+            pk = packets(trace, [conn], errors=errors)[conn]
         except ShortflowError as e:
             fail(e, FAILURE)
         if not pk["ts_ns"]:
-            fail(f"{clip(trace)}: no connection with conn_id {conn}", FAILURE)
+            where = f" in the part read ({errors[0]})" if errors else ""
+            fail(f"{clip(trace)}: no connection with conn_id {conn}{where}", FAILURE)
         draw(pk, path, title=f"{trace.name}, connection {conn}", server_data=not client_data)
         say(path)
+        for message in errors:
+            error(f"{message} — the connection's {len(pk['ts_ns']):,} packets before it are drawn")
+        if errors:
+            raise typer.Exit(FAILURE)

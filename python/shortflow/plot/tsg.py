@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from shortflow import _core
+from shortflow.exceptions import TraceReadError
 
 #: Colour and label of each retransmission class (the analyzer's event names).
 RETX_STYLE = {
@@ -29,9 +30,15 @@ CAUSE_LABEL = {
 }
 
 
-def packets(trace: str | Path, conn_ids: list[int]) -> dict[int, dict[str, list[Any]]]:
-    """The packets of each connection in `conn_ids`, as lists per field."""
-    raw = _core.connection_packets(Path(trace), list(conn_ids))
+def packets(trace: str | Path, conn_ids: list[int], *, errors: list[str] | None = None) -> dict[int, dict[str, list[Any]]]:
+    """The packets of each connection in `conn_ids`, as lists per field. A trace cut short
+    or damaged part-way gives the packets before the bad byte: its error (file and byte
+    offset) is appended to `errors`, or raised as `TraceReadError` when no list is given."""
+    raw, error = _core.connection_packets(Path(trace), list(conn_ids))
+    if error is not None:
+        if errors is None:
+            raise TraceReadError(error)
+        errors.append(error)
     out: dict[int, dict[str, list[Any]]] = {i: {k: [] for k in raw} for i in conn_ids}
     for row in range(len(raw["ts_ns"])):
         d = out[raw["conn_id"][row]]
