@@ -154,8 +154,8 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
                  "lost": "–" if (share := share_not_the_paths(f)) is None else f"{share:.1%}"}
                 for f in doc["files"]] if len(doc["files"]) > 1 else []
     counts = [(k, doc[k]) for k in ("timeout_retransmissions", "rto_events", "fast_retransmissions", "tlp_probes",
-                                    "path_mtu_retransmissions", "unprompted_retransmissions", "spurious_retransmissions", "out_of_order_segments",
-                                    "delayed_acks", "delayed_ack_stalls", "zero_window_stalls",
+                                    "path_mtu_retransmissions", "unprompted_retransmissions", "spurious_retransmissions",
+                                    "out_of_order_segments", "delayed_acks", "delayed_ack_stalls", "zero_window_stalls",
                                     "capture_duplicates", "syn_retries_after_rst", "open_tries")]
     html = jinja2.Environment(autoescape=True).from_string(TEMPLATE).render(
         version=doc["version"], files=[str(p) for p in traces], vantage=doc["vantage"], duration=doc["duration_s"],
