@@ -1,7 +1,7 @@
 //! One TCP connection as seen from the capture point: its handshake, each direction's
 //! sender (`Half`) and where its time went (`Cause`).
 
-use super::half::{AckOutcome, FlightBuffer, Half, RetxClass, SendEvent, MS};
+use super::half::{AckOutcome, FlightBuffer, Half, PathTimes, RetxClass, SendEvent, MS};
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
 /// Where a stretch of a connection's time went. Every gap between two of its packets is
@@ -715,7 +715,13 @@ impl Conn {
                 data.seq = seg.seq.wrapping_add(1);
                 data.flags.0 &= !crate::wire::TcpFlags::SYN;
             }
-            self.halves[dir].on_send(ts, &data, extra, self.srtt, full_rtt, leg_dir)
+            let least_rtt_ns = match (full_rtt, self.rtt.n > 0) {
+                (Some(r), true) => Some(r.min(self.rtt.min)),
+                (None, true) => Some(self.rtt.min),
+                (r, false) => r,
+            };
+            let path = PathTimes { srtt: self.srtt, rtt_ns: full_rtt, least_rtt_ns, sender_leg_ns: leg_dir };
+            self.halves[dir].on_send(ts, &data, extra, path)
         };
         if matches!(event, SendEvent::NewData { .. }) {
             self.halves[other].peer_spoke = true;

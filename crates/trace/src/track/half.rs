@@ -29,7 +29,7 @@ pub enum RetxClass {
     /// (RFC 1191 and RFC 8201; Linux's `tcp_simple_retransmit`): no timer, no ACK asked.
     PathMtu = 3,
     /// Sent again sooner than anything from the path could have asked for it: less than
-    /// half the connection's RTT after its last sending, before any ACK of it could be
+    /// half the least RTT seen after its last sending, before any ACK of it could be
     /// back and long before any timer (RFC 6298's RTO is never below the smoothed RTT).
     /// Not a loss repair: the sender cut its unacknowledged data anew (clients on public
     /// captures do, 0.2-10 ms after the first sending), or the capture saw the data twice
@@ -259,6 +259,21 @@ pub struct Half {
     tick_len: u8,
 }
 
+/// What the connection knows of its path when one of its halves sends a segment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PathTimes {
+    /// The connection's smoothed RTT and variance: the RTO a retransmission is judged by
+    /// (worked out only for one).
+    pub srtt: Option<(f64, f64)>,
+    /// The full RTT, if known: the handshake's, else the least data sample.
+    pub rtt_ns: Option<u64>,
+    /// The least full RTT seen, handshake or data sample: a handshake's may be longer
+    /// than the path's later on.
+    pub least_rtt_ns: Option<u64>,
+    /// The round trip from the capture point to this sender (0 when captured at it).
+    pub sender_leg_ns: u64,
+}
+
 /// What an ACK of this half's data found.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AckOutcome {
@@ -486,20 +501,9 @@ impl Half {
         }
     }
 
-    /// A segment this half sent at `ts`.
-    /// `srtt` is the connection's smoothed RTT and variance (for the RTO a retransmission
-    /// is judged by, worked out only for one), `rtt_ns` the full RTT if known,
-    /// `sender_leg_ns` the round trip from the capture point to this sender (0 when
-    /// captured at the sender).
-    pub fn on_send(
-        &mut self,
-        ts: u64,
-        seg: &Segment,
-        extra: &SegmentExtra,
-        srtt: Option<(f64, f64)>,
-        rtt_ns: Option<u64>,
-        sender_leg_ns: u64,
-    ) -> SendEvent {
+    /// A segment this half sent at `ts`, judged by what the connection knows of its path.
+    pub fn on_send(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra, path: PathTimes) -> SendEvent {
+        let PathTimes { srtt, rtt_ns, least_rtt_ns, sender_leg_ns } = path;
         let seq_len = i64::from(seg.payload_len) + i64::from(seg.flags.fin());
         if seg.flags.syn() || seg.flags.rst() {
             return SendEvent::Nothing;
@@ -532,7 +536,7 @@ impl Half {
         }
         let stamp_before = std::mem::replace(&mut self.last_stamp, stamp);
         if start < self.snd_max {
-            let quick = self.resent_within_half_rtt(start, ts, rtt_ns);
+            let quick = self.resent_within_half_rtt(start, ts, least_rtt_ns);
             let class = self.classify(start, end, since_last, Self::rto_estimate(srtt), quick);
             match class {
                 RetxClass::Timeout => {
@@ -798,8 +802,8 @@ impl Half {
         }
     }
 
-    /// A resend of `start` at `ts` comes less than half of `rtt_ns` (the connection's RTT,
-    /// if known) after the segment holding `start` was last sent: no ACK, duplicate or
+    /// A resend of `start` at `ts` comes less than half of `rtt_ns` (the connection's least
+    /// RTT, if known) after the segment holding `start` was last sent: no ACK, duplicate or
     /// SACK, about that sending could have reached the sender yet, and no timer expired
     /// (see `RetxClass::Unprompted`). Half, not the whole RTT: the two sendings' times
     /// as captured carry the path's jitter. And sooner than Linux's minimum RTO: the RTT
