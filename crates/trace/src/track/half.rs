@@ -812,15 +812,18 @@ impl Half {
     fn resent_within_half_rtt(&self, start: i64, ts: u64, rtt_ns: Option<u64>) -> bool {
         let Some(rtt) = rtt_ns.filter(|&r| r > 0) else { return false };
         let soon = (rtt / 2).min(RTO_MIN_NS);
-        self.flight[self.head as usize..]
-            .iter()
-            .find(|s| s.end > start)
-            .is_some_and(|s| s.start <= start && ts.saturating_sub(s.ts_last) < soon)
+        self.in_flight_past(start).is_some_and(|s| s.start <= start && ts.saturating_sub(s.ts_last) < soon)
     }
 
     /// A resend of `start..end` ends before the segment that first carried its first byte.
     fn first_cut_shorter(&self, start: i64, end: i64) -> bool {
-        self.flight[self.head as usize..].iter().find(|s| s.end > start).is_some_and(|s| end < s.end)
+        self.in_flight_past(start).is_some_and(|s| end < s.end)
+    }
+
+    /// The first unacknowledged segment in flight that ends past `start`: the one that
+    /// carried byte `start`, unless the capture missed that one (a hole before it).
+    fn in_flight_past(&self, start: i64) -> Option<&Sent> {
+        self.flight[self.head as usize..].iter().find(|s| s.end > start)
     }
 
     /// How soon this half's sender will send again on its own: it is retransmitting by
