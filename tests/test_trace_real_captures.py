@@ -647,12 +647,9 @@ def _resends(path: Path, conn_id: int, events: set[str]) -> list[tuple[int, int]
 def test_data_resent_before_anything_could_ask_is_unprompted(tmp_path):
     # Resends within half an RTT of the data's last sending: no ACK of it could be back,
     # no timer fired. Before, the first of each run started a "timeout" and its recovery.
-    absolute = ["-o", "tcp.relative_sequence_numbers:FALSE"]
-
     def tshark_segments(path: Path, display_filter: str) -> list[tuple[int, int]]:
-        cmd = ["tshark", "-r", str(path), *absolute, "-Y", display_filter, "-T", "fields", "-e", "tcp.seq", "-e", "tcp.len"]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True).stdout
-        return [(int(q), int(n)) for q, n in (line.split("\t") for line in out.splitlines())]
+        """(absolute sequence number, length) of the segments tshark's filter keeps."""
+        return [(int(q), int(n)) for q, n in _tshark_fields(path, tmp_path, ["tcp.seq_raw", "tcp.len"], display_filter)]
 
     # TracePcap's whatsapp_login_chat.pcap, one connection (from mid-flow): a client cuts
     # 2,473 bytes anew 0.15-0.3 ms after sending them, on a 23 ms path; tshark calls the
