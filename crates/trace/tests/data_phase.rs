@@ -278,6 +278,11 @@ fn zero_window_stall() {
     let (t, s) = analyze("zw.pcap", &pkts);
     assert_eq!((t.zero_window_stalls[0], s.zero_window_stalls), (1, 1));
     assert!((t.time_zero_window_s[0] - 0.5).abs() < 1e-9, "{}", t.time_zero_window_s[0]);
+    // Nothing was outstanding while the window was shut (the zero window acknowledged all):
+    // still the zero window's time, not the application's.
+    assert_eq!(t.time_application_s[0], 0.0, "{:?}", t.time_by_cause_s(0));
+    let sum: f64 = t.time_by_cause_s(0).iter().sum();
+    assert!((sum - t.duration_s[0]).abs() < 1e-9);
 }
 
 #[test]
@@ -471,14 +476,7 @@ fn breakdown_adds_up_on_every_timeline_here() {
     let t0 = 60 * MS;
     let pkts = at_server(vec![(t0, data(0), x()), (t0 + 1_000 * MS, data(0), x()), (t0 + 1_050 * MS, ack_of(1), x())]);
     let (t, _) = analyze("sum.pcap", &pkts);
-    let sum = t.time_network_s[0]
-        + t.time_handshake_s[0]
-        + t.time_slow_start_s[0]
-        + t.time_timeout_s[0]
-        + t.time_fast_retransmit_s[0]
-        + t.time_delayed_ack_s[0]
-        + t.time_zero_window_s[0]
-        + t.time_application_s[0];
+    let sum: f64 = t.time_by_cause_s(0).iter().sum();
     assert!((sum - t.duration_s[0]).abs() < 1e-9);
     assert!((t.time_timeout_s[0] - 1.050).abs() < 1e-9, "{}", t.time_timeout_s[0]);
 }

@@ -35,8 +35,7 @@ fn assert_plain_words(name: &str, msg: &str) {
 /// The time-lost breakdown of every connection adds up to its duration, whatever the input.
 fn check_breakdown(t: &ConnectionTable) {
     for i in 0..t.len() {
-        let sum = t.time_network_s[i] + t.time_handshake_s[i] + t.time_slow_start_s[i] + t.time_timeout_s[i]
-            + t.time_fast_retransmit_s[i] + t.time_delayed_ack_s[i] + t.time_zero_window_s[i] + t.time_application_s[i];
+        let sum: f64 = t.time_by_cause_s(i).iter().sum();
         assert!((sum - t.duration_s[i]).abs() <= 1e-6 * t.duration_s[i].max(1.0), "row {i}: {sum} vs {}", t.duration_s[i]);
     }
 }

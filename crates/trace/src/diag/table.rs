@@ -166,6 +166,7 @@ schema! {
     "client_isn": "uint32", "", "the client's initial sequence number";
     "first_seen": "timestamp[ns]", "ns since the Unix epoch", "capture time of the first packet";
     "duration_s": "double", "s", "first to last packet";
+    "response_complete_s": "double", "s", "first packet to the acknowledgement of the last data byte (to that byte when its ACK was not captured); NaN without data";
     "syn_count": "uint32", "", "SYN transmissions (capture duplicates and retries after a RST excluded)";
     "synack_count": "uint32", "", "SYN/ACK transmissions";
     "established": "bool", "", "the handshake completed (a SYN/ACK, or the client's ACK of one)";
@@ -220,14 +221,17 @@ schema! {
     "delack_stalls": "uint32", "", "a sender idle until a delayed ACK came (document 003)";
     "delack_tick_200ms": "bool", "", "a receiver's delayed ACKs fall on a fixed 200 ms grid (BSD tick)";
     "zero_window_stalls": "uint32", "", "times a receiver advertised a zero window with data outstanding";
-    "time_network_s": "double", "s", "time the path explains (the lost-time columns and this add up to duration_s)";
+    "time_network_s": "double", "s", "time the path explains (the time_*_s columns add up to duration_s, each instant in one)";
     "time_handshake_s": "double", "s", "waiting for SYN or SYN/ACK retransmissions";
     "time_slow_start_s": "double", "s", "slow-start round trips beyond the first";
     "time_timeout_s": "double", "s", "loss repair by retransmission timeout";
-    "time_fast_retransmit_s": "double", "s", "loss repair by fast retransmit or tail loss probe";
+    "time_fast_retransmit_s": "double", "s", "loss repair by fast retransmit, or early (fewer than three duplicate ACKs, RACK)";
     "time_delayed_ack_s": "double", "s", "delayed-ACK stalls";
     "time_zero_window_s": "double", "s", "zero-window stalls";
-    "time_application_s": "double", "s", "application waits: server think time, client pauses";
+    "time_application_s": "double", "s", "one side thinking while the other waits: the server's time to answer";
+    "time_tlp_s": "double", "s", "waiting for a tail loss probe (one per tail episode, before any timeout)";
+    "time_idle_s": "double", "s", "nothing outstanding and nobody waiting: a side sending again of its own accord, a connection at rest (not in the time users waited)";
+    "time_teardown_s": "double", "s", "after the last data byte was acknowledged and a side began to close: FIN resends, last ACKs (not in the time users waited)";
 }
 
 /// One row per connection. Times are seconds (f64) except `first_seen` (ns); absent
@@ -244,6 +248,7 @@ pub struct ConnectionTable {
     pub client_isn: Vec<u32>,
     pub first_seen: Vec<u64>,
     pub duration_s: Vec<f64>,
+    pub response_complete_s: Vec<f64>,
     pub syn_count: Vec<u32>,
     pub synack_count: Vec<u32>,
     pub established: Vec<bool>,
@@ -306,6 +311,9 @@ pub struct ConnectionTable {
     pub time_delayed_ack_s: Vec<f64>,
     pub time_zero_window_s: Vec<f64>,
     pub time_application_s: Vec<f64>,
+    pub time_tlp_s: Vec<f64>,
+    pub time_idle_s: Vec<f64>,
+    pub time_teardown_s: Vec<f64>,
 }
 
 /// Rows added as connections end, in chunks allocated whole: columns growing by doubling
@@ -364,6 +372,7 @@ macro_rules! plain_columns {
             client_isn,
             first_seen,
             duration_s,
+            response_complete_s,
             syn_count,
             synack_count,
             established,
@@ -420,12 +429,33 @@ macro_rules! plain_columns {
             time_fast_retransmit_s,
             time_delayed_ack_s,
             time_zero_window_s,
-            time_application_s
+            time_application_s,
+            time_tlp_s,
+            time_idle_s,
+            time_teardown_s
         )
     };
 }
 
 impl ConnectionTable {
+    /// Row `i`'s time by cause (s), indexed by `Cause`: the `time_*_s` columns, which add
+    /// up to its `duration_s`.
+    pub fn time_by_cause_s(&self, i: usize) -> [f64; Cause::COUNT] {
+        Cause::ALL.map(|c| match c {
+            Cause::Network => self.time_network_s[i],
+            Cause::Handshake => self.time_handshake_s[i],
+            Cause::SlowStart => self.time_slow_start_s[i],
+            Cause::Timeout => self.time_timeout_s[i],
+            Cause::FastRetransmit => self.time_fast_retransmit_s[i],
+            Cause::DelayedAck => self.time_delayed_ack_s[i],
+            Cause::ZeroWindow => self.time_zero_window_s[i],
+            Cause::Application => self.time_application_s[i],
+            Cause::Tlp => self.time_tlp_s[i],
+            Cause::Idle => self.time_idle_s[i],
+            Cause::Teardown => self.time_teardown_s[i],
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.conn_id.len()
     }
@@ -469,6 +499,7 @@ impl ConnectionTable {
         self.client_isn.push(c.client_isn);
         self.first_seen.push(c.first_ts);
         self.duration_s.push(secs(c.last_ts.saturating_sub(c.first_ts)));
+        self.response_complete_s.push(c.response_complete_ts.map_or(f64::NAN, |t| secs(t.saturating_sub(c.first_ts))));
         self.syn_count.push(c.syns.count);
         self.synack_count.push(c.synacks.count);
         self.established.push(c.established_ts.is_some());
@@ -546,6 +577,9 @@ impl ConnectionTable {
         self.time_delayed_ack_s.push(t(Cause::DelayedAck));
         self.time_zero_window_s.push(t(Cause::ZeroWindow));
         self.time_application_s.push(t(Cause::Application));
+        self.time_tlp_s.push(t(Cause::Tlp));
+        self.time_idle_s.push(t(Cause::Idle));
+        self.time_teardown_s.push(t(Cause::Teardown));
     }
 
     /// The rows of `parts` (the chunks of one file's tracker, or of its shards' trackers,

@@ -18,20 +18,64 @@ pub enum Cause {
     SlowStart = 2,
     /// Loss repaired by the retransmission timer, from the wait until the repair is acknowledged.
     Timeout = 3,
-    /// Loss repaired by fast retransmit or a tail loss probe, until the repair is acknowledged.
+    /// Loss repaired by fast retransmit, or early (fewer than three duplicate ACKs, RACK),
+    /// until the repair is acknowledged.
     FastRetransmit = 4,
     /// A sender with nothing it could send waiting for an ACK the receiver delayed (document 003).
     DelayedAck = 5,
     /// A sender stopped by a zero receive window.
     ZeroWindow = 6,
-    /// Neither side had anything outstanding: server think time, client pauses.
+    /// One side thinking while the other waits: the server's time to answer a request
+    /// (nothing outstanding), or beyond the path's share of an answer's wait.
     Application = 7,
+    /// Waiting for a tail loss probe (RFC 8985 7.3): at most one per tail episode.
+    Tlp = 8,
+    /// Nothing outstanding and nobody waiting: a side that sends again of its own accord
+    /// (a client's pause between requests, a keep-alive connection at rest).
+    Idle = 9,
+    /// After the last data byte was acknowledged and a side began to close (FIN or RST):
+    /// FIN resends and the last ACKs, which no user waits for.
+    Teardown = 10,
 }
 
 impl Cause {
-    pub const COUNT: usize = 8;
-    pub const NAMES: [&'static str; Self::COUNT] =
-        ["network", "handshake", "slow_start", "timeout", "fast_retransmit", "delayed_ack", "zero_window", "application"];
+    pub const COUNT: usize = 11;
+    pub const NAMES: [&'static str; Self::COUNT] = [
+        "network",
+        "handshake",
+        "slow_start",
+        "timeout",
+        "fast_retransmit",
+        "delayed_ack",
+        "zero_window",
+        "application",
+        "tlp",
+        "idle",
+        "teardown",
+    ];
+    /// A `PacketNote::cause` not decided yet: the gap lies in a quiet stretch whose cause
+    /// the next data (or the connection's end) decides (`PacketNote::SETTLES`).
+    pub const PENDING: u8 = 255;
+
+    /// The causes a user waits through: all but `Idle` and `Teardown`, which the time
+    /// account reports apart.
+    pub fn waited(self) -> bool {
+        !matches!(self, Cause::Idle | Cause::Teardown)
+    }
+
+    pub const ALL: [Cause; Self::COUNT] = [
+        Cause::Network,
+        Cause::Handshake,
+        Cause::SlowStart,
+        Cause::Timeout,
+        Cause::FastRetransmit,
+        Cause::DelayedAck,
+        Cause::ZeroWindow,
+        Cause::Application,
+        Cause::Tlp,
+        Cause::Idle,
+        Cause::Teardown,
+    ];
 }
 
 /// How the handshake ended (document 000's "successful" is `Answered`).
@@ -65,10 +109,14 @@ pub struct PacketNote {
     /// linger, counted in `late_packets` only), 7 resent for the path's MTU, 8 resent
     /// sooner than anything could have asked for it (`RetxClass::Unprompted`).
     pub event: u8,
-    /// The cause given the gap before this packet (`Cause`; the larger part when split).
+    /// The cause given the gap before this packet (`Cause`; the larger part when split),
+    /// or `Cause::PENDING`.
     pub cause: u8,
     /// Sent by the connection's client.
     pub from_client: bool,
+    /// What this packet decided about earlier ones of its connection (`SETTLES`,
+    /// `REVISES_TLP`): causes are given when they are known, sometimes packets later.
+    pub revise: u8,
 }
 
 impl PacketNote {
@@ -84,6 +132,28 @@ impl PacketNote {
         "retx_unprompted",
     ];
     pub const LATE: u8 = 6;
+    /// The connection's packets noted `Cause::PENDING` take this packet's cause.
+    pub const SETTLES: u8 = 1;
+    /// This side's last tail loss probe was the first step of this timeout's back-off
+    /// ladder: a timeout, its gap the timeout's.
+    pub const REVISES_TLP: u8 = 2;
+}
+
+/// A stretch with no data outstanding in either direction (FINs may be), whose time waits
+/// for its cause: the next data says who was waiting (`Conn::settle_quiet`), the end of the
+/// connection makes it idle and teardown (`Conn::end_at`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Quiet {
+    /// When the stretch began.
+    since: u64,
+    /// Time of the stretch so far.
+    ns: u64,
+    /// Of which after a side began to close (a FIN or a RST).
+    closing_ns: u64,
+    /// When the closing began (a FIN sent before the stretch: its start).
+    closing_since: Option<u64>,
+    /// Of which each side was held by a zero window: its next data waited for that part.
+    zero_window_ns: [u64; 2],
 }
 
 /// The header fields that tell a second recording of the same packet from a new one:
@@ -149,6 +219,10 @@ pub const DUPLICATE_WINDOW_SAME_ID_NS: u64 = 5_000_000;
 /// (suricata-verify's filestore-v2.7-stream-depth: an old ACK again 161 ms on, which the
 /// receiver answered).
 pub const DUPLICATE_WINDOW_MOVED_ON_NS: u64 = 100_000_000;
+
+/// ... or this far for a SYN or SYN/ACK with no handshake packet of the peer in between
+/// (see `Conn::is_capture_duplicate`).
+pub const HANDSHAKE_COPY_WINDOW_NS: u64 = 1_000_000;
 
 /// A copy is looked for among this many of its side's last packets: a router forwarding
 /// a burst puts its copies after several originals (at 1 Gb/s a full segment takes 12 µs,
@@ -351,6 +425,25 @@ pub struct Conn {
     pub last_note: PacketNote,
     pending_delack: Option<(usize, u64)>,
     last_dir: usize,
+    /// The stretch with nothing outstanding the connection is in, if it is (`Quiet`).
+    quiet: Option<Quiet>,
+    /// The direction of the last new data, if any was sent.
+    last_data_dir: Option<u8>,
+    /// When the last new data was seen.
+    last_data_ts: u64,
+    /// When the last data byte was acknowledged (the last time nothing was outstanding
+    /// after data), or, without that ACK in the capture, when it was sent.
+    pub response_complete_ts: Option<u64>,
+    /// Where the connection's idle end began, and its teardown (for the graph).
+    pub idle_from_ts: Option<u64>,
+    pub teardown_from_ts: Option<u64>,
+    /// The time given to each side's last tail loss probe (moved to `Timeout` if the probe
+    /// turns out to be a back-off's first step).
+    tlp_booked: [u64; 2],
+    /// Without a timed handshake, the least raw RTT sample of each half's data: samples
+    /// from one side only are kept, the far receiver's (`add_rtt_sample`).
+    raw_rtt_min: [u64; 2],
+    rtt_side: Option<u8>,
 }
 
 pub const C2S: usize = 0;
@@ -451,6 +544,7 @@ impl Conn {
         for h in &mut self.halves {
             h.finish();
         }
+        self.settle_end();
         if let Some((_, amount)) = self.pending_delack.take() {
             self.revert_delack(amount);
         }
@@ -468,6 +562,20 @@ impl Conn {
         } else {
             Handshake::NeverAnswered
         };
+    }
+
+    /// The connection ended: a quiet stretch at its end was idle until a side began to
+    /// close, teardown after. Data still outstanding (its ACK not in the capture) completed
+    /// the response when it was sent.
+    fn settle_end(&mut self) {
+        if let Some(q) = self.quiet.take() {
+            self.lost_ns[Cause::Idle as usize] += q.ns - q.closing_ns;
+            self.lost_ns[Cause::Teardown as usize] += q.closing_ns;
+            self.idle_from_ts = Some(q.since);
+            self.teardown_from_ts = Some(q.closing_since.unwrap_or(u64::MAX));
+        } else if self.last_data_dir.is_some() && self.response_complete_ts.is_none_or(|t| t < self.last_data_ts) {
+            self.response_complete_ts = Some(self.last_data_ts);
+        }
     }
 
     /// How long after its last SYN the client's next retry would come: twice the last gap
@@ -515,8 +623,17 @@ impl Conn {
             if fp.ip_id() == recent.packets[recent.newest()].ip_id() && extra.ip_id != 0 && self.packets[dir] > 0 {
                 self.ids_constant[dir] = true;
             }
-            recent.remember(fp);
-            return false;
+            // Beyond the last few packets: a segment whose data is still in flight, sent
+            // with the same IP ID moments ago (a span port's copy 1.7 ms late, after the
+            // sender's next packets). A resend of its own carries a new ID.
+            let copy = seg.payload_len > 0
+                && extra.ip_id != 0
+                && !self.ids_constant[dir]
+                && self.halves[dir].copy_in_flight(seg, extra.ip_id, ts, DUPLICATE_WINDOW_SAME_ID_NS);
+            if !copy {
+                self.recent[dir].remember(fp);
+            }
+            return copy;
         };
         let earlier = recent.packets[i];
         // Same headers and IP ID within 100 µs (5 ms with a non-zero ID from a sender whose
@@ -529,13 +646,22 @@ impl Conn {
         // 61 and 60, 45 µs apart); data is never retransmitted within 100 µs (the minimum
         // RTO is 200 ms, a TLP ≥ 10 ms).
         let one_hop = fp.ttl.checked_add(1) == Some(earlier.ttl) || earlier.ttl.checked_add(1) == Some(fp.ttl);
-        let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop;
+        // A SYN or SYN/ACK repeated with no handshake packet of the peer in between that it
+        // could answer, within a millisecond: no stack's timer repeats it that soon (Linux's
+        // floor, `TCP_TIMEOUT_MIN`, is two jiffies, 2-8 ms), so the capture saw it twice,
+        // whatever its ID (Linux sends its SYN/ACK with ID 0).
+        // A server answers each SYN repeat it receives: with as many SYN/ACKs as SYNs, none
+        // is owed.
+        let unanswering = !seg.flags.ack() || (self.syns.last_ts <= earlier.ts && self.syns.count <= self.synacks.count);
+        let handshake_copy = seg.flags.syn() && unanswering && ts.saturating_sub(earlier.ts) <= HANDSHAKE_COPY_WINDOW_NS;
+        let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop || handshake_copy;
         // The sender sent another datagram after the original (the copy of an older one
         // counts: a capture replaying a stretch of the exchange, wireshark-retrans.pcap).
         let moved_on = id_changed_at > earlier.ts;
         let window = match extra.ip_id != 0 && !self.ids_constant[dir] {
             true if moved_on => DUPLICATE_WINDOW_MOVED_ON_NS,
             true => DUPLICATE_WINDOW_SAME_ID_NS,
+            false if handshake_copy => HANDSHAKE_COPY_WINDOW_NS,
             false => DUPLICATE_WINDOW_NS,
         };
         let dup =
@@ -593,7 +719,7 @@ impl Conn {
         let outside = self.established_ts.is_none() && self.challenge_exchange(from_client, seg);
         if self.is_capture_duplicate(dir, ts, seg, extra) {
             self.capture_duplicates += 1;
-            self.last_note = PacketNote { event: 5, cause: Cause::Network as u8, from_client };
+            self.last_note = PacketNote { event: 5, cause: Cause::Network as u8, from_client, revise: 0 };
             return;
         }
         // Captures merged from several interfaces may step back in time: the gap is then
@@ -616,6 +742,9 @@ impl Conn {
                 if self.refused_rst && seg.seq == self.client_isn {
                     self.syn_retries_after_rst += 1;
                     handshake_wait = true;
+                    // The try goes on (its RST closed nothing the retry does not reopen):
+                    // what follows is this connection's, not late packets of a closed one.
+                    self.rst = false;
                 } else {
                     self.syns.record(ts);
                     handshake_wait = self.syns.count > 1;
@@ -674,9 +803,11 @@ impl Conn {
         handshake_wait: bool,
     ) {
         let other = 1 - dir;
+        let prev_data_dir = self.last_data_dir;
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
-        let zero_window = self.halves.iter().any(|h| h.zero_window);
+        let zero_window_before = [self.halves[C2S].zero_window, self.halves[S2C].zero_window];
+        let zero_window = zero_window_before[0] || zero_window_before[1];
         let legs = self.legs();
         let full_rtt = self.full_rtt_of(legs);
         // The receiver's (this segment's sender's) leg, and the data sender's; 0 unknown.
@@ -687,7 +818,8 @@ impl Conn {
         } else {
             self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt)
         };
-        if let Some(raw) = ack.raw_rtt_ns {
+        let timed_handshake = legs[0].is_some() && legs[1].is_some();
+        if let Some(raw) = ack.raw_rtt_ns.filter(|&raw| timed_handshake || self.from_far_side(other, raw)) {
             let full = raw.saturating_add(leg_other);
             self.rtt.add(full);
             self.srtt = Some(match self.srtt {
@@ -720,11 +852,17 @@ impl Conn {
                 (None, true) => Some(self.rtt.min),
                 (r, false) => r,
             };
-            let path = PathTimes { srtt: self.srtt, rtt_ns: full_rtt, least_rtt_ns, sender_leg_ns: leg_dir };
+            let after_quiet_ns = self.quiet.map_or(0, |q| q.ns + gap);
+            let path = PathTimes { srtt: self.srtt, rtt_ns: full_rtt, least_rtt_ns, sender_leg_ns: leg_dir, after_quiet_ns };
             self.halves[dir].on_send(ts, &data, extra, path)
         };
         if matches!(event, SendEvent::NewData { .. }) {
             self.halves[other].peer_spoke = true;
+        }
+        let mut revise = 0;
+        if self.halves[dir].take_revised_tlp() {
+            self.move_time(Cause::Tlp, Cause::Timeout, self.tlp_booked[dir]);
+            revise |= PacketNote::REVISES_TLP;
         }
         if let Some((sdir, amount)) = self.pending_delack {
             // A delayed ACK stalled its sender only if the sender's next move was new data
@@ -744,13 +882,31 @@ impl Conn {
         // The gap before this packet.
         let mut network = 0;
         let mut cause = Cause::Network;
-        if handshake_wait {
+        let quiet_before = self.quiet.is_some();
+        if event == SendEvent::Retx(RetxClass::Tlp) {
+            self.tlp_booked[dir] = if quiet_before { 0 } else { gap };
+        }
+        if let Some(q) = self.quiet.as_mut() {
+            // Nothing was outstanding: who waited is known only later (`settle_quiet`).
+            q.ns += gap;
+            for (held, was) in q.zero_window_ns.iter_mut().zip(zero_window_before) {
+                if was {
+                    *held += gap;
+                }
+            }
+            if q.closing_since.is_some() {
+                q.closing_ns += gap;
+            }
+        } else if handshake_wait {
             cause = Cause::Handshake;
             self.lost_ns[Cause::Handshake as usize] += gap;
         } else if in_timeout || event == SendEvent::Retx(RetxClass::Timeout) {
             cause = Cause::Timeout;
             self.lost_ns[Cause::Timeout as usize] += gap;
-        } else if in_fast || matches!(event, SendEvent::Retx(RetxClass::Fast | RetxClass::Tlp)) {
+        } else if event == SendEvent::Retx(RetxClass::Tlp) {
+            cause = Cause::Tlp;
+            self.lost_ns[Cause::Tlp as usize] += gap;
+        } else if in_fast || event == SendEvent::Retx(RetxClass::Fast) {
             cause = Cause::FastRetransmit;
             self.lost_ns[Cause::FastRetransmit as usize] += gap;
         } else if zero_window {
@@ -772,7 +928,8 @@ impl Conn {
         }
         self.add_network(network);
         match event {
-            SendEvent::NewData { new_burst: true, .. } => {
+            // After a quiet stretch its settling says who waited (below).
+            SendEvent::NewData { new_burst: true, .. } if !quiet_before => {
                 // New data with nothing outstanding, answering the other side (or after a
                 // pause of its own): what the path does not explain of the wait since the
                 // other side's last data (or this side's last packet) is the application's
@@ -792,15 +949,32 @@ impl Conn {
             SendEvent::NewData { new_round: true, .. } => {
                 // A round beyond the first: the sender waited a round trip for ACKs.
                 self.move_time(Cause::Network, Cause::SlowStart, self.net_since_send[dir]);
-                cause = Cause::SlowStart;
+                if !quiet_before {
+                    cause = Cause::SlowStart;
+                }
             }
             _ => {}
         }
         if matches!(event, SendEvent::NewData { .. }) {
             self.net_since_data[dir] = 0;
+            if seg.payload_len > 0 {
+                self.last_data_dir = Some(dir as u8);
+                self.last_data_ts = ts;
+            }
         }
         self.net_since_send[dir] = 0;
         self.last_dir = dir;
+        if quiet_before {
+            if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
+                cause = self.settle_quiet(dir, prev_data_dir);
+                revise |= PacketNote::SETTLES;
+            } else {
+                self.note_quiet(ts, seg.flags);
+            }
+        }
+        if self.quiet.is_none() {
+            self.enter_quiet(ts, seg.flags);
+        }
         let code = match event {
             SendEvent::Nothing => 0,
             SendEvent::NewData { .. } => 1,
@@ -812,7 +986,73 @@ impl Conn {
             // No wait of its own: it came within half an RTT of the data's last sending.
             SendEvent::Retx(RetxClass::Unprompted) => 8,
         };
-        self.last_note = PacketNote { event: code, cause: cause as u8, from_client: dir == C2S };
+        let cause = if self.quiet.is_some() && quiet_before { Cause::PENDING } else { cause as u8 };
+        self.last_note = PacketNote { event: code, cause, from_client: dir == C2S, revise };
+    }
+
+    /// After a packet outside a quiet stretch: the stretch begins if it left nothing of
+    /// data outstanding either way, once the handshake is done.
+    fn enter_quiet(&mut self, ts: u64, flags: crate::wire::TcpFlags) {
+        let past_handshake = self.established_ts.is_some() || !self.syn_seen;
+        if !(past_handshake && self.halves.iter().all(Half::data_acked)) {
+            return;
+        }
+        let closing = self.fin_from_client || self.fin_from_server || self.rst || flags.fin() || flags.rst();
+        self.quiet = Some(Quiet {
+            since: ts,
+            closing_since: closing.then_some(ts),
+            ..Quiet::default()
+        });
+        if self.last_data_dir.is_some() {
+            self.response_complete_ts = Some(ts);
+        }
+    }
+
+    /// A packet without data in a quiet stretch: a FIN or RST begins the closing.
+    fn note_quiet(&mut self, ts: u64, flags: crate::wire::TcpFlags) {
+        if let Some(q) = self.quiet.as_mut() {
+            if (flags.fin() || flags.rst()) && q.closing_since.is_none() {
+                q.closing_since = Some(ts);
+            }
+        }
+    }
+
+    /// Data from `dir` ends a quiet stretch: its time goes to who waited. A side held by a
+    /// zero window waited for it; the server answering (a request, or speaking first)
+    /// kept the client waiting; a side sending again of its own accord kept nobody
+    /// waiting (a client's pause between requests, a push after a rest).
+    fn settle_quiet(&mut self, dir: usize, prev_data_dir: Option<u8>) -> Cause {
+        let Some(q) = self.quiet.take() else { return Cause::Network };
+        let held = q.zero_window_ns[dir].min(q.ns);
+        self.lost_ns[Cause::ZeroWindow as usize] += held;
+        let cause = if dir == S2C && prev_data_dir != Some(S2C as u8) { Cause::Application } else { Cause::Idle };
+        self.lost_ns[cause as usize] += q.ns - held;
+        if held.saturating_mul(2) >= q.ns {
+            Cause::ZeroWindow
+        } else {
+            cause
+        }
+    }
+
+    /// Without a timed handshake, an RTT sample of half `h`'s data is kept only from the
+    /// side whose samples are the longer: near one end, that end's own data is answered at
+    /// once (a few µs), the far end's after a round trip; mixing them averages half trips
+    /// with round trips. A switch of sides starts the statistics anew.
+    fn from_far_side(&mut self, h: usize, raw: u64) -> bool {
+        let m = &mut self.raw_rtt_min[h];
+        if *m == 0 || raw < *m {
+            *m = raw.max(1);
+        }
+        let (mine, theirs) = (self.raw_rtt_min[h], self.raw_rtt_min[1 - h]);
+        let far = if theirs == 0 || mine >= theirs { h } else { 1 - h } as u8;
+        if self.rtt_side != Some(far) {
+            if self.rtt_side.is_some() {
+                self.rtt = RttStats::default();
+                self.srtt = None;
+            }
+            self.rtt_side = Some(far);
+        }
+        usize::from(far) == h
     }
 
     fn add_network(&mut self, ns: u64) {

@@ -91,6 +91,15 @@ impl FlowTable {
         Some(self.tombs[index(self.refs.get(at))].tomb)
     }
 
+    /// The tomb on `key` lasts until `until_ns` at least (a late packet came).
+    pub(super) fn extend_tomb(&mut self, key: &FlowKey, hash: u64, until_ns: u64) {
+        let tombs = &self.tombs;
+        if let Some(at) = self.refs.find(tag(hash), |e| is_tomb(e) && tombs[index(e)].key == *key) {
+            let t = &mut self.tombs[index(self.refs.get(at))].tomb;
+            t.until_ns = t.until_ns.max(until_ns);
+        }
+    }
+
     /// Records the open connection in `slot` (whose key `slab[slot].key` already is).
     pub(super) fn insert_open(&mut self, hash: u64, slot: u32) {
         self.refs.insert(tag(hash), slot);

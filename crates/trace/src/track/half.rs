@@ -73,6 +73,8 @@ struct Sent {
     end: i64,
     ts_first: u64,
     ts_last: u64,
+    /// The IPv4 ID of its last sending (0: none): a copy of that sending carries it too.
+    id_last: u16,
     tsval_first: Option<u32>,
     tsval_last: Option<u32>,
     retx: bool,
@@ -177,6 +179,9 @@ pub struct Half {
     pub snd_max: i64,
     /// Highest cumulative ACK received from the peer.
     pub una: i64,
+    /// End of the highest data byte sent (FIN excluded): data is outstanding while `una`
+    /// is below it (see `data_acked`).
+    data_max: i64,
     acked_any: bool,
     dupacks: u32,
     sack_dup: bool,
@@ -221,6 +226,16 @@ pub struct Half {
     pub spurious: u32,
     pub rto_events: u32,
     pub backoff_max: u8,
+    /// `una` when this half last sent a tail loss probe, until an ACK moves it: RFC 8985
+    /// 7.3 sends at most one probe per tail episode (Linux: `tcp_send_loss_probe` sets
+    /// `tlp_high_seq` and probes again only once it is acknowledged).
+    tlp_una: Option<i64>,
+    /// The silence before that probe (its sender's PTO as the capture saw it).
+    tlp_gap_ns: u64,
+    /// The last probe turned out to be the first step of a back-off ladder (see
+    /// `classify`): the connection moves its time and the graph its label
+    /// (`take_revised_tlp`).
+    revised_tlp: bool,
     pub fast_recoveries: u32,
 
     first_data_ts: Option<u64>,
@@ -272,6 +287,8 @@ pub struct PathTimes {
     pub least_rtt_ns: Option<u64>,
     /// The round trip from the capture point to this sender (0 when captured at it).
     pub sender_leg_ns: u64,
+    /// How long nothing was outstanding either way before this segment (0 when something was).
+    pub after_quiet_ns: u64,
 }
 
 /// What an ACK of this half's data found.
@@ -369,6 +386,7 @@ impl Half {
         self.una = ack;
         self.acked_any = true;
         self.rto_gap_ns = 0;
+        self.tlp_una = None;
         if ack > 0 && self.first_data_ts.is_some() && self.first_data_ack_ts.is_none() {
             self.first_data_ack_ts = Some(ts);
         }
@@ -503,7 +521,7 @@ impl Half {
 
     /// A segment this half sent at `ts`, judged by what the connection knows of its path.
     pub fn on_send(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra, path: PathTimes) -> SendEvent {
-        let PathTimes { srtt, rtt_ns, least_rtt_ns, sender_leg_ns } = path;
+        let PathTimes { srtt, rtt_ns, least_rtt_ns, sender_leg_ns, .. } = path;
         let seq_len = i64::from(seg.payload_len) + i64::from(seg.flags.fin());
         if seg.flags.syn() || seg.flags.rst() {
             return SendEvent::Nothing;
@@ -531,20 +549,25 @@ impl Half {
             self.mss = seg.payload_len;
         }
         let stamp = Stamp { id: extra.ip_id, tsval };
+        self.data_max = self.data_max.max(start + i64::from(seg.payload_len));
         if start < self.snd_max && self.fills_hole_late(start, end, stamp) {
             return SendEvent::NewData { new_round: false, new_burst: false };
         }
         let stamp_before = std::mem::replace(&mut self.last_stamp, stamp);
         if start < self.snd_max {
             let quick = self.resent_within_half_rtt(start, ts, least_rtt_ns);
-            let class = self.classify(start, end, since_last, Self::rto_estimate(srtt), quick);
+            let class = self.classify(start, end, since_last, Self::rto_estimate(srtt), quick, least_rtt_ns);
             match class {
                 RetxClass::Timeout => {
                     self.retx_timeout += 1;
                     self.rto_gap_ns = since_last;
                 }
                 RetxClass::Fast => self.retx_fast += 1,
-                RetxClass::Tlp => self.retx_tlp += 1,
+                RetxClass::Tlp => {
+                    self.retx_tlp += 1;
+                    self.tlp_una = Some(self.una);
+                    self.tlp_gap_ns = since_last;
+                }
                 RetxClass::PathMtu => self.retx_path_mtu += 1,
                 RetxClass::Unprompted => self.retx_unprompted += 1,
             }
@@ -554,6 +577,7 @@ impl Half {
                 if s.end > start && s.end - 1 < end {
                     s.retx = true;
                     s.ts_last = ts;
+                    s.id_last = extra.ip_id;
                     s.tsval_last = tsval;
                 }
             }
@@ -565,12 +589,12 @@ impl Half {
             self.recent[self.recent_next] = RecentRetx { start, end, ts: ts.max(1), spurious };
             self.recent_next = (self.recent_next + 1) % self.recent.len();
             if end > self.snd_max {
-                self.push_new(ts, self.snd_max, end, tsval, rtt_ns, sender_leg_ns);
+                self.push_new(ts, self.snd_max, end, stamp, rtt_ns, sender_leg_ns, 0);
             }
             return SendEvent::Retx(class);
         }
         self.note_gap(start, stamp_before, stamp);
-        let (new_round, new_burst) = self.push_new(ts, start, end, tsval, rtt_ns, sender_leg_ns);
+        let (new_round, new_burst) = self.push_new(ts, start, end, stamp, rtt_ns, sender_leg_ns, path.after_quiet_ns);
         if seg.payload_len == 0 {
             return SendEvent::Nothing; // a FIN alone
         }
@@ -591,6 +615,7 @@ impl Half {
     fn note_missed_data(&mut self, at: i64, stamp: Stamp) {
         self.note_gap(at, self.last_stamp, stamp);
         self.snd_max = self.snd_max.max(at);
+        self.data_max = self.data_max.max(at);
     }
 
     /// The sender's next byte is `at`: beyond `snd_max`, the capture skipped what lies
@@ -632,11 +657,16 @@ impl Half {
         ts: u64,
         start: i64,
         end: i64,
-        tsval: Option<u32>,
+        stamp: Stamp,
         rtt_ns: Option<u64>,
         sender_leg_ns: u64,
+        after_quiet_ns: u64,
     ) -> (bool, bool) {
         let nothing_out = self.snd_max <= self.una;
+        // Sending again after a quiet stretch longer than a round trip (nothing outstanding
+        // either way) starts a burst of its own, as an answer does: no ACK of the last round
+        // clocked it out (RFC 5681 4.1 even restarts the window after an RTO of idle).
+        let resumed = nothing_out && after_quiet_ns > rtt_ns.unwrap_or(MS).max(MS);
         self.snd_max = end;
         if self.in_flight() < MAX_FLIGHT {
             if self.flight.capacity() == 0 {
@@ -648,8 +678,9 @@ impl Half {
                 end,
                 ts_first: ts,
                 ts_last: ts,
-                tsval_first: tsval,
-                tsval_last: tsval,
+                id_last: stamp.id,
+                tsval_first: stamp.tsval,
+                tsval_last: stamp.tsval,
                 ..Sent::default()
             });
         }
@@ -690,7 +721,7 @@ impl Half {
         }
         let mut new_round = false;
         let mut new_burst = false;
-        if self.rounds == 0 || (nothing_out && self.peer_spoke) {
+        if self.rounds == 0 || (nothing_out && self.peer_spoke) || resumed {
             if self.rounds > 0 {
                 self.close_burst();
             }
@@ -738,8 +769,8 @@ impl Half {
     }
 
     /// Why `start..end` was sent again; `quick`: within half an RTT of its last sending
-    /// (`resent_within_half_rtt`).
-    fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64, quick: bool) -> RetxClass {
+    /// (`resent_within_half_rtt`); `least_rtt_ns`: the connection's least RTT, if known.
+    fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64, quick: bool, least_rtt_ns: Option<u64>) -> RetxClass {
         let una = self.una;
         if self.too_big_point > 0 && start < self.too_big_point && una < self.too_big_point {
             // The first resend shows whether the sender took the message: it cuts what it
@@ -763,18 +794,32 @@ impl Half {
             Recovery::Fast { point } if start < point && !(first_unacked && since_last >= rto_ns) => return RetxClass::Fast,
             _ => {}
         }
+        // Before any timer could have fired, one duplicate ACK is enough: Linux repairs
+        // early on fewer than three (RFC 5827 early retransmit, then RACK since 4.11, RFC
+        // 8985 6.2: a segment sent after the lost one was delivered).
+        let early = self.dupacks >= 1 && since_last < rto_ns;
         if self.recovery == Recovery::None
-            && (self.dupacks >= 3 || (self.sack_dup && self.dupacks >= 1) || (self.sack_lost && first_unacked))
+            && (self.dupacks >= 3 || early || (self.sack_dup && self.dupacks >= 1) || (self.sack_lost && first_unacked))
         {
             self.recovery = Recovery::Fast { point: self.snd_max };
             self.fast_recoveries += 1;
             return RetxClass::Fast;
         }
         let tail = end >= self.snd_max;
-        if self.recovery == Recovery::None && tail && (!first_unacked || since_last < rto_ns.saturating_mul(3) / 4) {
+        // RFC 8985 7.3: one probe per tail episode, not before the PTO (Linux
+        // `tcp_schedule_loss_probe`: at least 2·SRTT; half that, for the capture's jitter).
+        let pto_allows = least_rtt_ns.is_none_or(|rtt| since_last >= rtt);
+        let probed = self.tlp_una == Some(una);
+        if self.recovery == Recovery::None
+            && tail
+            && !probed
+            && pto_allows
+            && (!first_unacked || since_last < rto_ns.saturating_mul(3) / 4)
+        {
             return RetxClass::Tlp;
         }
-        if !first_unacked && since_last < rto_ns {
+        let evidence = self.dupacks > 0 || self.high_sacked > una;
+        if !first_unacked && since_last < rto_ns && evidence {
             // A hole repaired without three duplicate ACKs (RACK, RFC 8985): not a timeout.
             self.recovery = Recovery::Fast { point: self.snd_max };
             self.fast_recoveries += 1;
@@ -782,11 +827,57 @@ impl Half {
         }
         // RFC 6298 (5.5): each expiry for the same unacknowledged data backs off once more.
         self.backoff = if repeat_rto { self.backoff.saturating_add(1) } else { 0 };
+        if probed && self.probe_was_first_expiry(since_last) {
+            // The "probe" was the timer's first expiry: this one came twice its silence
+            // later, the doubling of RFC 6298 (5.5), where a probe's RTO would follow it
+            // after one RTO (Linux re-arms the timer when it probes). A doubling ladder is
+            // back-off whatever its first step looked like.
+            self.retx_tlp -= 1;
+            self.retx_timeout += 1;
+            self.rto_events += 1;
+            self.backoff = 1;
+            self.revised_tlp = true;
+        }
+        self.tlp_una = None;
         self.backoff_max = self.backoff_max.max(self.backoff);
         self.last_rto_una = Some(una);
         self.rto_events += 1;
         self.recovery = Recovery::Timeout { point: self.snd_max };
         RetxClass::Timeout
+    }
+
+    /// Whether a resend `since_last` after this half's tail probe doubles the probe's own
+    /// silence, and that silence could have been a retransmission timer (Linux never
+    /// times out sooner than `TCP_RTO_MIN`): the probe was the ladder's first step.
+    fn probe_was_first_expiry(&self, since_last: u64) -> bool {
+        let first = self.tlp_gap_ns;
+        first >= RTO_MIN_NS * 9 / 10 && since_last >= first * 17 / 10 && since_last <= first * 12 / 5
+    }
+
+    /// Whether the last timeout turned a tail probe into the first step of its ladder
+    /// (once: the flag is cleared).
+    pub fn take_revised_tlp(&mut self) -> bool {
+        std::mem::take(&mut self.revised_tlp)
+    }
+
+    /// `seg` repeats a sending of data still in flight: the same bytes with the same IP ID
+    /// `id`, at most `window` after it.
+    pub fn copy_in_flight(&self, seg: &Segment, id: u16, ts: u64, window: u64) -> bool {
+        if !self.started {
+            return false;
+        }
+        let start = self.rel(seg.seq);
+        let end = start + i64::from(seg.payload_len);
+        start < self.snd_max
+            && self.flight[self.head as usize..]
+                .iter()
+                .any(|s| s.start == start && s.end == end && s.id_last == id && ts.saturating_sub(s.ts_last) <= window)
+    }
+
+    /// No data of this half is outstanding (its FIN may be): everything it sent was
+    /// acknowledged, or it sent none.
+    pub fn data_acked(&self) -> bool {
+        !self.started || self.una >= self.data_max
     }
 
     /// A router said a segment of this half was too big for the path: the sender resends

@@ -92,6 +92,11 @@ impl TrackerConfig {
     }
 }
 
+/// How long a closed connection's 4-tuple is remembered while a side may still be resending
+/// (its FIN unacknowledged, or late packets coming): Linux backs off to `TCP_RTO_MAX`
+/// (120 s) between tries; 10 s more for the capture's jitter. A tomb is a few bytes.
+const LADDER_WAIT_NS: u64 = 130 * SECOND;
+
 /// Packets in a row whose time lies more than the idle timeout before the sweep clock
 /// after which the clock is taken back to theirs (see `SweepClock`).
 const BEHIND_RUN: u32 = 1024;
@@ -406,7 +411,9 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         let client = if tomb.client_first { key.0 } else { key.1 };
         let from_client = seg.src == client;
         self.late.push(LatePacket { conn_id: tomb.id, ts_ns, from_client });
-        Some((tomb.id, PacketNote { event: PacketNote::LATE, cause: 0, from_client }))
+        // A side still resending: its next try may come a whole back-off later.
+        self.flows.extend_tomb(&key, hash, ts_ns.saturating_add(self.config.time_wait_ns.max(LADDER_WAIT_NS)));
+        Some((tomb.id, PacketNote { event: PacketNote::LATE, cause: 0, from_client, revise: 0 }))
     }
 
     /// The late packets seen so far (see `TrackerConfig::time_wait_ns`), handed over once.
@@ -466,7 +473,11 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             };
             if let Some(reason) = end {
                 if c.closed() {
-                    let until_ns = c.last_ts.saturating_add(time_wait_ns);
+                    // A side whose FIN (or data) is unacknowledged goes on resending it,
+                    // up to `TCP_RTO_MAX` apart: its 4-tuple is remembered that long.
+                    let resending = c.halves.iter().any(|h| h.una < h.snd_max);
+                    let wait = if resending { time_wait_ns.max(LADDER_WAIT_NS) } else { time_wait_ns };
+                    let until_ns = c.last_ts.saturating_add(wait);
                     self.flows.close(&slot.key, i as u32, Tomb { id: c.id, until_ns, client_first: c.client == slot.key.0 });
                 } else {
                     self.flows.remove_open(&slot.key, i as u32);
