@@ -29,6 +29,12 @@ DEFAULT_IDLE_TIMEOUT_S: float
 DEFAULT_CLOSE_LINGER_S: float
 """After both FINs or a RST, late packets still belong to the connection this long (s)."""
 
+#: The time account's causes, in the core's order: the table's ``time_<cause>_s`` columns
+#: and the summary's ``time_s`` keys.
+CAUSES: list[str]
+#: The causes a user waits through (all but idle and teardown, reported apart).
+WAITED_CAUSES: list[str]
+
 def table_schema() -> list[tuple[str, str, str, str]]:
     """The connection table's columns, as defined once in Rust: (name, Arrow type, unit,
     meaning), in order."""

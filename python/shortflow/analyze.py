@@ -69,8 +69,10 @@ SUMMARY_KEYS = (
     *TABLE1_KEYS,
     *DIAGNOSIS_KEYS,
     "duration_s",
+    "waited_s",
     "time_lost_s",
     "time_lost_share",
+    "time_waited_share",
     "rtt_ratio",
     "percentiles",
     "synack",
@@ -85,8 +87,11 @@ SUMMARY_KEYS = (
 #: handshake by their hop counts, and those seen in one direction only.
 VANTAGE_COUNTS = ("client", "server", "unknown", "ttl_client", "ttl_server")
 
-#: Time-lost causes, as the table's ``time_<cause>_s`` columns name them.
-CAUSES = ("network", "handshake", "slow_start", "timeout", "fast_retransmit", "delayed_ack", "zero_window", "application")
+#: Time-account causes, as the table's ``time_<cause>_s`` columns name them (the core's).
+CAUSES: tuple[str, ...] = tuple(_core.CAUSES)
+#: The causes users wait through, from the first SYN to the last data byte; idle and
+#: teardown are reported apart.
+WAITED_CAUSES: tuple[str, ...] = tuple(_core.WAITED_CAUSES)
 
 #: Columns whose p50/p90/p99 the summary gives.
 PERCENTILE_COLUMNS = ("duration_s", "handshake_rtt_s", "rtt_ratio", "max_idle_s")
@@ -180,8 +185,12 @@ def diagnosis(raw_summary: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: s[k] for k in DIAGNOSIS_KEYS}
     total = s["duration_s"]
     out["duration_s"] = total
+    # What users waited through: the connection-seconds but idle and teardown.
+    waited = sum(s["time_s"][c] for c in WAITED_CAUSES)
+    out["waited_s"] = waited
     out["time_lost_s"] = dict(s["time_s"])
     out["time_lost_share"] = {k: (v / total if total > 0 else None) for k, v in s["time_s"].items()}
+    out["time_waited_share"] = {k: (s["time_s"][k] / waited if waited > 0 else None) for k in WAITED_CAUSES}
     n = s["rtt_ratio_connections"]
     out["rtt_ratio"] = {
         "connections": n,
@@ -192,11 +201,11 @@ def diagnosis(raw_summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def share_not_the_paths(section: dict[str, Any]) -> float | None:
-    """Of a summary's (or a file section's) connection-seconds, the share some cause other
-    than the path itself took (None without any)."""
-    if not section["duration_s"] > 0:
+    """Of the connection-seconds users waited in a summary (or a file section), the share
+    some cause other than the path itself took (None without any)."""
+    if not section["waited_s"] > 0:
         return None
-    return 1 - float(section["time_lost_share"].get("network") or 0)
+    return 1 - float(section["time_waited_share"].get("network") or 0)
 
 
 def summary_document(a: Analysis) -> dict[str, Any]:

@@ -460,6 +460,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let d = TrackerConfig::default();
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;
+    m.add("CAUSES", Cause::NAMES.to_vec())?;
+    m.add("WAITED_CAUSES", Cause::ALL.iter().filter(|c| c.waited()).map(|&c| Cause::NAMES[c as usize]).collect::<Vec<_>>())?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(merge_summaries, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;

@@ -16,7 +16,7 @@ use crate::error::{ReadError, ReadErrorKind};
 use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
 use crate::read::CaptureReader;
-use crate::track::{Conn, Tracker, TrackerConfig};
+use crate::track::{Cause, Conn, PacketNote, Tracker, TrackerConfig};
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 pub struct Analysis {
@@ -242,15 +242,55 @@ pub struct ConnectionPackets {
 /// what it read).
 pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<ConnectionPackets, ReadError> {
     let mut reader = CaptureReader::open(path)?;
+    // Where each wanted connection's teardown began, told when it ends.
+    let mut ends: rustc_hash::FxHashMap<u64, u64> = Default::default();
+    let wanted: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
     let mut sink = Recorder {
-        tracker: Tracker::new(TrackerConfig::default(), |_| {}),
-        wanted: ids.iter().copied().collect(),
+        tracker: Tracker::new(TrackerConfig::default(), |c: &Conn| {
+            if wanted.contains(&c.id) {
+                ends.insert(c.id, c.teardown_from_ts.unwrap_or(u64::MAX));
+            }
+        }),
+        wanted: wanted.clone(),
         out: Vec::new(),
     };
     let mut stats = FileStats::default();
     read_loop(&mut reader, &mut stats, &Progress::default(), &mut sink);
-    let _ = sink.tracker.finish();
-    Ok(ConnectionPackets { packets: sink.out, error: stats.error })
+    let Recorder { tracker, mut out, .. } = sink;
+    drop(tracker.finish());
+    settle_at_end(&mut out, &ends);
+    Ok(ConnectionPackets { packets: out, error: stats.error })
+}
+
+/// The gaps still pending when their connection ended: idle before its teardown began,
+/// teardown after (`Conn::settle_end`).
+fn settle_at_end(out: &mut [PacketRecord], ends: &rustc_hash::FxHashMap<u64, u64>) {
+    for r in out.iter_mut().filter(|r| r.note.cause == Cause::PENDING) {
+        let teardown_from = ends.get(&r.conn_id).copied().unwrap_or(u64::MAX);
+        let cause = if r.ts_ns > teardown_from { Cause::Teardown } else { Cause::Idle };
+        r.note.cause = cause as u8;
+    }
+}
+
+/// What a packet decided about its connection's earlier ones (`PacketNote::revise`),
+/// applied to the records kept of them.
+fn apply_revision(out: &mut [PacketRecord], rec: &PacketRecord) {
+    let mine = |r: &&mut PacketRecord| r.conn_id == rec.conn_id;
+    if rec.note.revise & PacketNote::SETTLES != 0 {
+        let stretch = out.iter_mut().rev().filter(mine).take_while(|r| r.note.cause == Cause::PENDING || r.note.event == 5);
+        for r in stretch.filter(|r| r.note.cause == Cause::PENDING) {
+            r.note.cause = rec.note.cause;
+        }
+    }
+    if rec.note.revise & PacketNote::REVISES_TLP != 0 {
+        let side = rec.note.from_client;
+        if let Some(r) = out.iter_mut().rev().filter(mine).find(|r| r.note.from_client == side && r.note.event == PacketNote::TLP) {
+            r.note.event = PacketNote::RETX_TIMEOUT;
+            if r.note.cause == Cause::Tlp as u8 {
+                r.note.cause = Cause::Timeout as u8;
+            }
+        }
+    }
 }
 
 /// `connection_packets`' sink: each segment of a wanted connection, with its note.
@@ -264,7 +304,7 @@ impl<F: FnMut(&Conn)> SegmentSink for Recorder<F> {
     fn segment(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
         let (id, note) = self.tracker.observe_ext(ts, seg, extra);
         if self.wanted.contains(&id) {
-            self.out.push(PacketRecord {
+            let rec = PacketRecord {
                 conn_id: id,
                 ts_ns: ts,
                 from_client: note.from_client,
@@ -276,7 +316,11 @@ impl<F: FnMut(&Conn)> SegmentSink for Recorder<F> {
                 note,
                 sack: extra.opts.sack,
                 sack_len: extra.opts.sack_len,
-            });
+            };
+            if note.revise != 0 {
+                apply_revision(&mut self.out, &rec);
+            }
+            self.out.push(rec);
         }
     }
 

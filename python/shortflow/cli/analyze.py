@@ -65,15 +65,18 @@ CAUSE_WORDS = {
     "slow_start": "slow-start round trips",
     "timeout": "loss repair by timeout",
     "fast_retransmit": "loss repair by fast retransmit",
+    "tlp": "tail loss probes",
     "delayed_ack": "delayed-ACK stalls",
     "zero_window": "zero-window stalls",
-    "application": "application waits",
+    "application": "the server's think time",
+    "idle": "idle",
+    "teardown": "teardown",
 }
 
 
 def print_diagnosis(doc: dict[str, Any]) -> None:
     """The data phase in a few lines: repairs, stalls, and where the time went."""
-    from shortflow.analyze import CAUSES
+    from shortflow.analyze import CAUSES, WAITED_CAUSES
 
     say(f"data retransmissions: {doc['timeout_retransmissions']:,} after a timeout ({doc['rto_events']:,} expiries), "
         f"{doc['fast_retransmissions']:,} fast, {doc['tlp_probes']:,} tail loss probes, "
@@ -87,11 +90,14 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
     say(f"tries refused: {doc['refused_rst']:,} by RST, {doc['refused_icmp']:,} by ICMP · "
         f"late packets after the close linger {doc['late_packets']:,} · "
         f"connections seen in one direction only {doc['one_directional']:,}")
-    total = doc["duration_s"]
-    shares = sorted(((v, k) for k, v in doc["time_lost_share"].items() if v), reverse=True)
-    if total > 0 and shares:
-        parts = ", ".join(f"{v:.0%} {CAUSE_WORDS[k]}" for v, k in shares if k in CAUSES)
-        say(f"of {total:,.1f} connection-seconds: {parts}")
+    waited = doc["waited_s"]
+    shares = sorted(((v, k) for k, v in doc["time_waited_share"].items() if v), reverse=True)
+    if waited > 0 and shares:
+        parts = ", ".join(f"{v:.0%} {CAUSE_WORDS[k]}" for v, k in shares if k in WAITED_CAUSES)
+        say(f"of {waited:,.1f} connection-seconds users waited (first SYN to last data byte): {parts}")
+    apart = [(doc["time_lost_s"][k], k) for k in CAUSES if k not in WAITED_CAUSES and doc["time_lost_s"][k] > 0]
+    if apart:
+        say("apart, nobody waiting: " + ", ".join(f"{CAUSE_WORDS[k]} {v:,.1f} s" for v, k in apart))
     r = doc["rtt_ratio"]
     if r["connections"]:
         say(f"document 001's predictor: mean data RTT within 10 % of the handshake RTT for "
@@ -109,9 +115,9 @@ def print_files(doc: dict[str, Any]) -> None:
         return
     say(f"each of the {len(files)} files (their total follows):")
     for f in files:
-        total, share = f["duration_s"], share_not_the_paths(f)
+        total, share = f["waited_s"], share_not_the_paths(f)
         seconds = f"{total:,.1f}" if total >= 1 else f"{total:.3f}"
-        lost = "" if share is None else f"{share:.0%} of its {seconds} connection-seconds not the path's · "
+        lost = "" if share is None else f"{share:.0%} of its {seconds} connection-seconds users waited not the path's · "
         tries = f"{f['connection_tries']:,} connection {'try' if f['connection_tries'] == 1 else 'tries'}"
         say(f"  {f['path']}: {f['packets']:,} packets · {tries}, "
             f"{f['successful']:,} successful, {f['unsuccessful']:,} not · SYN retransmissions {f['syn_retransmissions']:,} · "

@@ -24,9 +24,12 @@ CAUSE_LABEL = {
     "slow_start": "slow-start round",
     "timeout": "timeout",
     "fast_retransmit": "fast retransmit",
+    "tlp": "tail loss probe",
     "delayed_ack": "delayed ACK",
     "zero_window": "zero window",
-    "application": "application",
+    "application": "server think time",
+    "idle": "idle",
+    "teardown": "teardown",
 }
 
 

@@ -131,6 +131,8 @@ impl PacketNote {
         "retx_path_mtu",
         "retx_unprompted",
     ];
+    pub const RETX_TIMEOUT: u8 = 2;
+    pub const TLP: u8 = 4;
     pub const LATE: u8 = 6;
     /// The connection's packets noted `Cause::PENDING` take this packet's cause.
     pub const SETTLES: u8 = 1;
@@ -144,8 +146,6 @@ impl PacketNote {
 /// connection makes it idle and teardown (`Conn::end_at`).
 #[derive(Debug, Clone, Copy, Default)]
 struct Quiet {
-    /// When the stretch began.
-    since: u64,
     /// Time of the stretch so far.
     ns: u64,
     /// Of which after a side began to close (a FIN or a RST).
@@ -434,8 +434,7 @@ pub struct Conn {
     /// When the last data byte was acknowledged (the last time nothing was outstanding
     /// after data), or, without that ACK in the capture, when it was sent.
     pub response_complete_ts: Option<u64>,
-    /// Where the connection's idle end began, and its teardown (for the graph).
-    pub idle_from_ts: Option<u64>,
+    /// Where the connection's teardown began (for the graph; `u64::MAX`: none).
     pub teardown_from_ts: Option<u64>,
     /// The time given to each side's last tail loss probe (moved to `Timeout` if the probe
     /// turns out to be a back-off's first step).
@@ -571,7 +570,6 @@ impl Conn {
         if let Some(q) = self.quiet.take() {
             self.lost_ns[Cause::Idle as usize] += q.ns - q.closing_ns;
             self.lost_ns[Cause::Teardown as usize] += q.closing_ns;
-            self.idle_from_ts = Some(q.since);
             self.teardown_from_ts = Some(q.closing_since.unwrap_or(u64::MAX));
         } else if self.last_data_dir.is_some() && self.response_complete_ts.is_none_or(|t| t < self.last_data_ts) {
             self.response_complete_ts = Some(self.last_data_ts);
@@ -999,7 +997,6 @@ impl Conn {
         }
         let closing = self.fin_from_client || self.fin_from_server || self.rst || flags.fin() || flags.rst();
         self.quiet = Some(Quiet {
-            since: ts,
             closing_since: closing.then_some(ts),
             ..Quiet::default()
         });

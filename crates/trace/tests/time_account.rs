@@ -1,0 +1,291 @@
+//! The time account on hand-built timelines: every instant of a connection in one cause,
+//! idle and teardown apart from what users waited for, causes decided when they are known
+//! (a quiet stretch by the next data or the end, a tail probe by the ladder after it), and
+//! the readings of real captures that once broke it (capture copies far apart, a SYN retried
+//! after a RST, a FIN resent minutes after the close, RTT without a handshake).
+
+mod common;
+use common::*;
+use shortflow_trace::wire::{SegmentExtra, TcpOptions};
+use shortflow_trace::{ConnectionTable, Segment, Summary};
+
+const MSS: u32 = 1000;
+
+fn x() -> SegmentExtra {
+    SegmentExtra { ip_id: 0, ttl: 64, ip_options: 0, opts: TcpOptions::default() }
+}
+
+fn id(ip_id: u16, ttl: u8) -> SegmentExtra {
+    SegmentExtra { ip_id, ttl, ..x() }
+}
+
+/// A handshake seen at the server (client ISN 100, server ISN 5000, RTT 50 ms) and a
+/// 100-byte request, then `rest`.
+fn at_server(rest: Vec<(u64, Segment)>) -> Vec<(u64, Segment, SegmentExtra)> {
+    let mut v = vec![
+        (0, seg(true, 100, 0, S, 0)),
+        (0, seg(false, 5000, 101, S | A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 100)),
+    ];
+    v.extend(rest);
+    v.into_iter().map(|(t, s)| (t, s, x())).collect()
+}
+
+/// Server data segment k (0-based) of MSS bytes, acknowledging the request.
+fn data(k: u32) -> Segment {
+    seg(false, 5001 + k * MSS, 201, A, MSS)
+}
+
+/// The client's ACK of the server's first k segments.
+fn ack_of(k: u32) -> Segment {
+    seg(true, 201, 5001 + k * MSS, A, 0)
+}
+
+fn analyze(pkts: &[(u64, Segment, SegmentExtra)]) -> (ConnectionTable, Summary) {
+    let (t, s, stats) = analyze_bytes("t.pcap", &pcap_ext(pkts));
+    assert!(stats.error.is_none());
+    (t, s)
+}
+
+/// Row `i`'s causes add up to its duration; returns them by name.
+#[track_caller]
+fn causes(t: &ConnectionTable, i: usize) -> std::collections::BTreeMap<&'static str, f64> {
+    let by = t.time_by_cause_s(i);
+    let sum: f64 = by.iter().sum();
+    assert!((sum - t.duration_s[i]).abs() < 1e-9, "{sum} vs {}", t.duration_s[i]);
+    shortflow_trace::track::Cause::NAMES.iter().copied().zip(by).filter(|&(_, v)| v != 0.0).collect()
+}
+
+#[track_caller]
+fn near(got: f64, want: f64) {
+    assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+}
+
+#[test]
+fn a_side_sending_again_after_a_rest_is_idle_not_slow_start() {
+    // The response is acknowledged at 100 ms; two seconds later the server sends again of
+    // its own accord (the client silent meanwhile).
+    let (t, _) = analyze(&at_server(vec![
+        (50 * MS, data(0)),
+        (100 * MS, ack_of(1)),
+        (2_100 * MS, data(1)),
+        (2_150 * MS, ack_of(2)),
+    ]));
+    let c = causes(&t, 0);
+    near(t.time_idle_s[0], 2.0);
+    assert_eq!((t.time_slow_start_s[0], t.time_application_s[0]), (0.0, 0.0), "{c:?}");
+    near(t.response_complete_s[0], 2.150);
+    // Two bursts of one round each, not one burst of two rounds.
+    assert_eq!(t.rounds[0], 2);
+}
+
+#[test]
+fn a_clients_pause_is_idle_and_the_servers_think_time_the_applications() {
+    let (t, _) = analyze(&at_server(vec![
+        (50 * MS, data(0)),
+        (100 * MS, ack_of(1)),
+        // The client's next request a second later; the server ACKs it at once, answers 300 ms on.
+        (1_100 * MS, seg(true, 201, 6001, A, 100)),
+        (1_100 * MS, seg(false, 6001, 301, A, 0)),
+        (1_400 * MS, seg(false, 6001, 301, A, MSS)),
+        (1_450 * MS, seg(true, 301, 7001, A, 0)),
+    ]));
+    let c = causes(&t, 0);
+    near(t.time_idle_s[0], 1.0);
+    near(t.time_application_s[0], 0.300);
+    assert_eq!(t.time_teardown_s[0], 0.0, "{c:?}");
+}
+
+#[test]
+fn fin_resends_after_the_last_byte_are_teardown_not_timeout() {
+    // Every byte acknowledged at 110 ms; the server's FIN goes unanswered and is resent on
+    // a doubling ladder until the client's FIN/ACK at 1.1 s.
+    let fin = seg(false, 6001, 201, A | F, 0);
+    let (t, s) = analyze(&at_server(vec![
+        (60 * MS, data(0)),
+        (110 * MS, ack_of(1)),
+        (110 * MS, fin),
+        (350 * MS, fin),
+        (830 * MS, fin),
+        (1_100 * MS, seg(true, 201, 6002, A | F, 0)),
+        (1_100 * MS, seg(false, 6002, 202, A, 0)),
+    ]));
+    let c = causes(&t, 0);
+    near(t.time_teardown_s[0], 0.990);
+    assert_eq!((t.time_timeout_s[0], t.time_tlp_s[0], t.time_idle_s[0]), (0.0, 0.0, 0.0), "{c:?}");
+    near(t.response_complete_s[0], 0.110);
+    // Users waited from the SYN to the last byte's ACK: the summary keeps teardown apart.
+    let waited: u64 = shortflow_trace::track::Cause::ALL.iter().filter(|c| c.waited()).map(|&c| s.time_ns[c as usize]).sum();
+    assert_eq!(waited, 110 * MS);
+}
+
+#[test]
+fn idle_before_a_reset_is_idle() {
+    let (t, _) = analyze(&at_server(vec![
+        (60 * MS, data(0)),
+        (110 * MS, ack_of(1)),
+        (97_810 * MS, seg(true, 201, 6001, R | A, 0)),
+    ]));
+    let c = causes(&t, 0);
+    near(t.time_idle_s[0], 97.7);
+    assert_eq!((t.time_timeout_s[0], t.time_teardown_s[0]), (0.0, 0.0), "{c:?}");
+}
+
+#[test]
+fn a_doubling_ladder_is_back_off_from_its_first_step() {
+    // The only segment lost four times: resent 300, 600, 1,200 and 2,400 ms apart, each
+    // double the last — RFC 6298 (5.5) from the first, whatever a probe would have looked like.
+    let (t, s) = analyze(&at_server(vec![
+        (60 * MS, data(0)),
+        (360 * MS, data(0)),
+        (960 * MS, data(0)),
+        (2_160 * MS, data(0)),
+        (4_560 * MS, data(0)),
+        (4_610 * MS, ack_of(1)),
+    ]));
+    let c = causes(&t, 0);
+    assert_eq!((t.retx_timeout_s2c[0], t.retx_tlp_s2c[0], t.rto_events[0], t.rto_backoff_max[0]), (4, 0, 4, 3), "{c:?}");
+    assert_eq!(s.tlp_probes, 0);
+    near(t.time_timeout_s[0], 4.550);
+    assert_eq!(t.time_tlp_s[0], 0.0);
+}
+
+#[test]
+fn one_tail_probe_then_the_timers_ladder() {
+    // Linux's FIN-only tail: a probe at its PTO (2·SRTT + 200 ms here 0.3 s), then the
+    // timer 0.3 s after the probe (re-armed, not doubled), then doubling.
+    let (t, _) = analyze(&at_server(vec![
+        (60 * MS, data(0)),
+        (60 * MS, data(1)),
+        (360 * MS, data(1)),
+        (660 * MS, data(0)),
+        (1_260 * MS, data(0)),
+        (1_310 * MS, ack_of(2)),
+    ]));
+    let c = causes(&t, 0);
+    assert_eq!((t.retx_tlp_s2c[0], t.retx_timeout_s2c[0]), (1, 2), "{c:?}");
+    near(t.time_tlp_s[0], 0.300);
+}
+
+#[test]
+fn a_resend_after_two_duplicate_acks_is_an_early_repair() {
+    let mut v = vec![(60 * MS, data(0)), (60 * MS, data(1)), (60 * MS, data(2)), (60 * MS, data(3))];
+    v.extend([(110 * MS, ack_of(1)), (111 * MS, ack_of(1)), (112 * MS, ack_of(1)), (112 * MS + 82_000, data(1))]);
+    v.push((162 * MS, ack_of(4)));
+    let (t, _) = analyze(&at_server(v));
+    assert_eq!((t.retx_fast_s2c[0], t.retx_timeout_s2c[0], t.retx_tlp_s2c[0]), (1, 0, 0));
+    assert!(t.time_fast_retransmit_s[0] > 0.0 && t.time_timeout_s[0] == 0.0);
+}
+
+#[test]
+fn a_resend_with_no_duplicate_ack_before_it_is_not_fast() {
+    // The second segment resent at the timer, no duplicate ACK or SACK having asked.
+    let v = vec![(60 * MS, data(0)), (60 * MS, data(1)), (110 * MS, ack_of(1)), (400 * MS, data(1)), (450 * MS, ack_of(2))];
+    let (t, _) = analyze(&at_server(v));
+    assert_eq!(t.retx_fast_s2c[0], 0);
+    assert_eq!(t.fast_recoveries[0], 0);
+}
+
+#[test]
+fn a_syn_retried_after_a_reset_keeps_its_connection() {
+    // Refused, retried with the same ISN a second later, answered; the response comes 6 s
+    // on (past the tracker's 5 s linger after a close).
+    let v = vec![
+        (0, seg(true, 100, 0, S, 0)),
+        (MS, seg(false, 0, 101, R | A, 0)),
+        (SEC, seg(true, 100, 0, S, 0)),
+        (SEC + 50 * MS, seg(false, 5000, 101, S | A, 0)),
+        (SEC + 100 * MS, seg(true, 101, 5001, A, 0)),
+        (SEC + 100 * MS, seg(true, 101, 5001, A, 100)),
+        (7 * SEC, seg(false, 5001, 201, A, MSS)),
+        (7 * SEC + 50 * MS, seg(true, 201, 6001, A, 0)),
+    ];
+    let (t, s) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
+    assert_eq!((t.len(), t.late_packets[0], s.late_packets), (1, 0, 0));
+    assert_eq!((t.bytes_s2c[0], t.syn_retries_after_rst[0]), (u64::from(MSS), 1));
+}
+
+#[test]
+fn a_fin_resent_minutes_after_the_close_is_a_late_packet_not_a_connection() {
+    // The server's FIN is never acknowledged: it resends it 92, 212 and 286 s after the
+    // close (Linux backs off to 120 s between tries), while another connection keeps the
+    // capture going.
+    let fin = seg(false, 6001, 202, A | F, 0);
+    let mut v = at_server(vec![
+        (60 * MS, data(0)),
+        (110 * MS, ack_of(1)),
+        (110 * MS, seg(true, 201, 6001, A | F, 0)),
+        (110 * MS, fin),
+        (92 * SEC, fin),
+        (212 * SEC, fin),
+        (286 * SEC, fin),
+    ]);
+    let other = |t: u64| {
+        let mut s = seg(true, 1, 1, A, 10);
+        s.src.port = 50000;
+        (t, s, x())
+    };
+    v.extend((1..300).map(|k| other(k * SEC)));
+    v.sort_by_key(|p| p.0);
+    let (t, s) = analyze(&v);
+    assert_eq!(t.len(), 2, "one row per connection, no phantom");
+    assert_eq!(s.late_packets, 3);
+}
+
+#[test]
+fn copies_far_apart_and_id_less_handshake_copies_are_the_captures() {
+    // A span port's copy of the first segment 1.7 ms later, after six more (same IP ID,
+    // TTL one lower), and a SYN/ACK without an IP ID seen four times at one TTL.
+    let mut v = vec![
+        (0, seg(true, 100, 0, S, 0), id(7, 64)),
+        (0, seg(false, 5000, 101, S | A, 0), id(0, 64)),
+        (50_000, seg(false, 5000, 101, S | A, 0), id(0, 64)),
+        (100_000, seg(false, 5000, 101, S | A, 0), id(0, 64)),
+        (150_000, seg(false, 5000, 101, S | A, 0), id(0, 64)),
+        (50 * MS, seg(true, 101, 5001, A, 0), id(8, 64)),
+        (50 * MS, seg(true, 101, 5001, A, 100), id(9, 64)),
+    ];
+    for k in 0..7 {
+        v.push((60 * MS + u64::from(k) * 100_000, data(k), id(100 + k as u16, 64)));
+    }
+    v.push((60 * MS + 1_700_000, data(0), id(100, 63)));
+    v.push((110 * MS, ack_of(7), id(10, 64)));
+    let (t, s) = analyze(&v);
+    assert_eq!((t.capture_duplicates[0], t.synack_count[0], s.synack.retransmissions), (4, 1, 0));
+    assert_eq!((t.retx_timeout_s2c[0], t.retx_fast_s2c[0], t.retx_tlp_s2c[0], t.rto_events[0]), (0, 0, 0, 0));
+}
+
+#[test]
+fn without_a_handshake_the_rtt_is_the_far_sides_round_trip() {
+    // Captured at the client mid-stream: its data is acknowledged 100 ms later (a round
+    // trip), the server's by the client 0.1 ms later (a half trip, near the capture).
+    let mut v = Vec::new();
+    for k in 0..5u64 {
+        let t0 = k * 300 * MS;
+        let c = 1000 + k as u32 * 100;
+        let sv = 9000 + k as u32 * MSS;
+        v.push((t0, seg(true, c, sv, A, 100), x()));
+        v.push((t0 + 100 * MS, seg(false, sv, c + 100, A, MSS), x()));
+        v.push((t0 + 100 * MS + 100_000, seg(true, c + 100, sv + MSS, A, 0), x()));
+    }
+    let (t, _) = analyze(&v);
+    assert!((t.rtt_min_s[0] - 0.1).abs() < 1e-6 && (t.rtt_mean_s[0] - 0.1).abs() < 1e-6, "{} {}", t.rtt_min_s[0], t.rtt_mean_s[0]);
+}
+
+#[test]
+fn the_first_flight_is_one_round_trip_when_no_ack_is_captured() {
+    // Only the server's side of the data phase: four segments, then eight one RTT later
+    // (the client's ACK lost before the capture point, or not captured). The initial
+    // window is the four, not twelve.
+    let mut v = vec![
+        (0, seg(true, 100, 0, S, 0)),
+        (0, seg(false, 5000, 101, S | A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 100)),
+    ];
+    v.extend((0..4).map(|k| (60 * MS, data(k))));
+    v.extend((4..12).map(|k| (110 * MS, data(k))));
+    let (t, _) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
+    assert_eq!(t.iw_segments[0], 4);
+}
