@@ -49,6 +49,10 @@ def test_summary_json_answers_where_the_time_went(doc003, tmp_path):
     # wait a whole tick each time, which a fixed 200 ms timer would do too.
     assert s["tick_receivers"] >= 1
     assert s["time_lost_share"]["delayed_ack"] > 0.5
+    # What users waited: everything but idle and teardown, whose shares it gives.
+    apart = s["time_lost_s"]["idle"] + s["time_lost_s"]["teardown"]
+    assert s["waited_s"] == pytest.approx(s["duration_s"] - apart, abs=1e-6)
+    assert sum(s["time_waited_share"].values()) == pytest.approx(1.0)
     assert s["delayed_acks"] == sum(c["delayed_acks"] for c in res.connections)
     assert s["percentiles"]["duration_s"]["n"] == len(res.connections)
     assert s["version"] == shortflow.__version__ and s["vantage"] == "server"
@@ -59,7 +63,8 @@ def test_breakdown_is_printed(doc003):
     pcap, _ = doc003
     r = run("analyze", str(pcap))
     text = r.stdout.decode()
-    assert "connection-seconds" in text and "delayed-ACK stalls" in text
+    headline = next(line for line in text.splitlines() if line.startswith("users waited"))
+    assert "(first SYN to last data byte)" in headline and "delayed-ACK stalls" in headline, headline
 
 
 def test_several_files_have_a_section_each(tmp_path):

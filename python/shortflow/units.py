@@ -42,3 +42,16 @@ def parse_rate(text: str, *, what: str = "rate") -> int:
     10000000
     """
     return _core.rate_bps(text, what)
+
+
+def format_seconds(s: float) -> str:
+    """``s`` seconds in the unit that fits, three significant figures at most.
+
+    >>> format_seconds(0.000012), format_seconds(0.0431), format_seconds(2.5), format_seconds(1234.5)
+    ('12 µs', '43.1 ms', '2.5 s', '1,234 s')
+    """
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(s) >= scale or unit == "µs":
+            v = s / scale
+            return f"{v:,.0f} {unit}" if abs(v) >= 100 else f"{v:.3g} {unit}"
+    raise AssertionError("unreachable")

@@ -282,14 +282,22 @@ fn apply_revision(out: &mut [PacketRecord], rec: &PacketRecord) {
             r.note.cause = rec.note.cause;
         }
     }
-    if rec.note.revise & PacketNote::REVISES_TLP != 0 {
-        let side = rec.note.from_client;
-        if let Some(r) = out.iter_mut().rev().filter(mine).find(|r| r.note.from_client == side && r.note.event == PacketNote::TLP) {
-            r.note.event = PacketNote::RETX_TIMEOUT;
-            if r.note.cause == Cause::Tlp as u8 {
-                r.note.cause = Cause::Timeout as u8;
+    let side = rec.note.from_client;
+    let relabel = |out: &mut [PacketRecord], (from, to): (u8, u8), (was, now): (Cause, Cause)| {
+        if let Some(r) = out.iter_mut().rev().filter(mine).find(|r| r.note.from_client == side && r.note.event == from) {
+            r.note.event = to;
+            if r.note.cause == was as u8 {
+                r.note.cause = now as u8;
             }
         }
+    };
+    if rec.note.revise & PacketNote::REVISES_TLP != 0 {
+        relabel(out, (PacketNote::TLP, PacketNote::RETX_TIMEOUT), (Cause::Tlp, Cause::Timeout));
+    }
+    if rec.note.revise & PacketNote::REVISES_TO_TLP != 0 {
+        // The resend being recorded is not in `out` yet: the newest timeout there is the
+        // one before it, the probe.
+        relabel(out, (PacketNote::RETX_TIMEOUT, PacketNote::TLP), (Cause::Timeout, Cause::Tlp));
     }
 }
 

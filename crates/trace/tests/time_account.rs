@@ -289,3 +289,67 @@ fn the_first_flight_is_one_round_trip_when_no_ack_is_captured() {
     let (t, _) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
     assert_eq!(t.iw_segments[0], 4);
 }
+
+#[test]
+fn a_probe_at_the_rto_is_told_by_the_step_after_it() {
+    // Linux on a short path (as captured on a veth pair): a lone FIN resent 207.7 ms, 208.0
+    // ms and 424.0 ms apart. Its probe timer is min(2·SRTT + 200 ms, RTO), here the RTO
+    // itself; after probing it re-arms the RTO undoubled, then doubles: probe, expiry,
+    // expiry — what the kernel counted (TCPLossProbes 1, TCPTimeouts 2).
+    let fin = seg(true, 201, 6001, A | F, 0);
+    let (t, _) = analyze(&at_server(vec![
+        (50 * MS, data(0)),
+        (50 * MS + 10_000, ack_of(1)),
+        (50 * MS + 20_000, fin),
+        (258 * MS, fin),
+        (466 * MS, fin),
+        (890 * MS, fin),
+        (890 * MS + 150_000, seg(false, 6001, 202, A | F, 0)),
+        (890 * MS + 170_000, seg(true, 202, 6002, A, 0)),
+    ]));
+    let c = causes(&t, 0);
+    assert_eq!((t.retx_tlp_c2s[0], t.retx_timeout_c2s[0], t.rto_events[0], t.rto_backoff_max[0]), (1, 2, 2, 1), "{c:?}");
+    // Idle from the last byte's ACK to the FIN (10 µs), teardown after.
+    near(t.time_idle_s[0], 0.000_010);
+    near(t.time_teardown_s[0], t.duration_s[0] - t.response_complete_s[0] - 0.000_010);
+}
+
+#[test]
+fn the_servers_delayed_ack_of_a_request_it_is_working_on_is_its_think_time() {
+    // Captured at the client (the path's round trip 50 ms): the server acknowledges the
+    // second request 40 ms late (its delayed ACK), answers 250 ms after the request.
+    let v = vec![
+        (0, seg(true, 100, 0, S, 0)),
+        (50 * MS, seg(false, 5000, 101, S | A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 100)),
+        (100 * MS, data(0)),
+        (100 * MS, ack_of(1)),
+        (500 * MS, seg(true, 201, 6001, A, 100)),
+        (590 * MS, seg(false, 6001, 301, A, 0)),
+        (800 * MS, seg(false, 6001, 301, A, MSS)),
+        (800 * MS, seg(true, 301, 7001, A, 0)),
+    ];
+    let (t, _) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
+    let c = causes(&t, 0);
+    near(t.time_application_s[0], 0.250);
+    near(t.time_idle_s[0], 0.400);
+    assert_eq!(t.time_delayed_ack_s[0], 0.0, "{c:?}");
+}
+
+#[test]
+fn seen_one_way_new_data_after_a_long_silence_is_idle() {
+    // Only the server's packets (a capture of one direction): a response, then another
+    // 120 s later on the same connection (keep-alive); no ACK tells when either completed.
+    let v = vec![
+        (0, data(0), x()),
+        (MS, data(1), x()),
+        (120 * SEC, data(2), x()),
+        (120 * SEC + MS, data(3), x()),
+    ];
+    let (t, _) = analyze(&v);
+    let c = causes(&t, 0);
+    near(t.time_idle_s[0], 120.0 - 0.001);
+    assert!(t.time_network_s[0] < 0.003, "{c:?}");
+    near(t.response_complete_s[0], 120.001);
+}

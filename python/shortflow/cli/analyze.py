@@ -77,6 +77,7 @@ CAUSE_WORDS = {
 def print_diagnosis(doc: dict[str, Any]) -> None:
     """The data phase in a few lines: repairs, stalls, and where the time went."""
     from shortflow.analyze import CAUSES, WAITED_CAUSES
+    from shortflow.units import format_seconds
 
     say(f"data retransmissions: {doc['timeout_retransmissions']:,} after a timeout ({doc['rto_events']:,} expiries), "
         f"{doc['fast_retransmissions']:,} fast, {doc['tlp_probes']:,} tail loss probes, "
@@ -93,11 +94,14 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
     waited = doc["waited_s"]
     shares = sorted(((v, k) for k, v in doc["time_waited_share"].items() if v), reverse=True)
     if waited > 0 and shares:
-        parts = ", ".join(f"{v:.0%} {CAUSE_WORDS[k]}" for v, k in shares if k in WAITED_CAUSES)
-        say(f"of {waited:,.1f} connection-seconds users waited (first SYN to last data byte): {parts}")
+        parts = ", ".join(f"{v:.0%} {CAUSE_WORDS[k]}" if v >= 0.005 else f"<1% {CAUSE_WORDS[k]}"
+                          for v, k in shares if k in WAITED_CAUSES)
+        n = doc["connections"]
+        say(f"users waited {format_seconds(waited)} in all over {n:,} connection{'s' * (n != 1)} "
+            f"(first SYN to last data byte): {parts}")
     apart = [(doc["time_lost_s"][k], k) for k in CAUSES if k not in WAITED_CAUSES and doc["time_lost_s"][k] > 0]
     if apart:
-        say("apart, nobody waiting: " + ", ".join(f"{CAUSE_WORDS[k]} {v:,.1f} s" for v, k in apart))
+        say("apart, nobody waiting: " + ", ".join(f"{CAUSE_WORDS[k]} {format_seconds(v)}" for v, k in apart))
     r = doc["rtt_ratio"]
     if r["connections"]:
         say(f"document 001's predictor: mean data RTT within 10 % of the handshake RTT for "

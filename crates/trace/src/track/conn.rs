@@ -139,6 +139,9 @@ impl PacketNote {
     /// This side's last tail loss probe was the first step of this timeout's back-off
     /// ladder: a timeout, its gap the timeout's.
     pub const REVISES_TLP: u8 = 2;
+    /// This side's last timeout resend was a tail loss probe: this one came after the same
+    /// silence, not twice it.
+    pub const REVISES_TO_TLP: u8 = 4;
 }
 
 /// A stretch with no data outstanding in either direction (FINs may be), whose time waits
@@ -436,9 +439,9 @@ pub struct Conn {
     pub response_complete_ts: Option<u64>,
     /// Where the connection's teardown began (for the graph; `u64::MAX`: none).
     pub teardown_from_ts: Option<u64>,
-    /// The time given to each side's last tail loss probe (moved to `Timeout` if the probe
-    /// turns out to be a back-off's first step).
-    tlp_booked: [u64; 2],
+    /// The time given to the gap before each side's last probe or timeout resend (moved
+    /// when the next step of the ladder revises its class, `Half::take_revision`).
+    resend_booked: [u64; 2],
     /// Without a timed handshake, the least raw RTT sample of each half's data: samples
     /// from one side only are kept, the far receiver's (`add_rtt_sample`).
     raw_rtt_min: [u64; 2],
@@ -447,6 +450,11 @@ pub struct Conn {
 
 pub const C2S: usize = 0;
 pub const S2C: usize = 1;
+
+/// In a connection seen one way only, a silence before new data longer than this is its
+/// sender's choice, not the path's: no ACK clock, loss repair or round trip (the RTT of
+/// paths on Earth stays well below it) holds new data back a second.
+const ONE_WAY_IDLE_NS: u64 = 1_000_000_000;
 
 /// Linux gives up a SYN after 6 retries, 127 s after the first (`tcp_syn_retries`): no
 /// retry is ever due later than this after the last.
@@ -858,9 +866,16 @@ impl Conn {
             self.halves[other].peer_spoke = true;
         }
         let mut revise = 0;
-        if self.halves[dir].take_revised_tlp() {
-            self.move_time(Cause::Tlp, Cause::Timeout, self.tlp_booked[dir]);
-            revise |= PacketNote::REVISES_TLP;
+        match self.halves[dir].take_revision() {
+            Some(RetxClass::Timeout) => {
+                self.move_time(Cause::Tlp, Cause::Timeout, self.resend_booked[dir]);
+                revise |= PacketNote::REVISES_TLP;
+            }
+            Some(_) => {
+                self.move_time(Cause::Timeout, Cause::Tlp, self.resend_booked[dir]);
+                revise |= PacketNote::REVISES_TO_TLP;
+            }
+            None => {}
         }
         if let Some((sdir, amount)) = self.pending_delack {
             // A delayed ACK stalled its sender only if the sender's next move was new data
@@ -881,8 +896,8 @@ impl Conn {
         let mut network = 0;
         let mut cause = Cause::Network;
         let quiet_before = self.quiet.is_some();
-        if event == SendEvent::Retx(RetxClass::Tlp) {
-            self.tlp_booked[dir] = if quiet_before { 0 } else { gap };
+        if matches!(event, SendEvent::Retx(RetxClass::Tlp | RetxClass::Timeout)) {
+            self.resend_booked[dir] = if quiet_before { 0 } else { gap };
         }
         if let Some(q) = self.quiet.as_mut() {
             // Nothing was outstanding: who waited is known only later (`settle_quiet`).
@@ -910,6 +925,11 @@ impl Conn {
         } else if zero_window {
             cause = Cause::ZeroWindow;
             self.lost_ns[Cause::ZeroWindow as usize] += gap;
+        } else if self.packets[other] == 0 && gap > ONE_WAY_IDLE_NS && matches!(event, SendEvent::NewData { .. }) {
+            // Seen one way only, no ACK says when the last data was acknowledged: new data
+            // after a silence no path explains was sent when its sender chose to.
+            cause = Cause::Idle;
+            self.lost_ns[Cause::Idle as usize] += gap;
         } else if let Some(wait) = ack.delayed_stall_ns {
             let d = wait.min(gap);
             if d.saturating_mul(2) >= gap {
@@ -964,7 +984,7 @@ impl Conn {
         self.last_dir = dir;
         if quiet_before {
             if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
-                cause = self.settle_quiet(dir, prev_data_dir);
+                cause = self.settle_quiet(dir, prev_data_dir, leg_dir, full_rtt);
                 revise |= PacketNote::SETTLES;
             } else {
                 self.note_quiet(ts, seg.flags);
@@ -1018,12 +1038,23 @@ impl Conn {
     /// zero window waited for it; the server answering (a request, or speaking first)
     /// kept the client waiting; a side sending again of its own accord kept nobody
     /// waiting (a client's pause between requests, a push after a rest).
-    fn settle_quiet(&mut self, dir: usize, prev_data_dir: Option<u8>) -> Cause {
+    ///
+    /// An answer's wait began with the request, not with the ACK that left nothing
+    /// outstanding: what the path (`leg_ns`, the capture point's round trip to the
+    /// answering side) does not explain of the time from the request to that ACK is the
+    /// server's too (its delayed ACK of a request it was still working on).
+    fn settle_quiet(&mut self, dir: usize, prev_data_dir: Option<u8>, leg_ns: u64, full_rtt: Option<u64>) -> Cause {
         let Some(q) = self.quiet.take() else { return Cause::Network };
         let held = q.zero_window_ns[dir].min(q.ns);
         self.lost_ns[Cause::ZeroWindow as usize] += held;
         let cause = if dir == S2C && prev_data_dir != Some(S2C as u8) { Cause::Application } else { Cause::Idle };
         self.lost_ns[cause as usize] += q.ns - held;
+        if cause == Cause::Application && prev_data_dir.is_some() {
+            let before = self.net_since_data[C2S].saturating_sub(leg_ns);
+            if before > MS.max(full_rtt.unwrap_or(0) / 10) {
+                self.move_time(Cause::Network, Cause::Application, before);
+            }
+        }
         if held.saturating_mul(2) >= q.ns {
             Cause::ZeroWindow
         } else {

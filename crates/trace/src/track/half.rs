@@ -234,8 +234,14 @@ pub struct Half {
     tlp_gap_ns: u64,
     /// The last probe turned out to be the first step of a back-off ladder (see
     /// `classify`): the connection moves its time and the graph its label
-    /// (`take_revised_tlp`).
+    /// (`take_revision`).
     revised_tlp: bool,
+    /// The last first expiry could have been a tail loss probe (a lone tail resend, no
+    /// probe before it), and the silence before it: the next step of its ladder tells.
+    rto_could_be_probe: bool,
+    rto_first_gap_ns: u64,
+    /// That expiry turned out to be the probe (`take_revision`).
+    revised_to_tlp: bool,
     pub fast_recoveries: u32,
 
     first_data_ts: Option<u64>,
@@ -810,12 +816,8 @@ impl Half {
         // `tcp_schedule_loss_probe`: at least 2·SRTT; half that, for the capture's jitter).
         let pto_allows = least_rtt_ns.is_none_or(|rtt| since_last >= rtt);
         let probed = self.tlp_una == Some(una);
-        if self.recovery == Recovery::None
-            && tail
-            && !probed
-            && pto_allows
-            && (!first_unacked || since_last < rto_ns.saturating_mul(3) / 4)
-        {
+        let probe_eligible = self.recovery == Recovery::None && tail && !probed && pto_allows;
+        if probe_eligible && (!first_unacked || since_last < rto_ns.saturating_mul(3) / 4) {
             return RetxClass::Tlp;
         }
         let evidence = self.dupacks > 0 || self.high_sacked > una;
@@ -827,6 +829,21 @@ impl Half {
         }
         // RFC 6298 (5.5): each expiry for the same unacknowledged data backs off once more.
         self.backoff = if repeat_rto { self.backoff.saturating_add(1) } else { 0 };
+        if repeat_rto && self.backoff == 1 && self.rto_could_be_probe && self.expiry_repeats_the_first(since_last) {
+            // The first "expiry" was the probe: the timer came again after the same
+            // silence, where a second expiry doubles it. Linux probes a lone tail segment
+            // at min(2·SRTT + `TCP_RTO_MIN`, RTO) — on a short path the RTO itself — and
+            // re-arms its timer at the RTO after probing (`tcp_send_loss_probe`).
+            self.retx_timeout -= 1;
+            self.retx_tlp += 1;
+            self.rto_events -= 1;
+            self.backoff = 0;
+            self.revised_to_tlp = true;
+        }
+        self.rto_could_be_probe = !repeat_rto && probe_eligible;
+        if !repeat_rto {
+            self.rto_first_gap_ns = since_last;
+        }
         if probed && self.probe_was_first_expiry(since_last) {
             // The "probe" was the timer's first expiry: this one came twice its silence
             // later, the doubling of RFC 6298 (5.5), where a probe's RTO would follow it
@@ -854,10 +871,24 @@ impl Half {
         first >= RTO_MIN_NS * 9 / 10 && since_last >= first * 17 / 10 && since_last <= first * 12 / 5
     }
 
-    /// Whether the last timeout turned a tail probe into the first step of its ladder
-    /// (once: the flag is cleared).
-    pub fn take_revised_tlp(&mut self) -> bool {
-        std::mem::take(&mut self.revised_tlp)
+    /// Whether a resend `since_last` after the first expiry came after about the same
+    /// silence (within a third: the timer wheel's rounding), not twice it.
+    fn expiry_repeats_the_first(&self, since_last: u64) -> bool {
+        let first = self.rto_first_gap_ns;
+        since_last >= first * 3 / 4 && since_last <= first * 4 / 3
+    }
+
+    /// What the last resend found out about the one before it, once (the flags clear):
+    /// `Some(RetxClass::Timeout)`, the probe before was a timeout's first step;
+    /// `Some(RetxClass::Tlp)`, the timeout before was the probe.
+    pub fn take_revision(&mut self) -> Option<RetxClass> {
+        if std::mem::take(&mut self.revised_tlp) {
+            Some(RetxClass::Timeout)
+        } else if std::mem::take(&mut self.revised_to_tlp) {
+            Some(RetxClass::Tlp)
+        } else {
+            None
+        }
     }
 
     /// `seg` repeats a sending of data still in flight: the same bytes with the same IP ID
