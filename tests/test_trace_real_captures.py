@@ -1,12 +1,13 @@
 """The analyzer on public captures of real hosts, beside tshark.
 
-The captures come from five repositories; tests/data/real/SOURCES.md names each file's
+The captures come from six repositories; tests/data/real/SOURCES.md names each file's
 repository, commit, path and licence:
 - PcapPlusPlus (public domain, The Unlicense), commit 200853b3a0b5ea2c443d6bee1a67f9c9c67b8f1b;
 - arkime/arkime (Apache-2.0), commit 2d2f3678796bcedc6655a276f476b7ddd457f3f2 (files `arkime-*`);
 - OISF/suricata-verify (MIT), commit 10a45e4bad6d29d0f1239d93119ea24e1bbdab19 (files `sv-*`);
 - kbandla/dpkt (BSD-3-Clause), commit 4f8958eb4b375b38d0ab6ffadf2da9b24395394d (files `dpkt-*`);
-- NotYuSheng/TracePcap (MIT), commit 7030093d563faa26eda82c69289f53433eb0a892 (files `tracepcap-*`).
+- NotYuSheng/TracePcap (MIT), commit 7030093d563faa26eda82c69289f53433eb0a892 (files `tracepcap-*`);
+- andrewf/pcap2har (BSD-3-Clause), commit b13c49ee91c4c4933f18c8fe38d5bffe6c82fd4e (files `pcap2har-*`).
 Every one must be read to its end without error; the data retransmissions and the handshake
 classes (refusals by RST and by ICMP, SYN ladders, retries after a RST, capture duplicates,
 Fast Open) agree with what tshark's fields show wherever tshark is right, and the tests say
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import shortflow
-from shortflow.analyze import CAUSES
+from shortflow.analyze import CAUSES, WAITED_CAUSES
 
 DATA = Path(__file__).parent / "data" / "real"
 FILES = sorted(p for p in DATA.iterdir() if p.suffix in (".pcap", ".pcapng", ".gz"))
@@ -127,7 +128,7 @@ def _read_tshark_handshakes(path: Path, tmp: Path) -> TsharkHandshakes:
 
 
 def test_the_captures_are_here():
-    assert len(FILES) == 42
+    assert len(FILES) == 45
 
 
 #: Captures where tshark's flags are wrong, with (ours, tshark's) counts of data
@@ -167,6 +168,11 @@ TSHARK_WRONG = {
     # A client re-cuts data 3.5-10 ms after sending it on a 43 ms path (four resends), and
     # repairs twice after the server's SACK: tshark calls three of the six out of order.
     "sv-apple-recut-before-ack.pcap": {"retransmissions": (6, 3), "out_of_order": (0, 3)},
+    # Two segments lost before the capture point (their first sendings' IP IDs, 0x4463 and
+    # 0x1918, never seen) are resent with IDs after the resend before them (0x446e after
+    # 0x446d; 0x1921, after the segments sent since): retransmissions, which tshark calls
+    # out of order (test_resends_of_data_lost_before_the_capture_point_...).
+    "pcap2har-pcapr-losses-keepalive.pcap": {"retransmissions": (35, 33), "out_of_order": (0, 2)},
 }
 
 
@@ -695,3 +701,60 @@ def test_a_first_segment_overtaken_by_the_second_is_new_data(tmp_path):
         first = next(i for i, r in enumerate(mine) if r[2] == "1" and int(r[3]) > 0)
         assert int(mine[first][1], 16) == synack_id + 1 and first > 1, mine[:4]
 
+
+
+def _row(name: str, conn_id: int) -> dict:
+    (row,) = [r for r in shortflow.analyze(DATA / name).table.to_pylist() if r["conn_id"] == conn_id]
+    return row
+
+
+def test_a_page_then_a_rest_then_the_close_is_idle_and_teardown():
+    # Wireshark's http.cap: the page's last byte acknowledged at 5.017214 s (frame 39); the
+    # server's FIN at 17.905747 s, the client's at 30.063228 s, its ACK at 30.393704 s. The
+    # server wrote the page in pieces (PSH every two segments, pauses of 80-430 ms): the
+    # client waited for those.
+    r = _row("pcap2har-http-keepalive-fin-late.pcap", 0)
+    assert r["response_complete_s"] == pytest.approx(5.017214, abs=1e-6)
+    assert r["time_idle_s"] == pytest.approx(17.905747 - 5.017214, abs=1e-6)
+    assert r["time_teardown_s"] == pytest.approx(30.393704 - 17.905747, abs=1e-6)
+    waited = sum(r[f"time_{c}_s"] for c in WAITED_CAUSES)
+    assert waited == pytest.approx(r["response_complete_s"], abs=1e-6)
+    assert r["time_application_s"] > 0.5 and r["time_timeout_s"] == 0
+
+
+def test_a_fin_resent_on_a_ladder_after_the_response_is_teardown():
+    # The NAT's inside: the server's FIN never acknowledged, resent 6 times 0.39 ... 12.5 s
+    # apart (each step doubles: RFC 6298 5.5, not tail loss probes); no user waits for it.
+    r = _row("sv-erspan-nat-fin-retries.pcap", 6)
+    assert (r["retx_timeout_s2c"], r["retx_tlp_s2c"], r["rto_backoff_max"]) == (6, 0, 5)
+    assert r["time_timeout_s"] == 0 and r["time_tlp_s"] == 0
+    assert r["time_teardown_s"] > 40
+
+
+def test_a_try_given_up_then_a_stray_fin_is_idle_not_the_path():
+    # SYNs 1, 2, 4 and 8 s apart, unanswered; 50 and 100 s after the last one a FIN of
+    # some other connection on the 4-tuple: the try was over.
+    r = _row("sv-erspan-nat-fin-retries.pcap", 7)
+    assert r["time_handshake_s"] == pytest.approx(15.027, abs=0.01)
+    assert r["time_idle_s"] > 100 and r["time_network_s"] == 0
+
+
+@needs_tshark
+def test_resends_of_data_lost_before_the_capture_point_are_retransmissions(tmp_path):
+    from shortflow import _core
+
+    path = DATA / "pcap2har-pcapr-losses-keepalive.pcap"
+    # Frames 186 and 240, which tshark calls out of order: resends with IP IDs 0x446e and
+    # 0x1921, after the resend before them (0x446d) or the segments sent since; their first
+    # sendings (0x4463, 0x1918) never reached the capture point.
+    frames = _tshark_fields(path, tmp_path, ["frame.time_epoch", "ip.id"], "frame.number==186 or frame.number==240")
+    assert [f[1] for f in frames] == ["0x446e", "0x1921"]
+    table = shortflow.analyze(path).table.to_pylist()
+    ids = [r["conn_id"] for r in table if r["server_ip"] == "74.125.19.82"]
+    pk, _ = _core.connection_packets(str(path), ids)
+    for epoch, _ in frames:
+        # The capture's µs times, read exactly (no float rounding): seconds and micros.
+        sec, frac = epoch.split(".")
+        ts = int(sec) * 10**9 + int(frac[:9].ljust(9, "0"))
+        (i,) = [i for i, t in enumerate(pk["ts_ns"]) if t == ts]
+        assert pk["event"][i].startswith("retx_"), (epoch, pk["event"][i])

@@ -117,3 +117,73 @@ def test_a_window_closed_with_nothing_outstanding_is_zero_window(tmp_path):
     assert row["zero_window_stalls"] >= 1, row
     assert row["time_zero_window_s"] == pytest.approx(0.8, abs=0.05), row
     assert row["time_application_s"] < SLACK and row["time_idle_s"] < SLACK, row
+
+
+def with_copies(src: Path, dst: Path, delays_us: list[int], ttl_step: int, zero_id: bool) -> int:
+    """Writes `src` (a classic pcap of Ethernet/IPv4 frames, µs timestamps) to `dst` with each
+    TCP packet recorded twice, as a mirror port or a capture on both sides of a router
+    does: the copy `delays_us[i % len]` later, its TTL `ttl_step` lower; with `zero_id` the
+    IPv4 ID of both is 0 (as Linux sends its SYN/ACKs). Returns the copies written."""
+    import struct
+
+    raw = src.read_bytes()
+    magic, = struct.unpack_from("<I", raw, 0)
+    assert magic == 0xA1B2C3D4, "a little-endian, microsecond pcap"
+    out, at, records = [raw[:24]], 24, []
+    while at < len(raw):
+        sec, usec, incl, orig = struct.unpack_from("<IIII", raw, at)
+        frame = bytearray(raw[at + 16:at + 16 + incl])
+        at += 16 + incl
+        records.append((sec * 1_000_000 + usec, frame, orig))
+
+    def ip_checksum(h: bytes) -> int:
+        s = sum(struct.unpack(f"!{len(h) // 2}H", h))
+        while s >> 16:
+            s = (s & 0xFFFF) + (s >> 16)
+        return ~s & 0xFFFF
+
+    def rewrite(frame: bytearray, ttl_down: int) -> bytearray:
+        f = bytearray(frame)
+        ihl = (f[14] & 0x0F) * 4
+        if zero_id:
+            f[18:20] = b"\0\0"
+        f[22] -= ttl_down
+        f[24:26] = b"\0\0"
+        f[24:26] = struct.pack("!H", ip_checksum(bytes(f[14:14 + ihl])))
+        return f
+
+    timeline = []
+    copies = 0
+    for i, (t, frame, orig) in enumerate(records):
+        is_tcp = frame[12:14] == b"\x08\x00" and frame[23] == 6
+        first = rewrite(frame, 0)
+        timeline.append((t, i, 0, first, orig))
+        if is_tcp:
+            timeline.append((t + delays_us[i % len(delays_us)], i, 1, rewrite(frame, ttl_step), orig))
+            copies += 1
+    timeline.sort(key=lambda r: (r[0], r[1], r[2]))
+    for t, _, _, frame, orig in timeline:
+        out.append(struct.pack("<IIII", t // 1_000_000, t % 1_000_000, len(frame), orig) + bytes(frame))
+    dst.write_bytes(b"".join(out))
+    return copies
+
+
+@pytest.mark.parametrize(("delays_us", "ttl_step", "zero_id"), [
+    ([1, 40, 300, 1700], 1, False),  # both sides of a router: TTL one lower, the sender's IDs
+    ([1, 40, 300, 1700], 1, True),   # ... without IDs
+    ([1, 15, 120, 2000], 0, True),   # a mirror port: the same TTL, no IDs
+])
+def test_packets_the_capture_saw_twice_change_nothing(tmp_path, delays_us, ttl_step, zero_id):
+    plan = {"exchanges": [{"pause_s": 0, "request": 200, "think_s": 0.05, "response": 60000},
+                          {"pause_s": 0.2, "request": 200, "think_s": 0, "response": 20000}], "end": "close"}
+    _, _, row, _ = converse(tmp_path, plan)
+    doubled = tmp_path / "doubled.pcap"
+    copies = with_copies(tmp_path / "conv.pcap", doubled, delays_us, ttl_step, zero_id)
+    a = shortflow.analyze(str(doubled))
+    (twice,) = a.table.to_pylist()
+    assert twice["capture_duplicates"] == copies, (copies, twice["capture_duplicates"])
+    same = ("retx_timeout_s2c", "retx_fast_s2c", "retx_tlp_s2c", "retx_timeout_c2s", "rto_events",
+            "packets_c2s", "packets_s2c", "syn_count", "synack_count", "iw_segments")
+    assert {k: twice[k] for k in same} == {k: row[k] for k in same}
+    for c in ("idle", "application", "teardown", "timeout", "tlp"):
+        assert twice[f"time_{c}_s"] == pytest.approx(row[f"time_{c}_s"], abs=0.003), c

@@ -161,3 +161,46 @@ def test_initial_window_from_the_route_metric(tmp_path, iw):
     for side, row in rows.items():
         assert row["iw_segments"] == iw, side
         assert row["retx_fast_s2c"] + row["retx_timeout_s2c"] + row["retx_tlp_s2c"] == 0, side
+
+
+def test_a_doubling_ladder_of_the_last_segment(tmp_path):
+    # A one-segment response lost four times: Linux probes it once (TLP), then its timer
+    # doubles (RFC 6298 5.5). The analyzer calls each step what the kernel counted.
+    r, rows = run(tmp_path, """
+        [path]
+        rtt = "10ms"
+        [drop]
+        data = [1, 2, 3, 4]
+        [workload]
+        response = "1000B"
+    """)
+    assert drops(r) == [("data", 1), ("data", 2), ("data", 3), ("data", 4)]
+    probes, timeouts = counter(r, "TcpExtTCPLossProbes"), counter(r, "TcpExtTCPTimeouts")
+    assert probes + timeouts == 4 and timeouts >= 2, (probes, timeouts)
+    row = rows["server"]
+    assert (row["retx_tlp_s2c"], row["retx_timeout_s2c"]) == (probes, timeouts), row
+    assert (row["rto_events"], row["rto_backoff_max"]) == (timeouts, timeouts - 1), row
+    # The waits are the probe's and the timer's, none of them slow start or the path's.
+    assert row["time_timeout_s"] + row["time_tlp_s"] >= 0.2 * (2 ** timeouts - 1), row
+    assert row["time_slow_start_s"] == 0, row
+
+
+def test_an_early_repair_after_fewer_than_three_duplicate_acks(tmp_path):
+    # The second of three segments lost: only one segment after it, so one duplicate ACK
+    # (with SACK): Linux repairs it by RACK before any timer, as a fast retransmit.
+    r, rows = run(tmp_path, """
+        [path]
+        rtt = "10ms"
+        [server]
+        initial_window = 10
+        [drop]
+        data = [2]
+        [workload]
+        response = "3000B"
+    """)
+    assert drops(r) == [("data", 2)]
+    fast, timeouts = counter(r, "TcpExtTCPFastRetrans"), counter(r, "TcpExtTCPTimeouts")
+    assert (fast, timeouts) == (1, 0), (fast, timeouts, counter(r, "TcpExtTCPLossProbes"))
+    row = rows["server"]
+    assert (row["retx_fast_s2c"], row["retx_timeout_s2c"]) == (1, 0), row
+    assert row["time_fast_retransmit_s"] > 0 and row["time_timeout_s"] == 0, row

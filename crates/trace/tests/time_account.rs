@@ -10,6 +10,7 @@ use shortflow_trace::wire::{SegmentExtra, TcpOptions};
 use shortflow_trace::{ConnectionTable, Segment, Summary};
 
 const MSS: u32 = 1000;
+const P: u8 = shortflow_trace::TcpFlags::PSH;
 
 fn x() -> SegmentExtra {
     SegmentExtra { ip_id: 0, ttl: 64, ip_options: 0, opts: TcpOptions::default() }
@@ -35,6 +36,11 @@ fn at_server(rest: Vec<(u64, Segment)>) -> Vec<(u64, Segment, SegmentExtra)> {
 /// Server data segment k (0-based) of MSS bytes, acknowledging the request.
 fn data(k: u32) -> Segment {
     seg(false, 5001 + k * MSS, 201, A, MSS)
+}
+
+/// Server data segment k, the last of a write (PSH).
+fn pushed(k: u32) -> Segment {
+    seg(false, 5001 + k * MSS, 201, A | P, MSS)
 }
 
 /// The client's ACK of the server's first k segments.
@@ -64,10 +70,10 @@ fn near(got: f64, want: f64) {
 
 #[test]
 fn a_side_sending_again_after_a_rest_is_idle_not_slow_start() {
-    // The response is acknowledged at 100 ms; two seconds later the server sends again of
-    // its own accord (the client silent meanwhile).
+    // The response (its write ended: PSH) is acknowledged at 100 ms; two seconds later the
+    // server sends again of its own accord (the client silent meanwhile).
     let (t, _) = analyze(&at_server(vec![
-        (50 * MS, data(0)),
+        (50 * MS, pushed(0)),
         (100 * MS, ack_of(1)),
         (2_100 * MS, data(1)),
         (2_150 * MS, ack_of(2)),
@@ -78,6 +84,36 @@ fn a_side_sending_again_after_a_rest_is_idle_not_slow_start() {
     near(t.response_complete_s[0], 2.150);
     // Two bursts of one round each, not one burst of two rounds.
     assert_eq!(t.rounds[0], 2);
+}
+
+#[test]
+fn a_pause_in_the_middle_of_a_write_keeps_the_peer_waiting() {
+    // The server's first segment ends no write (no PSH): the rest of its response comes
+    // 400 ms after the client acknowledged it; the client was waiting for it all along.
+    let (t, _) = analyze(&at_server(vec![
+        (50 * MS, data(0)),
+        (100 * MS, ack_of(1)),
+        (500 * MS, pushed(1)),
+        (550 * MS, ack_of(2)),
+    ]));
+    let c = causes(&t, 0);
+    near(t.time_application_s[0], 0.400);
+    assert_eq!(t.time_idle_s[0], 0.0, "{c:?}");
+}
+
+#[test]
+fn a_server_writing_its_answer_in_pieces_keeps_the_client_waiting() {
+    // Each piece pushed (PSH), the next 300 ms after the last was acknowledged (Wireshark's
+    // http.cap server does so): within a second, still the answer the client waits for.
+    let (t, _) = analyze(&at_server(vec![
+        (50 * MS, pushed(0)),
+        (100 * MS, ack_of(1)),
+        (400 * MS, pushed(1)),
+        (450 * MS, ack_of(2)),
+    ]));
+    let c = causes(&t, 0);
+    near(t.time_application_s[0], 0.300);
+    assert_eq!(t.time_idle_s[0], 0.0, "{c:?}");
 }
 
 #[test]
@@ -352,4 +388,39 @@ fn seen_one_way_new_data_after_a_long_silence_is_idle() {
     near(t.time_idle_s[0], 120.0 - 0.001);
     assert!(t.time_network_s[0] < 0.003, "{c:?}");
     near(t.response_complete_s[0], 120.001);
+}
+
+#[test]
+fn a_copy_of_the_handshake_ack_after_the_request_is_the_captures() {
+    // Both sides of a router, the sender's IDs kept: the handshake ACK's copy 300 µs late,
+    // after the request (Linux on a veth pair, copied as tests/test_trace_time_account_kernel.py does).
+    let v = vec![
+        (0, seg(true, 100, 0, S, 0), id(65479, 64)),
+        (1_000, seg(true, 100, 0, S, 0), id(65479, 63)),
+        (20_000, seg(false, 5000, 101, S | A, 0), id(0, 64)),
+        (31_000, seg(true, 101, 5001, A, 0), id(65480, 64)),
+        (60_000, seg(false, 5000, 101, S | A, 0), id(0, 63)),
+        (285_000, seg(true, 101, 5001, A, 200), id(65481, 64)),
+        (296_000, seg(false, 5001, 301, A, 0), id(7410, 64)),
+        (297_000, seg(false, 5001, 301, A, 0), id(7410, 63)),
+        (331_000, seg(true, 101, 5001, A, 0), id(65480, 63)),
+    ];
+    let (t, _) = analyze(&v);
+    assert_eq!(t.capture_duplicates[0], 4);
+}
+
+#[test]
+fn packets_of_another_connection_after_a_try_gave_up_are_idle() {
+    // SYNs 1, 2, 4 and 8 s apart, no answer; 50 s after the last one the server's side of
+    // the 4-tuple sends a FIN of some older connection (its ACK not the SYN's): the try
+    // had ended, nobody waited those 50 s (suricata-verify's bug-5437-02 capture).
+    let syn = seg(true, 100, 0, S, 0);
+    let mut stray = seg(false, 777, 4242, A | F, 0);
+    stray.window = 512;
+    let v = vec![(0, syn), (SEC, syn), (3 * SEC, syn), (7 * SEC, syn), (15 * SEC, syn), (65 * SEC, stray)];
+    let (t, _) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
+    let c = causes(&t, 0);
+    near(t.time_handshake_s[0], 15.0);
+    near(t.time_idle_s[0], 50.0);
+    assert_eq!(t.time_network_s[0], 0.0, "{c:?}");
 }

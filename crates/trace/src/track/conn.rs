@@ -173,6 +173,22 @@ struct Fingerprint {
     /// The IP header's options (`SegmentExtra::ip_options`).
     ip_options: u8,
     ttl: u8,
+    /// The TCP timestamps and SACK blocks folded into one word (`options_digest`): a
+    /// copy carries its original's, a sender's own repeat a later TSval or other blocks.
+    options: u32,
+}
+
+/// The TCP options that change between a sender's own repeats, folded (compared for
+/// equality only): TSval and TSecr (RFC 7323, a millisecond clock on Linux) and the SACK
+/// blocks (each duplicate ACK of a SACK receiver reports more).
+#[inline]
+fn options_digest(extra: &SegmentExtra) -> u32 {
+    let o = &extra.opts;
+    let mut d = o.timestamps.map_or(0, |(v, e)| v ^ e.rotate_left(16));
+    for &(l, r) in o.sack_blocks() {
+        d = d.rotate_left(5) ^ l ^ r.rotate_left(11);
+    }
+    d
 }
 
 impl Fingerprint {
@@ -185,6 +201,7 @@ impl Fingerprint {
             flags: seg.flags.0,
             ip_options: extra.ip_options,
             ttl: extra.ttl,
+            options: options_digest(extra),
         }
     }
 
@@ -200,6 +217,7 @@ impl Fingerprint {
             && self.fields == other.fields
             && self.flags == other.flags
             && self.ip_options == other.ip_options
+            && self.options == other.options
     }
 }
 
@@ -222,6 +240,11 @@ pub const DUPLICATE_WINDOW_SAME_ID_NS: u64 = 5_000_000;
 /// (suricata-verify's filestore-v2.7-stream-depth: an old ACK again 161 ms on, which the
 /// receiver answered).
 pub const DUPLICATE_WINDOW_MOVED_ON_NS: u64 = 100_000_000;
+
+/// ... or this far without an IP ID for a packet its sender does not repeat unchanged
+/// (see `Conn::is_capture_duplicate`): a mirror port's copies of IPv6 traffic, or of a
+/// stack that sends ID 0, come up to 2 ms late.
+pub const DUPLICATE_WINDOW_NO_ID_NS: u64 = 2_000_000;
 
 /// ... or this far for a SYN or SYN/ACK with no handshake packet of the peer in between
 /// (see `Conn::is_capture_duplicate`).
@@ -417,6 +440,8 @@ pub struct Conn {
     pub handshake: Handshake,
     /// Each side's last packets that were not copies, where a copy is looked for.
     recent: [Recent; 2],
+    /// Each side's SYN offered SACK (RFC 2018): with both, a duplicate ACK carries blocks.
+    sack_ok: [bool; 2],
     /// Two different packets of this side carried the same non-zero IP ID: its sender
     /// does not number its datagrams (a crafted capture's constant ID, GSO with fixed
     /// IDs), so a shared ID says nothing (`is_capture_duplicate`).
@@ -432,6 +457,8 @@ pub struct Conn {
     quiet: Option<Quiet>,
     /// The direction of the last new data, if any was sent.
     last_data_dir: Option<u8>,
+    /// Each side's last new data segment carried PSH: its sender's write ended there.
+    data_pushed: [bool; 2],
     /// When the last new data was seen.
     last_data_ts: u64,
     /// When the last data byte was acknowledged (the last time nothing was outstanding
@@ -450,6 +477,13 @@ pub struct Conn {
 
 pub const C2S: usize = 0;
 pub const S2C: usize = 1;
+
+/// A side that ended a write and writes again within this much, its peer silent, is still
+/// producing its answer (a server writing a page in pieces); quiet longer, it was at rest
+/// and sends again of its own accord. A second: the longest a user's flow of thought
+/// tolerates a wait (Nielsen, "Usability Engineering", 1993, 5.5), far beyond any path's
+/// round trip, far below a keep-alive connection's rests.
+const REST_NS: u64 = 1_000_000_000;
 
 /// In a connection seen one way only, a silence before new data longer than this is its
 /// sender's choice, not the path's: no ACK clock, loss repair or round trip (the RTT of
@@ -660,13 +694,24 @@ impl Conn {
         // is owed.
         let unanswering = !seg.flags.ack() || (self.syns.last_ts <= earlier.ts && self.syns.count <= self.synacks.count);
         let handshake_copy = seg.flags.syn() && unanswering && ts.saturating_sub(earlier.ts) <= HANDSHAKE_COPY_WINDOW_NS;
-        let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop || handshake_copy;
+        // Without an ID, what no sender repeats within milliseconds: data or a FIN with the
+        // same TSval (Linux's clock ticks every millisecond, a resend comes ≥ 2 ms later),
+        // an ACK with the same SACK blocks (a duplicate ACK reports more), or an ACK
+        // without SACK blocks where SACK is on (a duplicate ACK would carry some).
+        let stamped = extra.opts.timestamps.is_some();
+        let unrepeated = (stamped && (seg.payload_len > 0 || seg.flags.fin()))
+            || extra.opts.sack_len > 0
+            || (self.sack_ok == [true, true] && seg.payload_len == 0 && !seg.flags.syn());
+        let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop || handshake_copy || unrepeated;
         // The sender sent another datagram after the original (the copy of an older one
         // counts: a capture replaying a stretch of the exchange, wireshark-retrans.pcap).
         let moved_on = id_changed_at > earlier.ts;
         let window = match extra.ip_id != 0 && !self.ids_constant[dir] {
             true if moved_on => DUPLICATE_WINDOW_MOVED_ON_NS,
             true => DUPLICATE_WINDOW_SAME_ID_NS,
+            // A sender's own repeat leaves with its own TTL: one hop apart is the capture's.
+            false if one_hop => DUPLICATE_WINDOW_SAME_ID_NS,
+            false if unrepeated => DUPLICATE_WINDOW_NO_ID_NS,
             false if handshake_copy => HANDSHAKE_COPY_WINDOW_NS,
             false => DUPLICATE_WINDOW_NS,
         };
@@ -723,6 +768,9 @@ impl Conn {
         let f = seg.flags;
         // Only before the handshake completes (one test on the hot path).
         let outside = self.established_ts.is_none() && self.challenge_exchange(from_client, seg);
+        if f.syn() {
+            self.sack_ok[dir] = extra.opts.sack_permitted;
+        }
         if self.is_capture_duplicate(dir, ts, seg, extra) {
             self.capture_duplicates += 1;
             self.last_note = PacketNote { event: 5, cause: Cause::Network as u8, from_client, revise: 0 };
@@ -810,6 +858,7 @@ impl Conn {
     ) {
         let other = 1 - dir;
         let prev_data_dir = self.last_data_dir;
+        let write_ended = self.data_pushed[dir];
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
         let zero_window_before = [self.halves[C2S].zero_window, self.halves[S2C].zero_window];
@@ -899,7 +948,12 @@ impl Conn {
         if matches!(event, SendEvent::Retx(RetxClass::Tlp | RetxClass::Timeout)) {
             self.resend_booked[dir] = if quiet_before { 0 } else { gap };
         }
-        if let Some(q) = self.quiet.as_mut() {
+        if OUTSIDE && gap > self.next_syn_due_ns() {
+            // A packet of no sequence space of this try, after the client's next SYN was
+            // due and none came: the client had given up; nobody waited for it.
+            cause = Cause::Idle;
+            self.lost_ns[Cause::Idle as usize] += gap;
+        } else if let Some(q) = self.quiet.as_mut() {
             // Nothing was outstanding: who waited is known only later (`settle_quiet`).
             q.ns += gap;
             for (held, was) in q.zero_window_ns.iter_mut().zip(zero_window_before) {
@@ -978,13 +1032,14 @@ impl Conn {
             if seg.payload_len > 0 {
                 self.last_data_dir = Some(dir as u8);
                 self.last_data_ts = ts;
+                self.data_pushed[dir] = seg.flags.0 & crate::wire::TcpFlags::PSH != 0;
             }
         }
         self.net_since_send[dir] = 0;
         self.last_dir = dir;
         if quiet_before {
             if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
-                cause = self.settle_quiet(dir, prev_data_dir, leg_dir, full_rtt);
+                cause = self.settle_quiet(dir, prev_data_dir, write_ended, leg_dir, full_rtt);
                 revise |= PacketNote::SETTLES;
             } else {
                 self.note_quiet(ts, seg.flags);
@@ -1036,20 +1091,33 @@ impl Conn {
 
     /// Data from `dir` ends a quiet stretch: its time goes to who waited. A side held by a
     /// zero window waited for it; the server answering (a request, or speaking first)
-    /// kept the client waiting; a side sending again of its own accord kept nobody
-    /// waiting (a client's pause between requests, a push after a rest).
+    /// kept the client waiting; a side going on with a write it had not ended (its last
+    /// segment without PSH, RFC 9293 3.9.1: a sender pushes at the end of what it was
+    /// given), or writing again within `REST_NS`, was still producing what its peer waited
+    /// for; a side sending again of its own accord after a rest, or the client asking
+    /// again after an answer, kept nobody waiting (a push after a rest, a client's pause
+    /// between requests).
     ///
     /// An answer's wait began with the request, not with the ACK that left nothing
     /// outstanding: what the path (`leg_ns`, the capture point's round trip to the
     /// answering side) does not explain of the time from the request to that ACK is the
     /// server's too (its delayed ACK of a request it was still working on).
-    fn settle_quiet(&mut self, dir: usize, prev_data_dir: Option<u8>, leg_ns: u64, full_rtt: Option<u64>) -> Cause {
+    fn settle_quiet(
+        &mut self,
+        dir: usize,
+        prev_data_dir: Option<u8>,
+        write_ended: bool,
+        leg_ns: u64,
+        full_rtt: Option<u64>,
+    ) -> Cause {
         let Some(q) = self.quiet.take() else { return Cause::Network };
         let held = q.zero_window_ns[dir].min(q.ns);
         self.lost_ns[Cause::ZeroWindow as usize] += held;
-        let cause = if dir == S2C && prev_data_dir != Some(S2C as u8) { Cause::Application } else { Cause::Idle };
+        let answering = dir == S2C && prev_data_dir != Some(S2C as u8);
+        let mid_write = prev_data_dir == Some(dir as u8) && (!write_ended || q.ns <= REST_NS);
+        let cause = if answering || mid_write { Cause::Application } else { Cause::Idle };
         self.lost_ns[cause as usize] += q.ns - held;
-        if cause == Cause::Application && prev_data_dir.is_some() {
+        if answering && prev_data_dir.is_some() {
             let before = self.net_since_data[C2S].saturating_sub(leg_ns);
             if before > MS.max(full_rtt.unwrap_or(0) / 10) {
                 self.move_time(Cause::Network, Cause::Application, before);
