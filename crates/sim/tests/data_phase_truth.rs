@@ -196,3 +196,29 @@ fn repairs_are_classified_alike_at_every_capture_point() {
         assert_eq!((t.iw_segments[0], t.rounds[0]), (4, 4), "{point}");
     }
 }
+
+#[test]
+fn a_doubling_ladder_of_the_last_segment_is_probe_then_back_off() {
+    // Linux with its probes (RACK and TLP on): the one-segment response lost four times.
+    let (sim, t, _) = run(BASE, &["server.rack=true", "server.tlp=true", "workload.response=\"1kB\"", "drop.data=[1, 2, 3, 4]"]);
+    let c = &sim[0];
+    assert_eq!(c.tlp_probes + c.timeouts, 4, "the simulator's story: {c:?}");
+    assert_eq!((t.retx_tlp_s2c[0], t.retx_timeout_s2c[0]), (c.tlp_probes, c.timeouts));
+    assert_eq!(u32::from(t.rto_backoff_max[0]), c.timeouts - 1);
+    assert_eq!(t.time_slow_start_s[0], 0.0);
+}
+
+#[test]
+fn the_response_completes_when_the_simulator_says() {
+    // At the client, the last byte's acknowledgement leaves as the byte arrives (quick
+    // ACKs): the analyzer's response_complete_s is the simulator's completion, whatever
+    // the losses; what follows is teardown, never waited for.
+    for drops in ["drop.data=[]", "drop.data=[5]", "drop.data=[42]", "drop.syn=[1]", "drop.data=[3, 4, 5]"] {
+        let (sim, t, _) = run(BASE, &["capture.point=\"client\"", drops]);
+        let c = &sim[0];
+        let complete = c.complete_s.expect("completed"); // from the first SYN, as the analyzer counts
+        assert!((t.response_complete_s[0] - complete).abs() < 0.001, "{drops}: {} vs {complete}", t.response_complete_s[0]);
+        let waited: f64 = t.time_by_cause_s(0).iter().sum::<f64>() - t.time_idle_s[0] - t.time_teardown_s[0];
+        assert!((waited - t.response_complete_s[0]).abs() < 1e-6, "{drops}: {:?}", t.time_by_cause_s(0));
+    }
+}

@@ -424,3 +424,44 @@ fn packets_of_another_connection_after_a_try_gave_up_are_idle() {
     near(t.time_idle_s[0], 50.0);
     assert_eq!(t.time_network_s[0], 0.0, "{c:?}");
 }
+
+#[test]
+fn a_lost_answer_resent_is_its_timers_wait_when_the_ip_ids_tell() {
+    // At the client (path 50 ms): the server ACKs the request (ID 10) and its answer never
+    // arrives; 210 ms later its resend does, with ID 12 — ID 11 went to the lost first
+    // sending. Without the IDs the wait would be the server's think time.
+    let v = vec![
+        (0, seg(true, 100, 0, S, 0), id(1, 64)),
+        (50 * MS, seg(false, 5000, 101, S | A, 0), id(9, 64)),
+        (50 * MS, seg(true, 101, 5001, A, 0), id(2, 64)),
+        (50 * MS, seg(true, 101, 5001, A, 100), id(3, 64)),
+        (100 * MS, seg(false, 5001, 201, A, 0), id(10, 64)),
+        (310 * MS, pushed(0), id(12, 64)),
+        (310 * MS, ack_of(1), id(4, 64)),
+    ];
+    let (t, _) = analyze(&v);
+    let c = causes(&t, 0);
+    near(t.time_timeout_s[0], 0.210);
+    assert_eq!(t.time_application_s[0], 0.0, "{c:?}");
+    // The same with IDs that do not count (all 0): the think time it looks like.
+    let (t, _) = analyze(&v.iter().map(|&(ts, s, e)| (ts, s, SegmentExtra { ip_id: 0, ..e })).collect::<Vec<_>>());
+    near(t.time_application_s[0], 0.210);
+}
+
+#[test]
+fn the_first_flight_is_one_round_trip_when_its_ack_escaped_the_capture() {
+    // Both directions captured at the server, but the client's ACK of the first flight
+    // missed by the capture (a capture drop): the next eight segments come one RTT after
+    // the first four, clocked by it. The initial window is still the four.
+    let mut v = vec![
+        (0, seg(true, 100, 0, S, 0)),
+        (0, seg(false, 5000, 101, S | A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 0)),
+        (50 * MS, seg(true, 101, 5001, A, 100)),
+    ];
+    v.extend((0..4).map(|k| (60 * MS, data(k))));
+    v.extend((4..12).map(|k| (110 * MS, data(k))));
+    v.push((160 * MS, ack_of(12)));
+    let (t, _) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
+    assert_eq!(t.iw_segments[0], 4);
+}

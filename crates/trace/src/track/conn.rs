@@ -1,7 +1,7 @@
 //! One TCP connection as seen from the capture point: its handshake, each direction's
 //! sender (`Half`) and where its time went (`Cause`).
 
-use super::half::{AckOutcome, FlightBuffer, Half, PathTimes, RetxClass, SendEvent, MS};
+use super::half::{AckOutcome, FlightBuffer, Half, PathTimes, RetxClass, SendEvent, MAX_ID_STEP, MS};
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
 /// Where a stretch of a connection's time went. Every gap between two of its packets is
@@ -858,6 +858,7 @@ impl Conn {
     ) {
         let other = 1 - dir;
         let prev_data_dir = self.last_data_dir;
+        let id_before = self.halves[dir].last_ip_id();
         let write_ended = self.data_pushed[dir];
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
@@ -907,7 +908,9 @@ impl Conn {
                 (None, true) => Some(self.rtt.min),
                 (r, false) => r,
             };
-            let after_quiet_ns = self.quiet.map_or(0, |q| q.ns + gap);
+            // How long nothing was outstanding, beyond what the path's round trip to this
+            // sender explains (`settle_quiet`).
+            let after_quiet_ns = self.quiet.map_or(0, |q| (q.ns + gap).saturating_sub(legs[dir].or(full_rtt).unwrap_or(0)));
             let path = PathTimes { srtt: self.srtt, rtt_ns: full_rtt, least_rtt_ns, sender_leg_ns: leg_dir, after_quiet_ns };
             self.halves[dir].on_send(ts, &data, extra, path)
         };
@@ -963,6 +966,18 @@ impl Conn {
             }
             if q.closing_since.is_some() {
                 q.closing_ns += gap;
+            }
+            if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
+                // The sender's IP IDs skipped some: it sent what never reached the capture
+                // point during the stretch (this data's first sending, lost): the stretch
+                // was its timer's wait, not a choice.
+                let step = extra.ip_id.wrapping_sub(id_before);
+                let resent = id_before != 0 && !self.ids_constant[dir] && (2..=MAX_ID_STEP).contains(&step);
+                let leg = legs[dir].or(full_rtt).unwrap_or(0);
+                let (settled, path) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
+                cause = settled;
+                network = path;
+                revise |= PacketNote::SETTLES;
             }
         } else if handshake_wait {
             cause = Cause::Handshake;
@@ -1037,13 +1052,8 @@ impl Conn {
         }
         self.net_since_send[dir] = 0;
         self.last_dir = dir;
-        if quiet_before {
-            if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
-                cause = self.settle_quiet(dir, prev_data_dir, write_ended, leg_dir, full_rtt);
-                revise |= PacketNote::SETTLES;
-            } else {
-                self.note_quiet(ts, seg.flags);
-            }
+        if self.quiet.is_some() {
+            self.note_quiet(ts, seg.flags);
         }
         if self.quiet.is_none() {
             self.enter_quiet(ts, seg.flags);
@@ -1102,32 +1112,51 @@ impl Conn {
     /// outstanding: what the path (`leg_ns`, the capture point's round trip to the
     /// answering side) does not explain of the time from the request to that ACK is the
     /// server's too (its delayed ACK of a request it was still working on).
+    ///
+    /// `leg_ns` is the capture point's round trip to `dir`'s side. Seen away from a sender
+    /// that goes on sending, what it sent may have been on its way while the capture saw
+    /// all it had seen acknowledged (queued at a bottleneck, or the answer to the last
+    /// ACK: a round of slow start): up to that round trip of the stretch is the path's, and
+    /// is returned for the caller to book as such.
     fn settle_quiet(
         &mut self,
         dir: usize,
         prev_data_dir: Option<u8>,
         write_ended: bool,
+        resent: bool,
         leg_ns: u64,
         full_rtt: Option<u64>,
-    ) -> Cause {
-        let Some(q) = self.quiet.take() else { return Cause::Network };
+    ) -> (Cause, u64) {
+        let Some(q) = self.quiet.take() else { return (Cause::Network, 0) };
         let held = q.zero_window_ns[dir].min(q.ns);
         self.lost_ns[Cause::ZeroWindow as usize] += held;
+        let same_side = prev_data_dir == Some(dir as u8);
+        let path = if same_side { (q.ns - held).min(leg_ns) } else { 0 };
+        let rest = q.ns - held - path;
         let answering = dir == S2C && prev_data_dir != Some(S2C as u8);
-        let mid_write = prev_data_dir == Some(dir as u8) && (!write_ended || q.ns <= REST_NS);
-        let cause = if answering || mid_write { Cause::Application } else { Cause::Idle };
-        self.lost_ns[cause as usize] += q.ns - held;
-        if answering && prev_data_dir.is_some() {
+        let mid_write = same_side && (!write_ended || rest <= REST_NS);
+        let cause = if resent {
+            Cause::Timeout
+        } else if answering || mid_write {
+            Cause::Application
+        } else {
+            Cause::Idle
+        };
+        self.lost_ns[cause as usize] += rest;
+        if answering && !resent && prev_data_dir.is_some() {
             let before = self.net_since_data[C2S].saturating_sub(leg_ns);
             if before > MS.max(full_rtt.unwrap_or(0) / 10) {
                 self.move_time(Cause::Network, Cause::Application, before);
             }
         }
-        if held.saturating_mul(2) >= q.ns {
+        let cause = if held >= rest.max(path) {
             Cause::ZeroWindow
+        } else if path > rest {
+            Cause::Network
         } else {
             cause
-        }
+        };
+        (cause, path)
     }
 
     /// Without a timed handshake, an RTT sample of half `h`'s data is kept only from the

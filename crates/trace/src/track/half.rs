@@ -140,7 +140,7 @@ const HOLES: usize = 2;
 /// Largest ID step across a hole read as a sender's own count of its packets. Linux
 /// counts per connection, Windows per host; a step larger than this (or random IDs,
 /// OpenBSD's and macOS's) says nothing about the order.
-const MAX_ID_STEP: u16 = 64;
+pub const MAX_ID_STEP: u16 = 64;
 
 impl Hole {
     /// Was [start, end), never seen before, sent before the segment that skipped it?
@@ -605,6 +605,11 @@ impl Half {
             return SendEvent::Nothing; // a FIN alone
         }
         SendEvent::NewData { new_round, new_burst }
+    }
+
+    /// The IPv4 ID of this sender's latest segment seen (0: none, or not counted).
+    pub fn last_ip_id(&self) -> u16 {
+        self.last_stamp.id
     }
 
     /// The sender's SYN (or SYN/ACK): its IP ID and TSval stand before the first data, so
