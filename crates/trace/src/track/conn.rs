@@ -252,14 +252,29 @@ pub const HANDSHAKE_COPY_WINDOW_NS: u64 = 1_000_000;
 
 /// A copy is looked for among this many of its side's last packets: a router forwarding
 /// a burst puts its copies after several originals (at 1 Gb/s a full segment takes 12 µs,
-/// a router's ~50 µs holds four).
-const RECENT_PACKETS: usize = 4;
+/// a router's ~50 µs holds four), and a receiver acknowledging a burst sends four or more
+/// ACKs before a mirror port's copy of the first (300 µs late on a veth pair).
+const RECENT_PACKETS: usize = 8;
+
+/// A `Fingerprint` but its numbers, as `Recent` keeps it (24 bytes).
+#[derive(Debug, Clone, Copy, Default)]
+struct FingerprintRest {
+    ts: u64,
+    fields: u64,
+    options: u32,
+    flags: u8,
+    ip_options: u8,
+    ttl: u8,
+}
 
 /// A side's last packets that were not copies (a ring, `RECENT_PACKETS` long), and when
-/// its IP ID last changed (copies included).
+/// its IP ID last changed (copies included). Their sequence and acknowledgment numbers lie
+/// apart in one cache line: every packet is looked up there, and most match none.
 #[derive(Debug, Clone, Copy)]
 struct Recent {
-    packets: [Fingerprint; RECENT_PACKETS],
+    numbers: [u64; RECENT_PACKETS],
+    /// The rest of each fingerprint.
+    packets: [FingerprintRest; RECENT_PACKETS],
     /// Where the next goes (the newest is just before).
     next: u8,
     last_id: u16,
@@ -269,8 +284,8 @@ struct Recent {
 impl Default for Recent {
     fn default() -> Self {
         // An empty place matches no packet: no payload length reaches 2^32 - 1.
-        let empty = Fingerprint { fields: u64::MAX, ..Fingerprint::default() };
-        Self { packets: [empty; RECENT_PACKETS], next: 0, last_id: 0, id_changed_at: 0 }
+        let empty = FingerprintRest { fields: u64::MAX, ..FingerprintRest::default() };
+        Self { numbers: [0; RECENT_PACKETS], packets: [empty; RECENT_PACKETS], next: 0, last_id: 0, id_changed_at: 0 }
     }
 }
 
@@ -279,22 +294,39 @@ impl Recent {
         (usize::from(self.next) + RECENT_PACKETS - 1) % RECENT_PACKETS
     }
 
+    /// The remembered packet at `i`, whole.
+    fn get(&self, i: usize) -> Fingerprint {
+        let r = self.packets[i];
+        Fingerprint {
+            ts: r.ts,
+            numbers: self.numbers[i],
+            fields: r.fields,
+            flags: r.flags,
+            ip_options: r.ip_options,
+            ttl: r.ttl,
+            options: r.options,
+        }
+    }
+
     /// The newest remembered packet with `fp`'s headers.
     #[inline]
     fn find(&self, fp: &Fingerprint) -> Option<usize> {
         // Most packets match none: one comparison of the numbers each says so.
-        if !self.packets.iter().any(|p| p.numbers == fp.numbers) {
+        if !self.numbers.iter().fold(false, |hit, &n| hit | (n == fp.numbers)) {
             return None;
         }
         let newest = self.newest();
-        (0..RECENT_PACKETS).map(|k| (newest + RECENT_PACKETS - k) % RECENT_PACKETS).find(|&i| fp.same_headers(&self.packets[i]))
+        (0..RECENT_PACKETS).map(|k| (newest + RECENT_PACKETS - k) % RECENT_PACKETS).find(|&i| fp.same_headers(&self.get(i)))
     }
 
     /// `fp` becomes the newest.
     #[inline]
     fn remember(&mut self, fp: Fingerprint) {
-        self.packets[usize::from(self.next)] = fp;
-        self.next = ((usize::from(self.next) + 1) % RECENT_PACKETS) as u8;
+        let at = usize::from(self.next);
+        self.numbers[at] = fp.numbers;
+        self.packets[at] =
+            FingerprintRest { ts: fp.ts, fields: fp.fields, flags: fp.flags, ip_options: fp.ip_options, ttl: fp.ttl, options: fp.options };
+        self.next = ((at + 1) % RECENT_PACKETS) as u8;
     }
 
     /// When the IP ID last changed before `ip_id` (the packet being looked at) came.
@@ -660,7 +692,7 @@ impl Conn {
         // Newest first: a copy mostly follows its original at once; a router forwarding a
         // burst interleaves them (A, B, A', B': arkime's http-post-upload.pcap).
         let Some(i) = recent.find(&fp) else {
-            if fp.ip_id() == recent.packets[recent.newest()].ip_id() && extra.ip_id != 0 && self.packets[dir] > 0 {
+            if fp.ip_id() == recent.get(recent.newest()).ip_id() && extra.ip_id != 0 && self.packets[dir] > 0 {
                 self.ids_constant[dir] = true;
             }
             // Beyond the last few packets: a segment whose data is still in flight, sent
@@ -675,7 +707,7 @@ impl Conn {
             }
             return copy;
         };
-        let earlier = recent.packets[i];
+        let earlier = recent.get(i);
         // Same headers and IP ID within 100 µs (5 ms with a non-zero ID from a sender whose
         // IDs count, 100 ms when it sent others since), TTL equal or one lower (both sides
         // of a router). Without an IP ID (IPv6, or ID 0) only data or a TTL one apart
