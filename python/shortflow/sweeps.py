@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shortflow.cluster import dask_client
+from shortflow.exceptions import ScenarioError
 from shortflow.scenario import Scenario
 
 if TYPE_CHECKING:
@@ -94,7 +95,13 @@ def plan(scenario: Scenario, grid: Mapping[str, Sequence[str]], seeds: int) -> l
         point = tuple(zip(keys, values))
         for seed in range(1, seeds + 1):
             ov = tuple(f"{k}={v}" for k, v in point) + (f"seed={seed}",)
-            scenario.with_overrides(*ov)  # raises ScenarioError naming the key
+            try:
+                scenario.with_overrides(*ov)  # raises ScenarioError naming the key
+            except ScenarioError as e:
+                # A grid key's typo is on --grid, not on --set.
+                if any(str(e).startswith(f"--set {k}=") for k in keys):
+                    raise ScenarioError(f"--grid {str(e).removeprefix('--set ')}") from None
+                raise
             runs.append(Run(point, seed, ov))
     return runs
 

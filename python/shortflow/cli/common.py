@@ -89,6 +89,26 @@ def quiet() -> None:
     log.setLevel(max(log.getEffectiveLevel(), logging.WARNING))
 
 
+_quiet = False
+
+
+def set_quiet(on: bool) -> None:
+    """``-q`` was given, before the sub-command or after it."""
+    global _quiet
+    _quiet = on
+
+
+def is_quiet() -> bool:
+    """Whether ``-q`` was given anywhere on the command line: a command with a table of its
+    own (analyze, simulate) then prints it no more than with its own ``-q``."""
+    return _quiet
+
+
+def examples(*lines: str) -> str:
+    """A help's epilog: command lines that work as written (the test suite parses them)."""
+    return "Examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 # -- output files -----------------------------------------------------------------------
 
 _teardown_skippable = False
