@@ -126,11 +126,23 @@ def test_sweep_cli_writes_parquet_and_a_plot_and_names_a_bad_key(tmp_path):
 def web_rows():
     from shortflow.reproduce import reproduce
 
-    return reproduce(["001", "004"], quick=True)
+    steps: list[tuple[int, int, str]] = []
+    rows = reproduce(["001", "004"], quick=True, progress=lambda *a: steps.append(a))
+    return rows, steps
+
+
+def test_reproduce_counts_its_runs_as_its_progress_says(web_rows):
+    """`reproduce`'s progress (count and time left) comes from `RUNS`: the runs made."""
+    from shortflow.reproduce import RUNS
+
+    _, steps = web_rows
+    total = RUNS["001"][True] + RUNS["004"][True]
+    assert [d for d, _, _ in steps] == list(range(1, total + 1)) and {t for _, t, _ in steps} == {total}
+    assert sum(1 for *_, text in steps if text == "document 001") == RUNS["001"][True]
 
 
 def test_reproduce_001_quick(web_rows):
-    rows = [r for r in web_rows if r.document == "001"]
+    rows = [r for r in web_rows[0] if r.document == "001"]
     figs = {r.figure for r in rows}
     assert any(f.startswith("4 (left)") for f in figs) and any(f.startswith("4 (right)") for f in figs)
     for r in rows:
@@ -145,7 +157,7 @@ def test_reproduce_001_quick(web_rows):
 
 
 def test_reproduce_004_quick(web_rows):
-    rows = [r for r in web_rows if r.document == "004"]
+    rows = [r for r in web_rows[0] if r.document == "004"]
     fig5 = {r.case: r.ours for r in rows if r.figure.startswith("5:")}
     # The paper's set-up (timestamps, F-RTO as its "spurious response"): the 200 ms floor
     # times out spuriously (nearly) every time the ACK is delayed (49 of the 50 responses
