@@ -7,13 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import SCENARIO_HELP, USAGE, emit_table, fail, progress, say
+from shortflow.cli.common import SCENARIO_HELP, USAGE, emit_table, examples, fail, progress, say
 from shortflow.exceptions import ScenarioError
 from shortflow.scenario import Scenario
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("sweep")
+    @app.command("sweep", epilog=examples(
+        "shortflow sweep 002-initial-window --grid server.initial_window=2,4,10 -o iw.parquet",
+        "shortflow sweep 001-sfr-web --grid workload.load=25%,50%,75% --seeds 5 --plot load.png"))
     def sweep_cmd(
         scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
         grid: Annotated[list[str], typer.Option("--grid", help="key=v1,v2,...: one axis of the grid (repeatable)")],
