@@ -177,7 +177,7 @@ def _interruptible(callback: Any) -> Any:
 
 
 def summary(help_text: str) -> str:
-    """A command's line in its group's listing: the first sentence of its help, whole, on
+    r"""A command's line in its group's listing: the first sentence of its help, whole, on
     one line.
 
     >>> summary("Print how it runs, field by field.\nExits 2 when it cannot.\n\nMore.")
