@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -154,6 +155,14 @@ def test_reproduce_001_quick(web_rows):
     # SFR fire spuriously when queueing passes factor x the handshake RTT (the row's note
     # computes both), so on the same traffic the mean stays within a few per cent.
     assert sfr.ours <= 1.05 * reno.ours, (sfr, reno)
+    # The numbers in the words: what SFR resent is the factor-3 row's figure (computed apart),
+    # and the RTO-bound connections it can help go from Reno's time to a shorter one.
+    factor3 = next(r for r in rows if r.case == "factor 3: mean duration")
+    resent = re.search(r"SFR resent (\d+) segments a run", sfr.note)
+    assert resent and int(resent.group(1)) > 0, sfr.note
+    assert f"SFR resent {resent.group(1)} segments a run" in factor3.note, (sfr.note, factor3.note)
+    took = re.search(r"took those connections from ([\d.]+) s to ([\d.]+) s", sfr.note)
+    assert took and float(took.group(2)) < float(took.group(1)), sfr.note
 
 
 def test_reproduce_004_quick(web_rows):
