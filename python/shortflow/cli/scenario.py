@@ -29,15 +29,16 @@ scenario_app = typer.Typer(help="The shipped scenarios, one scenario as written 
                                                                  "shortflow scenario keys"))
 
 
-def _title(text: str) -> str:
-    """A shipped file's first comment sentence: what it is for."""
+def _source(text: str) -> str:
+    """Where a shipped file comes from, as its first comment says it: the clause before
+    the first colon ("Document 001, sections 6-7"), cut at a comma when long."""
     lines = []
     for line in text.splitlines():
         if not line.startswith("#"):
             break
         lines.append(line.lstrip("# ").strip())
-    first = " ".join(lines)
-    return first.split(": ", 1)[0] if ": " in first[:60] else first.split(". ", 1)[0]
+    clause = " ".join(lines).split(": ", 1)[0].split(". ", 1)[0]
+    return clause if len(clause) <= 70 else clause.split(", ", 1)[0]
 
 
 @scenario_app.command("list", epilog=examples("shortflow scenario list"))
@@ -46,7 +47,7 @@ def list_cmd() -> None:
     rows = []
     for name in scenario.builtin_names():
         sc = scenario.Scenario.builtin(name)
-        rows.append([name, sc.name, _title(sc.text)])
+        rows.append([name, sc.name, _source(sc.text)])
     emit_table("shipped scenarios (shortflow scenario show NAME)", ["name", "title", "source"], rows)
 
 
