@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shortflow import _core
+from shortflow._interrupt import interruptible
 from shortflow.scenario import Scenario
 from shortflow.units import parse_size
 
@@ -171,33 +172,6 @@ def each_run(callback: Callable[[], None]) -> Iterator[None]:
         _after_run.remove(callback)
 
 
-def _interruptible(run: Callable[[], str]) -> str:
-    """`run()` on a thread of its own while this one waits for it, so that Ctrl-C raises
-    KeyboardInterrupt here at once: the core does not look at signals during a run, and
-    a run can take minutes. (An interrupted run goes on to its end on its thread, its
-    result dropped; the command exits meanwhile.)"""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return run()  # only the main thread gets signals: nothing to wait for
-    out: list[str] = []
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            out.append(run())
-        except BaseException as e:  # handed to the caller's thread as it is
-            failure.append(e)
-
-    t = threading.Thread(target=target, name="shortflow-simulate", daemon=True)
-    t.start()
-    while t.is_alive():
-        t.join(0.1)
-    if failure:
-        raise failure[0]
-    return out[0]
-
-
 def simulate(
     scenario: Scenario | str | PathLike[str],
     overrides: Iterable[str] | str = (),
@@ -230,7 +204,7 @@ def simulate(
     extra = (overrides,) if isinstance(overrides, str) else tuple(overrides)
     if extra:
         sc = sc.with_overrides(*extra)
-    text = _interruptible(lambda: _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline,
+    text = interruptible(lambda: _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline,
                                                  rate=rate, max_memory=memory_budget(max_memory), max_events=max_events,
                                                  totals_only=totals_only))
     for callback in list(_after_run):

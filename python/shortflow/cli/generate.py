@@ -63,4 +63,8 @@ def register(app: typer.Typer) -> None:
                 )
         except (ValueError, OverflowError, ShortflowError) as e:  # a bad option, or a file that cannot be written
             fail(clip(e), USAGE)
+        except KeyboardInterrupt:
+            # Half a trace is no trace: the file goes (its writer stops as the process ends).
+            output.unlink(missing_ok=True)
+            raise
         write_json("-", {"file": str(output), **truth})
