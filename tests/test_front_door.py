@@ -158,7 +158,8 @@ def test_v_and_q_are_taken_before_and_after_the_sub_command(where: str, trace: P
         return invoke(*flags, *cmd) if where == "before" else invoke(*cmd, *flags)
 
     for flags in (["-v"], ["-vv"], ["-q"], ["-v", "-q"]):
-        for cmd in (("scenario", "list"), ("testbed", "plan", "002-initial-window"), ("reproduce", "002")):
+        for cmd in (("scenario", "list"), ("testbed", "plan", "002-initial-window"), ("reproduce", "002"),
+                    ("synopt", "status")):
             code, out, err = line(flags, *cmd)
             assert code == 0, (flags, cmd, err)
     # -q means the same on either side: analyze prints no table.

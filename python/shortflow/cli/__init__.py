@@ -215,7 +215,8 @@ def _front_door(cmd: Any) -> None:
     if sub:
         for c in sub.values():
             _front_door(c)
-        return
+        if not getattr(cmd, "invoke_without_command", False):
+            return  # a group that runs nothing itself (synopt runs its daemon: it takes them)
     if "-v" not in names:
         cmd.params.append(TyperOption(param_decls=["--verbose", "-v"], count=True, expose_value=False, metavar="",
                                       callback=_more_verbose, help=VERBOSE_HELP))
