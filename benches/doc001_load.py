@@ -1,7 +1,10 @@
 """Document 001's load: our calibrated rate at 50 % against PackMime's nominal offered load
 (rate x the response-size distribution's mean), and the rates at which Reno's mean duration
-reaches the paper's 297 ms. Run: .venv/bin/python benches/doc001_load.py (BENCHMARKS.md, issue 9)."""
+reaches the paper's 297 ms. Run: .venv/bin/python benches/doc001_load.py [SECONDS]
+(BENCHMARKS.md, issue 9): SECONDS of arrivals (300, the paper's; the long uncongested run
+is ten times as long); the test suite's smoke run gives a few."""
 import statistics
+import sys
 import time
 
 from shortflow.scenario import Scenario
@@ -9,7 +12,8 @@ from shortflow.simulate import simulate
 
 S = "001-sfr-web"
 t0 = time.time()
-base = ['dumbbell.delay="10ms"', 'workload.duration="300s"', 'seed=1']
+span = float(sys.argv[1]) if len(sys.argv) > 1 else 300.0
+base = ['dumbbell.delay="10ms"', f'workload.duration="{span:g}s"', 'seed=1']
 reno = simulate(Scenario.builtin(S, [*base, 'workload.load="50%"']))
 cal = reno.summary["calibration"]
 rate = cal["connections_per_second"]
@@ -19,7 +23,8 @@ print("calibration", {k: v for k, v in cal.items() if not isinstance(v, list)})
 print(f"rate {rate:.2f}/s conns {len(reno.connections)} mean dur {statistics.mean(done):.3f} mean resp {statistics.mean(resp):.0f} B "
       f"offered {rate*statistics.mean(resp)*8/5e6*100:.1f} % of 5 Mbit/s", flush=True)
 # The same rate's response sizes over a long uncongested run: the distribution's mean.
-big = simulate(Scenario.builtin(S, ['dumbbell.bandwidth="10Gbit"', 'workload.duration="3000s"', 'time_limit="4000s"', 'seed=2']), rate=rate)
+big = simulate(Scenario.builtin(S, ['dumbbell.bandwidth="10Gbit"', f'workload.duration="{10 * span:g}s"',
+                                    f'time_limit="{10 * span + 1000:g}s"', 'seed=2']), rate=rate)
 r2 = [c["response_bytes"] for c in big.connections]
 m = statistics.mean(r2)
 print(f"long run: {len(r2)} conns mean resp {m:.0f} B median {statistics.median(r2):.0f} max {max(r2)} -> nominal load at rate {rate:.2f}: {rate*m*8/5e6*100:.1f} %", flush=True)

@@ -11,6 +11,9 @@ Rate: UDP packets of 1400 B blasted from several client processes for a few seco
     sudo .venv/bin/python benches/netem_accuracy.py delay 10ms 20ms 50ms 100ms
     sudo .venv/bin/python benches/netem_accuracy.py handshake 10ms 20ms 50ms 100ms
     sudo .venv/bin/python benches/netem_accuracy.py rate 20000 40000 80000 0   (0: unpaced)
+
+`--count N` sets the probes of `delay` (300) and the connections of `handshake` (30),
+`--seconds S` each `rate` step's length (3 s): the test suite's smoke run is a few of each.
 """
 
 from __future__ import annotations
@@ -118,13 +121,25 @@ def handshake(rtt_text: str, connections: int = 30) -> None:
           f"stddev {statistics.stdev(err_ms):.3f} ms, max {max(err_ms):+.3f} ms")
 
 
+def _option(args: list[str], name: str) -> str | None:
+    """Removes ``name VALUE`` from `args` and returns VALUE (None when absent)."""
+    if name not in args:
+        return None
+    i = args.index(name)
+    value = args[i + 1]
+    del args[i : i + 2]
+    return value
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "handshake":
-        for r in sys.argv[2:] or ["10ms", "20ms", "50ms", "100ms"]:
-            handshake(r)
-    elif sys.argv[1] == "delay":
-        for r in sys.argv[2:] or ["10ms", "20ms", "50ms", "100ms"]:
-            delay(r)
+    argv = sys.argv[1:]
+    count, seconds = _option(argv, "--count"), _option(argv, "--seconds")
+    if argv[0] == "handshake":
+        for r in argv[1:] or ["10ms", "20ms", "50ms", "100ms"]:
+            handshake(r, int(count or 30))
+    elif argv[0] == "delay":
+        for r in argv[1:] or ["10ms", "20ms", "50ms", "100ms"]:
+            delay(r, int(count or 300))
     else:
-        for pps in sys.argv[2:] or ["20000", "40000", "80000", "0"]:
-            rate(float(pps))
+        for pps in argv[1:] or ["20000", "40000", "80000", "0"]:
+            rate(float(pps), float(seconds or 3.0))

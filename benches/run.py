@@ -1,6 +1,6 @@
 """Benchmark: shortflow analyze vs tcptrace and tshark on the same trace, same run.
 
-    .venv/bin/python benches/run.py [--packets 5000000] [--skip-tshark] [--repeat 3]
+    .venv/bin/python benches/run.py [--packets 5000000] [--skip-tshark] [--repeat 3] [--data DIR]
 
 Makes (once) a trace of interleaved short flows with the project's generator, then times
 each tool on it and reports packets/s and peak memory (max RSS of the process, from
@@ -62,15 +62,17 @@ def main() -> None:
     ap.add_argument("--packets", type=int, default=5_000_000)
     ap.add_argument("--skip-tshark", action="store_true", help="tshark takes minutes on 5 M packets")
     ap.add_argument("--repeat", type=int, default=3, help="runs of shortflow (best is reported)")
+    ap.add_argument("--data", type=Path, default=DATA, help="where the generated trace is kept (default bench-data/)")
     args = ap.parse_args()
 
     import shortflow
 
-    DATA.mkdir(exist_ok=True)
+    data: Path = args.data
+    data.mkdir(exist_ok=True)
     # ~28 packets per connection with the generator's defaults (the simulator's linux stacks;
     # gen.rs's own model, before issue 9 item 0, wrote ~21: 238,095 connections then).
     conns = max(1, args.packets // 28)
-    trace = DATA / f"bench-{conns}.pcap"
+    trace = data / f"bench-{conns}.pcap"
     if not trace.exists():
         truth = shortflow.generate(trace, connections=conns, snaplen=96, arrivals_per_s=3000, seed=7, syn_loss=0.01, synack_loss=0.005, ack_loss=0.002)
         print(f"generated {trace} ({truth['packets']:,} packets)")
@@ -82,7 +84,7 @@ def main() -> None:
     compileall.compile_dir(Path(shortflow.__file__).parent, quiet=1)
     # Counted in a child process: a large parent would inflate every child's peak RSS
     # (a forked child starts with the parent's pages until it execs).
-    summary_file = DATA / "bench-summary.json"
+    summary_file = data / "bench-summary.json"
     subprocess.run([str(ROOT / ".venv" / "bin" / "shortflow"), "analyze", str(trace), "-q", "--summary-json", str(summary_file)], check=True)
     packets = json.loads(summary_file.read_text())["packets"]
     size_mb = trace.stat().st_size / 1e6
@@ -91,7 +93,7 @@ def main() -> None:
 
     # name, command, wall s, CPU s and peak RSS of the best run, median wall s of all runs
     rows: list[tuple[str, str, float, float, int, float]] = []
-    out_dir = DATA / "bench-out"
+    out_dir = data / "bench-out"
 
     def best(cmd: list[str]) -> tuple[float, float, int, float]:
         """The fastest of `--repeat` runs, and the median wall time beside it: on a shared
@@ -105,7 +107,7 @@ def main() -> None:
 
     # End to end as the issue's user runs it (Python start-up, the table's trip and the
     # Parquet write included): every core (the default), then one thread.
-    sf = [str(ROOT / ".venv" / "bin" / "shortflow"), "analyze", str(trace), "--summary-json", str(DATA / "s.json"), "--out", str(out_dir)]
+    sf = [str(ROOT / ".venv" / "bin" / "shortflow"), "analyze", str(trace), "--summary-json", str(data / "s.json"), "--out", str(out_dir)]
     shown = f"shortflow analyze {trace.name} --summary-json s.json --out DIR"
     rows.append((f"shortflow analyze (CLI, end to end, {os.cpu_count()} cores)", shown, *best(sf)))
     rows.append(("shortflow analyze (CLI, end to end, one thread)", shown + " --workers 1", *best([*sf, "--workers", "1"])))

@@ -20,10 +20,11 @@ from test_synopt_flood import flood
 def main() -> None:
     args = [int(a) for a in sys.argv[1:]] or [50_000, 10, 65_536, 200]
     for rate, seconds, cap, delay in zip(args[::4], args[1::4], args[2::4], args[3::4]):
-        sent, s, rss = flood(rate, float(seconds), cap, delay)
+        sent, s, rss, reached = flood(rate, float(seconds), cap, delay)
         adds_up = s["copies_taken"] == s["held"] + s["answered"] + s["expired"] + s["replaced"]
         print(json.dumps({"rate": rate, "seconds": seconds, "max_held": cap, "delay_ms": delay, "generator": sent,
-                          "daemon": s, "rss_kB_max": max(rss), "rss_kB_first": rss[0], "counters_add_up": adds_up}))
+                          "daemon": s, "rss_kB_max": max(rss), "rss_kB_first": rss[0], "counters_add_up": adds_up,
+                          "syns_at_server": reached}))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ is sent, per loss case, without and with `shortflow synopt -d 200 -r 3` on the c
 (`shortflow-netem`), nginx, curl; times from the router's client-side capture. The kernel
 here is Linux 6.18 (SYN RTO 1 s, linear for the first retries), not 2008's 3 s.
 
-    sudo .venv/bin/python benches/synopt_table4.py
+    sudo .venv/bin/python benches/synopt_table4.py ["1 SYN lost" ...]
+
+Cases named on the command line run alone (the test suite's smoke run takes one).
 """
 
 from __future__ import annotations
@@ -41,7 +43,13 @@ def request_after_first_syn(drop: str, side: tuple[str, str] | None) -> float:
 def main() -> None:
     print("| case | " + " | ".join(SIDES) + " |")
     print("|---" * (len(SIDES) + 1) + "|")
+    only = sys.argv[1:]
+    unknown = [c for c in only if c not in CASES]
+    if unknown:
+        raise SystemExit(f"unknown case(s) {unknown}: choose from {list(CASES)}")
     for case, drop in CASES.items():
+        if only and case not in only:
+            continue
         cells = [f"{request_after_first_syn(drop, side):.3f} s" for side in SIDES.values()]
         print(f"| {case} | " + " | ".join(cells) + " |", flush=True)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -94,7 +95,8 @@ def test_a_sweep_of_100_runs_on_a_local_dask_cluster(tmp_path):
     assert seen[-1] == (100, 100)
     assert sorted(set(t.column("seed").to_pylist())) == list(range(1, 11))
     rows = t.to_pylist()
-    mean = {r: sum(x["connections"] for x in rows if x["workload.connections_per_second"] == r) / 10 for r in rates}
+    # The grid's values are numbers in the table (an axis, not categories).
+    mean = {r: sum(x["connections"] for x in rows if x["workload.connections_per_second"] == int(r)) / 10 for r in rates}
     # Poisson arrivals over 2 s: about 2 × rate connections.
     assert abs(mean["50"] - 100) < 15 and abs(mean["5"] - 10) < 4, mean
     assert all(x["completed"] == x["connections"] for x in rows)
@@ -125,11 +127,23 @@ def test_sweep_cli_writes_parquet_and_a_plot_and_names_a_bad_key(tmp_path):
 def web_rows():
     from shortflow.reproduce import reproduce
 
-    return reproduce(["001", "004"], quick=True)
+    steps: list[tuple[int, int, str]] = []
+    rows = reproduce(["001", "004"], quick=True, progress=lambda *a: steps.append(a))
+    return rows, steps
+
+
+def test_reproduce_counts_its_runs_as_its_progress_says(web_rows):
+    """`reproduce`'s progress (count and time left) comes from `RUNS`: the runs made."""
+    from shortflow.reproduce import RUNS
+
+    _, steps = web_rows
+    total = RUNS["001"][True] + RUNS["004"][True]
+    assert [d for d, _, _ in steps] == list(range(1, total + 1)) and {t for _, t, _ in steps} == {total}
+    assert sum(1 for *_, text in steps if text == "document 001") == RUNS["001"][True]
 
 
 def test_reproduce_001_quick(web_rows):
-    rows = [r for r in web_rows if r.document == "001"]
+    rows = [r for r in web_rows[0] if r.document == "001"]
     figs = {r.figure for r in rows}
     assert any(f.startswith("4 (left)") for f in figs) and any(f.startswith("4 (right)") for f in figs)
     for r in rows:
@@ -141,10 +155,18 @@ def test_reproduce_001_quick(web_rows):
     # SFR fire spuriously when queueing passes factor x the handshake RTT (the row's note
     # computes both), so on the same traffic the mean stays within a few per cent.
     assert sfr.ours <= 1.05 * reno.ours, (sfr, reno)
+    # The numbers in the words: what SFR resent is the factor-3 row's figure (computed apart),
+    # and the RTO-bound connections it can help go from Reno's time to a shorter one.
+    factor3 = next(r for r in rows if r.case == "factor 3: mean duration")
+    resent = re.search(r"SFR resent (\d+) segments a run", sfr.note)
+    assert resent and int(resent.group(1)) > 0, sfr.note
+    assert f"SFR resent {resent.group(1)} segments a run" in factor3.note, (sfr.note, factor3.note)
+    took = re.search(r"took those connections from ([\d.]+) s to ([\d.]+) s", sfr.note)
+    assert took and float(took.group(2)) < float(took.group(1)), sfr.note
 
 
 def test_reproduce_004_quick(web_rows):
-    rows = [r for r in web_rows if r.document == "004"]
+    rows = [r for r in web_rows[0] if r.document == "004"]
     fig5 = {r.case: r.ours for r in rows if r.figure.startswith("5:")}
     # The paper's set-up (timestamps, F-RTO as its "spurious response"): the 200 ms floor
     # times out spuriously (nearly) every time the ACK is delayed (49 of the 50 responses

@@ -21,7 +21,9 @@ def test_docstring_examples_run():
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--doctest-modules", "-p", "no:cacheprovider",
          str(PKG / "analyze.py"), str(PKG / "units.py"), str(PKG / "__init__.py"),
-         str(PKG / "scenario.py"), str(PKG / "simulate.py"), str(PKG / "synopt.py"), str(PKG / "sweeps.py")],
+         str(PKG / "scenario.py"), str(PKG / "simulate.py"), str(PKG / "synopt.py"), str(PKG / "sweeps.py"),
+         str(PKG / "stats.py"), str(PKG / "_interrupt.py"), str(PKG / "cli" / "common.py"),
+         str(PKG / "cli" / "__init__.py")],
         capture_output=True, text=True, timeout=300,
     )
     assert r.returncode == 0, r.stdout + r.stderr

@@ -434,7 +434,9 @@ def generate(path: str | os.PathLike[str], **options: Any) -> dict[str, int]:
 
     Options are those of ``shortflow generate`` (see ``shortflow generate --help``).
     """
-    return dict(_core.generate(Path(path), **options))
+    from shortflow._interrupt import interruptible
+
+    return dict(interruptible(lambda: _core.generate(Path(path), **options)))
 
 
 def _fmt(x: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,6 +34,42 @@ def _json_default(x: object) -> object:
     return str(x)
 
 
+def write_table_stdout(table: pa.Table, fmt: str) -> None:
+    """Writes `table` to standard output as CSV or JSON Lines (``--out -``); Parquet, a
+    binary file read from its end, is not written to a stream."""
+    import sys
+
+    if fmt == "csv":
+        sys.stdout.flush()
+        _write_csv(table, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    elif fmt == "jsonl":
+        _write_jsonl(table, sys.stdout)
+        sys.stdout.flush()
+    else:
+        raise ValueError(f"format {fmt!r} is not written to standard output: choose csv or jsonl")
+
+
+def _write_csv(table: pa.Table, f: BinaryIO) -> None:
+    import pyarrow.csv as pcsv
+
+    pcsv.write_csv(_flatten_lists(table), f)
+
+
+def _write_jsonl(table: pa.Table, f: TextIO) -> None:
+    import pyarrow as pa
+
+    for i, name in enumerate(table.column_names):
+        if pa.types.is_timestamp(table.schema.field(i).type):
+            # ISO 8601 with nanoseconds (Python's datetime stops at microseconds).
+            table = table.set_column(i, name, table.column(i).cast(pa.string()))
+    for batch in table.to_batches(max_chunksize=65536):
+        for row in batch.to_pylist():
+            clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+            f.write(json.dumps(clean, default=_json_default))
+            f.write("\n")
+
+
 def write_table(table: pa.Table, out_dir: Path, fmt: str, metadata: dict[str, str] | None = None) -> Path:
     """Writes `table` to `out_dir/connections.<fmt>` and returns the path. `metadata`
     becomes the Parquet file's key-value metadata (beside each column's unit and meaning)."""
@@ -55,18 +91,9 @@ def write_table(table: pa.Table, out_dir: Path, fmt: str, metadata: dict[str, st
                      or (pa.types.is_list(f.type) and pa.types.is_dictionary(f.type.value_type))]
         pq.write_table(table, path, use_dictionary=repeating)
     elif fmt == "csv":
-        import pyarrow.csv as pcsv
-
-        pcsv.write_csv(_flatten_lists(table), path)
+        with path.open("wb") as fb:
+            _write_csv(table, fb)
     else:
-        for i, name in enumerate(table.column_names):
-            if pa.types.is_timestamp(table.schema.field(i).type):
-                # ISO 8601 with nanoseconds (Python's datetime stops at microseconds).
-                table = table.set_column(i, name, table.column(i).cast(pa.string()))
-        with path.open("w") as f:
-            for batch in table.to_batches(max_chunksize=65536):
-                for row in batch.to_pylist():
-                    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-                    f.write(json.dumps(clean, default=_json_default))
-                    f.write("\n")
+        with path.open("w") as ft:
+            _write_jsonl(table, ft)
     return path

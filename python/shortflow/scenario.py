@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from shortflow import _core
 from shortflow.exceptions import ScenarioError
@@ -36,6 +37,89 @@ def _overrides(overrides: Iterable[str] | str) -> tuple[str, ...]:
     return ov
 
 
+def _check(text: str, source: str, overrides: tuple[str, ...]) -> str:
+    """`_core.check_scenario`, an unknown key explained (`_unknown_key`)."""
+    try:
+        return _core.check_scenario(text, source, list(overrides))
+    except ScenarioError as e:
+        raise _unknown_key(e, text, source, overrides) from None
+
+
+def _unknown_key(e: ScenarioError, text: str, source: str, overrides: tuple[str, ...]) -> ScenarioError:
+    """A mistyped key said as the user wrote it: where the typo is (the ``--set`` it came
+    in, or the file), and the key it most likely meant from the scenario's key list, in
+    place of the model's list of a level's keys (cut short when long)."""
+    key = getattr(e, "key", "")
+    file = getattr(e, "file", source)
+    if not key or not str(e).startswith(f"{file}: {key}: unknown key"):
+        return e
+    guess = did_you_mean(key)
+    # The typo is on --set when the override names the key and the file alone is fine.
+    culprit = next((o for o in reversed(overrides) if _names(o, key)), None)
+    if culprit is not None:
+        try:
+            _core.check_scenario(text, source, [])
+        except ScenarioError as alone:
+            if getattr(alone, "key", None) == key:
+                culprit = None
+    if culprit is not None:
+        written = culprit.partition("=")[0].strip()
+        meant = guess + written[len(key):] if guess and written.startswith(key) else guess
+        shown = culprit if len(culprit) <= 200 else f"{culprit[:133]}…{culprit[-66:]}"
+        where = f"--set {shown}: {key}: unknown key"
+    else:
+        meant = guess
+        where = f"{file}: {key}: unknown key"
+    if meant:
+        hint = f"; did you mean {meant}?"
+    else:
+        # No key is close: the level's own keys, whole, when they fit on a line.
+        level = key.rpartition(".")[0]
+        siblings = _level_keys(level)
+        listed = ", ".join(siblings)
+        hint = f"; {level or 'the top level'} has {listed}" if siblings and len(listed) < 200 else ""
+    err = ScenarioError(f"{where}{hint} (`shortflow scenario keys` lists every key)")
+    err.file, err.key = file, key  # type: ignore[attr-defined]
+    return err
+
+
+def _names(override: str, key: str) -> bool:
+    """Whether ``key=value`` `override` sets `key`, a key under it, or the table above it."""
+    k = override.partition("=")[0].strip()
+    return k == key or k.startswith(key + ".") or key.startswith(k + ".")
+
+
+def _all_keys() -> list[str]:
+    """Every dotted key, ``{side}.`` written out as ``client.`` and ``server.``."""
+    out = []
+    for k in keys():
+        name = k["key"]
+        out += [name.replace("{side}", side) for side in ("client", "server")] if "{side}" in name else [name]
+    return out
+
+
+def _level_keys(level: str) -> list[str]:
+    """The names directly under dotted `level` ("" for the top level)."""
+    depth = level.count(".") + 1 if level else 0
+    prefix = f"{level}." if level else ""
+    return sorted({k.split(".")[depth] for k in _all_keys() if k.startswith(prefix) and k.count(".") >= depth})
+
+
+def did_you_mean(key: str) -> str | None:
+    """The scenario key closest to a mistyped dotted `key`, among the keys of its depth
+    (``path.bandwith`` → ``path.bandwidth``, ``clent`` → ``client``), or None.
+
+    >>> did_you_mean("path.bandwith"), did_you_mean("clent"), did_you_mean("zzz.qqq")
+    ('path.bandwidth', 'client', None)
+    """
+    import difflib
+
+    depth = key.count(".")
+    known = {".".join(name.split(".")[: depth + 1]) for name in _all_keys() if name.count(".") >= depth}
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A checked scenario: file text, its name for messages, and overrides."""
@@ -48,7 +132,7 @@ class Scenario:
     @classmethod
     def from_text(cls, text: str, *, source: str = "<scenario>", overrides: Iterable[str] | str = ()) -> Scenario:
         ov = _overrides(overrides)
-        name = _core.check_scenario(text, source, list(ov))
+        name = _check(text, source, ov)
         return cls(text, source, ov, name)
 
     @classmethod
@@ -86,7 +170,7 @@ class Scenario:
     def with_overrides(self, *overrides: str) -> Scenario:
         """The same scenario with more ``key=value`` overrides (checked now)."""
         ov = self.overrides + _overrides(overrides)
-        name = _core.check_scenario(self.text, self.source, list(ov))
+        name = _check(self.text, self.source, ov)
         return replace(self, overrides=ov, name=name)
 
 
@@ -94,6 +178,14 @@ def builtin_names() -> list[str]:
     """Names of the scenarios shipped with shortflow."""
     folder = resources.files("shortflow") / "scenarios"
     return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def resolved(sc: Scenario) -> dict[str, Any]:
+    """`sc` as the simulator runs it: every default and stack-profile value filled in, as
+    numbers (durations in ns, sizes in bytes, rates in bit/s)."""
+    import json
+
+    return json.loads(_core.resolve_scenario(sc.text, sc.source, list(sc.overrides)))  # type: ignore[no-any-return]
 
 
 def keys() -> list[dict[str, str]]:

@@ -6,15 +6,17 @@ turns its JSON report into Python objects and a `pyarrow.Table`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shortflow import _core
+from shortflow._interrupt import interruptible
 from shortflow.scenario import Scenario
 from shortflow.units import parse_size
 
@@ -136,14 +138,38 @@ class SimulationResult:
         cols["rto_costs"] = pa.array([c.get("rto_costs", []) for c in self.connections], type=pa.list_(pa.float64()))
         return pa.table(cols)
 
+    def metadata(self) -> dict[str, str]:
+        """What made the run, as the flows' Parquet file keeps it: the scenario file (or
+        shipped name) and every ``--set`` override, so the run can be made again."""
+        from shortflow import __version__
+
+        return {"shortflow_version": __version__, "scenario": self.scenario.source, "scenario_name": self.scenario.name,
+                "overrides": json.dumps(list(self.scenario.overrides))}
+
     def write_flows(self, path: str | PathLike[str]) -> None:
-        """Writes `flows` as Parquet."""
+        """Writes `flows` as Parquet, with `metadata` as the file's key-value metadata."""
         import pyarrow.parquet as pq
 
-        pq.write_table(self.flows, str(path))
+        flows = self.flows
+        pq.write_table(flows.replace_schema_metadata({**(flows.schema.metadata or {}), **self.metadata()}), str(path))
 
     def to_json(self) -> str:
         return json.dumps(self.raw, indent=1)
+
+
+#: Called after each `simulate` run (in this thread): `shortflow reproduce` counts its
+#: runs with it for its progress.
+_after_run: list[Callable[[], None]] = []
+
+
+@contextlib.contextmanager
+def each_run(callback: Callable[[], None]) -> Iterator[None]:
+    """Calls `callback()` after every `simulate` run made inside the block."""
+    _after_run.append(callback)
+    try:
+        yield
+    finally:
+        _after_run.remove(callback)
 
 
 def simulate(
@@ -178,8 +204,13 @@ def simulate(
     extra = (overrides,) if isinstance(overrides, str) else tuple(overrides)
     if extra:
         sc = sc.with_overrides(*extra)
-    text = _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline, rate=rate,
-                          max_memory=memory_budget(max_memory), max_events=max_events,
-                          totals_only=totals_only)
+    text = interruptible(lambda: _core.simulate(sc.text, sc.source, list(sc.overrides), pcap=pcap, timeline=timeline,
+                                                 rate=rate, max_memory=memory_budget(max_memory), max_events=max_events,
+                                                 totals_only=totals_only))
+    for callback in list(_after_run):
+        callback()
     raw = json.loads(text)
+    # The report says what ran: the scenario and the overrides on top of it.
+    raw["scenario_source"] = sc.source
+    raw["overrides"] = list(sc.overrides)
     return SimulationResult(sc, raw["connections"], raw["summary"], raw)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shortflow.cluster import dask_client
+from shortflow.exceptions import ScenarioError
 from shortflow.scenario import Scenario
 
 if TYPE_CHECKING:
@@ -94,7 +95,13 @@ def plan(scenario: Scenario, grid: Mapping[str, Sequence[str]], seeds: int) -> l
         point = tuple(zip(keys, values))
         for seed in range(1, seeds + 1):
             ov = tuple(f"{k}={v}" for k, v in point) + (f"seed={seed}",)
-            scenario.with_overrides(*ov)  # raises ScenarioError naming the key
+            try:
+                scenario.with_overrides(*ov)  # raises ScenarioError naming the key
+            except ScenarioError as e:
+                # A grid key's typo is on --grid, not on --set.
+                if any(str(e).startswith(f"--set {k}=") for k in keys):
+                    raise ScenarioError(f"--grid {str(e).removeprefix('--set ')}") from None
+                raise
             runs.append(Run(point, seed, ov))
     return runs
 
@@ -168,7 +175,9 @@ def sweep(
     `scheduler` (or a local cluster of `workers` processes). Returns a `pyarrow.Table` (a
     pandas frame with `pandas`): one row per run, the grid keys as columns, ``seed`` and
     `SUMMARY_COLUMNS`; with `flows`, one row per connection (the run's keys and seed, then
-    `SimulationResult.flows`' columns). `progress(done, total)` is called as runs finish.
+    `SimulationResult.flows`' columns). Grid keys are typed (`typed_column`); the table's
+    metadata names the scenario, its overrides, the grid and the seeds (`metadata`).
+    `progress(done, total)` is called as runs finish.
     """
     sc = scenario if isinstance(scenario, Scenario) else Scenario.load(Path(scenario))
     extra = tuple(overrides)
@@ -192,32 +201,108 @@ def sweep(
             if progress:
                 progress(done, len(runs))
     table = _tabulate(runs, [r for r in results if r is not None], list(g), flows)
+    table = table.replace_schema_metadata(metadata(sc, g, seeds))
     return table.to_pandas() if pandas else table
 
 
+def typed_column(values: Sequence[str]) -> tuple[list[Any], str]:
+    """A grid key's values as the numbers they stand for, and their unit: TOML numbers as
+    written (``2``, ``0.5``), durations in seconds (``100ms`` → 0.1, "s"), sizes in bytes
+    (``35kB`` → 35000, "B"), rates in bit/s (``10Mbit``, "bit/s"), percentages as fractions
+    (``25%`` → 0.25, "fraction"). The same unit for every value, or the text as written
+    ("", strings) when they are not all one kind.
+
+    >>> typed_column(["2", "4", "10"])
+    ([2, 4, 10], '')
+    >>> typed_column(["10ms", "0.2s"])
+    ([0.01, 0.2], 's')
+    >>> typed_column(["25%", "50%"])
+    ([0.25, 0.5], 'fraction')
+    >>> typed_column(["[1, 2]", "[3]"])
+    (['[1, 2]', '[3]'], '')
+    """
+    import tomllib
+
+    from shortflow.units import parse_duration, parse_rate, parse_size
+
+    def number(v: str) -> int | float | None:
+        try:
+            x = tomllib.loads(f"v = {v}")["v"]
+        except tomllib.TOMLDecodeError:
+            return None
+        return x if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+    def percent(v: str) -> float:
+        if not v.endswith("%"):
+            raise ValueError(v)
+        return float(v[:-1]) / 100
+
+    numbers = [number(v) for v in values]
+    if all(x is not None for x in numbers):
+        if any(isinstance(x, float) for x in numbers):
+            return [float(x) for x in numbers if x is not None], ""
+        return numbers, ""
+    texts = [v.strip().strip("\"'") for v in values]
+    parsers: list[tuple[Callable[[str], int | float], str]] = [
+        (parse_duration, "s"), (parse_size, "B"), (parse_rate, "bit/s"), (percent, "fraction")]
+    for parse, unit in parsers:
+        try:
+            return [parse(v) for v in texts], unit
+        except ValueError:
+            continue
+    return list(values), ""
+
+
 def _tabulate(runs: list[Run], results: list[dict[str, Any]], keys: list[str], flows: bool) -> pa.Table:
+    """The runs' table: each grid key a typed column (`typed_column`; its unit and the
+    values as written in the field's metadata), then the seed and the summary or flows."""
     import pyarrow as pa
 
+    written = {k: list(dict.fromkeys(dict(r.point)[k] for r in runs)) for k in keys}
+    typed = {k: dict(zip(written[k], typed_column(written[k])[0])) for k in keys}
+    fields = []
+    for k in keys:
+        arr = pa.array(list(typed[k].values()))
+        unit = typed_column(written[k])[1]
+        fields.append(pa.field(k, arr.type, metadata={"unit": unit, "written": json.dumps(written[k])}))
     if not flows:
-        cols: dict[str, list[Any]] = {k: [dict(r.point)[k] for r in runs] for k in keys}
-        cols["seed"] = [r.seed for r in runs]
-        for c in SUMMARY_COLUMNS:
-            cols[c] = [res["row"][c] for res in results]
-        return pa.table(cols)
+        cols: list[Any] = [pa.array([typed[k][dict(r.point)[k]] for r in runs], f.type) for k, f in zip(keys, fields)]
+        cols.append(pa.array([r.seed for r in runs], pa.int64()))
+        cols += [pa.array([res["row"][c] for res in results]) for c in SUMMARY_COLUMNS]
+        schema = pa.schema([*fields, pa.field("seed", pa.int64()), *(pa.field(c, a.type) for c, a in
+                                                                     zip(SUMMARY_COLUMNS, cols[len(keys) + 1:]))])
+        return pa.Table.from_arrays(cols, schema=schema)
     parts = []
     for run, res in zip(runs, results):
         t: pa.Table = res["flows"]
         n = t.num_rows
-        front = {k: pa.array([dict(run.point)[k]] * n, pa.string()) for k in keys}
-        front["seed"] = pa.array([run.seed] * n, pa.int64())
-        parts.append(pa.table({**front, **{name: t.column(name) for name in t.column_names}}))
+        front = [pa.array([typed[k][dict(run.point)[k]]] * n, f.type) for k, f in zip(keys, fields)]
+        front.append(pa.array([run.seed] * n, pa.int64()))
+        schema = pa.schema([*fields, pa.field("seed", pa.int64()), *t.schema])
+        parts.append(pa.Table.from_arrays([*front, *t.columns], schema=schema))
     return pa.concat_tables(parts)
 
 
+def metadata(scenario: Scenario, grid: Mapping[str, Sequence[str]], seeds: int) -> dict[str, str]:
+    """The table's key-value metadata (the Parquet file's): what made it, enough to make
+    it again."""
+    from shortflow import __version__
+
+    return {
+        "shortflow_version": __version__,
+        "scenario": scenario.source,
+        "scenario_name": scenario.name,
+        "overrides": json.dumps(list(scenario.overrides)),
+        "grid": json.dumps({k: list(v) for k, v in grid.items()}),
+        "seeds": str(seeds),
+    }
+
+
 def spread(table: pa.Table, metric: str, by: Sequence[str]) -> list[dict[str, Any]]:
-    """Mean, standard deviation, 95 % confidence half-width (normal approximation) and
-    count of `metric` over the seeds, per combination of the `by` columns."""
-    import math
+    """Mean, standard deviation, 95 % confidence half-width (Student's t,
+    `shortflow.stats.mean_ci`) and count of `metric` over the seeds, per combination of
+    the `by` columns."""
+    from shortflow.stats import mean_ci, mean_sd
 
     rows = table.select([*by, metric]).to_pylist()
     groups: dict[tuple[Any, ...], list[float]] = {}
@@ -226,11 +311,9 @@ def spread(table: pa.Table, metric: str, by: Sequence[str]) -> list[dict[str, An
             groups.setdefault(tuple(r[k] for k in by), []).append(float(r[metric]))
     out = []
     for key, xs in groups.items():
-        n = len(xs)
-        mean = sum(xs) / n
-        sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-        out.append({**dict(zip(by, key)), "mean": mean, "sd": sd, "ci95": 1.96 * sd / math.sqrt(n) if n > 1 else 0.0,
-                    "n": n, "min": min(xs), "max": max(xs)})
+        mean, ci = mean_ci(xs)
+        out.append({**dict(zip(by, key)), "mean": mean, "sd": mean_sd(xs)[1], "ci95": ci,
+                    "n": len(xs), "min": min(xs), "max": max(xs)})
     return out
 
 
@@ -251,21 +334,17 @@ def plot(table: pa.Table, metric: str, x: str, path: str | os.PathLike[str]) -> 
     for s in stats:
         lines.setdefault(tuple(s[o] for o in others), []).append(s)
 
-    def key(v: str) -> Any:
-        try:
-            return float(v.rstrip("%sBbitkMG"))
-        except ValueError:
-            return v
-
     for label, pts in lines.items():
-        pts.sort(key=lambda p: key(p[x]))
+        # A typed key's values are numbers (`typed_column`): the axis is their scale.
+        pts.sort(key=lambda p: p[x])
         xs = [p[x] for p in pts]
         ys = [p["mean"] for p in pts]
         lo = [p["mean"] - p["min"] for p in pts]
         hi = [p["max"] - p["mean"] for p in pts]
         ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3,
                     label=", ".join(f"{o}={v}" for o, v in zip(others, label)) or metric)
-    ax.set_xlabel(x)
+    unit = (table.schema.field(x).metadata or {}).get(b"unit", b"").decode()
+    ax.set_xlabel(f"{x} ({unit})" if unit else x)
     ax.set_ylabel(metric)
     ax.legend(fontsize="small")
     fig.tight_layout()

@@ -22,6 +22,7 @@ from shortflow.cli.common import (
     clip,
     emit_table,
     error,
+    examples,
     fail,
     is_stdout,
     progress,
@@ -185,10 +186,14 @@ def _metadata(result: Analysis, traces: list[Path]) -> dict[str, str]:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("analyze")
+    @app.command("analyze", epilog=examples(
+        "shortflow analyze capture.pcap",
+        "shortflow analyze a.pcap b.pcapng.gz --out results --summary-json summary.json",
+        "shortflow analyze capture.pcap --out - --format jsonl | head",
+        "tcpdump -w - -i eth0 port 80 | shortflow analyze -"))
     def analyze_cmd(
         traces: Annotated[Optional[list[Path]], typer.Argument(help="pcap or pcapng files, plain or gzip; - reads standard input")] = None,
-        out_dir: Annotated[Optional[Path], typer.Option("--out", help="write the per-connection table into this directory (created if missing)")] = None,
+        out_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write the per-connection table into this directory (created if missing); - writes it to standard output (--format csv or jsonl)")] = None,
         fmt: Annotated[str, typer.Option("--format", help="table format: parquet, csv or jsonl")] = "parquet",
         summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 and the diagnosis as JSON to this file (- for standard output)")] = None,
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
@@ -202,6 +207,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Say where each connection lost its time (handshake, slow start, loss repair,
         delayed ACKs, zero windows, application) and print document 000's Table 1."""
+        quiet = quiet or common.is_quiet()  # -q before the sub-command means the same
         if quiet:
             common.quiet()
         if columns:
@@ -218,7 +224,13 @@ def register(app: typer.Typer) -> None:
             "idle_timeout_s": _duration(idle_timeout, "--idle-timeout", zero_ok=False),
             "close_linger_s": _duration(close_linger, "--close-linger", zero_ok=True),
         }
-        if out_dir is not None:
+        table_to_stdout = is_stdout(out_dir)
+        if table_to_stdout:
+            if fmt == "parquet":
+                fail("--out -: Parquet is not written to standard output; add --format csv or --format jsonl", USAGE)
+            if is_stdout(summary_json):
+                fail("--out - and --summary-json -: one of them can have standard output", USAGE)
+        elif out_dir is not None:
             check_output_dir(out_dir, "--out")
         if report is not None:
             check_output_dir(report, "--report")
@@ -228,8 +240,8 @@ def register(app: typer.Typer) -> None:
             if is_stdout(plot):
                 fail("--plot -: a PNG is not written to standard output; give a file name", USAGE)
             check_output_file(plot, "--plot")
-        # JSON on standard output is the whole output: the table then stays away from it.
-        show = not quiet and not is_stdout(summary_json)
+        # JSON or the table on standard output is the whole output: the text stays away from it.
+        show = not quiet and not is_stdout(summary_json) and not table_to_stdout
         # The per-connection table is built only when something uses it (the summary's
         # percentiles do).
         need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
@@ -238,7 +250,7 @@ def register(app: typer.Typer) -> None:
         from shortflow.analyze import analyze, import_in_background, summary_document
         from shortflow.output import write_table
 
-        if out_dir is not None and fmt == "parquet":
+        if out_dir is not None and not table_to_stdout and fmt == "parquet":
             import_in_background("pyarrow.parquet")  # while the core reads
         threads = workers or (1 if scheduler else common.cores())
         with progress("reading") as step:
@@ -260,11 +272,15 @@ def register(app: typer.Typer) -> None:
         # the summary is worked out here; its error, if any, is raised as if written here.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shortflow-table") as pool:
             writing = None
-            if out_dir is not None:
+            if out_dir is not None and not table_to_stdout:
                 writing = pool.submit(write_table, result.table, out_dir, fmt, metadata=_metadata(result, traces))
             doc = summary_document(result)
             if writing is not None:
                 written.append(f"table: {writing.result()} ({result.table.num_rows:,} connections)")
+        if table_to_stdout:
+            from shortflow.output import write_table_stdout
+
+            write_table_stdout(result.table, fmt)
         if summary_json is not None:
             write_json(summary_json, doc, "--summary-json")
             if not is_stdout(summary_json):
@@ -279,6 +295,10 @@ def register(app: typer.Typer) -> None:
 
             files = [p for p in traces if not is_stdout(p)]
             written.append(f"report: {write_report(result, doc, report, traces=files)}")
+        # Files that could not be read at all (not a trace): their error is the whole
+        # answer, not a Table 1 of zeros beside it.
+        if all(f["error"] and not f["packets"] for f in result.files):
+            show = False
         if show:
             print_files(doc)
             print_table1(result)

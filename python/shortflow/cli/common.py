@@ -89,6 +89,26 @@ def quiet() -> None:
     log.setLevel(max(log.getEffectiveLevel(), logging.WARNING))
 
 
+_quiet = False
+
+
+def set_quiet(on: bool) -> None:
+    """``-q`` was given, before the sub-command or after it."""
+    global _quiet
+    _quiet = on
+
+
+def is_quiet() -> bool:
+    """Whether ``-q`` was given anywhere on the command line: a command with a table of its
+    own (analyze, simulate) then prints it no more than with its own ``-q``."""
+    return _quiet
+
+
+def examples(*lines: str) -> str:
+    """A help's epilog: command lines that work as written (the test suite parses them)."""
+    return "Examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 # -- output files -----------------------------------------------------------------------
 
 _teardown_skippable = False
@@ -222,6 +242,25 @@ PLAIN_PROGRESS_EVERY_S = 5.0
 Step = Callable[..., None]
 
 
+def plain_line(what: str, done: int | None, total: int | None, elapsed_s: float, text: str = "") -> str:
+    """A progress line for a pipe or a log: the count done of all and the time left at the
+    rate so far, when they are known.
+
+    >>> plain_line("reproducing", 3, 12, 30.0, "Table 4: SYN lost")
+    'reproducing: 3/12 (30 s, ETA 1 min 30 s) Table 4: SYN lost'
+    """
+    count = "" if done is None else f" {done:,}" + (f"/{total:,}" if total else "")
+    eta = ""
+    if done and total and done < total:
+        eta = f", ETA {_seconds((total - done) * elapsed_s / done)}"
+    return f"{what}:{count} ({elapsed_s:.0f} s{eta}) {clip(text, 80)}".rstrip()
+
+
+def _seconds(s: float) -> str:
+    m, sec = divmod(round(s), 60)
+    return f"{m} min {sec} s" if m else f"{sec} s"
+
+
 @contextlib.contextmanager
 def progress(what: str, total: int | None = None) -> Iterator[Step]:
     """Progress of a long command on standard error: a rich bar on a terminal, a plain
@@ -232,10 +271,12 @@ def progress(what: str, total: int | None = None) -> Iterator[Step]:
         return
     if sys.stderr.isatty():
         from rich.console import Console
-        from rich.progress import Progress, TextColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        with Progress(*Progress.get_default_columns(), TextColumn("{task.fields[text]}", markup=False),
-                      console=Console(stderr=True), transient=True) as bar:
+        # The count done of all and the time left (from the rate so far), then the text.
+        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[text]}", markup=False))
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task(what, total=total, text="")
 
             def rich_step(done: int, total: int | None = None, text: str = "") -> None:
@@ -259,9 +300,7 @@ def progress(what: str, total: int | None = None) -> Iterator[Step]:
 
     def beat() -> None:
         while not stop.wait(PLAIN_PROGRESS_EVERY_S):
-            done, tot = state["done"], state["total"]
-            count = "" if done is None else f" {done:,}" + (f"/{tot:,}" if tot else "")
-            _plain("", f"{what}:{count} ({time.monotonic() - start:.0f} s) {clip(state['text'], 80)}".rstrip())
+            _plain("", plain_line(what, state["done"], state["total"], time.monotonic() - start, state["text"]))
 
     t = threading.Thread(target=beat, name="shortflow-progress", daemon=True)
     t.start()

@@ -8,14 +8,14 @@ from typing import Annotated
 
 import typer
 
-from shortflow.cli.common import check_output_dir, say
+from shortflow.cli.common import check_output_dir, examples, say
 
 #: Made by `shortflow generate` (see python/shortflow/data/README.md for the command).
 DEMO_TRACE = "demo-server-2008.pcap.gz"
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("demo")
+    @app.command("demo", epilog=examples("shortflow demo", "shortflow demo --out /tmp/demo"))
     def demo_cmd(
         out_dir: Annotated[Path, typer.Option("--out", help="where the plot goes")] = Path("out/demo"),
     ) -> None:

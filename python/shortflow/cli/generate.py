@@ -8,13 +8,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import USAGE, check_output_file, clip, fail, is_stdout, progress, write_json
+from shortflow.cli.common import USAGE, check_output_file, clip, examples, fail, is_stdout, progress, write_json
 from shortflow.exceptions import ShortflowError
 from shortflow.units import parse_duration
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("generate")
+    @app.command("generate", epilog=examples("shortflow generate trace.pcap",
+                                             "shortflow generate trace.pcapng --format pcapng --connections 10000 --syn-loss 0.05"))
     def generate_cmd(
         output: Annotated[Path, typer.Argument(help="capture file to write")],
         connections: Annotated[int, typer.Option(min=1, max=100_000_000, help="connections to generate")] = 1000,
@@ -62,4 +63,8 @@ def register(app: typer.Typer) -> None:
                 )
         except (ValueError, OverflowError, ShortflowError) as e:  # a bad option, or a file that cannot be written
             fail(clip(e), USAGE)
+        except KeyboardInterrupt:
+            # Half a trace is no trace: the file goes (its writer stops as the process ends).
+            output.unlink(missing_ok=True)
+            raise
         write_json("-", {"file": str(output), **truth})

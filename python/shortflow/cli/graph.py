@@ -7,11 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import FAILURE, USAGE, check_output_file, clip, error, fail, say
+from shortflow.cli.common import FAILURE, USAGE, check_output_file, clip, error, examples, fail, say
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("graph")
+    @app.command("graph", epilog=examples("shortflow graph capture.pcap --conn 3",
+                                          "shortflow graph capture.pcap --conn 3 --client-data -o conn-3-client.svg"))
     def graph_cmd(
         trace: Annotated[Path, typer.Argument(help="pcap or pcapng file, plain or gzip", dir_okay=False)],
         conn: Annotated[int, typer.Option("--conn", min=0, help="the connection's conn_id in `shortflow analyze --out` (order of first appearance)")],
@@ -40,7 +41,8 @@ def register(app: typer.Typer) -> None:
             where = f" in the part read ({errors[0]})" if errors else ""
             fail(f"{clip(trace)}: no connection with conn_id {conn}{where}", FAILURE)
         draw(pk, path, title=f"{trace.name}, connection {conn}", server_data=not client_data)
-        say(path)
+        # Where it went, in full: without -o the file is made in the current directory.
+        say(f"time-sequence graph of connection {conn}: {path.resolve()}")
         for message in errors:
             error(f"{message} — the connection's {len(pk['ts_ns']):,} packets before it are drawn")
         if errors:

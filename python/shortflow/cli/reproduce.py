@@ -10,7 +10,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import USAGE, check_output_file, clip, emit_table, fail, is_stdout, progress, say, write_json
+from shortflow.cli.common import (
+    USAGE,
+    check_output_file,
+    clip,
+    emit_table,
+    examples,
+    fail,
+    is_stdout,
+    progress,
+    say,
+    write_json,
+)
 from shortflow.exceptions import ShortflowError
 from shortflow.reproduce import DOCUMENTS, REAL_DOCUMENTS, Row, reproduce
 
@@ -63,7 +74,8 @@ def print_packets() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("reproduce")
+    @app.command("reproduce", epilog=examples("shortflow reproduce 000", "shortflow reproduce all --quick",
+                                              "shortflow reproduce 003 --packets", "sudo shortflow reproduce 000 --real"))
     def reproduce_cmd(
         document: Annotated[str, typer.Argument(help="000, 001, 002, 003, 004 or all")] = "all",
         quick: Annotated[bool, typer.Option("--quick", help="documents 001 and 004 shortened (less traffic, "
@@ -90,7 +102,7 @@ def register(app: typer.Typer) -> None:
         try:
             with progress("reproducing on the real kernel" if real else "reproducing") as step:
                 rows = reproduce(docs, real=real, quick=quick,
-                                 progress=lambda done, total, r: step(done, total, f"{r.figure}: {r.case}"))
+                                 progress=step)
         except ShortflowError as e:
             fail(e)
         if not is_stdout(json_out):

@@ -9,11 +9,13 @@ import typer
 
 from shortflow.cli import common
 from shortflow.cli.common import (
+    FAILURE,
     INCOMPLETE,
     SCENARIO_HELP,
     USAGE,
     check_output_file,
     emit_table,
+    examples,
     fail,
     is_stdout,
     progress,
@@ -63,7 +65,15 @@ def print_connections(result: SimulationResult) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("simulate")
+    from shortflow.scenario import builtin_names
+
+    shipped = "Shipped scenarios (run by name from any directory; `shortflow scenario show NAME`):\n" + \
+        "\n".join(f"  {n}" for n in builtin_names())
+
+    @app.command("simulate", epilog=shipped + "\n\n" + examples(
+        "shortflow simulate 000-table4",
+        "shortflow simulate 000-table4 --set drop.syn=[1,2] --json report.json",
+        "shortflow simulate my-path.toml --set path.rtt=200ms --pcap client.pcap --flows flows.parquet"))
     def simulate_cmd(
         scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
         sets: Annotated[Optional[list[str]], typer.Option("--set", help="override a key: --set path.rtt=100ms")] = None,
@@ -80,7 +90,9 @@ def register(app: typer.Typer) -> None:
         """Simulate the connections a scenario file describes and print one row per connection.
 
         Exit status 3 when the run reached the scenario's time_limit with connections not
-        complete (the warning is on stderr and in the JSON)."""
+        complete (the warning is on stderr and in the JSON), 1 when it ended with none
+        complete (every one given up)."""
+        quiet = quiet or common.is_quiet()  # -q before the sub-command means the same
         if quiet:
             common.quiet()
         if pcap is not None:
@@ -117,4 +129,11 @@ def register(app: typer.Typer) -> None:
             if pcap is not None:
                 say(f"capture ({result.raw['capture_point']} side): {pcap}")
         if result.incomplete:
-            raise typer.Exit(INCOMPLETE)
+            raise typer.Exit(INCOMPLETE)  # the time limit's warning says what to change
+        s = result.summary
+        if s["connections"] and not s["completed"]:
+            # Not one connection finished (a path that loses everything, a server that never
+            # answers): the figures above describe a failure, and the status says so.
+            warn(f"none of the {s['connections']:,} connections completed: look at the losses and limits of "
+                 f"{result.scenario.source}{' with ' + ' '.join('--set ' + o for o in result.scenario.overrides) if result.scenario.overrides else ''}")
+            raise typer.Exit(FAILURE)

@@ -7,13 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import SCENARIO_HELP, USAGE, emit_table, fail, progress, say
+from shortflow.cli.common import SCENARIO_HELP, USAGE, emit_table, examples, fail, progress, say
 from shortflow.exceptions import ScenarioError
 from shortflow.scenario import Scenario
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("sweep")
+    @app.command("sweep", epilog=examples(
+        "shortflow sweep 002-initial-window --grid server.initial_window=2,4,10 -o iw.parquet",
+        "shortflow sweep 001-sfr-web --grid workload.load=25%,50%,75% --seeds 5 --plot load.png"))
     def sweep_cmd(
         scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
         grid: Annotated[list[str], typer.Option("--grid", help="key=v1,v2,...: one axis of the grid (repeatable)")],
@@ -53,13 +55,16 @@ def register(app: typer.Typer) -> None:
                               progress=lambda d, t: step(d, t))
             except (ValueError, ScenarioError, OSError) as e:
                 fail(e, USAGE)
+        import sys
+
         import pyarrow.parquet as pq
 
-        pq.write_table(table, str(output))
+        command = {b"command": " ".join(["shortflow", *sys.argv[1:]]).encode()}
+        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **command}), str(output))
         say(f"{table.num_rows:,} rows → {output}")
         if not flows:
             rows = [[*(s[k] for k in g), s["mean"], s["ci95"], s["min"], s["max"]] for s in spread(table, metric, list(g))]
-            emit_table(f"{metric} over {seeds} seed(s)", [*g, "mean", "95% CI ±", "min", "max"], rows,
+            emit_table(f"{metric} over {seeds} seed(s)", [*g, "mean", "95% CI ± (Student's t)", "min", "max"], rows,
                        right=[False] * len(g) + [True] * 4, fmt=lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
         if plot is not None:
             draw(table, metric, xkey, plot)

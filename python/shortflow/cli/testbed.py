@@ -14,6 +14,7 @@ from shortflow.cli.common import (
     check_output_dir,
     check_output_file,
     emit_table,
+    examples,
     fail,
     is_stdout,
     progress,
@@ -22,7 +23,9 @@ from shortflow.cli.common import (
 )
 from shortflow.exceptions import PrivilegeError, ScenarioError, ShortflowError
 
-testbed_app = typer.Typer(help="Run a scenario on the real Linux kernel (needs root).", no_args_is_help=True)
+testbed_app = typer.Typer(help="Run a scenario on the real Linux kernel (needs root).", no_args_is_help=True,
+                          epilog=examples("sudo shortflow testbed compare 002-initial-window",
+                                          "shortflow testbed plan 003-solaris", "sudo shortflow testbed clean"))
 
 #: Result key → column heading.
 COLUMNS = {"syn_transmissions": "SYNs", "synack_transmissions": "SYN/ACKs", "request_sent_s": "request (s)",
@@ -30,13 +33,16 @@ COLUMNS = {"syn_transmissions": "SYNs", "synack_transmissions": "SYN/ACKs", "req
            "fast_retransmits": "recov.", "tlp_probes": "TLPs", "dsacks": "D-SACKs"}
 
 
-def _run(scenario: Path, pcap_dir: Path | None) -> dict[str, Any]:
+def _run(scenario: Path, overrides: list[str], pcap_dir: Path | None) -> dict[str, Any]:
     from shortflow import testbed
 
     try:
-        s = testbed.load(scenario)
+        s = testbed.load(scenario, overrides)
         with progress("running on the real kernel"):
-            return testbed.run(s, str(pcap_dir) if pcap_dir else None)
+            result = testbed.run(s, str(pcap_dir) if pcap_dir else None)
+        # What ran: the --set overrides on top of the file, as simulate's JSON has them.
+        result["overrides"] = list(s.scenario.overrides) if s.scenario is not None else list(overrides)
+        return result
     except (ScenarioError, PrivilegeError) as e:
         fail(e, USAGE)
     except ShortflowError as e:
@@ -63,6 +69,34 @@ def _table(title: str, rows: list[tuple[str, list[dict[str, Any]]]],
     emit_table(title, ["conn", "world", *COLUMNS.values()], table, right=[False, False] + [True] * len(COLUMNS))
 
 
+#: The phase of a connection each compared figure belongs to.
+PHASES = {"syn_transmissions": "the handshake", "synack_transmissions": "the handshake",
+          "request_sent_s": "the handshake", "complete_s": "the transfer", "retransmissions": "loss repair",
+          "timeouts": "loss repair", "fast_retransmits": "loss repair", "tlp_probes": "loss repair",
+          "dsacks": "loss repair"}
+
+
+def disagreement(sim: list[dict[str, Any]], real: list[dict[str, Any]],
+                 verdicts: list[dict[str, bool | None]], limit: int = 4) -> str:
+    """Which phases differ and where: ``the handshake (conn 0: SYNs 1 simulated, 2 real)``,
+    the phases in a connection's order, at most `limit` figures each."""
+    by_phase: dict[str, list[str]] = {}
+    for i, row in enumerate(verdicts):
+        for key, ok in row.items():
+            if ok is False:
+                s = sim[i].get(key) if i < len(sim) else None
+                r = real[i].get(key) if i < len(real) else None
+                by_phase.setdefault(PHASES.get(key, key), []).append(
+                    f"conn {i}: {COLUMNS.get(key, key)} {_fmt(s)} simulated, {_fmt(r)} real")
+    order = list(dict.fromkeys(PHASES.values()))
+    parts = []
+    for phase in sorted(by_phase, key=lambda p: order.index(p) if p in order else len(order)):
+        items = by_phase[phase]
+        more = f"; {len(items) - limit} more" if len(items) > limit else ""
+        parts.append(f"{phase} ({'; '.join(items[:limit])}{more})")
+    return ", ".join(parts)
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "—"
@@ -77,22 +111,25 @@ def _check_outputs(json_out: Path | None, pcap_dir: Path | None) -> None:
         check_output_dir(pcap_dir, "--pcap-dir")
 
 
-@testbed_app.command("run")
+@testbed_app.command("run", epilog=examples("sudo shortflow testbed run 000-table4 --set drop.syn=[1]",
+                                            "sudo shortflow testbed run my.toml --json result.json --pcap-dir captures"))
 def run_cmd(
     scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="key=value, as for `shortflow simulate`.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON here (- for standard output).")] = None,
     pcap_dir: Annotated[Path | None, typer.Option("--pcap-dir", help="Keep the two router captures here.")] = None,
 ) -> None:
     """Run SCENARIO on the real kernel: namespaces, nginx, emulated link, captures."""
     _check_outputs(json_out, pcap_dir)
-    result = _run(scenario, pcap_dir)
+    result = _run(scenario, overrides or [], pcap_dir)
     if json_out:
         write_json(json_out, result)
     if not is_stdout(json_out):
         _table(f"{result['scenario']} — real kernel (run {result['run_id']})", [("real", result["connections"])])
 
 
-@testbed_app.command("plan")
+@testbed_app.command("plan", epilog=examples("shortflow testbed plan 002-initial-window",
+                                             "shortflow testbed plan 003-solaris --set client.stack=linux --json -"))
 def plan_cmd(
     scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
     overrides: Annotated[list[str] | None, typer.Option("--set", help="key=value, as for `shortflow simulate`.")] = None,
@@ -125,7 +162,7 @@ def plan_cmd(
             say(f"{role}: BPF sock_ops SYN RTO {p.syn_rto_s * 1000:g}ms")
 
 
-@testbed_app.command("clean")
+@testbed_app.command("clean", epilog=examples("sudo shortflow testbed clean", "sudo shortflow testbed clean --run 1a2b3c"))
 def clean_cmd(
     force: Annotated[bool, typer.Option("--force", help="Also remove the objects of runs that are still running.")] = False,
     run_id: Annotated[str | None, typer.Option("--run", help="Only this run id's objects (the hex digits after sf-).")] = None,
@@ -144,7 +181,9 @@ def clean_cmd(
         say("nothing to clean")
 
 
-@testbed_app.command("compare")
+@testbed_app.command("compare", epilog=examples(
+    "sudo shortflow testbed compare 002-initial-window",
+    "sudo shortflow testbed compare 000-table4 --set drop.synack=[1] --json both.json"))
 def compare_cmd(
     scenario: Annotated[Path, typer.Argument(help=SCENARIO_HELP)],
     overrides: Annotated[list[str] | None, typer.Option("--set", help="key=value, as for `shortflow simulate`.")] = None,
@@ -173,14 +212,15 @@ def compare_cmd(
         write_json(json_out, c.as_json())
     if is_stdout(json_out):
         if c.real is not None and not c.agree:
-            raise typer.Exit(FAILURE)
+            fail(f"simulator and real kernel disagree in {disagreement(c.sim, c.real, c.verdicts)}", FAILURE)
         return
     worlds = [("sim", c.sim)] + ([("real", c.real)] if c.real is not None else [])
     _table(f"{c.scenario} — simulator vs real kernel", worlds, c.verdicts)
     if c.real is None:
         say(f"no real-kernel run: {c.unavailable}")
         return
-    say("agree (times within 5 % or 10 ms, counts exact)" if c.agree else "disagree: see the ✗ columns")
+    say("agree (times within 5 % or 10 ms, counts exact)" if c.agree
+        else f"disagree in {disagreement(c.sim, c.real, c.verdicts)}")
     if not c.agree:
         raise typer.Exit(FAILURE)
 

@@ -7,13 +7,16 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import emit_table, fail, say, warn, write_json
+from shortflow.cli.common import emit_table, examples, fail, say, warn, write_json
 from shortflow.exceptions import PrivilegeError, ShortflowError, TuneError
 from shortflow.units import parse_duration, parse_size
 
 tune_app = typer.Typer(help="Tune TCP start-up on this host: SYN RTO, initial window, minimum RTO, "
                             "delayed ACKs (BPF sock_ops, route and sysctl fallbacks); revert restores exactly.",
-                       no_args_is_help=True)
+                       no_args_is_help=True,
+                       epilog=examples("sudo shortflow tune apply --syn-rto 200ms --dry-run",
+                                       "sudo shortflow tune apply --syn-rto 200ms --iw 10", "sudo shortflow tune status",
+                                       "sudo shortflow tune revert"))
 if TYPE_CHECKING:
     from shortflow.tune import TuneSettings
 
@@ -64,7 +67,9 @@ def _settings(syn_rto: str | None, iw: int | None, iw_map: Path | None, rto_min:
     return s
 
 
-@tune_app.command("apply")
+@tune_app.command("apply", epilog=examples("sudo shortflow tune apply --syn-rto 200ms --iw 10 --dry-run",
+                                          "sudo shortflow tune apply --sfr-factor 2 --scope port=443",
+                                          "sudo shortflow tune apply --iw-map prefixes.toml --fallback routes"))
 def apply_cmd(
     syn_rto: Annotated[Optional[str], typer.Option("--syn-rto", help="Initial SYN (and SYN/ACK) RTO, e.g. 200ms.")] = None,
     iw: Annotated[Optional[int], typer.Option("--iw", help="Initial window in segments.")] = None,
@@ -119,7 +124,7 @@ def apply_cmd(
     say(f"state: {state} (`shortflow tune revert` restores it all)")
 
 
-@tune_app.command("reload")
+@tune_app.command("reload", epilog=examples("sudo shortflow tune reload --iw-map prefixes.toml"))
 def reload_cmd(
     iw_map: Annotated[Path, typer.Option("--iw-map", help="The new per-prefix file.")],
     force: Annotated[bool, typer.Option("--force", help="Apply values refused as unsafe.")] = False,
@@ -135,7 +140,7 @@ def reload_cmd(
     say(f"{n} prefixes loaded from {iw_map}")
 
 
-@tune_app.command("status")
+@tune_app.command("status", epilog=examples("sudo shortflow tune status", "sudo shortflow tune status --json"))
 def status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the state and counters as JSON.")] = False,
     state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json"),
@@ -194,7 +199,8 @@ def _orphans_here() -> bool:
         return False
 
 
-@tune_app.command("revert")
+@tune_app.command("revert", epilog=examples("sudo shortflow tune revert",
+                                           "sudo shortflow tune revert --orphans --scope cgroup=/sys/fs/cgroup/web"))
 def revert_cmd(
     state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json"),
     force: Annotated[bool, typer.Option("--force", help="Restore routes and sysctls changed since apply too.")] = False,

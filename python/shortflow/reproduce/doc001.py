@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from shortflow.reproduce.rows import Row
-from shortflow.reproduce.stats import mean_ci
 from shortflow.scenario import Scenario
 from shortflow.simulate import simulate
+from shortflow.stats import mean_ci
 
 SCENARIO = "001-sfr-web"
 FILE = f"scenarios/{SCENARIO}.toml"

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from shortflow.reproduce.rows import Row
-from shortflow.reproduce.stats import mean_ci
 from shortflow.scenario import Scenario
 from shortflow.simulate import simulate
+from shortflow.stats import mean_ci
 
 FTP = "004-min-rto"
 DELACK = "004-delack"
