@@ -72,12 +72,8 @@ fn near(got: f64, want: f64) {
 fn a_side_sending_again_after_a_rest_is_idle_not_slow_start() {
     // The response (its write ended: PSH) is acknowledged at 100 ms; two seconds later the
     // server sends again of its own accord (the client silent meanwhile).
-    let (t, _) = analyze(&at_server(vec![
-        (50 * MS, pushed(0)),
-        (100 * MS, ack_of(1)),
-        (2_100 * MS, data(1)),
-        (2_150 * MS, ack_of(2)),
-    ]));
+    let (t, _) =
+        analyze(&at_server(vec![(50 * MS, pushed(0)), (100 * MS, ack_of(1)), (2_100 * MS, data(1)), (2_150 * MS, ack_of(2))]));
     let c = causes(&t, 0);
     near(t.time_idle_s[0], 2.0);
     assert_eq!((t.time_slow_start_s[0], t.time_application_s[0]), (0.0, 0.0), "{c:?}");
@@ -90,12 +86,8 @@ fn a_side_sending_again_after_a_rest_is_idle_not_slow_start() {
 fn a_pause_in_the_middle_of_a_write_keeps_the_peer_waiting() {
     // The server's first segment ends no write (no PSH): the rest of its response comes
     // 400 ms after the client acknowledged it; the client was waiting for it all along.
-    let (t, _) = analyze(&at_server(vec![
-        (50 * MS, data(0)),
-        (100 * MS, ack_of(1)),
-        (500 * MS, pushed(1)),
-        (550 * MS, ack_of(2)),
-    ]));
+    let (t, _) =
+        analyze(&at_server(vec![(50 * MS, data(0)), (100 * MS, ack_of(1)), (500 * MS, pushed(1)), (550 * MS, ack_of(2))]));
     let c = causes(&t, 0);
     near(t.time_application_s[0], 0.400);
     assert_eq!(t.time_idle_s[0], 0.0, "{c:?}");
@@ -105,12 +97,8 @@ fn a_pause_in_the_middle_of_a_write_keeps_the_peer_waiting() {
 fn a_server_writing_its_answer_in_pieces_keeps_the_client_waiting() {
     // Each piece pushed (PSH), the next 300 ms after the last was acknowledged (Wireshark's
     // http.cap server does so): within a second, still the answer the client waits for.
-    let (t, _) = analyze(&at_server(vec![
-        (50 * MS, pushed(0)),
-        (100 * MS, ack_of(1)),
-        (400 * MS, pushed(1)),
-        (450 * MS, ack_of(2)),
-    ]));
+    let (t, _) =
+        analyze(&at_server(vec![(50 * MS, pushed(0)), (100 * MS, ack_of(1)), (400 * MS, pushed(1)), (450 * MS, ack_of(2))]));
     let c = causes(&t, 0);
     near(t.time_application_s[0], 0.300);
     assert_eq!(t.time_idle_s[0], 0.0, "{c:?}");
@@ -158,11 +146,8 @@ fn fin_resends_after_the_last_byte_are_teardown_not_timeout() {
 
 #[test]
 fn idle_before_a_reset_is_idle() {
-    let (t, _) = analyze(&at_server(vec![
-        (60 * MS, data(0)),
-        (110 * MS, ack_of(1)),
-        (97_810 * MS, seg(true, 201, 6001, R | A, 0)),
-    ]));
+    let (t, _) =
+        analyze(&at_server(vec![(60 * MS, data(0)), (110 * MS, ack_of(1)), (97_810 * MS, seg(true, 201, 6001, R | A, 0))]));
     let c = causes(&t, 0);
     near(t.time_idle_s[0], 97.7);
     assert_eq!((t.time_timeout_s[0], t.time_teardown_s[0]), (0.0, 0.0), "{c:?}");
@@ -306,7 +291,12 @@ fn without_a_handshake_the_rtt_is_the_far_sides_round_trip() {
         v.push((t0 + 100 * MS + 100_000, seg(true, c + 100, sv + MSS, A, 0), x()));
     }
     let (t, _) = analyze(&v);
-    assert!((t.rtt_min_s[0] - 0.1).abs() < 1e-6 && (t.rtt_mean_s[0] - 0.1).abs() < 1e-6, "{} {}", t.rtt_min_s[0], t.rtt_mean_s[0]);
+    assert!(
+        (t.rtt_min_s[0] - 0.1).abs() < 1e-6 && (t.rtt_mean_s[0] - 0.1).abs() < 1e-6,
+        "{} {}",
+        t.rtt_min_s[0],
+        t.rtt_mean_s[0]
+    );
 }
 
 #[test]
@@ -377,12 +367,7 @@ fn the_servers_delayed_ack_of_a_request_it_is_working_on_is_its_think_time() {
 fn seen_one_way_new_data_after_a_long_silence_is_idle() {
     // Only the server's packets (a capture of one direction): a response, then another
     // 120 s later on the same connection (keep-alive); no ACK tells when either completed.
-    let v = vec![
-        (0, data(0), x()),
-        (MS, data(1), x()),
-        (120 * SEC, data(2), x()),
-        (120 * SEC + MS, data(3), x()),
-    ];
+    let v = vec![(0, data(0), x()), (MS, data(1), x()), (120 * SEC, data(2), x()), (120 * SEC + MS, data(3), x())];
     let (t, _) = analyze(&v);
     let c = causes(&t, 0);
     near(t.time_idle_s[0], 120.0 - 0.001);

@@ -324,8 +324,14 @@ impl Recent {
     fn remember(&mut self, fp: Fingerprint) {
         let at = usize::from(self.next);
         self.numbers[at] = fp.numbers;
-        self.packets[at] =
-            FingerprintRest { ts: fp.ts, fields: fp.fields, flags: fp.flags, ip_options: fp.ip_options, ttl: fp.ttl, options: fp.options };
+        self.packets[at] = FingerprintRest {
+            ts: fp.ts,
+            fields: fp.fields,
+            flags: fp.flags,
+            ip_options: fp.ip_options,
+            ttl: fp.ttl,
+            options: fp.options,
+        };
         self.next = ((at + 1) % RECENT_PACKETS) as u8;
     }
 
@@ -1113,10 +1119,7 @@ impl Conn {
             return;
         }
         let closing = self.fin_from_client || self.fin_from_server || self.rst || flags.fin() || flags.rst();
-        self.quiet = Some(Quiet {
-            closing_since: closing.then_some(ts),
-            ..Quiet::default()
-        });
+        self.quiet = Some(Quiet { closing_since: closing.then_some(ts), ..Quiet::default() });
         if self.last_data_dir.is_some() {
             self.response_complete_ts = Some(ts);
         }

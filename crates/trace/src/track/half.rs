@@ -781,7 +781,15 @@ impl Half {
 
     /// Why `start..end` was sent again; `quick`: within half an RTT of its last sending
     /// (`resent_within_half_rtt`); `least_rtt_ns`: the connection's least RTT, if known.
-    fn classify(&mut self, start: i64, end: i64, since_last: u64, rto_ns: u64, quick: bool, least_rtt_ns: Option<u64>) -> RetxClass {
+    fn classify(
+        &mut self,
+        start: i64,
+        end: i64,
+        since_last: u64,
+        rto_ns: u64,
+        quick: bool,
+        least_rtt_ns: Option<u64>,
+    ) -> RetxClass {
         let una = self.una;
         if self.too_big_point > 0 && start < self.too_big_point && una < self.too_big_point {
             // The first resend shows whether the sender took the message: it cuts what it
