@@ -257,7 +257,8 @@ pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<Connect
     let mut stats = FileStats::default();
     read_loop(&mut reader, &mut stats, &Progress::default(), &mut sink);
     let Recorder { tracker, mut out, .. } = sink;
-    drop(tracker.finish());
+    // The tracker's sink holds `ends` until it is gone.
+    let _ = tracker.finish();
     settle_at_end(&mut out, &ends);
     Ok(ConnectionPackets { packets: out, error: stats.error })
 }

@@ -913,7 +913,7 @@ impl Conn {
             self.halves[other].on_ack(ts, seg, extra, (leg_dir > 0).then_some(leg_dir), sender_near, full_rtt)
         };
         let timed_handshake = legs[0].is_some() && legs[1].is_some();
-        if let Some(raw) = ack.raw_rtt_ns.filter(|&raw| timed_handshake || self.from_far_side(other, raw)) {
+        if let Some(raw) = ack.raw_rtt_ns.filter(|&raw| timed_handshake || self.is_far_side_sample(other, raw)) {
             let full = raw.saturating_add(leg_other);
             self.rtt.add(full);
             self.srtt = Some(match self.srtt {
@@ -1198,7 +1198,7 @@ impl Conn {
     /// side whose samples are the longer: near one end, that end's own data is answered at
     /// once (a few µs), the far end's after a round trip; mixing them averages half trips
     /// with round trips. A switch of sides starts the statistics anew.
-    fn from_far_side(&mut self, h: usize, raw: u64) -> bool {
+    fn is_far_side_sample(&mut self, h: usize, raw: u64) -> bool {
         let m = &mut self.raw_rtt_min[h];
         if *m == 0 || raw < *m {
             *m = raw.max(1);

@@ -527,7 +527,7 @@ impl Half {
 
     /// A segment this half sent at `ts`, judged by what the connection knows of its path.
     pub fn on_send(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra, path: PathTimes) -> SendEvent {
-        let PathTimes { srtt, rtt_ns, least_rtt_ns, sender_leg_ns, .. } = path;
+        let PathTimes { srtt, least_rtt_ns, .. } = path;
         let seq_len = i64::from(seg.payload_len) + i64::from(seg.flags.fin());
         if seg.flags.syn() || seg.flags.rst() {
             return SendEvent::Nothing;
@@ -595,12 +595,12 @@ impl Half {
             self.recent[self.recent_next] = RecentRetx { start, end, ts: ts.max(1), spurious };
             self.recent_next = (self.recent_next + 1) % self.recent.len();
             if end > self.snd_max {
-                self.push_new(ts, self.snd_max, end, stamp, rtt_ns, sender_leg_ns, 0);
+                self.push_new(ts, self.snd_max, end, stamp, &PathTimes { after_quiet_ns: 0, ..path });
             }
             return SendEvent::Retx(class);
         }
         self.note_gap(start, stamp_before, stamp);
-        let (new_round, new_burst) = self.push_new(ts, start, end, stamp, rtt_ns, sender_leg_ns, path.after_quiet_ns);
+        let (new_round, new_burst) = self.push_new(ts, start, end, stamp, &path);
         if seg.payload_len == 0 {
             return SendEvent::Nothing; // a FIN alone
         }
@@ -663,16 +663,8 @@ impl Half {
     }
 
     /// New data [start, end): first flight, rounds, bursts.
-    fn push_new(
-        &mut self,
-        ts: u64,
-        start: i64,
-        end: i64,
-        stamp: Stamp,
-        rtt_ns: Option<u64>,
-        sender_leg_ns: u64,
-        after_quiet_ns: u64,
-    ) -> (bool, bool) {
+    fn push_new(&mut self, ts: u64, start: i64, end: i64, stamp: Stamp, path: &PathTimes) -> (bool, bool) {
+        let PathTimes { rtt_ns, sender_leg_ns, after_quiet_ns, .. } = *path;
         let nothing_out = self.snd_max <= self.una;
         // Sending again after a quiet stretch longer than a round trip (nothing outstanding
         // either way) starts a burst of its own, as an answer does: no ACK of the last round
