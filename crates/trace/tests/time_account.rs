@@ -257,9 +257,11 @@ fn a_fin_resent_minutes_after_the_close_is_a_late_packet_not_a_connection() {
 #[test]
 fn copies_far_apart_and_id_less_handshake_copies_are_the_captures() {
     // A span port's copy of the first segment 1.7 ms later, after six more (same IP ID,
-    // TTL one lower), and a SYN/ACK without an IP ID seen four times at one TTL.
+    // TTL one lower), and a SYN/ACK without an IP ID seen four times at one TTL where the
+    // SYN's copy showed the capture records packets twice.
     let mut v = vec![
         (0, seg(true, 100, 0, S, 0), id(7, 64)),
+        (10_000, seg(true, 100, 0, S, 0), id(7, 64)),
         (0, seg(false, 5000, 101, S | A, 0), id(0, 64)),
         (50_000, seg(false, 5000, 101, S | A, 0), id(0, 64)),
         (100_000, seg(false, 5000, 101, S | A, 0), id(0, 64)),
@@ -273,8 +275,19 @@ fn copies_far_apart_and_id_less_handshake_copies_are_the_captures() {
     v.push((60 * MS + 1_700_000, data(0), id(100, 63)));
     v.push((110 * MS, ack_of(7), id(10, 64)));
     let (t, s) = analyze(&v);
-    assert_eq!((t.capture_duplicates[0], t.synack_count[0], s.synack.retransmissions), (4, 1, 0));
+    assert_eq!((t.capture_duplicates[0], t.synack_count[0], s.synack.retransmissions), (5, 1, 0));
     assert_eq!((t.retx_timeout_s2c[0], t.retx_fast_s2c[0], t.retx_tlp_s2c[0], t.rto_events[0]), (0, 0, 0, 0));
+}
+
+#[test]
+fn a_synack_answering_a_retry_as_its_timer_fires_is_not_a_copy() {
+    // No copy seen before: the server's answer to the SYN's retry and its own timer's
+    // resend leave 10 µs apart, identical (the simulator's server does so).
+    let syn = seg(true, 100, 0, S, 0);
+    let synack = seg(false, 5000, 101, S | A, 0);
+    let v = vec![(0, syn), (20 * MS, synack), (3 * SEC, syn), (3 * SEC + 20 * MS, synack), (3 * SEC + 20 * MS + 10_000, synack)];
+    let (t, _) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
+    assert_eq!((t.capture_duplicates[0], t.synack_count[0]), (0, 3));
 }
 
 #[test]
@@ -449,4 +462,30 @@ fn the_first_flight_is_one_round_trip_when_its_ack_escaped_the_capture() {
     v.push((160 * MS, ack_of(12)));
     let (t, _) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
     assert_eq!(t.iw_segments[0], 4);
+}
+
+#[test]
+fn rounds_held_by_the_receivers_window_are_its_not_slow_starts() {
+    // The client offers 3,000 bytes (no window scale): the server, whose congestion window
+    // would allow more, sends three segments a round trip, four rounds.
+    let mut syn = seg(true, 100, 0, S, 0);
+    syn.window = 3 * MSS as u16;
+    let mut v = vec![(0, syn), (0, seg(false, 5000, 101, S | A, 0))];
+    let mut ack = |t: u64, k: u32| {
+        let mut a = ack_of(k);
+        a.window = 3 * MSS as u16;
+        (t, a)
+    };
+    let (first, request) = (seg(true, 101, 5001, A, 0), seg(true, 101, 5001, A, 100));
+    v.push((50 * MS, Segment { window: 3 * MSS as u16, ..first }));
+    v.push((50 * MS, Segment { window: 3 * MSS as u16, ..request }));
+    for round in 0..4u32 {
+        let t0 = 50 * MS + u64::from(round) * 50 * MS;
+        v.extend((0..3).map(|i| (t0, data(round * 3 + i))));
+        v.push(ack(t0 + 50 * MS, round * 3 + 3));
+    }
+    let (t, _) = analyze(&v.into_iter().map(|(t, s)| (t, s, x())).collect::<Vec<_>>());
+    let c = causes(&t, 0);
+    near(t.time_receive_window_s[0], 0.150);
+    assert_eq!(t.time_slow_start_s[0], 0.0, "{c:?}");
 }

@@ -64,6 +64,7 @@ CAUSE_WORDS = {
     "network": "the path itself",
     "handshake": "handshake losses",
     "slow_start": "slow-start round trips",
+    "receive_window": "the receiver's window",
     "timeout": "loss repair by timeout",
     "fast_retransmit": "loss repair by fast retransmit",
     "tlp": "tail loss probes",

@@ -22,6 +22,7 @@ RETX_STYLE = {
 CAUSE_LABEL = {
     "handshake": "handshake loss",
     "slow_start": "slow-start round",
+    "receive_window": "receive window",
     "timeout": "timeout",
     "fast_retransmit": "fast retransmit",
     "tlp": "tail loss probe",

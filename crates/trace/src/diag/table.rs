@@ -232,6 +232,7 @@ schema! {
     "time_tlp_s": "double", "s", "waiting for a tail loss probe (one per tail episode, before any timeout)";
     "time_idle_s": "double", "s", "nothing outstanding and nobody waiting: a side sending again of its own accord, a connection at rest (not in the time users waited)";
     "time_teardown_s": "double", "s", "after the last data byte was acknowledged and a side began to close: FIN resends, last ACKs (not in the time users waited)";
+    "time_receive_window_s": "double", "s", "round trips the sender waited on the receiver's (non-zero) window, its last flight having filled it";
 }
 
 /// One row per connection. Times are seconds (f64) except `first_seen` (ns); absent
@@ -314,6 +315,7 @@ pub struct ConnectionTable {
     pub time_tlp_s: Vec<f64>,
     pub time_idle_s: Vec<f64>,
     pub time_teardown_s: Vec<f64>,
+    pub time_receive_window_s: Vec<f64>,
 }
 
 /// Rows added as connections end, in chunks allocated whole: columns growing by doubling
@@ -432,7 +434,8 @@ macro_rules! plain_columns {
             time_application_s,
             time_tlp_s,
             time_idle_s,
-            time_teardown_s
+            time_teardown_s,
+            time_receive_window_s
         )
     };
 }
@@ -453,6 +456,7 @@ impl ConnectionTable {
             Cause::Tlp => self.time_tlp_s[i],
             Cause::Idle => self.time_idle_s[i],
             Cause::Teardown => self.time_teardown_s[i],
+            Cause::ReceiveWindow => self.time_receive_window_s[i],
         })
     }
 
@@ -580,6 +584,7 @@ impl ConnectionTable {
         self.time_tlp_s.push(t(Cause::Tlp));
         self.time_idle_s.push(t(Cause::Idle));
         self.time_teardown_s.push(t(Cause::Teardown));
+        self.time_receive_window_s.push(t(Cause::ReceiveWindow));
     }
 
     /// The rows of `parts` (the chunks of one file's tracker, or of its shards' trackers,

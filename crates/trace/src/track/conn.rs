@@ -36,10 +36,13 @@ pub enum Cause {
     /// After the last data byte was acknowledged and a side began to close (FIN or RST):
     /// FIN resends and the last ACKs, which no user waits for.
     Teardown = 10,
+    /// Rounds the sender waited on the receiver's (non-zero) window, its last flight having
+    /// filled it (RFC 9293 3.8.6.2.1), where slow start's are the congestion window's.
+    ReceiveWindow = 11,
 }
 
 impl Cause {
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 12;
     pub const NAMES: [&'static str; Self::COUNT] = [
         "network",
         "handshake",
@@ -52,6 +55,7 @@ impl Cause {
         "tlp",
         "idle",
         "teardown",
+        "receive_window",
     ];
     /// A `PacketNote::cause` not decided yet: the gap lies in a quiet stretch whose cause
     /// the next data (or the connection's end) decides (`PacketNote::SETTLES`).
@@ -75,6 +79,7 @@ impl Cause {
         Cause::Tlp,
         Cause::Idle,
         Cause::Teardown,
+        Cause::ReceiveWindow,
     ];
 }
 
@@ -480,6 +485,8 @@ pub struct Conn {
     recent: [Recent; 2],
     /// Each side's SYN offered SACK (RFC 2018): with both, a duplicate ACK carries blocks.
     sack_ok: [bool; 2],
+    /// The client SYN's window scale option, until the SYN/ACK says whether scaling holds.
+    client_wscale: Option<u8>,
     /// Two different packets of this side carried the same non-zero IP ID: its sender
     /// does not number its datagrams (a crafted capture's constant ID, GSO with fixed
     /// IDs), so a shared ID says nothing (`is_capture_duplicate`).
@@ -728,9 +735,11 @@ impl Conn {
         // could answer, within a millisecond: no stack's timer repeats it that soon (Linux's
         // floor, `TCP_TIMEOUT_MIN`, is two jiffies, 2-8 ms), so the capture saw it twice,
         // whatever its ID (Linux sends its SYN/ACK with ID 0).
-        // A server answers each SYN repeat it receives: with as many SYN/ACKs as SYNs, none
-        // is owed.
-        let unanswering = !seg.flags.ack() || (self.syns.last_ts <= earlier.ts && self.syns.count <= self.synacks.count);
+        // A server answers each SYN repeat it receives, and its own timer may repeat the
+        // SYN/ACK the same instant (the simulator's server does, 10 µs apart): a SYN/ACK
+        // repeat is taken for a copy only where the capture already showed it records
+        // this connection's packets twice (its SYN's copy), and no SYN came between.
+        let unanswering = !seg.flags.ack() || (self.syns.last_ts <= earlier.ts && self.capture_duplicates > 0);
         let handshake_copy = seg.flags.syn() && unanswering && ts.saturating_sub(earlier.ts) <= HANDSHAKE_COPY_WINDOW_NS;
         // Without an ID, what no sender repeats within milliseconds: data or a FIN with the
         // same TSval (Linux's clock ticks every millisecond, a resend comes ≥ 2 ms later),
@@ -842,11 +851,13 @@ impl Conn {
                     handshake_wait = self.syns.count > 1;
                 }
                 self.halves[C2S].start(seg.seq.wrapping_add(1));
+                self.client_wscale = extra.opts.wscale;
                 if seg.payload_len > 0 || extra.opts.fast_open {
                     self.fast_open = true;
                 }
             } else if !from_client && f.ack() {
                 self.on_synack(ts, seg);
+                self.scale_windows(extra.opts.wscale);
                 handshake_wait = self.synacks.count > 1;
                 self.halves[S2C].start(seg.seq.wrapping_add(1));
             }
@@ -1071,11 +1082,13 @@ impl Conn {
                     }
                 }
             }
-            SendEvent::NewData { new_round: true, .. } => {
-                // A round beyond the first: the sender waited a round trip for ACKs.
-                self.move_time(Cause::Network, Cause::SlowStart, self.net_since_send[dir]);
+            SendEvent::NewData { new_round: true, rwnd_limited, .. } => {
+                // A round beyond the first: the sender waited a round trip for ACKs, which
+                // the receiver's window held back if the last flight filled it.
+                let waited = if rwnd_limited { Cause::ReceiveWindow } else { Cause::SlowStart };
+                self.move_time(Cause::Network, waited, self.net_since_send[dir]);
                 if !quiet_before {
-                    cause = Cause::SlowStart;
+                    cause = waited;
                 }
             }
             _ => {}
@@ -1258,6 +1271,22 @@ impl Conn {
         self.last_ts = self.last_ts.max(ts);
         self.max_idle_ns = self.max_idle_ns.max(gap);
         self.add_network(gap);
+    }
+
+    /// The SYN/ACK, with the SYN seen, fixes how each side's windows are read (RFC 7323
+    /// 2.2): shifted by that side's SYN's scale when both SYNs carried one, unshifted when
+    /// either did not. Without the SYN the scale is unknown and no window is read in bytes.
+    fn scale_windows(&mut self, server_wscale: Option<u8>) {
+        if !self.syn_seen {
+            return;
+        }
+        let (client, server) = match (self.client_wscale, server_wscale) {
+            (Some(c), Some(s)) => (c, s),
+            _ => (0, 0),
+        };
+        // The server's data waits on the client's windows, and the reverse.
+        self.halves[S2C].set_window_shift(client);
+        self.halves[C2S].set_window_shift(server);
     }
 
     fn on_synack(&mut self, ts: u64, seg: &Segment) {

@@ -42,10 +42,13 @@ pub enum RetxClass {
 pub enum SendEvent {
     #[default]
     Nothing,
-    /// New data (start of a round, of a burst, or inside one).
+    /// New data (start of a round, of a burst, or inside one); a new round whose last round
+    /// filled the receiver's window waited on that window (`rwnd_limited`), not on the
+    /// congestion window.
     NewData {
         new_round: bool,
         new_burst: bool,
+        rwnd_limited: bool,
     },
     Retx(RetxClass),
 }
@@ -191,6 +194,13 @@ pub struct Half {
     /// Highest SACK right edge reported (an offset like `una`): what a SACK block adds.
     high_sacked: i64,
     last_peer_window: Option<u16>,
+    /// How far the peer's advertised windows are shifted (RFC 7323 2.2: its SYN's window
+    /// scale when both SYNs carried one, else 0); None when the handshake was not seen.
+    window_shift: Option<u8>,
+    /// The peer's last advertised window in bytes, when its scale is known.
+    peer_window_bytes: Option<u64>,
+    /// This round's flight reached the peer's window (within a segment).
+    round_hit_window: bool,
     /// The latest stretches of sequence space the capture skipped (see `Hole`), newest
     /// first: a second gap opened before the first was filled keeps the first.
     holes: [Option<Hole>; HOLES],
@@ -351,6 +361,9 @@ impl Half {
             self.zw_stalls += 1;
         }
         self.zero_window = seg.window == 0;
+        if let Some(shift) = self.window_shift {
+            self.peer_window_bytes = Some(u64::from(seg.window) << shift);
+        }
         let ack = self.rel(seg.ack);
         let window_changed = self.last_peer_window.is_some_and(|w| w != seg.window);
         self.last_peer_window = Some(seg.window);
@@ -557,7 +570,7 @@ impl Half {
         let stamp = Stamp { id: extra.ip_id, tsval };
         self.data_max = self.data_max.max(start + i64::from(seg.payload_len));
         if start < self.snd_max && self.fills_hole_late(start, end, stamp) {
-            return SendEvent::NewData { new_round: false, new_burst: false };
+            return SendEvent::NewData { new_round: false, new_burst: false, rwnd_limited: false };
         }
         let stamp_before = std::mem::replace(&mut self.last_stamp, stamp);
         if start < self.snd_max {
@@ -600,11 +613,11 @@ impl Half {
             return SendEvent::Retx(class);
         }
         self.note_gap(start, stamp_before, stamp);
-        let (new_round, new_burst) = self.push_new(ts, start, end, stamp, &path);
+        let (new_round, new_burst, rwnd_limited) = self.push_new(ts, start, end, stamp, &path);
         if seg.payload_len == 0 {
             return SendEvent::Nothing; // a FIN alone
         }
-        SendEvent::NewData { new_round, new_burst }
+        SendEvent::NewData { new_round, new_burst, rwnd_limited }
     }
 
     /// The IPv4 ID of this sender's latest segment seen (0: none, or not counted).
@@ -663,7 +676,7 @@ impl Half {
     }
 
     /// New data [start, end): first flight, rounds, bursts.
-    fn push_new(&mut self, ts: u64, start: i64, end: i64, stamp: Stamp, path: &PathTimes) -> (bool, bool) {
+    fn push_new(&mut self, ts: u64, start: i64, end: i64, stamp: Stamp, path: &PathTimes) -> (bool, bool, bool) {
         let PathTimes { rtt_ns, sender_leg_ns, after_quiet_ns, .. } = *path;
         let nothing_out = self.snd_max <= self.una;
         // Sending again after a quiet stretch longer than a round trip (nothing outstanding
@@ -724,6 +737,7 @@ impl Half {
         }
         let mut new_round = false;
         let mut new_burst = false;
+        let last_round_hit_window = self.round_hit_window;
         if self.rounds == 0 || (nothing_out && self.peer_spoke) || resumed {
             if self.rounds > 0 {
                 self.close_burst();
@@ -732,6 +746,7 @@ impl Half {
             self.rounds += 1;
             self.round_end = end;
             self.round_over = false;
+            self.round_hit_window = false;
         } else if self.round_over && ts >= self.round_over_ts.saturating_add(sender_leg_ns / 2) {
             // Sent because of an ACK of the last round: a new round. Away from the sender
             // the ACK is seen before the sender gets it: what arrives within half the
@@ -740,10 +755,21 @@ impl Half {
             self.rounds += 1;
             self.round_end = end;
             self.round_over = false;
+            self.round_hit_window = false;
+        }
+        // RFC 9293 3.8.6.2.1: the sender keeps what it has out within the usable window.
+        if let Some(window) = self.peer_window_bytes {
+            let out = (end - self.una).max(0) as u64;
+            self.round_hit_window |= out + u64::from(self.mss.max(1)) > window;
         }
         self.peer_spoke = false;
         self.burst_bytes += bytes;
-        (new_round, new_burst)
+        (new_round, new_burst, new_round && last_round_hit_window)
+    }
+
+    /// The peer's advertised windows are shifted by `shift` (its window scale, RFC 7323).
+    pub fn set_window_shift(&mut self, shift: u8) {
+        self.window_shift = Some(shift.min(14));
     }
 
     /// Ends a burst (one response): adds the round trips an ideal slow start from this
