@@ -15,6 +15,9 @@ own wake-ups), and the causes to add up to the duration exactly.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 import sys
 from pathlib import Path
 from typing import Any
@@ -187,3 +190,56 @@ def test_packets_the_capture_saw_twice_change_nothing(tmp_path, delays_us, ttl_s
     assert {k: twice[k] for k in same} == {k: row[k] for k in same}
     for c in ("idle", "application", "teardown", "timeout", "tlp"):
         assert twice[f"time_{c}_s"] == pytest.approx(row[f"time_{c}_s"], abs=0.003), c
+
+
+@pytest.mark.parametrize("rcvbuf", [6000, 0])
+def test_rounds_held_by_the_receivers_window_are_the_kernels_rwnd_limited_time(tmp_path, rcvbuf):
+    # Over the testbed's emulated 20 ms path (its router and link emulator), a client
+    # whose fixed receive buffer (SO_RCVBUF, no autotuning) holds a few segments, or the
+    # default one: the server's kernel says how long its sending was limited by the
+    # receiver's window (tcpi_rwnd_limited, `tcp_chrono`). The capture at the server gives
+    # the same verdict: the window's rounds where the kernel was held by it, none where it
+    # was not. Not the same seconds: the kernel counts the instants a send found the window
+    # full, and books to its "busy" clock the waits for its pacing timer (BBR, this
+    # kernel's default, paces sends between window openings); the time account books each
+    # wait after data that filled the window to the window (1.22 s of 1.44 s against the
+    # kernel's 0.63-0.66 s, in runs on 2026-11-28).
+    from shortflow.testbed import load
+    from shortflow.testbed import names as N
+    from shortflow.testbed.link import Link
+    from shortflow.testbed.topology import Topology
+
+    scenario = tmp_path / "path.toml"
+    scenario.write_text('[path]\nrtt = "20ms"\nbandwidth = "100Mbit"\n')
+    plan = {"exchanges": [{"pause_s": 0, "request": 200, "think_s": 0, "response": 300_000}],
+            "client_rcvbuf": rcvbuf, "end": "close"}
+    pcap = tmp_path / "rwnd.pcap"
+    with Topology() as topo:
+        for role in ("client", "server"):
+            topo.set_route(role, [])
+            topo.sysctl(role, "net.ipv4.tcp_no_metrics_save", 1)
+        link = Link(topo, load(scenario))
+        link.start()
+        dump = topo.spawn("tcpdump", "server", ["tcpdump", "-i", topo.names.server_dev, "-n", "-U", "--immediate-mode",
+                                                 "-s", "128", "-w", str(pcap), "tcp"], stderr=subprocess.PIPE)
+        assert dump.stderr is not None and "listening" in dump.stderr.readline()
+        srv = topo.spawn("probe server", "server", [sys.executable, str(PROBE), "server", PORT, json.dumps(plan)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert srv.stdout is not None and srv.stdout.readline().strip() == "listening"
+        cli = topo.spawn("probe client", "client", [sys.executable, str(PROBE), "client", N.SERVER_IP, PORT, json.dumps(plan)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, c_err = cli.communicate(timeout=60)
+        s_out, s_err = srv.communicate(timeout=60)
+        assert cli.returncode == 0 and srv.returncode == 0, (c_err, s_err)
+        time.sleep(0.2)
+        dump.send_signal(signal.SIGINT)
+        dump.communicate(timeout=10)
+        link.stop()
+    truth = json.loads(s_out.splitlines()[-1])["rwnd_limited_us"] / 1e6
+    (row,) = shortflow.analyze(str(pcap)).table.to_pylist()
+    rwnd, ss = row["time_receive_window_s"], row["time_slow_start_s"]
+    if rcvbuf:
+        assert truth > 0.3 * row["duration_s"], truth  # the kernel did wait on the window
+        assert rwnd >= truth and rwnd >= 0.6 * row["duration_s"] and ss < 0.05, (rwnd, ss, truth)
+    else:
+        assert truth < 0.020 and rwnd < 0.020, (rwnd, truth)

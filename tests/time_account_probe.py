@@ -12,7 +12,10 @@ waits ``end_pause_s`` and closes (FIN) or resets (SO_LINGER 0: a RST). With
 ``client_rcvbuf`` the client's receive buffer is that small and it reads nothing of the
 first response for ``read_delay_s``: its window closes with everything acknowledged.
 
-Each side prints one JSON line: the times (monotonic, s) of what it did, for the test.
+Each side prints one JSON line: the times (monotonic, s) of what it did, for the test;
+the server adds its socket's TCP_INFO once its last answer was acknowledged: the time its
+sending was limited by the receiver's window (``rwnd_limited_us``) and busy
+(``busy_us``), the kernel's own accounts (`tcp_chrono`, Linux 4.9).
 """
 
 from __future__ import annotations
@@ -23,6 +26,21 @@ import struct
 import sys
 import time
 from typing import Any
+
+
+#: struct tcp_info (include/uapi/linux/tcp.h): tcpi_unacked, tcpi_busy_time, tcpi_rwnd_limited.
+TCP_INFO_LEN, UNACKED, BUSY, RWND_LIMITED = 192, 24, 168, 176
+
+
+def sending_info(s: socket.socket) -> dict[str, int]:
+    """Waits until everything sent is acknowledged; the kernel's busy and window-limited times."""
+    deadline = time.monotonic() + 30
+    while True:
+        raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
+        if struct.unpack_from("I", raw, UNACKED)[0] == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
+    return {"busy_us": struct.unpack_from("Q", raw, BUSY)[0], "rwnd_limited_us": struct.unpack_from("Q", raw, RWND_LIMITED)[0]}
 
 
 def recv_exactly(s: socket.socket, n: int) -> None:
@@ -47,6 +65,7 @@ def server(port: int, plan: dict[str, Any]) -> None:
         time.sleep(ex["think_s"])
         out["answered_at"].append(time.monotonic())
         c.sendall(b"r" * ex["response"])
+        out.update(sending_info(c))
     # Until the client closes or resets.
     try:
         while c.recv(65536):

@@ -489,3 +489,24 @@ fn rounds_held_by_the_receivers_window_are_its_not_slow_starts() {
     near(t.time_receive_window_s[0], 0.150);
     assert_eq!(t.time_slow_start_s[0], 0.0, "{c:?}");
 }
+
+#[test]
+fn ids_counted_per_segment_of_a_tso_packet_are_no_lost_sending() {
+    // Captured at a Linux sender: its 5-segment TSO packet (ID 20) takes IDs 20-24, so its
+    // next packet after a pause is ID 25 — nothing the capture missed.
+    let big = seg(false, 5001, 201, A, 5 * MSS);
+    let v = vec![
+        (0, seg(true, 100, 0, S, 0), id(1, 64)),
+        (0, seg(false, 5000, 101, S | A, 0), id(19, 64)),
+        (50 * MS, seg(true, 101, 5001, A, 0), id(2, 64)),
+        (50 * MS, seg(true, 101, 5001, A, 100), id(3, 64)),
+        (50 * MS, big, id(20, 64)),
+        (100 * MS, ack_of(5), id(4, 64)),
+        (400 * MS, seg(false, 5001 + 5 * MSS, 201, A | P, MSS), id(25, 64)),
+        (450 * MS, ack_of(6), id(5, 64)),
+    ];
+    let (t, _) = analyze(&v);
+    let c = causes(&t, 0);
+    assert_eq!(t.time_timeout_s[0], 0.0, "{c:?}");
+    near(t.time_application_s[0], 0.300);
+}

@@ -232,7 +232,7 @@ schema! {
     "time_tlp_s": "double", "s", "waiting for a tail loss probe (one per tail episode, before any timeout)";
     "time_idle_s": "double", "s", "nothing outstanding and nobody waiting: a side sending again of its own accord, a connection at rest (not in the time users waited)";
     "time_teardown_s": "double", "s", "after the last data byte was acknowledged and a side began to close: FIN resends, last ACKs (not in the time users waited)";
-    "time_receive_window_s": "double", "s", "round trips the sender waited on the receiver's (non-zero) window, its last flight having filled it";
+    "time_receive_window_s": "double", "s", "the sender waiting on the receiver's (non-zero) window, its last data having filled it";
 }
 
 /// One row per connection. Times are seconds (f64) except `first_seen` (ns); absent

@@ -36,8 +36,8 @@ pub enum Cause {
     /// After the last data byte was acknowledged and a side began to close (FIN or RST):
     /// FIN resends and the last ACKs, which no user waits for.
     Teardown = 10,
-    /// Rounds the sender waited on the receiver's (non-zero) window, its last flight having
-    /// filled it (RFC 9293 3.8.6.2.1), where slow start's are the congestion window's.
+    /// The sender waiting on the receiver's (non-zero) window, its last data having filled
+    /// it (RFC 9293 3.8.6.2.1), where slow start's rounds wait on the congestion window.
     ReceiveWindow = 11,
 }
 
@@ -487,6 +487,11 @@ pub struct Conn {
     sack_ok: [bool; 2],
     /// The client SYN's window scale option, until the SYN/ACK says whether scaling holds.
     client_wscale: Option<u8>,
+    /// The MSS each side's SYN announced (0: none seen): the largest segment the other
+    /// side sends it.
+    mss_announced: [u16; 2],
+    /// The payload of each side's last packet (as captured: a TSO packet is one).
+    last_len: [u32; 2],
     /// Two different packets of this side carried the same non-zero IP ID: its sender
     /// does not number its datagrams (a crafted capture's constant ID, GSO with fixed
     /// IDs), so a shared ID says nothing (`is_capture_duplicate`).
@@ -817,6 +822,7 @@ impl Conn {
         let outside = self.established_ts.is_none() && self.challenge_exchange(from_client, seg);
         if f.syn() {
             self.sack_ok[dir] = extra.opts.sack_permitted;
+            self.mss_announced[dir] = extra.opts.mss.unwrap_or(0);
         }
         if self.is_capture_duplicate(dir, ts, seg, extra) {
             self.capture_duplicates += 1;
@@ -908,6 +914,7 @@ impl Conn {
         let other = 1 - dir;
         let prev_data_dir = self.last_data_dir;
         let id_before = self.halves[dir].last_ip_id();
+        let len_before = std::mem::replace(&mut self.last_len[dir], seg.payload_len);
         let write_ended = self.data_pushed[dir];
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
@@ -1020,8 +1027,11 @@ impl Conn {
                 // The sender's IP IDs skipped some: it sent what never reached the capture
                 // point during the stretch (this data's first sending, lost): the stretch
                 // was its timer's wait, not a choice.
+                // A packet the capture saw as one but sent as several (TSO/GSO: Linux counts
+                // an ID per segment, `ip_select_ident_segs`) moves the count on by as many.
                 let step = extra.ip_id.wrapping_sub(id_before);
-                let resent = id_before != 0 && !self.ids_constant[dir] && (2..=MAX_ID_STEP).contains(&step);
+                let one_segment = len_before <= u32::from(self.mss_announced[other]).max(1460);
+                let resent = id_before != 0 && !self.ids_constant[dir] && one_segment && (2..=MAX_ID_STEP).contains(&step);
                 let leg = legs[dir].or(full_rtt).unwrap_or(0);
                 let (settled, path) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
                 cause = settled;
@@ -1082,13 +1092,19 @@ impl Conn {
                     }
                 }
             }
-            SendEvent::NewData { new_round: true, rwnd_limited, .. } => {
-                // A round beyond the first: the sender waited a round trip for ACKs, which
-                // the receiver's window held back if the last flight filled it.
-                let waited = if rwnd_limited { Cause::ReceiveWindow } else { Cause::SlowStart };
-                self.move_time(Cause::Network, waited, self.net_since_send[dir]);
+            SendEvent::NewData { rwnd_limited: true, .. } => {
+                // The sender's last data filled the receiver's window: what it waited since
+                // (the path's share too: the ACK that opened it) was the window's.
+                self.move_time(Cause::Network, Cause::ReceiveWindow, self.net_since_send[dir]);
                 if !quiet_before {
-                    cause = waited;
+                    cause = Cause::ReceiveWindow;
+                }
+            }
+            SendEvent::NewData { new_round: true, .. } => {
+                // A round beyond the first: the sender waited a round trip for ACKs.
+                self.move_time(Cause::Network, Cause::SlowStart, self.net_since_send[dir]);
+                if !quiet_before {
+                    cause = Cause::SlowStart;
                 }
             }
             _ => {}
@@ -1285,8 +1301,8 @@ impl Conn {
             _ => (0, 0),
         };
         // The server's data waits on the client's windows, and the reverse.
-        self.halves[S2C].set_window_shift(client);
-        self.halves[C2S].set_window_shift(server);
+        self.halves[S2C].set_window_shift(client, self.mss_announced[C2S]);
+        self.halves[C2S].set_window_shift(server, self.mss_announced[S2C]);
     }
 
     fn on_synack(&mut self, ts: u64, seg: &Segment) {

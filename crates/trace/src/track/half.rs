@@ -42,9 +42,9 @@ pub enum RetxClass {
 pub enum SendEvent {
     #[default]
     Nothing,
-    /// New data (start of a round, of a burst, or inside one); a new round whose last round
-    /// filled the receiver's window waited on that window (`rwnd_limited`), not on the
-    /// congestion window.
+    /// New data (start of a round, of a burst, or inside one); sent after a wait on the
+    /// receiver's window, the last data having filled it (`rwnd_limited`), not on ACKs of
+    /// a round (slow start).
     NewData {
         new_round: bool,
         new_burst: bool,
@@ -199,8 +199,12 @@ pub struct Half {
     window_shift: Option<u8>,
     /// The peer's last advertised window in bytes, when its scale is known.
     peer_window_bytes: Option<u64>,
-    /// This round's flight reached the peer's window (within a segment).
-    round_hit_window: bool,
+    /// The last new data reached the right edge of the peer's window (RFC 9293 3.8.6.2.1:
+    /// SND.UNA + SND.WND) within a segment: until an ACK moved the edge, the sender could
+    /// send no more.
+    window_full: bool,
+    /// The largest segment the peer's SYN allowed (its MSS option; 1460 when unknown).
+    peer_mss: u32,
     /// The latest stretches of sequence space the capture skipped (see `Hole`), newest
     /// first: a second gap opened before the first was filled keeps the first.
     holes: [Option<Hole>; HOLES],
@@ -737,7 +741,8 @@ impl Half {
         }
         let mut new_round = false;
         let mut new_burst = false;
-        let last_round_hit_window = self.round_hit_window;
+        // The wait since the last send was the window's if that send left it full.
+        let window_wait = self.window_full;
         if self.rounds == 0 || (nothing_out && self.peer_spoke) || resumed {
             if self.rounds > 0 {
                 self.close_burst();
@@ -746,7 +751,6 @@ impl Half {
             self.rounds += 1;
             self.round_end = end;
             self.round_over = false;
-            self.round_hit_window = false;
         } else if self.round_over && ts >= self.round_over_ts.saturating_add(sender_leg_ns / 2) {
             // Sent because of an ACK of the last round: a new round. Away from the sender
             // the ACK is seen before the sender gets it: what arrives within half the
@@ -755,21 +759,20 @@ impl Half {
             self.rounds += 1;
             self.round_end = end;
             self.round_over = false;
-            self.round_hit_window = false;
         }
-        // RFC 9293 3.8.6.2.1: the sender keeps what it has out within the usable window.
-        if let Some(window) = self.peer_window_bytes {
-            let out = (end - self.una).max(0) as u64;
-            self.round_hit_window |= out + u64::from(self.mss.max(1)) > window;
-        }
+        // Near the receiver an ACK the sender has not received yet may already have moved
+        // the edge: the window's waits are seen in full only near the sender.
+        self.window_full = self.peer_window_bytes.is_some_and(|w| self.una + w as i64 - end < i64::from(self.peer_mss.max(536)));
         self.peer_spoke = false;
         self.burst_bytes += bytes;
-        (new_round, new_burst, new_round && last_round_hit_window)
+        (new_round, new_burst, window_wait && !new_burst)
     }
 
-    /// The peer's advertised windows are shifted by `shift` (its window scale, RFC 7323).
-    pub fn set_window_shift(&mut self, shift: u8) {
+    /// The peer's advertised windows are shifted by `shift` (its window scale, RFC 7323),
+    /// and its SYN allowed segments of `peer_mss` bytes (0: no MSS option).
+    pub fn set_window_shift(&mut self, shift: u8, peer_mss: u16) {
         self.window_shift = Some(shift.min(14));
+        self.peer_mss = if peer_mss == 0 { 1460 } else { u32::from(peer_mss) };
     }
 
     /// Ends a burst (one response): adds the round trips an ideal slow start from this
