@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 import sys
+import time
 from pathlib import Path
 from typing import Any
 

@@ -27,7 +27,6 @@ import sys
 import time
 from typing import Any
 
-
 #: struct tcp_info (include/uapi/linux/tcp.h): tcpi_unacked, tcpi_busy_time, tcpi_rwnd_limited.
 TCP_INFO_LEN, UNACKED, BUSY, RWND_LIMITED = 192, 24, 168, 176
 

@@ -471,7 +471,7 @@ fn rounds_held_by_the_receivers_window_are_its_not_slow_starts() {
     let mut syn = seg(true, 100, 0, S, 0);
     syn.window = 3 * MSS as u16;
     let mut v = vec![(0, syn), (0, seg(false, 5000, 101, S | A, 0))];
-    let mut ack = |t: u64, k: u32| {
+    let ack = |t: u64, k: u32| {
         let mut a = ack_of(k);
         a.window = 3 * MSS as u16;
         (t, a)
