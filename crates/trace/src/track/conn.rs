@@ -5,7 +5,9 @@ use super::half::{AckOutcome, FlightBuffer, Half, PathTimes, RetxClass, SendEven
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
 /// Where a stretch of a connection's time went. Every gap between two of its packets is
-/// given to one cause (or split between two), so the causes add up to its duration.
+/// given to one cause (or split), so the causes add up to its duration; a gap whose cause
+/// is known only later (a quiet stretch, a probe that turns out to be a timer's first step)
+/// is given when it is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Cause {
@@ -25,8 +27,9 @@ pub enum Cause {
     DelayedAck = 5,
     /// A sender stopped by a zero receive window.
     ZeroWindow = 6,
-    /// One side thinking while the other waits: the server's time to answer a request
-    /// (nothing outstanding), or beyond the path's share of an answer's wait.
+    /// One side producing what the other waits for: the server's time to answer a request
+    /// (beyond the path's share), a sender pausing within a write or between the pieces of
+    /// its answer (`Conn::settle_quiet`).
     Application = 7,
     /// Waiting for a tail loss probe (RFC 8985 7.3): at most one per tail episode.
     Tlp = 8,
@@ -120,7 +123,8 @@ pub struct PacketNote {
     /// Sent by the connection's client.
     pub from_client: bool,
     /// What this packet decided about earlier ones of its connection (`SETTLES`,
-    /// `REVISES_TLP`): causes are given when they are known, sometimes packets later.
+    /// `REVISES_TLP`, `REVISES_TO_TLP`): causes are given when they are known, sometimes
+    /// packets later.
     pub revise: u8,
 }
 
@@ -520,7 +524,7 @@ pub struct Conn {
     /// when the next step of the ladder revises its class, `Half::take_revision`).
     resend_booked: [u64; 2],
     /// Without a timed handshake, the least raw RTT sample of each half's data: samples
-    /// from one side only are kept, the far receiver's (`add_rtt_sample`).
+    /// from one side only are kept, the far receiver's (`is_far_side_sample`).
     raw_rtt_min: [u64; 2],
     rtt_side: Option<u8>,
 }
@@ -736,14 +740,12 @@ impl Conn {
         // 61 and 60, 45 µs apart); data is never retransmitted within 100 µs (the minimum
         // RTO is 200 ms, a TLP ≥ 10 ms).
         let one_hop = fp.ttl.checked_add(1) == Some(earlier.ttl) || earlier.ttl.checked_add(1) == Some(fp.ttl);
-        // A SYN or SYN/ACK repeated with no handshake packet of the peer in between that it
-        // could answer, within a millisecond: no stack's timer repeats it that soon (Linux's
-        // floor, `TCP_TIMEOUT_MIN`, is two jiffies, 2-8 ms), so the capture saw it twice,
-        // whatever its ID (Linux sends its SYN/ACK with ID 0).
-        // A server answers each SYN repeat it receives, and its own timer may repeat the
-        // SYN/ACK the same instant (the simulator's server does, 10 µs apart): a SYN/ACK
-        // repeat is taken for a copy only where the capture already showed it records
-        // this connection's packets twice (its SYN's copy), and no SYN came between.
+        // A SYN repeated within a millisecond, whatever its ID: no stack's timer repeats it
+        // that soon (Linux's floor, `TCP_TIMEOUT_MIN`, is two jiffies, 2-8 ms). A SYN/ACK
+        // likewise (Linux sends it with ID 0), but a server answers each SYN repeat and its
+        // own timer may repeat the SYN/ACK the same instant (the simulator's server does, 10
+        // µs apart): it is taken for a copy only where no SYN came between and the capture
+        // already showed it records this connection's packets twice (its SYN's copy).
         let unanswering = !seg.flags.ack() || (self.syns.last_ts <= earlier.ts && self.capture_duplicates > 0);
         let handshake_copy = seg.flags.syn() && unanswering && ts.saturating_sub(earlier.ts) <= HANDSHAKE_COPY_WINDOW_NS;
         // Without an ID, what no sender repeats within milliseconds: data or a FIN with the
@@ -1024,14 +1026,7 @@ impl Conn {
                 q.closing_ns += gap;
             }
             if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
-                // The sender's IP IDs skipped some: it sent what never reached the capture
-                // point during the stretch (this data's first sending, lost): the stretch
-                // was its timer's wait, not a choice.
-                // A packet the capture saw as one but sent as several (TSO/GSO: Linux counts
-                // an ID per segment, `ip_select_ident_segs`) moves the count on by as many.
-                let step = extra.ip_id.wrapping_sub(id_before);
-                let one_segment = len_before <= u32::from(self.mss_announced[other]).max(1460);
-                let resent = id_before != 0 && !self.ids_constant[dir] && one_segment && (2..=MAX_ID_STEP).contains(&step);
+                let resent = self.ids_skipped(dir, extra.ip_id, id_before, len_before);
                 let leg = legs[dir].or(full_rtt).unwrap_or(0);
                 let (settled, path) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
                 cause = settled;
@@ -1138,6 +1133,18 @@ impl Conn {
         };
         let cause = if self.quiet.is_some() && quiet_before { Cause::PENDING } else { cause as u8 };
         self.last_note = PacketNote { event: code, cause, from_client: dir == C2S, revise };
+    }
+
+    /// Whether `dir`'s sender numbered datagrams the capture never saw between its last
+    /// packet (ID `id_before`, `len_before` bytes) and this one (ID `id`): during a quiet
+    /// stretch, this data's first sending, lost before the capture point, so the stretch
+    /// was its timer's wait, not a choice. A packet the capture saw as one but sent as
+    /// several (TSO/GSO: Linux counts an ID a segment, `ip_select_ident_segs`) moves the
+    /// count on by as many, so only a one-segment packet before says so.
+    fn ids_skipped(&self, dir: usize, id: u16, id_before: u16, len_before: u32) -> bool {
+        let step = id.wrapping_sub(id_before);
+        let one_segment = len_before <= u32::from(self.mss_announced[1 - dir]).max(1460);
+        id_before != 0 && !self.ids_constant[dir] && one_segment && (2..=MAX_ID_STEP).contains(&step)
     }
 
     /// After a packet outside a quiet stretch: the stretch begins if it left nothing of
