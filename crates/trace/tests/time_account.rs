@@ -425,17 +425,23 @@ fn packets_of_another_connection_after_a_try_gave_up_are_idle() {
 
 #[test]
 fn a_lost_answer_resent_is_its_timers_wait_when_the_ip_ids_tell() {
-    // At the client (path 50 ms): the server ACKs the request (ID 10) and its answer never
-    // arrives; 210 ms later its resend does, with ID 12 — ID 11 went to the lost first
-    // sending. Without the IDs the wait would be the server's think time.
+    // At the client (path 50 ms), a server that numbers its datagrams per connection (IDs
+    // 9, 10, 11, 12, 13 on its packets so far): it ACKs the second request (ID 13) and
+    // its answer never arrives; 210 ms later its resend does, with ID 15 — ID 14 went to
+    // the lost first sending. Without the IDs the wait would be the server's think time.
     let v = vec![
         (0, seg(true, 100, 0, S, 0), id(1, 64)),
         (50 * MS, seg(false, 5000, 101, S | A, 0), id(9, 64)),
         (50 * MS, seg(true, 101, 5001, A, 0), id(2, 64)),
         (50 * MS, seg(true, 101, 5001, A, 100), id(3, 64)),
-        (100 * MS, seg(false, 5001, 201, A, 0), id(10, 64)),
-        (310 * MS, pushed(0), id(12, 64)),
-        (310 * MS, ack_of(1), id(4, 64)),
+        (100 * MS, data(0), id(10, 64)),
+        (100 * MS, data(1), id(11, 64)),
+        (100 * MS, pushed(2), id(12, 64)),
+        (100 * MS, ack_of(3), id(4, 64)),
+        (200 * MS, seg(true, 201, 8001, A | P, 100), id(5, 64)),
+        (250 * MS, seg(false, 8001, 301, A, 0), id(13, 64)),
+        (460 * MS, seg(false, 8001, 301, A | P, MSS), id(15, 64)),
+        (460 * MS, seg(true, 301, 9001, A, 0), id(6, 64)),
     ];
     let (t, _) = analyze(&v);
     let c = causes(&t, 0);
@@ -443,6 +449,23 @@ fn a_lost_answer_resent_is_its_timers_wait_when_the_ip_ids_tell() {
     assert_eq!(t.time_application_s[0], 0.0, "{c:?}");
     // The same with IDs that do not count (all 0): the think time it looks like.
     let (t, _) = analyze(&v.iter().map(|&(ts, s, e)| (ts, s, SegmentExtra { ip_id: 0, ..e })).collect::<Vec<_>>());
+    near(t.time_application_s[0], 0.210);
+    // And with a host-wide counter (steps of 3 and 7 between this connection's packets:
+    // the host's other traffic), a skip says nothing.
+    let host_wide = [9, 12, 19, 22, 30, 41, 45];
+    let mut k = 0;
+    let w: Vec<_> = v
+        .iter()
+        .map(|&(ts, s, e)| {
+            if s.src == server() {
+                k += 1;
+                (ts, s, SegmentExtra { ip_id: host_wide[k - 1], ..e })
+            } else {
+                (ts, s, e)
+            }
+        })
+        .collect();
+    let (t, _) = analyze(&w);
     near(t.time_application_s[0], 0.210);
 }
 

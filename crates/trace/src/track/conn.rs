@@ -496,6 +496,8 @@ pub struct Conn {
     mss_announced: [u16; 2],
     /// The payload of each side's last packet (as captured: a TSO packet is one).
     last_len: [u32; 2],
+    /// Each side's IP ID steps after a one-segment packet: [by 1, by other] (saturating).
+    id_steps: [[u8; 2]; 2],
     /// Two different packets of this side carried the same non-zero IP ID: its sender
     /// does not number its datagrams (a crafted capture's constant ID, GSO with fixed
     /// IDs), so a shared ID says nothing (`is_capture_duplicate`).
@@ -917,6 +919,8 @@ impl Conn {
         let prev_data_dir = self.last_data_dir;
         let id_before = self.halves[dir].last_ip_id();
         let len_before = std::mem::replace(&mut self.last_len[dir], seg.payload_len);
+        let ids_per_connection = self.ids_per_connection(dir);
+        self.count_id_step(dir, extra.ip_id, id_before, len_before);
         let write_ended = self.data_pushed[dir];
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
@@ -1026,7 +1030,7 @@ impl Conn {
                 q.closing_ns += gap;
             }
             if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
-                let resent = self.ids_skipped(dir, extra.ip_id, id_before, len_before);
+                let resent = ids_per_connection && self.ids_skipped(dir, extra.ip_id, id_before, len_before);
                 let leg = legs[dir].or(full_rtt).unwrap_or(0);
                 let (settled, path) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
                 cause = settled;
@@ -1145,6 +1149,25 @@ impl Conn {
         let step = id.wrapping_sub(id_before);
         let one_segment = len_before <= u32::from(self.mss_announced[1 - dir]).max(1460);
         id_before != 0 && !self.ids_constant[dir] && one_segment && (2..=MAX_ID_STEP).contains(&step)
+    }
+
+    /// Whether `dir`'s sender numbers its datagrams per connection (Linux), so that a skip
+    /// means a packet of this connection the capture missed: its steps from a one-segment
+    /// packet to the next were 1 at least three times, and four times as often as not. A
+    /// host-wide counter (Windows) steps by the host's other traffic too.
+    fn ids_per_connection(&self, dir: usize) -> bool {
+        let [exact, other] = self.id_steps[dir];
+        exact >= 3 && u16::from(other) * 4 <= u16::from(exact)
+    }
+
+    /// Counts the step of `dir`'s IP ID from its last packet (one segment) to this one.
+    fn count_id_step(&mut self, dir: usize, id: u16, id_before: u16, len_before: u32) {
+        let one_segment = len_before <= u32::from(self.mss_announced[1 - dir]).max(1460);
+        if id == 0 || id_before == 0 || !one_segment {
+            return;
+        }
+        let k = usize::from(id.wrapping_sub(id_before) != 1);
+        self.id_steps[dir][k] = self.id_steps[dir][k].saturating_add(1);
     }
 
     /// After a packet outside a quiet stretch: the stretch begins if it left nothing of
