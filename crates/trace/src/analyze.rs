@@ -248,7 +248,7 @@ pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<Connect
     let mut sink = Recorder {
         tracker: Tracker::new(TrackerConfig::default(), |c: &Conn| {
             if wanted.contains(&c.id) {
-                ends.insert(c.id, c.teardown_from_ts.unwrap_or(u64::MAX));
+                ends.insert(c.id, c.teardown_from_ts);
             }
         }),
         wanted: wanted.clone(),

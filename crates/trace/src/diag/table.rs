@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::ladder::GapClass;
-use crate::track::{Cause, Conn, C2S, S2C};
+use crate::track::{Cause, Conn, C2S, NEVER, S2C};
 
 /// Where the capture was taken.
 ///
@@ -503,7 +503,8 @@ impl ConnectionTable {
         self.client_isn.push(c.client_isn);
         self.first_seen.push(c.first_ts);
         self.duration_s.push(secs(c.last_ts.saturating_sub(c.first_ts)));
-        self.response_complete_s.push(c.response_complete_ts.map_or(f64::NAN, |t| secs(t.saturating_sub(c.first_ts))));
+        let complete = c.response_complete_ts;
+        self.response_complete_s.push(if complete == NEVER { f64::NAN } else { secs(complete.saturating_sub(c.first_ts)) });
         self.syn_count.push(c.syns.count);
         self.synack_count.push(c.synacks.count);
         self.established.push(c.established_ts.is_some());

@@ -162,8 +162,8 @@ struct Quiet {
     ns: u64,
     /// Of which after a side began to close (a FIN or a RST).
     closing_ns: u64,
-    /// When the closing began (a FIN sent before the stretch: its start).
-    closing_since: Option<u64>,
+    /// When the closing began (a FIN sent before the stretch: its start; `NEVER`: not yet).
+    closing_since: u64,
     /// Of which each side was held by a zero window: its next data waited for that part.
     zero_window_ns: [u64; 2],
 }
@@ -263,17 +263,40 @@ pub const HANDSHAKE_COPY_WINDOW_NS: u64 = 1_000_000;
 /// a burst puts its copies after several originals (at 1 Gb/s a full segment takes 12 µs,
 /// a router's ~50 µs holds four), and a receiver acknowledging a burst sends four or more
 /// ACKs before a mirror port's copy of the first (300 µs late on a veth pair).
-const RECENT_PACKETS: usize = 8;
+const RECENT_PACKETS: usize = 6;
 
-/// A `Fingerprint` but its numbers, as `Recent` keeps it (24 bytes).
+/// A `Fingerprint` but its numbers, as `Recent` keeps it: 20 bytes, every connection
+/// keeps twelve and the tracker's time goes to fetching connections' state. Its time in
+/// units of 1,024 ns (a shift, not a division), modulo 2^32 (73 minutes): only ages up
+/// to 100 ms are ever asked of it.
 #[derive(Debug, Clone, Copy, Default)]
 struct FingerprintRest {
-    ts: u64,
-    fields: u64,
+    ts_units: u32,
+    len: u32,
+    window: u16,
+    ip_id: u16,
     options: u32,
     flags: u8,
     ip_options: u8,
     ttl: u8,
+}
+
+/// `FingerprintRest`'s unit of time: 2^10 ns.
+const TS_UNIT_SHIFT: u32 = 10;
+
+impl FingerprintRest {
+    fn of(fp: &Fingerprint) -> Self {
+        Self {
+            ts_units: (fp.ts >> TS_UNIT_SHIFT) as u32,
+            len: (fp.fields >> 32) as u32,
+            window: (fp.fields >> 16) as u16,
+            ip_id: fp.fields as u16,
+            options: fp.options,
+            flags: fp.flags,
+            ip_options: fp.ip_options,
+            ttl: fp.ttl,
+        }
+    }
 }
 
 /// A side's last packets that were not copies (a ring, `RECENT_PACKETS` long), and when
@@ -293,7 +316,7 @@ struct Recent {
 impl Default for Recent {
     fn default() -> Self {
         // An empty place matches no packet: no payload length reaches 2^32 - 1.
-        let empty = FingerprintRest { fields: u64::MAX, ..FingerprintRest::default() };
+        let empty = FingerprintRest { len: u32::MAX, ..FingerprintRest::default() };
         Self { numbers: [0; RECENT_PACKETS], packets: [empty; RECENT_PACKETS], next: 0, last_id: 0, id_changed_at: 0 }
     }
 }
@@ -303,13 +326,21 @@ impl Recent {
         (usize::from(self.next) + RECENT_PACKETS - 1) % RECENT_PACKETS
     }
 
-    /// The remembered packet at `i`, whole.
-    fn get(&self, i: usize) -> Fingerprint {
+    /// The remembered packet at `i`, whole, its time read as at most 71 minutes before
+    /// `now` (see `FingerprintRest`).
+    fn get(&self, i: usize, now: u64) -> Fingerprint {
         let r = self.packets[i];
+        // A capture merged from several interfaces may step back: an age "beyond half the
+        // range" is a packet after `now`.
+        // Its time's unit, whole: the start of the unit it was seen in.
+        let unit = now >> TS_UNIT_SHIFT;
+        let age = (unit as u32).wrapping_sub(r.ts_units) as i32;
+        let then = if age >= 0 { unit.saturating_sub(age as u64) } else { unit.saturating_add(u64::from(age.unsigned_abs())) };
+        let ts = then << TS_UNIT_SHIFT;
         Fingerprint {
-            ts: r.ts,
+            ts,
             numbers: self.numbers[i],
-            fields: r.fields,
+            fields: u64::from(r.len) << 32 | u64::from(r.window) << 16 | u64::from(r.ip_id),
             flags: r.flags,
             ip_options: r.ip_options,
             ttl: r.ttl,
@@ -325,7 +356,9 @@ impl Recent {
             return None;
         }
         let newest = self.newest();
-        (0..RECENT_PACKETS).map(|k| (newest + RECENT_PACKETS - k) % RECENT_PACKETS).find(|&i| fp.same_headers(&self.get(i)))
+        (0..RECENT_PACKETS)
+            .map(|k| (newest + RECENT_PACKETS - k) % RECENT_PACKETS)
+            .find(|&i| fp.same_headers(&self.get(i, fp.ts)))
     }
 
     /// `fp` becomes the newest.
@@ -333,14 +366,7 @@ impl Recent {
     fn remember(&mut self, fp: Fingerprint) {
         let at = usize::from(self.next);
         self.numbers[at] = fp.numbers;
-        self.packets[at] = FingerprintRest {
-            ts: fp.ts,
-            fields: fp.fields,
-            flags: fp.flags,
-            ip_options: fp.ip_options,
-            ttl: fp.ttl,
-            options: fp.options,
-        };
+        self.packets[at] = FingerprintRest::of(&fp);
         self.next = ((at + 1) % RECENT_PACKETS) as u8;
     }
 
@@ -489,8 +515,10 @@ pub struct Conn {
     recent: [Recent; 2],
     /// Each side's SYN offered SACK (RFC 2018): with both, a duplicate ACK carries blocks.
     sack_ok: [bool; 2],
-    /// The client SYN's window scale option, until the SYN/ACK says whether scaling holds.
+    /// The client SYN's window scale option and window, until the SYN/ACK says whether
+    /// scaling holds.
     client_wscale: Option<u8>,
+    client_syn_window: u16,
     /// The MSS each side's SYN announced (0: none seen): the largest segment the other
     /// side sends it.
     mss_announced: [u16; 2],
@@ -518,21 +546,25 @@ pub struct Conn {
     /// When the last new data was seen.
     last_data_ts: u64,
     /// When the last data byte was acknowledged (the last time nothing was outstanding
-    /// after data), or, without that ACK in the capture, when it was sent.
-    pub response_complete_ts: Option<u64>,
-    /// Where the connection's teardown began (for the graph; `u64::MAX`: none).
-    pub teardown_from_ts: Option<u64>,
+    /// after data), or, without that ACK in the capture, when it was sent (`NEVER`: no
+    /// data).
+    pub response_complete_ts: u64,
+    /// Where the connection's teardown began (for the graph; `NEVER`: none).
+    pub teardown_from_ts: u64,
     /// The time given to the gap before each side's last probe or timeout resend (moved
     /// when the next step of the ladder revises its class, `Half::take_revision`).
     resend_booked: [u64; 2],
     /// Without a timed handshake, the least raw RTT sample of each half's data: samples
     /// from one side only are kept, the far receiver's (`is_far_side_sample`).
-    raw_rtt_min: [u64; 2],
+    raw_rtt_min: [u32; 2],
     rtt_side: Option<u8>,
 }
 
 pub const C2S: usize = 0;
 pub const S2C: usize = 1;
+
+/// A time that did not come (`Conn::response_complete_ts`, `Conn::teardown_from_ts`).
+pub const NEVER: u64 = u64::MAX;
 
 /// A side that ended a write and writes again within this much, its peer silent, is still
 /// producing its answer (a server writing a page in pieces); quiet longer, it was at rest
@@ -557,7 +589,16 @@ impl Conn {
         let synack = seg.flags.syn() && seg.flags.ack();
         let from_client = if seg.flags.syn() { !synack } else { seg.src.port > seg.dst.port };
         let (client, server) = if from_client { (seg.src, seg.dst) } else { (seg.dst, seg.src) };
-        let mut c = Conn { id, client, server, first_ts: ts, last_ts: ts, ..Default::default() };
+        let mut c = Conn {
+            id,
+            client,
+            server,
+            first_ts: ts,
+            last_ts: ts,
+            response_complete_ts: NEVER,
+            teardown_from_ts: NEVER,
+            ..Default::default()
+        };
         if seg.flags.syn() && !synack {
             c.syn_seen = true;
             c.client_isn = seg.seq;
@@ -576,7 +617,16 @@ impl Conn {
         let synack = seg.flags.syn() && seg.flags.ack();
         let from_client = if seg.flags.syn() { !synack } else { seg.src.port > seg.dst.port };
         let (client, server) = if from_client { (seg.src, seg.dst) } else { (seg.dst, seg.src) };
-        let mut c = Conn { id, client, server, first_ts: ts, last_ts: ts, ..Default::default() };
+        let mut c = Conn {
+            id,
+            client,
+            server,
+            first_ts: ts,
+            last_ts: ts,
+            response_complete_ts: NEVER,
+            teardown_from_ts: NEVER,
+            ..Default::default()
+        };
         let [b0, b1] = buffers;
         c.halves[C2S].give_flight_buffer(b0);
         c.halves[S2C].give_flight_buffer(b1);
@@ -668,9 +718,11 @@ impl Conn {
         if let Some(q) = self.quiet.take() {
             self.lost_ns[Cause::Idle as usize] += q.ns - q.closing_ns;
             self.lost_ns[Cause::Teardown as usize] += q.closing_ns;
-            self.teardown_from_ts = Some(q.closing_since.unwrap_or(u64::MAX));
-        } else if self.last_data_dir.is_some() && self.response_complete_ts.is_none_or(|t| t < self.last_data_ts) {
-            self.response_complete_ts = Some(self.last_data_ts);
+            self.teardown_from_ts = q.closing_since;
+        } else if self.last_data_dir.is_some()
+            && (self.response_complete_ts == NEVER || self.response_complete_ts < self.last_data_ts)
+        {
+            self.response_complete_ts = self.last_data_ts;
         }
     }
 
@@ -716,7 +768,7 @@ impl Conn {
         // Newest first: a copy mostly follows its original at once; a router forwarding a
         // burst interleaves them (A, B, A', B': arkime's http-post-upload.pcap).
         let Some(i) = recent.find(&fp) else {
-            if fp.ip_id() == recent.get(recent.newest()).ip_id() && extra.ip_id != 0 && self.packets[dir] > 0 {
+            if fp.ip_id() == recent.packets[recent.newest()].ip_id && extra.ip_id != 0 && self.packets[dir] > 0 {
                 self.ids_constant[dir] = true;
             }
             // Beyond the last few packets: a segment whose data is still in flight, sent
@@ -731,7 +783,7 @@ impl Conn {
             }
             return copy;
         };
-        let earlier = recent.get(i);
+        let earlier = recent.get(i, ts);
         // Same headers and IP ID within 100 µs (5 ms with a non-zero ID from a sender whose
         // IDs count, 100 ms when it sent others since), TTL equal or one lower (both sides
         // of a router). Without an IP ID (IPv6, or ID 0) only data or a TTL one apart
@@ -761,7 +813,9 @@ impl Conn {
         let distinctive = extra.ip_id != 0 || seg.payload_len > 0 || one_hop || handshake_copy || unrepeated;
         // The sender sent another datagram after the original (the copy of an older one
         // counts: a capture replaying a stretch of the exchange, wireshark-retrans.pcap).
-        let moved_on = id_changed_at > earlier.ts;
+        // In `FingerprintRest`'s units: the change that came with the original itself is
+        // not after it.
+        let moved_on = id_changed_at >> TS_UNIT_SHIFT > earlier.ts >> TS_UNIT_SHIFT;
         let window = match extra.ip_id != 0 && !self.ids_constant[dir] {
             true if moved_on => DUPLICATE_WINDOW_MOVED_ON_NS,
             true => DUPLICATE_WINDOW_SAME_ID_NS,
@@ -777,7 +831,7 @@ impl Conn {
         // and 5.6 ms after the original: wireshark-retrans.pcap); the TTL stays the first's.
         let recent = &mut self.recent[dir];
         if dup {
-            recent.packets[i].ts = ts;
+            recent.packets[i].ts_units = (ts >> TS_UNIT_SHIFT) as u32;
         } else {
             recent.remember(fp);
         }
@@ -862,12 +916,13 @@ impl Conn {
                 }
                 self.halves[C2S].start(seg.seq.wrapping_add(1));
                 self.client_wscale = extra.opts.wscale;
+                self.client_syn_window = seg.window;
                 if seg.payload_len > 0 || extra.opts.fast_open {
                     self.fast_open = true;
                 }
             } else if !from_client && f.ack() {
                 self.on_synack(ts, seg);
-                self.scale_windows(extra.opts.wscale);
+                self.scale_windows(extra.opts.wscale, seg.window);
                 handshake_wait = self.synacks.count > 1;
                 self.halves[S2C].start(seg.seq.wrapping_add(1));
             }
@@ -1026,7 +1081,7 @@ impl Conn {
                     *held += gap;
                 }
             }
-            if q.closing_since.is_some() {
+            if q.closing_since != NEVER {
                 q.closing_ns += gap;
             }
             if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
@@ -1178,17 +1233,17 @@ impl Conn {
             return;
         }
         let closing = self.fin_from_client || self.fin_from_server || self.rst || flags.fin() || flags.rst();
-        self.quiet = Some(Quiet { closing_since: closing.then_some(ts), ..Quiet::default() });
+        self.quiet = Some(Quiet { closing_since: if closing { ts } else { NEVER }, ..Quiet::default() });
         if self.last_data_dir.is_some() {
-            self.response_complete_ts = Some(ts);
+            self.response_complete_ts = ts;
         }
     }
 
     /// A packet without data in a quiet stretch: a FIN or RST begins the closing.
     fn note_quiet(&mut self, ts: u64, flags: crate::wire::TcpFlags) {
         if let Some(q) = self.quiet.as_mut() {
-            if (flags.fin() || flags.rst()) && q.closing_since.is_none() {
-                q.closing_since = Some(ts);
+            if (flags.fin() || flags.rst()) && q.closing_since == NEVER {
+                q.closing_since = ts;
             }
         }
     }
@@ -1258,9 +1313,11 @@ impl Conn {
     /// once (a few µs), the far end's after a round trip; mixing them averages half trips
     /// with round trips. A switch of sides starts the statistics anew.
     fn is_far_side_sample(&mut self, h: usize, raw: u64) -> bool {
+        // In µs (a sample of 0 µs counts as 1): which side is far needs no finer.
+        let raw_us = (raw / 1000).clamp(1, u64::from(u32::MAX)) as u32;
         let m = &mut self.raw_rtt_min[h];
-        if *m == 0 || raw < *m {
-            *m = raw.max(1);
+        if *m == 0 || raw_us < *m {
+            *m = raw_us;
         }
         let (mine, theirs) = (self.raw_rtt_min[h], self.raw_rtt_min[1 - h]);
         let far = if theirs == 0 || mine >= theirs { h } else { 1 - h } as u8;
@@ -1322,7 +1379,7 @@ impl Conn {
     /// The SYN/ACK, with the SYN seen, fixes how each side's windows are read (RFC 7323
     /// 2.2): shifted by that side's SYN's scale when both SYNs carried one, unshifted when
     /// either did not. Without the SYN the scale is unknown and no window is read in bytes.
-    fn scale_windows(&mut self, server_wscale: Option<u8>) {
+    fn scale_windows(&mut self, server_wscale: Option<u8>, server_syn_window: u16) {
         if !self.syn_seen {
             return;
         }
@@ -1331,8 +1388,8 @@ impl Conn {
             _ => (0, 0),
         };
         // The server's data waits on the client's windows, and the reverse.
-        self.halves[S2C].set_window_shift(client, self.mss_announced[C2S]);
-        self.halves[C2S].set_window_shift(server, self.mss_announced[S2C]);
+        self.halves[S2C].set_window_shift(client, self.mss_announced[C2S], self.client_syn_window);
+        self.halves[C2S].set_window_shift(server, self.mss_announced[S2C], server_syn_window);
     }
 
     fn on_synack(&mut self, ts: u64, seg: &Segment) {

@@ -197,8 +197,9 @@ pub struct Half {
     /// How far the peer's advertised windows are shifted (RFC 7323 2.2: its SYN's window
     /// scale when both SYNs carried one, else 0); None when the handshake was not seen.
     window_shift: Option<u8>,
-    /// The peer's last advertised window in bytes, when its scale is known.
-    peer_window_bytes: Option<u64>,
+    /// The peer's last advertised window in bytes, when `window_shift` is known (a scaled
+    /// window stays below 2^30, RFC 7323 2.3): its SYN's until an ACK says more.
+    peer_window: u32,
     /// The last new data reached the right edge of the peer's window (RFC 9293 3.8.6.2.1:
     /// SND.UNA + SND.WND) within a segment: until an ACK moved the edge, the sender could
     /// send no more.
@@ -243,7 +244,8 @@ pub struct Half {
     /// `una` when this half last sent a tail loss probe, until an ACK moves it: RFC 8985
     /// 7.3 sends at most one probe per tail episode (Linux: `tcp_send_loss_probe` sets
     /// `tlp_high_seq` and probes again only once it is acknowledged).
-    tlp_una: Option<i64>,
+    tlp_una: i64,
+    probe_pending: bool,
     /// The silence before that probe (its sender's PTO as the capture saw it).
     tlp_gap_ns: u64,
     /// The last probe turned out to be the first step of a back-off ladder (see
@@ -366,7 +368,7 @@ impl Half {
         }
         self.zero_window = seg.window == 0;
         if let Some(shift) = self.window_shift {
-            self.peer_window_bytes = Some(u64::from(seg.window) << shift);
+            self.peer_window = u32::from(seg.window) << shift;
         }
         let ack = self.rel(seg.ack);
         let window_changed = self.last_peer_window.is_some_and(|w| w != seg.window);
@@ -409,7 +411,7 @@ impl Half {
         self.una = ack;
         self.acked_any = true;
         self.rto_gap_ns = 0;
-        self.tlp_una = None;
+        self.probe_pending = false;
         if ack > 0 && self.first_data_ts.is_some() && self.first_data_ack_ts.is_none() {
             self.first_data_ack_ts = Some(ts);
         }
@@ -588,7 +590,8 @@ impl Half {
                 RetxClass::Fast => self.retx_fast += 1,
                 RetxClass::Tlp => {
                     self.retx_tlp += 1;
-                    self.tlp_una = Some(self.una);
+                    self.tlp_una = self.una;
+                    self.probe_pending = true;
                     self.tlp_gap_ns = since_last;
                 }
                 RetxClass::PathMtu => self.retx_path_mtu += 1,
@@ -762,17 +765,20 @@ impl Half {
         }
         // Near the receiver an ACK the sender has not received yet may already have moved
         // the edge: the window's waits are seen in full only near the sender.
-        self.window_full = self.peer_window_bytes.is_some_and(|w| self.una + w as i64 - end < i64::from(self.peer_mss.max(536)));
+        let known = self.window_shift.is_some();
+        self.window_full = known && self.una + i64::from(self.peer_window) - end < i64::from(self.peer_mss.max(536));
         self.peer_spoke = false;
         self.burst_bytes += bytes;
         (new_round, new_burst, window_wait && !new_burst)
     }
 
-    /// The peer's advertised windows are shifted by `shift` (its window scale, RFC 7323),
-    /// and its SYN allowed segments of `peer_mss` bytes (0: no MSS option).
-    pub fn set_window_shift(&mut self, shift: u8, peer_mss: u16) {
+    /// The peer's advertised windows are shifted by `shift` (its window scale, RFC 7323);
+    /// its SYN offered `syn_window` bytes (never scaled, RFC 7323 2.2) and allowed
+    /// segments of `peer_mss` bytes (0: no MSS option).
+    pub fn set_window_shift(&mut self, shift: u8, peer_mss: u16, syn_window: u16) {
         self.window_shift = Some(shift.min(14));
         self.peer_mss = if peer_mss == 0 { 1460 } else { u32::from(peer_mss) };
+        self.peer_window = u32::from(syn_window);
     }
 
     /// Ends a burst (one response): adds the round trips an ideal slow start from this
@@ -849,7 +855,7 @@ impl Half {
         // RFC 8985 7.3: one probe per tail episode, not before the PTO (Linux
         // `tcp_schedule_loss_probe`: at least 2·SRTT; half that, for the capture's jitter).
         let pto_allows = least_rtt_ns.is_none_or(|rtt| since_last >= rtt);
-        let probed = self.tlp_una == Some(una);
+        let probed = self.probe_pending && self.tlp_una == una;
         let probe_eligible = self.recovery == Recovery::None && tail && !probed && pto_allows;
         if probe_eligible && (!first_unacked || since_last < rto_ns.saturating_mul(3) / 4) {
             return RetxClass::Tlp;
@@ -889,7 +895,7 @@ impl Half {
             self.backoff = 1;
             self.revised_tlp = true;
         }
-        self.tlp_una = None;
+        self.probe_pending = false;
         self.backoff_max = self.backoff_max.max(self.backoff);
         self.last_rto_una = Some(una);
         self.rto_events += 1;

@@ -15,7 +15,7 @@ mod probe;
 
 use flows::FlowTable;
 
-pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, S2C};
+pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, NEVER, S2C};
 pub use half::{FlightBuffer, Half, RetxClass};
 
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra};
