@@ -826,7 +826,11 @@ impl Conn {
             false => DUPLICATE_WINDOW_NS,
         };
         let dup =
-            distinctive && ts.saturating_sub(earlier.ts) <= window && (fp.ttl == earlier.ttl || one_hop) && self.packets[dir] > 0;
+            // `earlier.ts` is the start of its unit (`FingerprintRest`): one unit of slack.
+            distinctive
+                && ts.saturating_sub(earlier.ts) <= window + (1 << TS_UNIT_SHIFT)
+                && (fp.ttl == earlier.ttl || one_hop)
+                && self.packets[dir] > 0;
         // A copy is not remembered, but the next copy's window runs from it (copies 1, 4.6
         // and 5.6 ms after the original: wireshark-retrans.pcap); the TTL stays the first's.
         let recent = &mut self.recent[dir];
