@@ -352,7 +352,7 @@ impl Recent {
     #[inline]
     fn find(&self, fp: &Fingerprint) -> Option<usize> {
         // Most packets match none: one comparison of the numbers each says so.
-        if !self.numbers.iter().fold(false, |hit, &n| hit | (n == fp.numbers)) {
+        if !self.numbers.contains(&fp.numbers) {
             return None;
         }
         let newest = self.newest();
