@@ -186,8 +186,9 @@ def test_a_doubling_ladder_of_the_last_segment(tmp_path):
 
 
 def test_an_early_repair_after_fewer_than_three_duplicate_acks(tmp_path):
-    # The second of three segments lost: only one segment after it, so one duplicate ACK
-    # (with SACK): Linux repairs it by RACK before any timer, as a fast retransmit.
+    # The second of four segments lost: two segments after it, so two duplicate ACKs (with
+    # SACK), fewer than three: Linux repairs it by RACK before any timer, as a fast
+    # retransmit.
     r, rows = run(tmp_path, """
         [path]
         rtt = "10ms"
@@ -196,7 +197,7 @@ def test_an_early_repair_after_fewer_than_three_duplicate_acks(tmp_path):
         [drop]
         data = [2]
         [workload]
-        response = "3000B"
+        response = "5000B"
     """)
     assert drops(r) == [("data", 2)]
     fast, timeouts = counter(r, "TcpExtTCPFastRetrans"), counter(r, "TcpExtTCPTimeouts")
