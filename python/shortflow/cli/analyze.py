@@ -70,7 +70,7 @@ CAUSE_WORDS = {
     "tlp": "tail loss probes",
     "delayed_ack": "delayed-ACK stalls",
     "zero_window": "zero-window stalls",
-    "application": "the server's think time",
+    "application": "think time (a side producing what the other waits for)",
     "idle": "idle",
     "teardown": "teardown",
 }

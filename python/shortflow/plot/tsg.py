@@ -28,7 +28,7 @@ CAUSE_LABEL = {
     "tlp": "tail loss probe",
     "delayed_ack": "delayed ACK",
     "zero_window": "zero window",
-    "application": "server think time",
+    "application": "think time",
     "idle": "idle",
     "teardown": "teardown",
 }
