@@ -156,11 +156,14 @@ class _Realizer:
         return self.random_loss() or bool(own) or overflow
 
     def segments_sent(self, side: str) -> int:
-        """Segments of one request (client) or response (server), at the smaller MSS of the
-        two ends less the timestamp option (RFC 7323: 12 bytes) when both use it."""
+        """Segments of one request (client) or response (server), at the MSS the sender
+        sends with (the peer's announced MSS, at most the sender's MTU less 40 bytes:
+        tcp_sync_mss) less the timestamp option (RFC 7323: 12 bytes) when both use it."""
         w = self.r["workload"]
         c, sv = self.r["client"], self.r["server"]
-        mss = min(int(c["mss"]), int(sv["mss"])) - (12 if c["timestamps"] and sv["timestamps"] else 0)
+        me, peer = (c, sv) if side == "client" else (sv, c)
+        own = int(me["mss"]) if me["mtu"] is None else int(me["mtu"]) - 40
+        mss = min(own, int(peer["mss"])) - (12 if c["timestamps"] and sv["timestamps"] else 0)
         payload = w["request"] if side == "client" else w["response"]
         return -(-int(payload) // mss)
 
@@ -235,7 +238,7 @@ class _Realizer:
         plan.sysctls["net.ipv4.tcp_no_metrics_save"] = 1
         handled = {
             "profile", "rto.initial", "rto.min", "rto.max", "syn_backoff", "initial_window", "congestion_control",
-            "recovery", "ack.delayed", "mss", "receive_window", "linux_receiver", "hystart",
+            "recovery", "ack.delayed", "mss", "mtu", "receive_window", "linux_receiver", "hystart",
         }
 
         def key(f: str) -> str:
@@ -380,6 +383,22 @@ class _Realizer:
             self.decide(f"{side}.mss", "set", "route advmss", str(mss))
         else:
             self.decide(f"{side}.mss", "same", "route advmss", str(mss))
+        mtu = h["mtu"]
+        if mtu is None:
+            # The model's host sends with min(its MSS, the peer's): Linux's min(MTU − 40, the
+            # peer's) unless its own MSS is the smaller.
+            if mss < min(int(self.r[_peer(side)]["mss"]), lin["mtu"] - 40):
+                raise self.refuse(f"{side}.stack ({h['profile']})", f"sends with the MSS it announces ({mss} B): Linux "
+                                                                     "sends the peer's MSS, at most its MTU less 40 B "
+                                                                     "(tcp_sync_mss)")
+            self.decide(f"{side}.mtu", "same", "route mtu", str(lin["mtu"]), "it sends with the peer's MSS either way")
+        elif mtu != lin["mtu"]:
+            if not MSS_RANGE[0] + 40 <= mtu <= MSS_RANGE[1] + 40:
+                raise self.refuse(f"{side}.mtu", f"{mtu} B: the testbed's links carry 576 to 1500-byte packets")
+            plan.route += ["mtu", str(mtu)]
+            self.decide(f"{side}.mtu", "set", "route mtu", str(mtu))
+        else:
+            self.decide(f"{side}.mtu", "same", "route mtu", str(mtu))
         iw = h["initial_window"]
         segs = self.initial_window_segments(h)
         if iw == "rfc3390" and min(4 * mss, max(2 * mss, 4380)) % mss:

@@ -216,8 +216,15 @@ pub struct StackConfig {
     pub jiffies_origin_ns: u64,
     pub dupack_threshold: u32,
     pub ack: AckPolicy,
-    /// Maximum segment size this host announces and sends with (bytes of payload).
+    /// Maximum segment size this host announces in its SYN or SYN/ACK (bytes of payload;
+    /// Linux route `advmss`), and sends with when `mtu` is None.
     pub mss: u32,
+    /// The MTU of this host's path (bytes), when it sends as Linux does: at most the peer's
+    /// announced MSS and this MTU less the IPv4 and TCP headers, whatever this host
+    /// announces itself (tcp_sync_mss → tcp_mtu_to_mss: mss_now = pmtu − 40, capped by
+    /// rx_opt.mss_clamp, the peer's MSS option; route `advmss` sets only tp->advmss). None:
+    /// the host sends with the MSS it announces (the other profiles' model).
+    pub mtu: Option<u32>,
     /// Receive window this host advertises (bytes; the application reads at once).
     pub receive_window: u32,
     /// false: a segment never spans two application writes (Solaris 2.x, document 003's
@@ -271,6 +278,7 @@ fn base(profile: &str) -> StackConfig {
             quick_acks: 0,
         },
         mss: 1460,
+        mtu: None,
         receive_window: 65_535,
         coalesce_writes: true,
     }
@@ -312,6 +320,8 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             // 1, 1, 1, 1, 1, 2 s. SYN/ACKs still double.
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
             c.initial_window = InitialWindow::Segments(10);
+            // The testbed's veths (and Ethernet): a 1500-byte MTU, advmss 1460 (mtu − 40).
+            c.mtu = Some(1500);
             c.linux_handshake = true;
             c.abc_limit = 0;
             // The sender: CUBIC with HyStart (net.ipv4.tcp_congestion_control; this machine's
@@ -497,6 +507,7 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("ack.count", KnobKind::Fixed, "__tcp_ack_snd_check (counts received bytes against rcv_mss)"),
     k("ack.quick_acks", KnobKind::Fixed, "tcp_incr_quickack (TCP_MAX_QUICKACKS 16)"),
     k("mss", KnobKind::Route, "advmss"),
+    k("mtu", KnobKind::Route, "mtu"),
     k("receive_window", KnobKind::Route, "initrwnd"),
     k("coalesce_writes", KnobKind::Fixed, "tcp_sendmsg (a segment fills across writes)"),
     k("profile", KnobKind::Fixed, "(the profile's name: nothing to set)"),

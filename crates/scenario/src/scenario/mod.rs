@@ -834,6 +834,23 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str, notes: &mut Vec<Strin
         }
         c.mss = m.0 as u32;
     }
+    if let Some(m) = h.mtu {
+        if c.mtu.is_none() {
+            return Err(err(
+                src,
+                &key("mtu"),
+                format!("the {:?} profile sends with the MSS it announces: set mss instead", c.profile),
+            ));
+        }
+        if !(576..=65_535).contains(&m.0) {
+            return Err(err(src, &key("mtu"), "must be between 576B (RFC 791) and 65535B"));
+        }
+        c.mtu = Some(m.0 as u32);
+        if h.mss.is_none() {
+            // The route's advmss follows its MTU (ipv4_default_advmss: mtu − 40).
+            c.mss = m.0 as u32 - 40;
+        }
+    }
     if let Some(w) = h.receive_window {
         if w.0 == 0 || w.0 > u64::from(u32::MAX) {
             return Err(err(src, &key("receive_window"), "must be between 1B and 4GB"));

@@ -12,6 +12,9 @@ use crate::time::{Duration, Instant};
 /// Bytes the timestamps option takes from every segment's payload (TCPOLEN_TSTAMP_ALIGNED).
 const TS_OPTION: u32 = 12;
 
+/// IPv4 and TCP headers without options: MTU − 40 is the MSS (tcp_mtu_to_mss).
+const IP_TCP_HEADERS: u32 = 40;
+
 /// MSS assumed when the peer sends no MSS option (RFC 9293 3.7.1).
 const DEFAULT_MSS: u32 = 536;
 
@@ -49,7 +52,19 @@ impl Tcb {
             self.rec = recovery::by_name("newreno").expect("newreno is built in");
         }
         let ts = if self.ts_on { TS_OPTION } else { 0 };
-        self.mss = self.cfg.mss.min(peer_mss.map_or(DEFAULT_MSS, u32::from)) - ts;
+        // Linux sends at most the peer's MSS and its own path MTU less the headers, not what
+        // it announces itself (tcp_sync_mss → tcp_mtu_to_mss: pmtu − 40 capped by
+        // rx_opt.mss_clamp, then less the timestamps option: tcp_current_mss).
+        let own = self.cfg.mtu.map_or(self.cfg.mss, |mtu| mtu - IP_TCP_HEADERS);
+        self.mss = own.min(peer_mss.map_or(DEFAULT_MSS, u32::from)) - ts;
+    }
+
+    /// tp->advmss, what the Linux receiver measures its window by: the MSS this host
+    /// announced, less the timestamps option on the active side only (the client's
+    /// tcp_rcv_synsent_state_process: `tp->advmss -= TCPOLEN_TSTAMP_ALIGNED`; the server's
+    /// tcp_v4_syn_recv_sock sets `newtp->advmss = dst_metric_advmss(dst)` as announced).
+    fn advmss(&self) -> u64 {
+        u64::from(self.cfg.mss - if self.is_client && self.ts_on { TS_OPTION } else { 0 })
     }
 
     /// A server answering the SYN `syn` with its SYN/ACK at `now`.
@@ -204,9 +219,9 @@ impl Tcb {
         self.rtte.backoff = 0;
         // RFC 5681 3.1: a lost SYN or SYN/ACK leaves an initial window of one segment.
         self.w.mss = u64::from(self.mss);
-        let (wscale_ok, mss, rcv_nxt) = (self.wscale_ok, u64::from(self.mss), self.rcv_nxt);
+        let (wscale_ok, advmss, rcv_nxt) = (self.wscale_ok, self.advmss(), self.rcv_nxt);
         if let Some(r) = self.lrcv.as_deref_mut() {
-            r.establish(wscale_ok, mss, rcv_nxt, now);
+            r.establish(wscale_ok, advmss, rcv_nxt, now);
         }
         let iw_one = if self.cfg.linux_handshake {
             // tcp_init_transfer: total_retrans > 1 && undo_marker. The undo marker comes with
