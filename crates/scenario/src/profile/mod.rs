@@ -173,8 +173,10 @@ pub struct StackConfig {
     /// HyStart (tcp_cubic.c hystart = 1, ACK train and delay detection) for "cubic".
     pub hystart: bool,
     /// Loss recovery by name (`tcp::recovery::NAMES`): "reno" (RFC 5681 3.2), "newreno"
-    /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) or "prr" (RFC 6937,
-    /// Linux tcp_cwnd_reduction) with SACK.
+    /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) with SACK; "prr"
+    /// (RFC 6937, Linux tcp_cwnd_reduction) with SACK or, without it, with duplicate ACKs
+    /// counted as SACKed segments and the head resent at each partial ACK (tcp_is_reno:
+    /// tcp_add_reno_sack, tcp_newreno_mark_lost).
     pub recovery: String,
     /// Spurious-timeout detection and response by name (`tcp::spurious::NAMES`): "off",
     /// "frto" (RFC 5682 with the RFC 4015 response, ns-2's frto_enabled_ and
@@ -488,7 +490,7 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("abc_limit", KnobKind::Fixed, "tcp_slow_start (cwnd grows by every segment acknowledged)"),
     k("congestion_control", KnobKind::Route, "congctl"),
     k("hystart", KnobKind::ModuleParameter, "tcp_cubic.hystart"),
-    k("recovery", KnobKind::Sysctl, "net.ipv4.tcp_sack (PRR with SACK, NewReno without)"),
+    k("recovery", KnobKind::Fixed, "tcp_cwnd_reduction (PRR; without SACK duplicate ACKs count as SACKs: tcp_add_reno_sack)"),
     k("timestamps", KnobKind::Sysctl, "net.ipv4.tcp_timestamps"),
     k("sack", KnobKind::Sysctl, "net.ipv4.tcp_sack"),
     k("window_scaling", KnobKind::Sysctl, "net.ipv4.tcp_window_scaling"),
@@ -525,9 +527,10 @@ pub const RECOVERY_NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
 /// Linux's SACK-enhanced F-RTO (`tcp_frto`, net.ipv4.tcp_frto = 2).
 pub const SPURIOUS_RTO_NAMES: &[&str] = &["off", "frto", "linux"];
 
-/// Whether the recovery needs SACK (its sender keeps a scoreboard).
+/// Whether the recovery needs SACK: RFC 6675 works on SACKed segments; Linux's PRR runs
+/// with or without it (without, duplicate ACKs count as SACKed segments: tcp_add_reno_sack).
 pub fn needs_sack(recovery: &str) -> bool {
-    matches!(recovery, "rfc6675" | "prr")
+    recovery == "rfc6675"
 }
 
 #[cfg(test)]

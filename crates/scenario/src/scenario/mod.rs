@@ -668,11 +668,11 @@ fn queue(q: &RawQueue, src: &str, at: &str, rate_bps: u64, rtt: Duration) -> Res
 
 /// What SACK off implies, as the kernel implies it: without SACK (tcp_is_reno) Linux runs
 /// no RACK (tcp_identify_packet_loss calls tcp_newreno_mark_lost instead of
-/// tcp_rack_mark_lost), no tail loss probe (tcp_schedule_loss_probe returns at
-/// `!tcp_is_sack(tp)`), and recovers from duplicate ACKs counted as SACKs
-/// (tcp_add_reno_sack), retransmitting the head at each partial ACK: NewReno's recovery. A
-/// mechanism the profile had on is turned off with a note; one the file itself turns on is
-/// a contradiction, refused in one message naming every key involved and the fix.
+/// tcp_rack_mark_lost) and no tail loss probe (tcp_schedule_loss_probe returns at
+/// `!tcp_is_sack(tp)`); its PRR stays, duplicate ACKs counting as SACKed segments
+/// (tcp_add_reno_sack). A mechanism the profile had on is turned off with a note; one the
+/// file itself turns on is a contradiction, refused in one message naming every key
+/// involved and the fix.
 fn sack_off(c: &mut StackConfig, h: &RawHost, src: &str, side: &str, notes: &mut Vec<String>) -> Result<(), ScenarioError> {
     let needs = profile::needs_sack(&c.recovery);
     let involved = [
@@ -691,7 +691,7 @@ fn sack_off(c: &mut StackConfig, h: &RawHost, src: &str, side: &str, notes: &mut
             &format!("{side}.sack"),
             format!(
                 "false ({why}), but {} work on SACK information: set {side}.sack = true, or drop {} (without SACK \
-                 the model does what the kernel does: no RACK, no TLP, NewReno's recovery)",
+                 the model does what the kernel does: no RACK, no TLP, duplicate ACKs counted as SACKs)",
                 with_values.join(", "),
                 keys.join(" and "),
             ),
@@ -702,21 +702,22 @@ fn sack_off(c: &mut StackConfig, h: &RawHost, src: &str, side: &str, notes: &mut
         return Ok(());
     }
     if needs {
-        c.recovery = "newreno".to_string();
+        c.recovery = "newreno".to_string(); // RFC 6675 without SACK: RFC 6582
     }
     c.rack = false;
     c.tlp = false;
+    let what: Vec<String> = implied
+        .iter()
+        .map(|k| match *k {
+            "recovery" => format!("{side}.recovery = \"newreno\""),
+            k => format!("{side}.{k} = false"),
+        })
+        .collect();
+    let prr = if c.recovery == "prr" { "; PRR stays, duplicate ACKs counted as SACKs (tcp_add_reno_sack)" } else { "" };
     notes.push(format!(
         "{side}.sack = false implies {}, as the kernel without SACK (tcp_is_reno: tcp_newreno_mark_lost, \
-         no tcp_schedule_loss_probe)",
-        implied
-            .iter()
-            .map(|k| match *k {
-                "recovery" => format!("{side}.recovery = \"newreno\""),
-                k => format!("{side}.{k} = false"),
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+         no tcp_schedule_loss_probe){prr}",
+        what.join(", ")
     ));
     Ok(())
 }
@@ -777,7 +778,7 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str, notes: &mut Vec<Strin
         match cc.as_str() {
             "reno" | "newreno" => {
                 c.congestion_control = "reno".to_string();
-                if !profile::needs_sack(&c.recovery) {
+                if matches!(c.recovery.as_str(), "reno" | "newreno") {
                     c.recovery = cc.clone();
                 }
             }
@@ -1193,10 +1194,10 @@ mod tests {
     fn sack_off_implies_what_the_kernel_implies_and_contradictions_are_refused_at_once() {
         let s = load(MINIMAL, "s.toml", &["server.sack=false".into()]).unwrap();
         let sv = &s.server;
-        assert_eq!((sv.sack, sv.rack, sv.tlp, sv.recovery.as_str()), (false, false, false, "newreno"));
+        assert_eq!((sv.sack, sv.rack, sv.tlp, sv.recovery.as_str()), (false, false, false, "prr"));
         assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
         let note = &s.notes[0];
-        for k in ["server.sack = false", "server.recovery = \"newreno\"", "server.rack = false", "server.tlp = false"] {
+        for k in ["server.sack = false", "server.rack = false", "server.tlp = false", "PRR stays"] {
             assert!(note.contains(k), "{note}");
         }
         // The client is untouched, and the defaults imply nothing.
@@ -1213,8 +1214,11 @@ mod tests {
         for k in ["server.rack = true", "server.tlp = true", "set server.sack = true", "drop server.rack and server.tlp"] {
             assert!(e.message.contains(k), "{e}");
         }
-        let e = load(MINIMAL, "s.toml", &["client.sack=false".into(), "client.recovery=prr".into()]).unwrap_err();
-        assert!(e.message.contains("client.recovery = \"prr\"") && !e.message.contains("rack"), "{e}");
+        let e = load(MINIMAL, "s.toml", &["client.sack=false".into(), "client.recovery=rfc6675".into()]).unwrap_err();
+        assert!(e.message.contains("client.recovery = \"rfc6675\"") && !e.message.contains("rack"), "{e}");
+        // Linux's PRR runs without SACK too.
+        let s = load(MINIMAL, "s.toml", &["client.sack=false".into(), "client.recovery=prr".into()]).unwrap();
+        assert_eq!(s.client.recovery, "prr");
         // A profile without SACK: the key that needs it is named with the reason.
         let e = load(MINIMAL, "s.toml", &["client.stack=bsd".into(), "client.tlp=true".into()]).unwrap_err();
         assert!(e.message.contains("the profile has no SACK") && e.message.contains("client.tlp = true"), "{e}");

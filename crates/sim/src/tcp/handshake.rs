@@ -46,9 +46,13 @@ impl Tcb {
         self.ts_on = self.cfg.timestamps && peer.timestamps;
         self.sack_on = self.cfg.sack && peer.sack_permitted;
         self.wscale_ok = self.cfg.window_scaling && peer.window_scale.is_some();
-        self.sack_sender = self.sack_on && recovery::needs_sack(&self.cfg.recovery);
+        // Linux's PRR runs with or without SACK (tcp_cwnd_reduction); without it duplicate
+        // ACKs stand in for SACKed segments (tcp_is_reno: tcp_add_reno_sack).
+        let prr = self.cfg.recovery == "prr";
+        self.sack_sender = (self.sack_on && recovery::needs_sack(&self.cfg.recovery)) || prr;
+        self.reno = prr && !self.sack_on;
         if !self.sack_sender && recovery::needs_sack(&self.cfg.recovery) {
-            // No SACK from the peer: Linux recovers as NewReno (tcp_is_reno).
+            // No SACK from the peer: RFC 6675 falls back to NewReno (RFC 6582).
             self.rec = recovery::by_name("newreno").expect("newreno is built in");
         }
         let ts = if self.ts_on { TS_OPTION } else { 0 };

@@ -22,6 +22,8 @@ pub mod linux_rcv;
 pub mod rack;
 pub mod recovery;
 mod recv;
+#[cfg(test)]
+mod reno_tests;
 pub mod rtte;
 mod sack_sender;
 pub mod scoreboard;
@@ -157,9 +159,16 @@ pub struct Tcb {
     ts_recent: Option<u32>,
     sack_on: bool,
     wscale_ok: bool,
-    /// The sender keeps a scoreboard and recovers with SACK (negotiated, and the profile's
-    /// recovery is a SACK one).
+    /// The sender keeps a scoreboard: SACK negotiated and a SACK recovery, or Linux's PRR
+    /// with or without SACK.
     sack_sender: bool,
+    /// Linux without SACK (tcp_is_reno): the scoreboard sender counts duplicate ACKs as
+    /// SACKed segments (tcp_add_reno_sack) and marks the head lost after `dupack_threshold`
+    /// of them and at each partial ACK in recovery (tcp_newreno_mark_lost).
+    reno: bool,
+    /// tp->sacked_out of a `reno` sender: duplicate ACKs since the last cumulative ACK,
+    /// less the segments later cumulative ACKs took (tcp_remove_reno_sacks).
+    reno_sacked: u64,
     /// The receiver as Linux runs it (profiles with `linux_receiver`).
     lrcv: Option<Box<LinuxRcv>>,
     /// Receiver: SACK blocks to report, most recent first, and a D-SACK to report once.
@@ -244,6 +253,8 @@ impl Tcb {
             sack_on: false,
             wscale_ok: false,
             sack_sender: false,
+            reno: false,
+            reno_sacked: 0,
             lrcv: None,
             rcv_sacks: Vec::new(),
             dsack_pending: None,
