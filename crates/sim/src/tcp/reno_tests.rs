@@ -57,3 +57,22 @@ fn duplicate_acks_clock_out_new_data_in_proportion_and_each_partial_ack_resends_
     // so prr_out = ceil(20 · 15 / 22) = 14 by the partial ACK: the retransmission and 13 new.
     assert_eq!(between, 13, "new segments sent between the two retransmissions");
 }
+
+#[test]
+fn a_timeout_during_fast_recovery_keeps_the_recoverys_ssthresh() {
+    // The 3rd segment and its fast retransmission (the 27th data segment sent, as above)
+    // lost: only the RTO repairs it, in the middle of the fast recovery. tcp_enter_loss
+    // keeps the ssthresh of a reduction already made in this window (TCP_CA_Recovery with
+    // high_seq above SND.UNA): 15 packets, 22 · 717/1024, not CUBIC's β of the window PRR
+    // had cut.
+    let mut w = Wire::new(stack(), Duration::from_millis(10), vec![3, 27]);
+    w.run_until(Instant::ZERO + Duration::from_millis(30));
+    let mss = u64::from(w.server.as_ref().expect("SYN arrived").mss);
+    w.server.as_mut().unwrap().write_and_close(&[40 * mss], w.now);
+    w.collect();
+    w.run_until(Instant::ZERO + Duration::from_secs(5));
+    let s = w.server.as_ref().unwrap();
+    assert_eq!(s.bytes_acked(), 40 * mss + 1, "the response and its FIN were delivered");
+    assert_eq!((s.stats.fast_retransmits, s.stats.timeouts), (1, 1));
+    assert_eq!(s.w.ssthresh, 15 * mss);
+}

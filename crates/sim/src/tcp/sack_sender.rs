@@ -103,8 +103,11 @@ impl Tcb {
         let sacked_new = if self.reno { dupack } else { d.bytes > ack - prior_una };
         let orig = d.first_clean_xmit.filter(|_| !acked_retrans);
         self.frto_sack_ack(advanced, ack, ack - prior_una, sacked_new, orig);
-        if self.in_loss && ack >= self.high_seq {
-            self.in_loss = false; // TCP_CA_Loss ends when everything sent before the RTO is acked
+        // TCP_CA_Loss ends when everything sent before the RTO is acked; without SACK only
+        // once something above it is (tcp_process_loss → tcp_try_undo_recovery: "Hold old
+        // state until something *above* high_seq is ACKed").
+        if self.in_loss && (ack > self.high_seq || (ack == self.high_seq && !self.reno)) {
+            self.in_loss = false;
             self.frto.stop();
         }
         let ev = RecoveryAck {
@@ -393,7 +396,11 @@ impl Tcb {
     fn sack_rto(&mut self, now: Instant) {
         self.stats.timeouts += 1;
         self.frto_on_timeout(self.rtte.backoff == 0 || !self.in_loss, now); // F-RTO step 1
-        if self.rtte.backoff == 0 || !self.in_loss {
+                                                                            // tcp_enter_loss: "Reduce ssthresh if it has not yet been made inside this window":
+                                                                            // in Open or Disorder, once the recovery point is acknowledged, or at the first
+                                                                            // timeout of a loss episode; not during a fast recovery, whose reduction stands.
+        let open = self.recover.is_none() && !self.in_loss;
+        if open || self.high_seq <= self.snd_una || (self.in_loss && self.rtte.backoff == 0) {
             let flight = self.sb.in_flight() + self.sb.lost_bytes();
             self.w.ssthresh = self.cc.ssthresh(&self.w, flight, now);
         }
