@@ -191,3 +191,34 @@ fn knobs_250_linux_reno_halves_the_window_without_sack() {
     );
     agrees(&run(&text, "244B"), 0.598568, [1, 1, 0, 1, 0]);
 }
+
+#[test]
+fn knobs_260_a_duplicate_syn_is_answered_once_per_half_second() {
+    // The client's SYN timer is 100 ms (BPF) on a 215 ms path: its SYN goes three times
+    // before the SYN/ACK is back, and the server answers the first duplicate with a SYN/ACK
+    // but not the second, 100 ms later (tcp_check_req → tcp_oow_rate_limited, 500 ms per
+    // request sock): two SYN/ACKs in both of the kernel's runs, three in the simulator.
+    let text = scenario(
+        260,
+        "rtt = \"215.0ms\"\nbandwidth = \"456.4Mbit\"",
+        "syn_rto = \"100ms\"\nspurious_rto = \"off\"",
+        "mss = \"562B\"\nsack = false\nrto_min = \"500ms\"\ndupack_threshold = 10\nreceive_window = \"288983B\"",
+        ("490B", "9438B"),
+        "data = [7]",
+    );
+    agrees(&run(&text, "243B"), 1.384723, [2, 1, 3, 0, 0]);
+}
+
+#[test]
+fn knobs_289_a_duplicate_syn_is_answered_once_per_half_second() {
+    // The same on a 289 ms path with the first data segment lost (0.950 s in both runs).
+    let text = scenario(
+        289,
+        "rtt = \"288.8ms\"\nbandwidth = \"27.6Mbit\"",
+        "mss = \"1380B\"\nsyn_rto = \"100ms\"",
+        "mss = \"1000B\"\nwindow_scaling = false\ndupack_threshold = 2",
+        ("4113B", "1841B"),
+        "data = [1]",
+    );
+    agrees(&run(&text, "242B"), 0.950092, [2, 1, 2, 1, 0]);
+}

@@ -12,6 +12,9 @@ use crate::time::{Duration, Instant};
 /// Bytes the timestamps option takes from every segment's payload (TCPOLEN_TSTAMP_ALIGNED).
 const TS_OPTION: u32 = 12;
 
+/// net.ipv4.tcp_invalid_ratelimit's default, in milliseconds.
+const INVALID_RATELIMIT_MS: u64 = 500;
+
 /// IPv4 and TCP headers without options: MTU − 40 is the MSS (tcp_mtu_to_mss).
 const IP_TCP_HEADERS: u32 = 40;
 
@@ -167,7 +170,7 @@ impl Tcb {
         if seg.has(SYN) && !seg.has(ACK) {
             // A retransmitted SYN: the peer has not seen our SYN/ACK (Linux tcp_check_req,
             // FreeBSD syncache_add resend it at once, without touching the timer).
-            if seg.seq == self.irs && self.cfg.synack_on_duplicate_syn {
+            if seg.seq == self.irs && self.cfg.synack_on_duplicate_syn && !self.oow_rate_limited(now) {
                 self.timed = None;
                 self.emit_handshake(SYN | ACK, now);
                 self.handshake_resent_by_syn = true;
@@ -186,6 +189,22 @@ impl Tcb {
         self.establish(now, seg.hs_echo);
         // The ACK may carry data (the handshake ACK was lost, the request arrives).
         self.established_receive(seg, now);
+    }
+
+    /// Linux answers a duplicate SYN with its SYN/ACK at most once per
+    /// net.ipv4.tcp_invalid_ratelimit (500 ms) per request sock (tcp_check_req →
+    /// tcp_oow_rate_limited, counted in jiffies from the last answer; the first is never
+    /// limited). Other profiles answer every one.
+    fn oow_rate_limited(&mut self, now: Instant) -> bool {
+        if !self.cfg.linux_handshake {
+            return false;
+        }
+        let at = |t: Instant| self.clock().map_or(t.0 / 1_000_000, |c| c.ticks(t) * c.jiffy.0 / 1_000_000);
+        if self.last_oow_ack.is_some_and(|last| at(now) - at(last) < INVALID_RATELIMIT_MS) {
+            return true;
+        }
+        self.last_oow_ack = Some(now);
+        false
     }
 
     /// Both sides: the handshake is over. `echo`: which of our handshake transmissions the

@@ -141,6 +141,8 @@ pub struct Tcb {
     handshake_retries: u32,
     /// The server resent its SYN/ACK for a duplicate SYN (the handshake was not clean).
     handshake_resent_by_syn: bool,
+    /// When the server last answered a duplicate SYN (tcp_rsk(req)->last_oow_ack_time).
+    last_oow_ack: Option<Instant>,
     /// Which transmission of the peer's SYN (SYN/ACK) we answered: what our timestamp
     /// echo carries during the handshake (`Segment::hs_echo`).
     peer_hs: u8,
@@ -241,6 +243,7 @@ impl Tcb {
             last_data_sent: None,
             handshake_retries: 0,
             handshake_resent_by_syn: false,
+            last_oow_ack: None,
             peer_hs: 0,
             hs_sent_at: [None; HS_SENT_KEPT],
             rcv_nxt: 0,
