@@ -222,3 +222,23 @@ fn knobs_289_a_duplicate_syn_is_answered_once_per_half_second() {
     );
     agrees(&run(&text, "242B"), 0.950092, [2, 1, 2, 1, 0]);
 }
+
+#[test]
+fn knobs_142_a_full_sized_last_segment_leaves_before_the_fin() {
+    // The client announces 1459 B, so the server sends 1447 B segments and the response
+    // with nginx's headers is exactly three of them. A full-sized segment is not corked: all
+    // three leave at the write, and close() finds no unsent tail for its FIN
+    // (tcp_send_fin), which follows alone. The 3rd is lost; the lone FIN arrives, its SACK
+    // lets RACK resend the 3rd (one recovery, 0.644, 0.640 and 0.641 s in three runs). The
+    // simulator put the FIN on the 3rd segment, lost both, and waited for a loss probe
+    // (0.862 s).
+    let text = scenario(
+        142,
+        "rtt = \"117.9ms\"\nbandwidth = \"9.6Mbit\"\nqueue = { kind = \"droptail\", packets = 32 }",
+        "mss = \"1459B\"\ninitial_window = 2\nquickack = true\nspurious_rto = \"off\"",
+        "rto_min = \"20ms\"\nsyn_rto = \"200ms\"\ncongestion_control = \"reno\"\ndupack_threshold = 10",
+        ("11803B", "4098B"),
+        "data = [3, 5]\nack = [2]",
+    );
+    agrees(&run(&text, "243B"), 0.64406, [1, 1, 0, 1, 0]);
+}

@@ -300,12 +300,24 @@ impl Tcb {
 
     /// The application writes its last data and closes at once (nginx with tcp_nopush
     /// after sendfile): the FIN rides on the last data segment (Linux tcp_send_fin sets it
-    /// on the unsent tail).
+    /// on the unsent tail). On Linux a full-sized last segment is not held back (the cork
+    /// holds only a partial one), so when the windows let everything go at the write it has
+    /// left before close() and the FIN follows alone; a partial or still unsent last segment
+    /// takes the FIN.
     pub fn write_and_close(&mut self, writes: &[u64], now: Instant) {
         debug_assert!(self.fin_off.is_none(), "write after close");
+        let start = self.data_end;
         for &bytes in writes {
             self.data_end += bytes;
             self.write_ends.push_back(self.data_end);
+        }
+        let full_tail = self.cfg.linux_handshake
+            && self.cfg.coalesce_writes
+            && self.snd_nxt.max(1) == start.max(1)
+            && self.data_end > start
+            && (self.data_end - start).is_multiple_of(u64::from(self.mss.max(1)));
+        if full_tail {
+            self.output(now); // the write: full segments go as the windows allow
         }
         self.fin_off = Some(self.data_end);
         self.output(now);
