@@ -242,3 +242,24 @@ fn knobs_142_a_full_sized_last_segment_leaves_before_the_fin() {
     );
     agrees(&run(&text, "243B"), 0.64406, [1, 1, 0, 1, 0]);
 }
+
+#[test]
+fn knobs_126_a_dsack_above_the_ack_is_not_counted_as_tcpdsackrecv() {
+    // The 1st of two segments lost and the client's first ACK with it: the server's loss
+    // probe resends the 2nd, which the client already holds, and its ACK reports it as a
+    // D-SACK inside the SACK block above the cumulative ACK (sack {1449:1968}{1449:1968}).
+    // The kernel counts that one as TCPDSACKOfoRecv, not TcpExtTCPDSACKRecv
+    // (tcp_check_dsack): 0 D-SACKs in three runs, 1 in the simulator.
+    let text = scenario(
+        126,
+        "rtt = \"8.6ms\"\nbandwidth = \"10.4Mbit\"",
+        "initial_window = 3\nrto_min = \"40ms\"\nquickack = true\ntlp = false\ndupack_threshold = 2\n\
+         receive_window = \"38366B\"",
+        "mss = \"1451B\"\ncongestion_control = \"reno\"\nsyn_retries = 8",
+        ("3218B", "1724B"),
+        "data = [1]\nack = [2]",
+    );
+    let c = run(&text, "242B");
+    agrees(&c, 0.054079, [1, 2, 0, 1, 1]);
+    assert_eq!(c.dsacks, 0, "D-SACKs counted as the kernel's TCPDSACKRecv");
+}

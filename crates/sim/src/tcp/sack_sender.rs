@@ -51,7 +51,11 @@ impl Tcb {
         // from data sent after when the head was last (re)transmitted"): during a recovery
         // whose retransmission is lost again, every SACK of the earlier flight restarts it.
         let sack_rearm = ack == prior_una && d.first_clean_xmit.is_some_and(|t| self.sb.get(0).is_some_and(|h| t < h.xmit));
-        if d.dsack || seg.dsack {
+        // The count the kernel keeps (TcpExtTCPDSACKRecv, tcp_check_dsack): a D-SACK whose
+        // first block starts below this ACK; one inside the second block, above it, counts
+        // as TCPDSACKOfoRecv instead.
+        let below = seg.sack.as_slice().first().is_some_and(|&(l, _)| self.ack_offset(l) < ack as i64);
+        if (d.dsack || seg.dsack) && below {
             self.stats.dsacks += 1;
         }
         let advanced = ack > prior_una;
