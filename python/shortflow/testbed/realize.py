@@ -435,7 +435,7 @@ class _Realizer:
         if rec == "prr":
             self.decide(f"{side}.recovery", "same", knob, rec)
         elif self.data_loss(side):
-            raise self.refuse(f"{side}.recovery", f"{rec!r}: Linux recovers with PRR (\"prr\"), with or without SACK; "
+            raise self.refuse(f"{side}.recovery", f"{rec!r}: Linux recovers with 'prr' (PRR), with or without SACK; "
                                                   "it has no other recovery to choose")
         else:
             self.decide(f"{side}.recovery", "no effect", knob, rec, "no data loss in this scenario")
