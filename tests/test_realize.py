@@ -180,3 +180,21 @@ def test_a_scenario_resolves_identically_wherever_it_is_read(pair):
     # changes nothing (floats included), and the testbed's view reads the same numbers.
     assert json.loads(json.dumps(from_file)) == from_file
     assert from_file["path"]["rtt"] == int(a["path.rtt"].strip('"').removesuffix("ms")) * 1_000_000
+
+
+def test_simulate_notes_what_sack_off_implies(tmp_path):
+    """Issue 34: `--set server.sack=false` runs (no refusal until recovery, rack and tlp are
+    changed too) and says what it implied; a file that turns RACK on beside it is refused in
+    one message naming both keys."""
+    from typer.testing import CliRunner
+
+    from shortflow.cli import app
+
+    sc = Scenario.from_text('[path]\nrtt = "20ms"\n', overrides=["server.sack=false"])
+    assert len(sc.notes) == 1 and "server.rack = false" in sc.notes[0] and "server.tlp = false" in sc.notes[0]
+    r = CliRunner().invoke(app, ["simulate", "002-initial-window", "--set", "server.sack=false"])
+    assert r.exit_code == 0, r.output
+    assert "server.sack = false implies" in r.output
+    r = CliRunner().invoke(app, ["simulate", "002-initial-window", "--set", "server.sack=false",
+                                 "--set", "server.rack=true", "--set", "server.tlp=true"])
+    assert r.exit_code == 2 and "server.rack = true, server.tlp = true" in r.output, r.output

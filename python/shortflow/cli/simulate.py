@@ -16,6 +16,7 @@ from shortflow.cli.common import (
     emit_table,
     fail,
     is_stdout,
+    note,
     progress,
     say,
     warn,
@@ -95,6 +96,8 @@ def register(app: typer.Typer) -> None:
             check_output_file(flows, "--flows")
         try:
             sc = Scenario.load(scenario, sets or [])
+            for n in sc.notes:
+                note(n)
             with progress(f"simulating {sc.name}"):
                 result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events, totals_only=totals_only)
         except (ScenarioError, ValueError) as e:
