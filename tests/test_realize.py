@@ -68,6 +68,31 @@ def test_cli_plan_prints_every_field_and_refuses_by_key(tmp_path):
     assert r.exit_code == 2 and "client.delayed_ack" in r.output and "bsd_tick" in r.output
 
 
+def test_knobs_as_the_kernel_applies_them(monkeypatch):
+    """Issue 34: a Linux sender takes its peer's MSS, so a smaller advmss of its own leaves
+    what it sends alone (route advmss set, its own segments counted at the peer's MSS);
+    `mtu` is the route's; SACK off keeps PRR; RACK off is refused where this kernel (6.18)
+    runs RACK anyway, and accepted before 6.18 or without SACK."""
+    base = Scenario.from_text('[path]\nrtt = "20ms"\n[workload]\nresponse = "20kB"\n[drop]\ndata = [3]\n')
+    sets = ["server.mss=800B", "client.mtu=1280B"]
+    s = load(base, sets)
+    assert s.plan is not None
+    assert s.plan.server.route[s.plan.server.route.index("advmss") + 1] == "800"
+    assert s.plan.client.route[s.plan.client.route.index("mtu") + 1] == "1280"
+    assert s.plan.client.route[s.plan.client.route.index("advmss") + 1] == "1240"
+    sack_off = load(base, [*sets, "client.sack=false"])
+    assert sack_off.plan is not None
+    assert {d.key: d.action for d in sack_off.plan.decisions}["client.recovery"] == "same"
+    monkeypatch.setattr("shortflow.testbed.realize._kernel", lambda: (6, 18))
+    with pytest.raises(RealizeError) as e:
+        load(base, [*sets, "server.rack=false"])
+    assert e.value.key == "server.rack" and "RACK whatever net.ipv4.tcp_recovery says" in str(e.value)  # type: ignore[attr-defined]
+    assert load(base, [*sets, "server.rack=false", "client.sack=false"]).plan
+    monkeypatch.setattr("shortflow.testbed.realize._kernel", lambda: (6, 1))
+    plan = load(base, [*sets, "server.rack=false"]).plan
+    assert plan is not None and plan.server.sysctls["net.ipv4.tcp_recovery"] == 0
+
+
 LINUX = ("client.stack=linux", "server.stack=linux")
 
 
@@ -155,3 +180,21 @@ def test_a_scenario_resolves_identically_wherever_it_is_read(pair):
     # changes nothing (floats included), and the testbed's view reads the same numbers.
     assert json.loads(json.dumps(from_file)) == from_file
     assert from_file["path"]["rtt"] == int(a["path.rtt"].strip('"').removesuffix("ms")) * 1_000_000
+
+
+def test_simulate_notes_what_sack_off_implies(tmp_path):
+    """Issue 34: `--set server.sack=false` runs (no refusal until recovery, rack and tlp are
+    changed too) and says what it implied; a file that turns RACK on beside it is refused in
+    one message naming both keys."""
+    from typer.testing import CliRunner
+
+    from shortflow.cli import app
+
+    sc = Scenario.from_text('[path]\nrtt = "20ms"\n', overrides=["server.sack=false"])
+    assert len(sc.notes) == 1 and "server.rack = false" in sc.notes[0] and "server.tlp = false" in sc.notes[0]
+    r = CliRunner().invoke(app, ["simulate", "002-initial-window", "--set", "server.sack=false"])
+    assert r.exit_code == 0, r.output
+    assert "server.sack = false implies" in r.output
+    r = CliRunner().invoke(app, ["simulate", "002-initial-window", "--set", "server.sack=false",
+                                 "--set", "server.rack=true", "--set", "server.tlp=true"])
+    assert r.exit_code == 2 and "server.rack = true, server.tlp = true" in r.output, r.output

@@ -135,6 +135,15 @@ class Scenario:
         name = _check(text, source, ov)
         return cls(text, source, ov, name)
 
+    @property
+    def notes(self) -> list[str]:
+        """What the model implied from the keys the file set, as the kernel implies it
+        (``server.sack = false`` turns RACK and TLP off), one sentence each."""
+        import json
+
+        resolved = json.loads(_core.resolve_scenario(self.text, self.source, list(self.overrides)))
+        return list(resolved.get("notes", []))
+
     @classmethod
     def load(cls, path: str | Path, overrides: Iterable[str] | str = ()) -> Scenario:
         """Reads and checks `path`; raises ScenarioError naming the file and key. A bare name

@@ -80,6 +80,9 @@ bandwidth = "100Mbit"
 stack = "linux"
 delayed_ack = "off"
 timestamps = false
+# Linux sends at most the peer's announced MSS (tcp_sync_mss): the client's 1000 B makes
+# the server's segments 1000 B.
+mss = "1000B"
 [server]
 stack = "linux"
 mss = "1000B"
@@ -141,6 +144,7 @@ stack = "rfc2988"
 quick_acks = 0
 delayed_ack = "timer"
 delayed_ack_timeout = "200ms"
+mss = "1000B"  # the server's 1000 B segments: a Linux sender takes its peer's MSS
 [server]
 stack = "linux"
 mss = "1000B"

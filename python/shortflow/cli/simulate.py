@@ -18,6 +18,7 @@ from shortflow.cli.common import (
     examples,
     fail,
     is_stdout,
+    note,
     progress,
     say,
     warn,
@@ -107,6 +108,8 @@ def register(app: typer.Typer) -> None:
             check_output_file(flows, "--flows")
         try:
             sc = Scenario.load(scenario, sets or [])
+            for n in sc.notes:
+                note(n)
             with progress(f"simulating {sc.name}"):
                 result = simulate(sc, pcap=pcap, max_memory=max_memory, max_events=max_events, totals_only=totals_only)
         except (ScenarioError, ValueError) as e:

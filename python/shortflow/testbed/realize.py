@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import platform
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,11 +157,14 @@ class _Realizer:
         return self.random_loss() or bool(own) or overflow
 
     def segments_sent(self, side: str) -> int:
-        """Segments of one request (client) or response (server), at the smaller MSS of the
-        two ends less the timestamp option (RFC 7323: 12 bytes) when both use it."""
+        """Segments of one request (client) or response (server), at the MSS the sender
+        sends with (the peer's announced MSS, at most the sender's MTU less 40 bytes:
+        tcp_sync_mss) less the timestamp option (RFC 7323: 12 bytes) when both use it."""
         w = self.r["workload"]
         c, sv = self.r["client"], self.r["server"]
-        mss = min(int(c["mss"]), int(sv["mss"])) - (12 if c["timestamps"] and sv["timestamps"] else 0)
+        me, peer = (c, sv) if side == "client" else (sv, c)
+        own = int(me["mss"]) if me["mtu"] is None else int(me["mtu"]) - 40
+        mss = min(own, int(peer["mss"])) - (12 if c["timestamps"] and sv["timestamps"] else 0)
         payload = w["request"] if side == "client" else w["response"]
         return -(-int(payload) // mss)
 
@@ -235,7 +239,7 @@ class _Realizer:
         plan.sysctls["net.ipv4.tcp_no_metrics_save"] = 1
         handled = {
             "profile", "rto.initial", "rto.min", "rto.max", "syn_backoff", "initial_window", "congestion_control",
-            "recovery", "ack.delayed", "mss", "receive_window", "linux_receiver", "hystart",
+            "recovery", "ack.delayed", "mss", "mtu", "receive_window", "linux_receiver", "hystart",
         }
 
         def key(f: str) -> str:
@@ -265,6 +269,12 @@ class _Realizer:
             raise self.refuse(key, f"{v}: net.ipv4.tcp_reordering takes 1 to 300")
         if f == "syn_retries" and not 1 <= v <= 127:
             raise self.refuse(key, f"{v}: net.ipv4.tcp_syn_retries takes 1 to 127")
+        if f == "rack" and not v and _rack_always() and self.r["client"]["sack"] and self.r["server"]["sack"] \
+                and self.data_loss(side):
+            raise self.refuse(key, f"false: Linux {'.'.join(map(str, _kernel()))} detects losses with RACK whatever "
+                                   f"{knob} says (measured here: with {knob} = 0 a SACK sender still resent the "
+                                   "hole one RTT after the SACK, as RACK does); keep rack = true, or set sack = false "
+                                   "on either end (no RACK without SACK)")
         if f in ("rack", "tlp", "timestamps", "sack", "window_scaling", "slow_start_after_idle"):
             on = {"rack": 1, "tlp": 3}.get(f, 1)
             value: int = on if v else 0
@@ -380,6 +390,22 @@ class _Realizer:
             self.decide(f"{side}.mss", "set", "route advmss", str(mss))
         else:
             self.decide(f"{side}.mss", "same", "route advmss", str(mss))
+        mtu = h["mtu"]
+        if mtu is None:
+            # The model's host sends with min(its MSS, the peer's): Linux's min(MTU − 40, the
+            # peer's) unless its own MSS is the smaller.
+            if mss < min(int(self.r[_peer(side)]["mss"]), lin["mtu"] - 40):
+                raise self.refuse(f"{side}.stack ({h['profile']})", f"sends with the MSS it announces ({mss} B): Linux "
+                                                                     "sends the peer's MSS, at most its MTU less 40 B "
+                                                                     "(tcp_sync_mss)")
+            self.decide(f"{side}.mtu", "same", "route mtu", str(lin["mtu"]), "it sends with the peer's MSS either way")
+        elif mtu != lin["mtu"]:
+            if not MSS_RANGE[0] + 40 <= mtu <= MSS_RANGE[1] + 40:
+                raise self.refuse(f"{side}.mtu", f"{mtu} B: the testbed's links carry 576 to 1500-byte packets")
+            plan.route += ["mtu", str(mtu)]
+            self.decide(f"{side}.mtu", "set", "route mtu", str(mtu))
+        else:
+            self.decide(f"{side}.mtu", "same", "route mtu", str(mtu))
         iw = h["initial_window"]
         segs = self.initial_window_segments(h)
         if iw == "rfc3390" and min(4 * mss, max(2 * mss, 4380)) % mss:
@@ -403,16 +429,16 @@ class _Realizer:
                                                  "namespace): the testbed does not change it")
         self.decide(f"{side}.hystart", "same" if h["hystart"] == lin["hystart"] or cc != "cubic" else "no effect",
                     "tcp_cubic.hystart", json.dumps(h["hystart"]))
-        # Linux recovers with PRR when SACK is on (tcp_cwnd_reduction) and NewReno without.
-        kernel = "prr" if h["sack"] else "newreno"
-        rec = h["recovery"]
-        if rec == kernel:
-            self.decide(f"{side}.recovery", "same", "net.ipv4.tcp_sack", rec)
+        # Linux recovers with PRR (tcp_cwnd_reduction), with SACK or, without it, counting
+        # duplicate ACKs as SACKs (tcp_add_reno_sack); it has no other recovery to choose.
+        rec, knob = h["recovery"], "tcp_cwnd_reduction"
+        if rec == "prr":
+            self.decide(f"{side}.recovery", "same", knob, rec)
         elif self.data_loss(side):
-            raise self.refuse(f"{side}.recovery", f"{rec!r}: Linux recovers with {kernel!r} when sack = "
-                                                  f"{str(h['sack']).lower()}; it has no other recovery to choose")
+            raise self.refuse(f"{side}.recovery", f"{rec!r}: Linux recovers with 'prr' (PRR), with or without SACK; "
+                                                  "it has no other recovery to choose")
         else:
-            self.decide(f"{side}.recovery", "no effect", "net.ipv4.tcp_sack", rec, "no data loss in this scenario")
+            self.decide(f"{side}.recovery", "no effect", knob, rec, "no data loss in this scenario")
         # The receiver: Linux's buffer and first window, or the model's fixed window.
         lr, window = h["linux_receiver"], int(h["receive_window"])
         self.decide(f"{side}.linux_receiver", "same" if lr == lin["linux_receiver"] else "set" if lr else "model only",
@@ -453,6 +479,21 @@ class _Realizer:
         else:
             raise self.refuse(f"{side}.delayed_ack_timeout", f"{_ms(d['timer'])}: Linux's delayed-ACK timer adapts from "
                                                              "40ms (TCP_ATO_MIN, tcp_event_data_recv); no knob fixes it")
+
+
+def _kernel() -> tuple[int, ...]:
+    """This machine's kernel version (major, minor) from its release string."""
+    release = platform.release().split("-", 1)[0].split(".")
+    return tuple(int(x) for x in release[:2] if x.isdigit())
+
+
+def _rack_always() -> bool:
+    """Whether net.ipv4.tcp_recovery = 0 no longer turns RACK off: measured on Linux 6.18
+    (20 ms RTT, the 7th of 8 segments lost, TLP off: with tcp_recovery = 0 the kernel
+    completed in 0.071 s with one fast recovery and no RTO, as with it at 1, 0.073 s; without
+    RACK the RFC 6675 rule, one segment SACKed after the hole, waits for the RTO: 0.284 s in
+    the simulator). Kernels before 6.18 are taken to honour it, as they did."""
+    return _kernel() >= (6, 18)
 
 
 def _peer(side: str) -> str:

@@ -173,8 +173,10 @@ pub struct StackConfig {
     /// HyStart (tcp_cubic.c hystart = 1, ACK train and delay detection) for "cubic".
     pub hystart: bool,
     /// Loss recovery by name (`tcp::recovery::NAMES`): "reno" (RFC 5681 3.2), "newreno"
-    /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) or "prr" (RFC 6937,
-    /// Linux tcp_cwnd_reduction) with SACK.
+    /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) with SACK; "prr"
+    /// (RFC 6937, Linux tcp_cwnd_reduction) with SACK or, without it, with duplicate ACKs
+    /// counted as SACKed segments and the head resent at each partial ACK (tcp_is_reno:
+    /// tcp_add_reno_sack, tcp_newreno_mark_lost).
     pub recovery: String,
     /// Spurious-timeout detection and response by name (`tcp::spurious::NAMES`): "off",
     /// "frto" (RFC 5682 with the RFC 4015 response, ns-2's frto_enabled_ and
@@ -216,8 +218,15 @@ pub struct StackConfig {
     pub jiffies_origin_ns: u64,
     pub dupack_threshold: u32,
     pub ack: AckPolicy,
-    /// Maximum segment size this host announces and sends with (bytes of payload).
+    /// Maximum segment size this host announces in its SYN or SYN/ACK (bytes of payload;
+    /// Linux route `advmss`), and sends with when `mtu` is None.
     pub mss: u32,
+    /// The MTU of this host's path (bytes), when it sends as Linux does: at most the peer's
+    /// announced MSS and this MTU less the IPv4 and TCP headers, whatever this host
+    /// announces itself (tcp_sync_mss → tcp_mtu_to_mss: mss_now = pmtu − 40, capped by
+    /// rx_opt.mss_clamp, the peer's MSS option; route `advmss` sets only tp->advmss). None:
+    /// the host sends with the MSS it announces (the other profiles' model).
+    pub mtu: Option<u32>,
     /// Receive window this host advertises (bytes; the application reads at once).
     pub receive_window: u32,
     /// false: a segment never spans two application writes (Solaris 2.x, document 003's
@@ -271,6 +280,7 @@ fn base(profile: &str) -> StackConfig {
             quick_acks: 0,
         },
         mss: 1460,
+        mtu: None,
         receive_window: 65_535,
         coalesce_writes: true,
     }
@@ -312,6 +322,8 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             // 1, 1, 1, 1, 1, 2 s. SYN/ACKs still double.
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
             c.initial_window = InitialWindow::Segments(10);
+            // The testbed's veths (and Ethernet): a 1500-byte MTU, advmss 1460 (mtu − 40).
+            c.mtu = Some(1500);
             c.linux_handshake = true;
             c.abc_limit = 0;
             // The sender: CUBIC with HyStart (net.ipv4.tcp_congestion_control; this machine's
@@ -478,7 +490,7 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("abc_limit", KnobKind::Fixed, "tcp_slow_start (cwnd grows by every segment acknowledged)"),
     k("congestion_control", KnobKind::Route, "congctl"),
     k("hystart", KnobKind::ModuleParameter, "tcp_cubic.hystart"),
-    k("recovery", KnobKind::Sysctl, "net.ipv4.tcp_sack (PRR with SACK, NewReno without)"),
+    k("recovery", KnobKind::Fixed, "tcp_cwnd_reduction (PRR; without SACK duplicate ACKs count as SACKs: tcp_add_reno_sack)"),
     k("timestamps", KnobKind::Sysctl, "net.ipv4.tcp_timestamps"),
     k("sack", KnobKind::Sysctl, "net.ipv4.tcp_sack"),
     k("window_scaling", KnobKind::Sysctl, "net.ipv4.tcp_window_scaling"),
@@ -497,6 +509,7 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("ack.count", KnobKind::Fixed, "__tcp_ack_snd_check (counts received bytes against rcv_mss)"),
     k("ack.quick_acks", KnobKind::Fixed, "tcp_incr_quickack (TCP_MAX_QUICKACKS 16)"),
     k("mss", KnobKind::Route, "advmss"),
+    k("mtu", KnobKind::Route, "mtu"),
     k("receive_window", KnobKind::Route, "initrwnd"),
     k("coalesce_writes", KnobKind::Fixed, "tcp_sendmsg (a segment fills across writes)"),
     k("profile", KnobKind::Fixed, "(the profile's name: nothing to set)"),
@@ -514,9 +527,10 @@ pub const RECOVERY_NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
 /// Linux's SACK-enhanced F-RTO (`tcp_frto`, net.ipv4.tcp_frto = 2).
 pub const SPURIOUS_RTO_NAMES: &[&str] = &["off", "frto", "linux"];
 
-/// Whether the recovery needs SACK (its sender keeps a scoreboard).
+/// Whether the recovery needs SACK: RFC 6675 works on SACKed segments; Linux's PRR runs
+/// with or without it (without, duplicate ACKs count as SACKed segments: tcp_add_reno_sack).
 pub fn needs_sack(recovery: &str) -> bool {
-    matches!(recovery, "rfc6675" | "prr")
+    recovery == "rfc6675"
 }
 
 #[cfg(test)]

@@ -328,6 +328,10 @@ pub struct Scenario {
     pub capture_ipv6: bool,
     /// 802.1Q VLAN id of every captured frame (Ethernet).
     pub capture_vlan: Option<u16>,
+    /// What the model implied from the keys the file set, as the kernel implies it (e.g.
+    /// `server.sack = false` turns RACK and TLP off), one sentence each.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// Reads scenario `text` (from `source`, named in errors), applies `overrides`
@@ -390,8 +394,9 @@ fn err(source: &str, key: &str, message: impl Into<String>) -> ScenarioError {
 
 fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
     let seed = raw.seed.unwrap_or(1);
-    let mut client = host(&raw.client, src, "client", "linux")?;
-    let mut server = host(&raw.server, src, "server", "linux")?;
+    let mut notes = Vec::new();
+    let mut client = host(&raw.client, src, "client", "linux", &mut notes)?;
+    let mut server = host(&raw.server, src, "server", "linux", &mut notes)?;
     // One kernel runs both ends of the testbed: one jiffies clock, its reading at time 0
     // drawn from the seed (splitmix64), so timer-wheel phases are reproducible.
     let origin = jiffies_origin(seed);
@@ -512,6 +517,7 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         capture_link,
         capture_ipv6,
         capture_vlan: raw.capture.vlan,
+        notes,
     };
     ranges::check_scenario(&sc, src)?;
     Ok(sc)
@@ -660,7 +666,63 @@ fn queue(q: &RawQueue, src: &str, at: &str, rate_bps: u64, rtt: Duration) -> Res
     }
 }
 
-fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig, ScenarioError> {
+/// What SACK off implies, as the kernel implies it: without SACK (tcp_is_reno) Linux runs
+/// no RACK (tcp_identify_packet_loss calls tcp_newreno_mark_lost instead of
+/// tcp_rack_mark_lost) and no tail loss probe (tcp_schedule_loss_probe returns at
+/// `!tcp_is_sack(tp)`); its PRR stays, duplicate ACKs counting as SACKed segments
+/// (tcp_add_reno_sack). A mechanism the profile had on is turned off with a note; one the
+/// file itself turns on is a contradiction, refused in one message naming every key
+/// involved and the fix.
+fn sack_off(c: &mut StackConfig, h: &RawHost, src: &str, side: &str, notes: &mut Vec<String>) -> Result<(), ScenarioError> {
+    let needs = profile::needs_sack(&c.recovery);
+    let involved = [
+        (needs, h.recovery.is_some(), "recovery", format!("{:?}", c.recovery)),
+        (c.rack, h.rack.is_some(), "rack", "true".to_string()),
+        (c.tlp, h.tlp.is_some(), "tlp", "true".to_string()),
+    ];
+    let explicit: Vec<(&str, &String)> =
+        involved.iter().filter(|(on, set, ..)| *on && *set).map(|(_, _, k, v)| (*k, v)).collect();
+    if !explicit.is_empty() {
+        let why = if h.sack.is_some() { "the file sets sack = false" } else { "the profile has no SACK" };
+        let with_values: Vec<String> = explicit.iter().map(|(k, v)| format!("{side}.{k} = {v}")).collect();
+        let keys: Vec<String> = explicit.iter().map(|(k, _)| format!("{side}.{k}")).collect();
+        return Err(err(
+            src,
+            &format!("{side}.sack"),
+            format!(
+                "false ({why}), but {} work on SACK information: set {side}.sack = true, or drop {} (without SACK \
+                 the model does what the kernel does: no RACK, no TLP, duplicate ACKs counted as SACKs)",
+                with_values.join(", "),
+                keys.join(" and "),
+            ),
+        ));
+    }
+    let implied: Vec<&str> = involved.iter().filter(|(on, ..)| *on).map(|(_, _, k, _)| *k).collect();
+    if implied.is_empty() {
+        return Ok(());
+    }
+    if needs {
+        c.recovery = "newreno".to_string(); // RFC 6675 without SACK: RFC 6582
+    }
+    c.rack = false;
+    c.tlp = false;
+    let what: Vec<String> = implied
+        .iter()
+        .map(|k| match *k {
+            "recovery" => format!("{side}.recovery = \"newreno\""),
+            k => format!("{side}.{k} = false"),
+        })
+        .collect();
+    let prr = if c.recovery == "prr" { "; PRR stays, duplicate ACKs counted as SACKs (tcp_add_reno_sack)" } else { "" };
+    notes.push(format!(
+        "{side}.sack = false implies {}, as the kernel without SACK (tcp_is_reno: tcp_newreno_mark_lost, \
+         no tcp_schedule_loss_probe){prr}",
+        what.join(", ")
+    ));
+    Ok(())
+}
+
+fn host(h: &RawHost, src: &str, side: &str, default: &str, notes: &mut Vec<String>) -> Result<StackConfig, ScenarioError> {
     let key = |k: &str| format!("{side}.{k}");
     let name = h.stack.as_deref().unwrap_or(default);
     let mut c = profile::profile(name).ok_or_else(|| {
@@ -716,7 +778,7 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
         match cc.as_str() {
             "reno" | "newreno" => {
                 c.congestion_control = "reno".to_string();
-                if !profile::needs_sack(&c.recovery) {
+                if matches!(c.recovery.as_str(), "reno" | "newreno") {
                     c.recovery = cc.clone();
                 }
             }
@@ -761,12 +823,7 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
         c.spurious_rto = s.clone();
     }
     if !c.sack {
-        let needs = profile::needs_sack(&c.recovery);
-        for (on, k) in [(needs, "recovery"), (c.rack, "rack"), (c.tlp, "tlp")] {
-            if on {
-                return Err(err(src, &key(k), "needs sack = true (it works on SACK information)"));
-            }
-        }
+        sack_off(&mut c, h, src, side, notes)?;
     }
     if c.timer_slack && c.jiffy.is_none() {
         return Err(err(src, &key("timer_slack"), format!("the {:?} profile has no jiffies timers to be slack", c.profile)));
@@ -777,6 +834,23 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str) -> Result<StackConfig
             return Err(err(src, &key("mss"), "must be between 64B and 65495B"));
         }
         c.mss = m.0 as u32;
+    }
+    if let Some(m) = h.mtu {
+        if c.mtu.is_none() {
+            return Err(err(
+                src,
+                &key("mtu"),
+                format!("the {:?} profile sends with the MSS it announces: set mss instead", c.profile),
+            ));
+        }
+        if !(576..=65_535).contains(&m.0) {
+            return Err(err(src, &key("mtu"), "must be between 576B (RFC 791) and 65535B"));
+        }
+        c.mtu = Some(m.0 as u32);
+        if h.mss.is_none() {
+            // The route's advmss follows its MTU (ipv4_default_advmss: mtu − 40).
+            c.mss = m.0 as u32 - 40;
+        }
     }
     if let Some(w) = h.receive_window {
         if w.0 == 0 || w.0 > u64::from(u32::MAX) {
@@ -1111,6 +1185,43 @@ mod tests {
         assert_eq!(e.key, "client.stack");
         let e = load(MINIMAL, "s.toml", &["workload.response_writes=[\"1kB\"]".into()]).unwrap_err();
         assert_eq!(e.key, "workload.response_writes");
+    }
+
+    /// Issue 34: `sack = false` in the linux profile implies what the kernel implies (no RACK,
+    /// no TLP, NewReno's recovery) with a note; a file that turns one of them on beside it
+    /// is refused once, naming every key involved.
+    #[test]
+    fn sack_off_implies_what_the_kernel_implies_and_contradictions_are_refused_at_once() {
+        let s = load(MINIMAL, "s.toml", &["server.sack=false".into()]).unwrap();
+        let sv = &s.server;
+        assert_eq!((sv.sack, sv.rack, sv.tlp, sv.recovery.as_str()), (false, false, false, "prr"));
+        assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
+        let note = &s.notes[0];
+        for k in ["server.sack = false", "server.rack = false", "server.tlp = false", "PRR stays"] {
+            assert!(note.contains(k), "{note}");
+        }
+        // The client is untouched, and the defaults imply nothing.
+        assert_eq!((s.client.rack, s.client.tlp, s.client.recovery.as_str()), (true, true, "prr"));
+        assert!(load(MINIMAL, "s.toml", &[]).unwrap().notes.is_empty());
+        // What the file says beside it stays when it needs no SACK.
+        let s = load(MINIMAL, "s.toml", &["client.sack=false".into(), "client.recovery=reno".into()]).unwrap();
+        assert_eq!((s.client.recovery.as_str(), s.client.rack, s.client.tlp), ("reno", false, false));
+        assert!(!s.notes[0].contains("recovery"), "{:?}", s.notes);
+
+        let e = load(MINIMAL, "s.toml", &["server.sack=false".into(), "server.rack=true".into(), "server.tlp=true".into()])
+            .unwrap_err();
+        assert_eq!(e.key, "server.sack");
+        for k in ["server.rack = true", "server.tlp = true", "set server.sack = true", "drop server.rack and server.tlp"] {
+            assert!(e.message.contains(k), "{e}");
+        }
+        let e = load(MINIMAL, "s.toml", &["client.sack=false".into(), "client.recovery=rfc6675".into()]).unwrap_err();
+        assert!(e.message.contains("client.recovery = \"rfc6675\"") && !e.message.contains("rack"), "{e}");
+        // Linux's PRR runs without SACK too.
+        let s = load(MINIMAL, "s.toml", &["client.sack=false".into(), "client.recovery=prr".into()]).unwrap();
+        assert_eq!(s.client.recovery, "prr");
+        // A profile without SACK: the key that needs it is named with the reason.
+        let e = load(MINIMAL, "s.toml", &["client.stack=bsd".into(), "client.tlp=true".into()]).unwrap_err();
+        assert!(e.message.contains("the profile has no SACK") && e.message.contains("client.tlp = true"), "{e}");
     }
 
     #[test]

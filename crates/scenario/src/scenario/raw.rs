@@ -286,8 +286,11 @@ pub struct RawHost {
     pub quick_acks: Option<u32>,
     /// Linux route `quickack 1`: never delay an ACK.
     pub quickack: Option<bool>,
-    /// Maximum segment size this host announces (payload bytes).
+    /// Maximum segment size this host announces (payload bytes; Linux route advmss).
     pub mss: Option<Size>,
+    /// The MTU of this host's path (Linux route mtu): a Linux host sends at most MTU − 40
+    /// payload bytes (and the peer's MSS), and announces MTU − 40 unless `mss` is set.
+    pub mtu: Option<Size>,
     /// Receive window this host advertises.
     pub receive_window: Option<Size>,
     /// false: a segment never spans two application writes (Solaris 2.x).

@@ -12,6 +12,12 @@ use crate::time::{Duration, Instant};
 /// Bytes the timestamps option takes from every segment's payload (TCPOLEN_TSTAMP_ALIGNED).
 const TS_OPTION: u32 = 12;
 
+/// net.ipv4.tcp_invalid_ratelimit's default, in milliseconds.
+const INVALID_RATELIMIT_MS: u64 = 500;
+
+/// IPv4 and TCP headers without options: MTU − 40 is the MSS (tcp_mtu_to_mss).
+const IP_TCP_HEADERS: u32 = 40;
+
 /// MSS assumed when the peer sends no MSS option (RFC 9293 3.7.1).
 const DEFAULT_MSS: u32 = 536;
 
@@ -43,13 +49,29 @@ impl Tcb {
         self.ts_on = self.cfg.timestamps && peer.timestamps;
         self.sack_on = self.cfg.sack && peer.sack_permitted;
         self.wscale_ok = self.cfg.window_scaling && peer.window_scale.is_some();
-        self.sack_sender = self.sack_on && recovery::needs_sack(&self.cfg.recovery);
+        // Linux's PRR runs with or without SACK (tcp_cwnd_reduction); without it duplicate
+        // ACKs stand in for SACKed segments (tcp_is_reno: tcp_add_reno_sack).
+        let prr = self.cfg.recovery == "prr";
+        self.sack_sender = (self.sack_on && recovery::needs_sack(&self.cfg.recovery)) || prr;
+        self.reno = prr && !self.sack_on;
         if !self.sack_sender && recovery::needs_sack(&self.cfg.recovery) {
-            // No SACK from the peer: Linux recovers as NewReno (tcp_is_reno).
+            // No SACK from the peer: RFC 6675 falls back to NewReno (RFC 6582).
             self.rec = recovery::by_name("newreno").expect("newreno is built in");
         }
         let ts = if self.ts_on { TS_OPTION } else { 0 };
-        self.mss = self.cfg.mss.min(peer_mss.map_or(DEFAULT_MSS, u32::from)) - ts;
+        // Linux sends at most the peer's MSS and its own path MTU less the headers, not what
+        // it announces itself (tcp_sync_mss → tcp_mtu_to_mss: pmtu − 40 capped by
+        // rx_opt.mss_clamp, then less the timestamps option: tcp_current_mss).
+        let own = self.cfg.mtu.map_or(self.cfg.mss, |mtu| mtu - IP_TCP_HEADERS);
+        self.mss = own.min(peer_mss.map_or(DEFAULT_MSS, u32::from)) - ts;
+    }
+
+    /// tp->advmss, what the Linux receiver measures its window by: the MSS this host
+    /// announced, less the timestamps option on the active side only (the client's
+    /// tcp_rcv_synsent_state_process: `tp->advmss -= TCPOLEN_TSTAMP_ALIGNED`; the server's
+    /// tcp_v4_syn_recv_sock sets `newtp->advmss = dst_metric_advmss(dst)` as announced).
+    fn advmss(&self) -> u64 {
+        u64::from(self.cfg.mss - if self.is_client && self.ts_on { TS_OPTION } else { 0 })
     }
 
     /// A server answering the SYN `syn` with its SYN/ACK at `now`.
@@ -148,7 +170,7 @@ impl Tcb {
         if seg.has(SYN) && !seg.has(ACK) {
             // A retransmitted SYN: the peer has not seen our SYN/ACK (Linux tcp_check_req,
             // FreeBSD syncache_add resend it at once, without touching the timer).
-            if seg.seq == self.irs && self.cfg.synack_on_duplicate_syn {
+            if seg.seq == self.irs && self.cfg.synack_on_duplicate_syn && !self.oow_rate_limited(now) {
                 self.timed = None;
                 self.emit_handshake(SYN | ACK, now);
                 self.handshake_resent_by_syn = true;
@@ -167,6 +189,22 @@ impl Tcb {
         self.establish(now, seg.hs_echo);
         // The ACK may carry data (the handshake ACK was lost, the request arrives).
         self.established_receive(seg, now);
+    }
+
+    /// Linux answers a duplicate SYN with its SYN/ACK at most once per
+    /// net.ipv4.tcp_invalid_ratelimit (500 ms) per request sock (tcp_check_req →
+    /// tcp_oow_rate_limited, counted in jiffies from the last answer; the first is never
+    /// limited). Other profiles answer every one.
+    fn oow_rate_limited(&mut self, now: Instant) -> bool {
+        if !self.cfg.linux_handshake {
+            return false;
+        }
+        let at = |t: Instant| self.clock().map_or(t.0 / 1_000_000, |c| c.ticks(t) * c.jiffy.0 / 1_000_000);
+        if self.last_oow_ack.is_some_and(|last| at(now) - at(last) < INVALID_RATELIMIT_MS) {
+            return true;
+        }
+        self.last_oow_ack = Some(now);
+        false
     }
 
     /// Both sides: the handshake is over. `echo`: which of our handshake transmissions the
@@ -204,9 +242,9 @@ impl Tcb {
         self.rtte.backoff = 0;
         // RFC 5681 3.1: a lost SYN or SYN/ACK leaves an initial window of one segment.
         self.w.mss = u64::from(self.mss);
-        let (wscale_ok, mss, rcv_nxt) = (self.wscale_ok, u64::from(self.mss), self.rcv_nxt);
+        let (wscale_ok, advmss, rcv_nxt) = (self.wscale_ok, self.advmss(), self.rcv_nxt);
         if let Some(r) = self.lrcv.as_deref_mut() {
-            r.establish(wscale_ok, mss, rcv_nxt, now);
+            r.establish(wscale_ok, advmss, rcv_nxt, now);
         }
         let iw_one = if self.cfg.linux_handshake {
             // tcp_init_transfer: total_retrans > 1 && undo_marker. The undo marker comes with

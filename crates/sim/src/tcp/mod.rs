@@ -22,6 +22,8 @@ pub mod linux_rcv;
 pub mod rack;
 pub mod recovery;
 mod recv;
+#[cfg(test)]
+mod reno_tests;
 pub mod rtte;
 mod sack_sender;
 pub mod scoreboard;
@@ -139,6 +141,8 @@ pub struct Tcb {
     handshake_retries: u32,
     /// The server resent its SYN/ACK for a duplicate SYN (the handshake was not clean).
     handshake_resent_by_syn: bool,
+    /// When the server last answered a duplicate SYN (tcp_rsk(req)->last_oow_ack_time).
+    last_oow_ack: Option<Instant>,
     /// Which transmission of the peer's SYN (SYN/ACK) we answered: what our timestamp
     /// echo carries during the handshake (`Segment::hs_echo`).
     peer_hs: u8,
@@ -157,9 +161,16 @@ pub struct Tcb {
     ts_recent: Option<u32>,
     sack_on: bool,
     wscale_ok: bool,
-    /// The sender keeps a scoreboard and recovers with SACK (negotiated, and the profile's
-    /// recovery is a SACK one).
+    /// The sender keeps a scoreboard: SACK negotiated and a SACK recovery, or Linux's PRR
+    /// with or without SACK.
     sack_sender: bool,
+    /// Linux without SACK (tcp_is_reno): the scoreboard sender counts duplicate ACKs as
+    /// SACKed segments (tcp_add_reno_sack) and marks the head lost after `dupack_threshold`
+    /// of them and at each partial ACK in recovery (tcp_newreno_mark_lost).
+    reno: bool,
+    /// tp->sacked_out of a `reno` sender: duplicate ACKs since the last cumulative ACK,
+    /// less the segments later cumulative ACKs took (tcp_remove_reno_sacks).
+    reno_sacked: u64,
     /// The receiver as Linux runs it (profiles with `linux_receiver`).
     lrcv: Option<Box<LinuxRcv>>,
     /// Receiver: SACK blocks to report, most recent first, and a D-SACK to report once.
@@ -232,6 +243,7 @@ impl Tcb {
             last_data_sent: None,
             handshake_retries: 0,
             handshake_resent_by_syn: false,
+            last_oow_ack: None,
             peer_hs: 0,
             hs_sent_at: [None; HS_SENT_KEPT],
             rcv_nxt: 0,
@@ -244,6 +256,8 @@ impl Tcb {
             sack_on: false,
             wscale_ok: false,
             sack_sender: false,
+            reno: false,
+            reno_sacked: 0,
             lrcv: None,
             rcv_sacks: Vec::new(),
             dsack_pending: None,
@@ -286,12 +300,24 @@ impl Tcb {
 
     /// The application writes its last data and closes at once (nginx with tcp_nopush
     /// after sendfile): the FIN rides on the last data segment (Linux tcp_send_fin sets it
-    /// on the unsent tail).
+    /// on the unsent tail). On Linux a full-sized last segment is not held back (the cork
+    /// holds only a partial one), so when the windows let everything go at the write it has
+    /// left before close() and the FIN follows alone; a partial or still unsent last segment
+    /// takes the FIN.
     pub fn write_and_close(&mut self, writes: &[u64], now: Instant) {
         debug_assert!(self.fin_off.is_none(), "write after close");
+        let start = self.data_end;
         for &bytes in writes {
             self.data_end += bytes;
             self.write_ends.push_back(self.data_end);
+        }
+        let full_tail = self.cfg.linux_handshake
+            && self.cfg.coalesce_writes
+            && self.snd_nxt.max(1) == start.max(1)
+            && self.data_end > start
+            && (self.data_end - start).is_multiple_of(u64::from(self.mss.max(1)));
+        if full_tail {
+            self.output(now); // the write: full segments go as the windows allow
         }
         self.fin_off = Some(self.data_end);
         self.output(now);

@@ -10,7 +10,7 @@ use super::rack::probe_timeout;
 use super::recovery::{RecoveryAck, RecoveryStep};
 use super::scoreboard::Delivered;
 use super::{State, Tcb, TimerKind, XmitTimer};
-use crate::packet::{Segment, ACK, FIN, PSH};
+use crate::packet::{Segment, ACK, FIN, PSH, SYN};
 use crate::time::{Duration, Instant};
 
 impl Tcb {
@@ -34,10 +34,15 @@ impl Tcb {
             return; // acknowledges something never sent, or an old ACK
         }
         let ack = ack as u64;
+        let prior_wnd = self.snd_wnd;
         self.snd_wnd = u64::from(seg.window);
         let (sack_buf, n_sacks) = self.sack_offsets(seg);
         let sacks = &sack_buf[..n_sacks];
         let prior_una = self.snd_una;
+        // tcp_clean_rtx_queue without SACK: a cumulative ACK of any retransmitted segment
+        // cannot show that the originals arrived (FLAG_RETRANS_DATA_ACKED clears
+        // FLAG_ORIG_SACK_ACKED).
+        let acked_retrans = self.reno && self.sb.segments().take_while(|s| s.end <= ack).any(|s| s.ever_retrans);
         let mut d = Delivered::default();
         self.sb.on_ack(ack, sacks, &mut d);
         // tcp_clean_rtx_queue: an ACK that only SACKs gives an RTT sample (sack_rtt_us) and,
@@ -46,13 +51,25 @@ impl Tcb {
         // from data sent after when the head was last (re)transmitted"): during a recovery
         // whose retransmission is lost again, every SACK of the earlier flight restarts it.
         let sack_rearm = ack == prior_una && d.first_clean_xmit.is_some_and(|t| self.sb.get(0).is_some_and(|h| t < h.xmit));
-        if d.dsack || seg.dsack {
+        // The count the kernel keeps (TcpExtTCPDSACKRecv, tcp_check_dsack): a D-SACK whose
+        // first block starts below this ACK; one inside the second block, above it, counts
+        // as TCPDSACKOfoRecv instead.
+        let below = seg.sack.as_slice().first().is_some_and(|&(l, _)| self.ack_offset(l) < ack as i64);
+        if (d.dsack || seg.dsack) && below {
             self.stats.dsacks += 1;
         }
         let advanced = ack > prior_una;
         if advanced {
             self.snd_una = ack;
             self.snd_nxt = self.snd_nxt.max(ack);
+        }
+        // Without SACK, what a duplicate ACK or a cumulative one delivered (tp->delivered).
+        let mut dupack = false;
+        if self.reno {
+            let dup = !advanced && seg.len == 0 && seg.flags & (SYN | FIN) == 0 && u64::from(seg.window) <= prior_wnd;
+            let segs = self.reno_ack(advanced, u64::from(d.segs), dup && !self.sb.is_empty());
+            d.bytes = segs * self.w.mss;
+            dupack = dup;
         }
         // tcp_ack_update_rtt: the oldest never-retransmitted segment acknowledged; with
         // timestamps, the echo gives a sample even for a retransmission.
@@ -77,17 +94,24 @@ impl Tcb {
         let mut newly_lost = 0;
         let mut reo_wait = None;
         let dubious = !advanced || !sacks.is_empty() || self.recover.is_some() || self.in_loss;
-        if dubious && !self.sb.is_empty() {
+        if self.reno && !self.sb.is_empty() {
+            newly_lost = self.newreno_mark_lost(advanced);
+        } else if dubious && !self.sb.is_empty() {
             let (lost, bytes, wait) = self.detect_losses(now);
             newly_lost = bytes;
             self.stats.rack_losses += if self.cfg.rack { lost } else { 0 };
             reo_wait = wait;
         }
         // tcp_process_loss: F-RTO's steps before the end of loss recovery is checked.
-        let sacked_new = d.bytes > ack - prior_una;
-        self.frto_sack_ack(advanced, ack, ack - prior_una, sacked_new, d.first_clean_xmit);
-        if self.in_loss && ack >= self.high_seq {
-            self.in_loss = false; // TCP_CA_Loss ends when everything sent before the RTO is acked
+        // Without SACK a duplicate ACK is F-RTO's "SACKed new data" (num_dupack).
+        let sacked_new = if self.reno { dupack } else { d.bytes > ack - prior_una };
+        let orig = d.first_clean_xmit.filter(|_| !acked_retrans);
+        self.frto_sack_ack(advanced, ack, ack - prior_una, sacked_new, orig);
+        // TCP_CA_Loss ends when everything sent before the RTO is acked; without SACK only
+        // once something above it is (tcp_process_loss → tcp_try_undo_recovery: "Hold old
+        // state until something *above* high_seq is ACKed").
+        if self.in_loss && (ack > self.high_seq || (ack == self.high_seq && !self.reno)) {
+            self.in_loss = false;
             self.frto.stop();
         }
         let ev = RecoveryAck {
@@ -95,13 +119,18 @@ impl Tcb {
             acked: ack - prior_una,
             delivered: d.bytes,
             recover: self.recover.unwrap_or(0),
-            in_flight: self.sb.in_flight(),
+            in_flight: self.pipe(),
             newly_lost,
         };
         match self.recover {
+            // tcp_try_undo_recovery: without SACK the episode holds until something above
+            // high_seq is acknowledged ("For Reno it is MUST to prevent false fast
+            // retransmits (RFC2582)"); the reduction goes on meanwhile.
+            Some(r) if advanced && self.reno && ack == r => self.rec.on_dupack(&mut self.w, &ev),
             Some(_) if advanced => match self.rec.on_ack(&mut self.w, &ev) {
                 RecoveryStep::Exit => {
                     self.recover = None;
+                    self.reno_sacked = 0; // tcp_fastretrans_alert step D: tcp_reset_reno_sack
                     self.cc.on_recovery_exit(&mut self.w, now);
                     // tcp_fastretrans_alert: step D ends the episode (snd_una ≥ high_seq,
                     // tcp_try_undo_recovery → TCP_CA_Open), then step E runs in the Open
@@ -158,6 +187,58 @@ impl Tcb {
         }
     }
 
+    /// tcp_packets_in_flight, in segments: without SACK the duplicate ACKs counted as
+    /// SACKed segments (sacked_out) are out of the pipe too.
+    fn pipe_pkts(&self) -> u64 {
+        self.sb.in_flight_pkts().saturating_sub(self.reno_sacked)
+    }
+
+    /// The same in bytes.
+    fn pipe(&self) -> u64 {
+        self.sb.in_flight().saturating_sub(self.reno_sacked * self.w.mss)
+    }
+
+    /// A Linux sender without SACK (tcp_is_reno) counts an ACK: a cumulative ACK of `acked`
+    /// segments delivers those not already counted as SACKed by duplicate ACKs, at least one
+    /// (tcp_remove_reno_sacks), and outside recovery clears the count (tcp_fastretrans_alert:
+    /// tcp_reset_reno_sack); a duplicate ACK counts one more SACKed segment
+    /// (tcp_add_reno_sack), never more than the segments out less the holes
+    /// (tcp_limit_reno_sacked), and after a timeout only once F-RTO's new data went
+    /// (tcp_process_loss). Returns the segments delivered.
+    fn reno_ack(&mut self, advanced: bool, acked: u64, dup: bool) -> u64 {
+        if advanced {
+            let delivered = acked.saturating_sub(self.reno_sacked).max(1);
+            self.reno_sacked = self.reno_sacked.saturating_sub(acked.saturating_sub(1));
+            if self.recover.is_none() {
+                self.reno_sacked = 0;
+            }
+            return delivered;
+        }
+        if !dup || (self.in_loss && self.snd_nxt <= self.high_seq) {
+            return 0;
+        }
+        let prior = self.reno_sacked;
+        let out = self.sb.len() as u64;
+        let holes = (self.sb.segments().filter(|s| s.lost).count() as u64).max(1).min(out);
+        self.reno_sacked = (self.reno_sacked + 1).min(out - holes);
+        self.reno_sacked - prior
+    }
+
+    /// tcp_newreno_mark_lost: the head is lost once `dupack_threshold` duplicate ACKs came
+    /// (sacked_out ≥ reordering) outside recovery, and at each partial ACK in recovery (one
+    /// below the recovery point: the ACK that reaches it ends the episode first, or, without
+    /// SACK, holds it without marking, tcp_try_undo_recovery). Returns the bytes newly
+    /// marked lost.
+    fn newreno_mark_lost(&mut self, advanced: bool) -> u64 {
+        let open = self.recover.is_none() && !self.in_loss;
+        let partial = advanced && self.recover.is_some_and(|r| self.snd_una < r);
+        let due = (open && self.reno_sacked >= u64::from(self.cfg.dupack_threshold)) || partial;
+        match self.sb.get(0).copied() {
+            Some(head) if due && !head.lost && self.sb.mark_lost(0) => head.len(),
+            _ => 0,
+        }
+    }
+
     /// RACK (RFC 8985 6.2) or, without it, RFC 6675 IsLost: DupThresh segments SACKed above.
     fn detect_losses(&mut self, now: Instant) -> (u32, u64, Option<Duration>) {
         if self.cfg.rack {
@@ -194,7 +275,7 @@ impl Tcb {
     }
 
     fn enter_sack_recovery(&mut self, now: Instant) {
-        let flight = self.sb.in_flight() + self.sb.lost_bytes();
+        let flight = self.pipe() + self.sb.lost_bytes();
         self.w.ssthresh = self.cc.ssthresh(&self.w, flight, now);
         self.recover = Some(self.snd_max);
         self.high_seq = self.snd_max;
@@ -239,7 +320,8 @@ impl Tcb {
     /// tcp_schedule_loss_probe: arms the probe timer when allowed (SACK, TLP on, in Open
     /// state, something outstanding).
     fn schedule_loss_probe(&mut self, now: Instant, advancing_rto: bool) -> bool {
-        if !self.cfg.tlp || self.sb.is_empty() || self.recover.is_some() || self.in_loss {
+        // `!tcp_is_sack(tp)`: no probe without SACK, whatever the host's own setting.
+        if !self.cfg.tlp || !self.sack_on || self.sb.is_empty() || self.recover.is_some() || self.in_loss {
             return false;
         }
         let rto = self.rtte.timer();
@@ -276,7 +358,7 @@ impl Tcb {
                         acked: 0,
                         delivered: self.w.mss,
                         recover: self.snd_max,
-                        in_flight: self.sb.in_flight(),
+                        in_flight: self.pipe(),
                         newly_lost: 1,
                     };
                     self.rec.on_dupack(&mut self.w, &ev);
@@ -318,12 +400,17 @@ impl Tcb {
     fn sack_rto(&mut self, now: Instant) {
         self.stats.timeouts += 1;
         self.frto_on_timeout(self.rtte.backoff == 0 || !self.in_loss, now); // F-RTO step 1
-        if self.rtte.backoff == 0 || !self.in_loss {
+                                                                            // tcp_enter_loss: "Reduce ssthresh if it has not yet been made inside this window":
+                                                                            // in Open or Disorder, once the recovery point is acknowledged, or at the first
+                                                                            // timeout of a loss episode; not during a fast recovery, whose reduction stands.
+        let open = self.recover.is_none() && !self.in_loss;
+        if open || self.high_seq <= self.snd_una || (self.in_loss && self.rtte.backoff == 0) {
             let flight = self.sb.in_flight() + self.sb.lost_bytes();
             self.w.ssthresh = self.cc.ssthresh(&self.w, flight, now);
         }
         self.cc.on_rto(&mut self.w, now);
         self.sb.mark_all_lost();
+        self.reno_sacked = 0; // tcp_timeout_mark_lost: tcp_reset_reno_sack
         self.in_loss = true;
         self.high_seq = self.snd_max;
         self.recover = None;
@@ -385,7 +472,7 @@ impl Tcb {
         let new_first = self.frto.take_send_new();
         let mut resent_head = false;
         loop {
-            if self.sb.in_flight_pkts() >= cwnd_pkts {
+            if self.pipe_pkts() >= cwnd_pkts {
                 self.is_cwnd_limited = true;
                 break;
             }

@@ -21,6 +21,8 @@ pub(super) struct Wire {
     pub now: Instant,
     /// Server data segments sent so far (1-based).
     pub data_sent: u32,
+    /// The sequence number of every server data segment sent, in order (lost ones too).
+    pub server_seqs: Vec<u32>,
     /// Server data segments (1-based, in sending order) the wire loses.
     pub lose_data: Vec<u32>,
     /// Client segments sent in [from, to) arrive this much later (a delay spike).
@@ -41,6 +43,7 @@ impl Wire {
             one_way,
             now: Instant::ZERO,
             data_sent: 0,
+            server_seqs: Vec::new(),
             lose_data,
             spike: None,
             late_data: Vec::new(),
@@ -65,6 +68,7 @@ impl Wire {
             for seg in std::mem::take(&mut server.out) {
                 if seg.len > 0 {
                     self.data_sent += 1;
+                    self.server_seqs.push(seg.seq);
                     if self.lose_data.contains(&self.data_sent) {
                         continue;
                     }

@@ -26,6 +26,11 @@ impl Jiffies {
         (self.origin_ns + now.0) / self.jiffy.0
     }
 
+    /// The jiffies counter at `now`.
+    pub fn ticks(&self, now: Instant) -> u64 {
+        self.now_j(now)
+    }
+
     /// The instant a timer armed at `now` for `timeout` fires.
     pub fn deadline(&self, now: Instant, timeout: Duration) -> Instant {
         let j = self.jiffy.0;

@@ -9,6 +9,7 @@
 //! (`StackConfig::congestion_control`, resolved by `by_name`).
 
 pub mod cubic;
+pub mod linux_reno;
 pub mod reno;
 
 use crate::time::{Duration, Instant};
@@ -88,6 +89,8 @@ pub const NAMES: &[&str] = &["reno", "cubic"];
 /// The algorithm called `name`, configured from `cfg`; None for an unknown name.
 pub fn by_name(name: &str, cfg: &crate::profile::StackConfig) -> Option<Box<dyn CongestionControl>> {
     match name {
+        // The linux profile's "reno" is the kernel's (tcp_cong.c), counting packets.
+        "reno" if cfg.profile == "linux" => Some(Box::new(linux_reno::LinuxReno::default())),
         "reno" => Some(Box::new(reno::Reno::new(cfg.abc_limit))),
         "cubic" => Some(Box::new(cubic::Cubic::new(cfg.hystart))),
         _ => None,

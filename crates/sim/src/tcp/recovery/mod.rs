@@ -61,9 +61,10 @@ pub trait RecoveryOps {
 /// Names `by_name` knows.
 pub const NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
 
-/// Whether the algorithm needs SACK (its sender keeps a scoreboard).
+/// Whether the algorithm needs SACK (RFC 6675 works on SACKed segments; Linux's PRR runs
+/// either way, counting duplicate ACKs as SACKs without it: tcp_add_reno_sack).
 pub fn needs_sack(name: &str) -> bool {
-    matches!(name, "rfc6675" | "prr")
+    name == "rfc6675"
 }
 
 /// The recovery algorithm called `name`; None for an unknown name.
