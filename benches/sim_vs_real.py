@@ -14,7 +14,7 @@ keeps each disagreement's scenario, JSON and captures under --out.
     sudo .venv/bin/python benches/sim_vs_real.py --random 200 --seed 1 --out /tmp/sf-agreement
     sudo .venv/bin/python benches/sim_vs_real.py --random 200 --seed 1 --only 22,175 --out /tmp/sf-22
 
-With --knobs N (issue 34): the same draw, and besides it every Linux knob the scenario model
+With --knobs N: the same draw, and besides it every Linux knob the scenario model
 has, on both ends, each with its own chance (route advmss, SACK off, timestamps off, window
 scaling off, initcwnd, rto_min, the SYN RTO, rto_max, quickack, TLP off, F-RTO off,
 Reno, tcp_reordering, slow start after idle, the receive buffer, SYN and SYN/ACK retries) and
@@ -82,8 +82,8 @@ def table4() -> None:
               f"{'yes' if ok else 'no: ' + r.real_note} |")
 
 
-#: Seeds of the two random suites when --seed is not given: the defaults suite's (issue 14)
-#: and the knob suite's, apart from it (issue 34).
+#: Seeds of the two random suites when --seed is not given: the defaults suite's and the
+#: knob suite's, apart from it (so that neither is tuned on the other's draws).
 DEFAULT_SEED = 1
 KNOBS_SEED = 34
 
@@ -288,7 +288,7 @@ def main() -> None:
     ap.add_argument("--table4", action="store_true", help="also every Table 4 case (takes minutes)")
     ap.add_argument("--random", type=int, metavar="N", help="N random scenarios instead of the shipped ones")
     ap.add_argument("--knobs", type=int, metavar="N", help="N random scenarios with the Linux knobs of both ends "
-                    "drawn too (issue 34)")
+                    "drawn too")
     ap.add_argument("--seed", type=int, help=f"seed of the random draw (default {DEFAULT_SEED} with --random, "
                     f"{KNOBS_SEED} with --knobs)")
     ap.add_argument("--out", type=Path, default=Path("sf-agreement"), help="where scenarios, results and the "

@@ -1,6 +1,6 @@
 """Every benchmark command BENCHMARKS.md lists runs here at a smoke size (seconds), so that
-none stops working unseen (issue 43: `benches/synopt_flood.py` failed at once for a while,
-the test's `flood()` it imports having changed shape). The page and `SMOKE` must name the
+none stops working unseen (`benches/synopt_flood.py` once failed at once, unnoticed, when
+the test's `flood()` it imports changed shape). The page and `SMOKE` must name the
 same commands: a benchmark added to the page without a smoke run fails
 `test_every_benchmark_on_the_page_has_a_smoke_run`.
 

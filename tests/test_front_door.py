@@ -1,4 +1,4 @@
-"""The command line as a newcomer meets it (issue 43): help that explains itself, scenario
+"""The command line as a newcomer meets it: help that explains itself, scenario
 errors that point at the fix, results that say how they were made, and pipes, failures
 and Ctrl-C that end the way a shell user expects. Each test looks at what the user sees:
 the exit status, the words on stderr, the files written."""

@@ -69,7 +69,7 @@ def test_cli_plan_prints_every_field_and_refuses_by_key(tmp_path):
 
 
 def test_knobs_as_the_kernel_applies_them(monkeypatch):
-    """Issue 34: a Linux sender takes its peer's MSS, so a smaller advmss of its own leaves
+    """A Linux sender takes its peer's MSS, so a smaller advmss of its own leaves
     what it sends alone (route advmss set, its own segments counted at the peer's MSS);
     `mtu` is the route's; SACK off keeps PRR; RACK off is refused where this kernel (6.18)
     runs RACK anyway, and accepted before 6.18 or without SACK."""
@@ -183,7 +183,7 @@ def test_a_scenario_resolves_identically_wherever_it_is_read(pair):
 
 
 def test_simulate_notes_what_sack_off_implies(tmp_path):
-    """Issue 34: `--set server.sack=false` runs (no refusal until recovery, rack and tlp are
+    """`--set server.sack=false` runs (no refusal until recovery, rack and tlp are
     changed too) and says what it implied; a file that turns RACK on beside it is refused in
     one message naming both keys."""
     from typer.testing import CliRunner

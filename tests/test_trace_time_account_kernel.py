@@ -1,4 +1,4 @@
-"""The time account against the real kernel (root, namespaces; issue 33).
+"""The time account against the real kernel (root, namespaces).
 
 Two namespaces joined by a veth pair run a scripted conversation (`time_account_probe.py`):
 keep-alive exchanges with a client pause and a server think time, a RST after a rest, a

@@ -1187,8 +1187,8 @@ mod tests {
         assert_eq!(e.key, "workload.response_writes");
     }
 
-    /// Issue 34: `sack = false` in the linux profile implies what the kernel implies (no RACK,
-    /// no TLP, NewReno's recovery) with a note; a file that turns one of them on beside it
+    /// `sack = false` in the linux profile implies what the kernel implies (no RACK, no
+    /// TLP, the recovery `tcp_is_reno` runs) with a note; a file that turns one of them on beside it
     /// is refused once, naming every key involved.
     #[test]
     fn sack_off_implies_what_the_kernel_implies_and_contradictions_are_refused_at_once() {
