@@ -6,13 +6,12 @@
 //! Tolerance: the testbed's rule, 5 % or 10 ms, counts exact; the response carries the
 //! header bytes nginx sent (`workload.response_headers`).
 
-use shortflow_sim::{simulate, ConnReport, RunOptions};
+mod agreement;
+use agreement::{agrees, run_one};
+use shortflow_sim::ConnReport;
 
 fn run(text: &str, headers: &str) -> ConnReport {
-    let sets = vec![format!("workload.response_headers={headers}")];
-    let (report, _, _) = simulate(text, "knobs.toml", &sets, RunOptions::default()).expect("scenario");
-    assert_eq!(report.summary.events_scheduled_in_past, 0);
-    report.connections.into_iter().next().expect("one connection")
+    run_one(text, "knobs.toml", &[format!("workload.response_headers={headers}")])
 }
 
 /// Draw `n` of the knob suite as `benches/sim_vs_real.py --knobs` writes it: seed n + 1,
@@ -29,17 +28,6 @@ fn scenario(n: u32, path: &str, client: &str, server: &str, sizes: (&str, &str),
         sizes.1,
         seed = n + 1
     )
-}
-
-/// The kernel's figures: completion (s) and SYN/ACKs, retransmissions, timeouts, recoveries,
-/// loss probes.
-#[track_caller]
-fn agrees(c: &ConnReport, complete: f64, counts: [u32; 5]) {
-    let sim = c.complete_s.expect("complete");
-    let tol = (0.05 * sim).max(0.010);
-    assert!((sim - complete).abs() <= tol, "simulator {sim:.4} s, kernel {complete:.4} s");
-    let got = [c.synack_transmissions, c.retransmissions, c.timeouts, c.fast_retransmits, c.tlp_probes];
-    assert_eq!(got, counts, "SYN/ACKs, retransmissions, timeouts, recoveries, probes");
 }
 
 #[test]

@@ -5,13 +5,12 @@
 //! Each states why it disagreed. Tolerance: the testbed's rule, 5 % or 10 ms, counts exact;
 //! the response carries the header bytes nginx sent (`workload.response_headers`).
 
-use shortflow_sim::{simulate, ConnReport, RunOptions};
+mod agreement;
+use agreement::{agrees, run_one};
+use shortflow_sim::ConnReport;
 
 fn run(text: &str, sets: &[&str]) -> ConnReport {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let (report, _, _) = simulate(text, "random.toml", &sets, RunOptions::default()).expect("scenario");
-    assert_eq!(report.summary.events_scheduled_in_past, 0);
-    report.connections.into_iter().next().expect("one connection")
+    run_one(text, "random.toml", &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>())
 }
 
 /// Draw `n` of the suite as `benches/sim_vs_real.py` writes it: seed n + 1, Linux at both
@@ -24,17 +23,6 @@ fn scenario(n: u32, rtt: &str, bandwidth: &str, request: &str, response: &str, d
          [workload]\nrequest = \"{request}\"\nresponse = \"{response}\"\n{drop}",
         seed = n + 1
     )
-}
-
-/// The kernel's figures: completion (s) and SYN/ACKs, retransmissions, timeouts, recoveries,
-/// loss probes.
-#[track_caller]
-fn agrees(c: &ConnReport, complete: f64, counts: [u32; 5]) {
-    let sim = c.complete_s.expect("complete");
-    let tol = (0.05 * sim).max(0.010);
-    assert!((sim - complete).abs() <= tol, "simulator {sim:.4} s, kernel {complete:.4} s");
-    let got = [c.synack_transmissions, c.retransmissions, c.timeouts, c.fast_retransmits, c.tlp_probes];
-    assert_eq!(got, counts, "SYN/ACKs, retransmissions, timeouts, recoveries, probes");
 }
 
 #[test]
