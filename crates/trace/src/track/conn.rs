@@ -586,25 +586,7 @@ impl Conn {
     /// A connection first seen in `seg`: its client is the SYN's sender, or, for a
     /// connection seen mid-way, the side with the higher (ephemeral) port.
     pub fn start(id: u64, ts: u64, seg: &Segment) -> Self {
-        let synack = seg.flags.syn() && seg.flags.ack();
-        let from_client = if seg.flags.syn() { !synack } else { seg.src.port > seg.dst.port };
-        let (client, server) = if from_client { (seg.src, seg.dst) } else { (seg.dst, seg.src) };
-        let mut c = Conn {
-            id,
-            client,
-            server,
-            first_ts: ts,
-            last_ts: ts,
-            response_complete_ts: NEVER,
-            teardown_from_ts: NEVER,
-            ..Default::default()
-        };
-        if seg.flags.syn() && !synack {
-            c.syn_seen = true;
-            c.client_isn = seg.seq;
-        }
-        c.observe(ts, seg);
-        c
+        Self::start_ext(id, ts, seg, &SegmentExtra::default())
     }
 
     /// Like [`Self::start`] with the IP fields and TCP options.
