@@ -960,8 +960,6 @@ impl Conn {
         let prev_data_dir = self.last_data_dir;
         let id_before = self.halves[dir].last_ip_id();
         let len_before = std::mem::replace(&mut self.last_len[dir], seg.payload_len);
-        let ids_per_connection = self.ids_per_connection(dir);
-        self.count_id_step(dir, extra.ip_id, id_before, len_before);
         let write_ended = self.data_pushed[dir];
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
@@ -1013,7 +1011,10 @@ impl Conn {
             };
             // How long nothing was outstanding, beyond what the path's round trip to this
             // sender explains (`settle_quiet`).
-            let after_quiet_ns = self.quiet.map_or(0, |q| (q.ns + gap).saturating_sub(legs[dir].or(full_rtt).unwrap_or(0)));
+            let after_quiet_ns = match &self.quiet {
+                Some(q) => (q.ns + gap).saturating_sub(legs[dir].or(full_rtt).unwrap_or(0)),
+                None => 0,
+            };
             let path = PathTimes { srtt: self.srtt, rtt_ns: full_rtt, least_rtt_ns, sender_leg_ns: leg_dir, after_quiet_ns };
             self.halves[dir].on_send(ts, &data, extra, path)
         };
@@ -1071,7 +1072,8 @@ impl Conn {
                 q.closing_ns += gap;
             }
             if seg.payload_len > 0 && matches!(event, SendEvent::NewData { .. }) {
-                let resent = ids_per_connection && self.ids_skipped(dir, extra.ip_id, id_before, len_before);
+                // Judged on the steps before this packet's (counted below).
+                let resent = self.ids_per_connection(dir) && self.ids_skipped(dir, extra.ip_id, id_before, len_before);
                 let leg = legs[dir].or(full_rtt).unwrap_or(0);
                 let (settled, path) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
                 cause = settled;
@@ -1112,6 +1114,7 @@ impl Conn {
         } else {
             network = gap;
         }
+        self.count_id_step(dir, extra.ip_id, id_before, len_before);
         self.add_network(network);
         match event {
             // After a quiet stretch its settling says who waited (below).
