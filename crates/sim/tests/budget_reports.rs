@@ -54,9 +54,9 @@ response_dist = { kind = "fixed", size = "2kB" }
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
     let budget = Budget { max_memory: BUDGET, max_events: 0 };
-    let e = try_run(sc, RunOptions { capture: false, timeline: false, totals_only: false }, None, &budget)
-        .err()
-        .expect("the run stops at its memory limit");
+    let Err(e) = try_run(sc, RunOptions { capture: false, timeline: false, totals_only: false }, None, &budget) else {
+        panic!("the run stops at its memory limit");
+    };
     let grown = PEAK.load(Ordering::Relaxed) - before;
     assert!(e.0.contains("raise --max-memory"), "{}", e.0);
     // A growing vector holds its old and new buffer for a moment: within 1.25x and that.
