@@ -81,7 +81,8 @@ def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.4g}"
 
 
-def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: list[Path], worst: int = 3) -> Path:
+def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: list[Path], worst: int = 3,
+                 filter_expr: str | None = None) -> Path:
     """Writes `out_dir/report.html` and returns its path."""
     import jinja2
     import matplotlib
