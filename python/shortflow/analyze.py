@@ -93,6 +93,22 @@ CAUSES: tuple[str, ...] = tuple(_core.CAUSES)
 #: teardown are reported apart.
 WAITED_CAUSES: tuple[str, ...] = tuple(_core.WAITED_CAUSES)
 
+#: Each cause in words, as the command line and the report name it.
+CAUSE_WORDS = {
+    "network": "the path itself",
+    "handshake": "handshake losses",
+    "slow_start": "slow-start round trips",
+    "receive_window": "the receiver's window",
+    "timeout": "loss repair by timeout",
+    "fast_retransmit": "loss repair by fast retransmit",
+    "tlp": "tail loss probes",
+    "delayed_ack": "delayed-ACK stalls",
+    "zero_window": "zero-window stalls",
+    "application": "think time (a side producing what the other waits for)",
+    "idle": "idle",
+    "teardown": "teardown",
+}
+
 #: Columns whose p50/p90/p99 the summary gives.
 PERCENTILE_COLUMNS = ("duration_s", "handshake_rtt_s", "rtt_ratio", "max_idle_s")
 

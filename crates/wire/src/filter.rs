@@ -72,9 +72,17 @@ fn libpcap() -> Result<&'static Libpcap, FilterError> {
     LIBPCAP.get_or_init(load).as_ref().map_err(|e| FilterError::NoLibpcap(e.clone()))
 }
 
+/// Where to load libpcap from instead of the usual names (a path or a soname).
+pub const LIBPCAP_VARIABLE: &str = "SHORTFLOW_LIBPCAP";
+
 fn load() -> Result<Libpcap, String> {
+    let chosen = std::env::var(LIBPCAP_VARIABLE).ok().filter(|v| !v.is_empty());
+    let names: Vec<&str> = match &chosen {
+        Some(name) => vec![name.as_str()],
+        None => LIBRARY_NAMES.to_vec(),
+    };
     let mut tried = Vec::new();
-    for name in LIBRARY_NAMES {
+    for name in names {
         // SAFETY: loading libpcap runs its initialisers, which have no preconditions.
         match unsafe { libloading::Library::new(name) } {
             Ok(lib) => return resolve(lib).map_err(|e| format!("{name}: {e}")),
@@ -115,7 +123,11 @@ impl std::fmt::Display for FilterError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::NoLibpcap(why) => {
-                write!(f, "a filter needs libpcap, which could not be loaded (install libpcap0.8 or libpcap): {why}")
+                write!(
+                    f,
+                    "a filter needs libpcap, which could not be loaded (install libpcap0.8 or libpcap, or name its \
+                     file in {LIBPCAP_VARIABLE}): {why}"
+                )
             }
             Self::Nul => write!(f, "the filter expression holds a NUL byte"),
             Self::Compile { link, message } => {

@@ -289,8 +289,13 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             from shortflow.plot.gaps import duplicate_gap_histogram
 
-            duplicate_gap_histogram(result.table, plot)
-            written.append(f"plot: {plot}")
+            drawn = duplicate_gap_histogram(result.table, plot)
+            if not drawn.gaps:
+                written.append(f"plot: {plot} (no SYN was sent again: the figure says so, no gap to draw)")
+            elif drawn.beyond:
+                written.append(f"plot: {plot} ({drawn.beyond:,} gaps longer than its {drawn.max_s:g} s axis not drawn)")
+            else:
+                written.append(f"plot: {plot}")
         if report is not None:
             from shortflow.report import write_report
 

@@ -5,27 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from shortflow.analyze import CAUSE_WORDS
 from shortflow.cli.common import say
 from shortflow.units import format_seconds
 
 if TYPE_CHECKING:
     from shortflow.worst import Connection
-
-#: How the time account names each cause.
-CAUSE_WORDS = {
-    "network": "the path itself",
-    "handshake": "handshake losses",
-    "slow_start": "slow-start round trips",
-    "receive_window": "the receiver's window",
-    "timeout": "loss repair by timeout",
-    "fast_retransmit": "loss repair by fast retransmit",
-    "tlp": "tail loss probes",
-    "delayed_ack": "delayed-ACK stalls",
-    "zero_window": "zero-window stalls",
-    "application": "think time (a side producing what the other waits for)",
-    "idle": "idle",
-    "teardown": "teardown",
-}
 
 #: A capture point in a few words.
 VANTAGE_WORDS = {"client": "near the client", "server": "near the server", "unknown": "undecided"}

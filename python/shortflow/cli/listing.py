@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from shortflow.cli.answer import CAUSE_WORDS
+from shortflow.analyze import CAUSE_WORDS
 from shortflow.cli.common import emit_table, stdout_is_terminal
 from shortflow.units import format_seconds
 
