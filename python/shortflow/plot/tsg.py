@@ -3,8 +3,8 @@ time, the ACK line and the receive window above it, SACK blocks and duplicate AC
 SYN/FIN/RST, retransmissions marked by class, and long gaps labelled with the cause the
 analyzer gave them.
 
-Every mark carries an SVG id naming its class (``retx_timeout-<µs>``, ``dupack-<µs>``,
-``syn-<µs>`` …, the time in µs since the connection's first packet) and every legend entry
+Every mark carries an SVG id naming its class (``retx_timeout-<µs>-<k>``, ``dupack-…``,
+``syn-…``: the time in µs since the connection's first packet, the packet's index) and every legend entry
 its class (``legend-retx_timeout``), so that what an SVG shows can be read back."""
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ def draw(pk: dict[str, list[Any]], path: Path, *, title: str = "", server_data: 
         return (pk["ts_ns"][i] - t0) / 1e6
 
     def mark_id(cls: str, i: int) -> str:
-        return f"{cls}-{(pk['ts_ns'][i] - t0) // 1000}"
+        # Class, µs since the first packet, and the packet's index (ids are unique).
+        return f"{cls}-{(pk['ts_ns'][i] - t0) // 1000}-{i}"
 
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "shortflow"}):
         # Constrained layout keeps the legend beside the axes inside the figure.
