@@ -152,7 +152,6 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
                  filter_expr: str | None = None) -> Path:
     """Writes `out_dir/report.html` and returns its path."""
     import jinja2
-
     import pyarrow.compute as pc
 
     from shortflow.analyze import table1_rows

@@ -88,7 +88,7 @@ def worst_connections(table: pa.Table, n: int, *, trace: str | None = None) -> l
     if n <= 0 or table.num_rows == 0:
         return []
     lost_by = lost_by_cause(table)
-    lost = sum(lost_by.values())
+    lost: np.ndarray = np.sum(np.vstack(list(lost_by.values())), axis=0)
     names, seconds = main_causes(lost_by)
     keep = lost > 0
     traces = [str(x) for x in table.column("trace").to_pylist()]

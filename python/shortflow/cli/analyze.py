@@ -191,10 +191,11 @@ def register(app: typer.Typer) -> None:
         table1: Annotated[bool, typer.Option("--table1", help="print document 000's Table 1 (connection tries and duplicate SYNs) even when handshake losses do not lead")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors and warnings")] = False,
     ) -> None:
-        """Say where the connections lost their time and which lost the most: the time
-        account (handshake, slow start, loss repair, delayed ACKs, windows, application),
-        the worst connections with the command that graphs each, and document 000's
-        Table 1 when handshake losses lead (or --table1)."""
+        """Say where the connections lost their time, and which lost the most.
+
+        The time account (handshake, slow start, loss repair, delayed ACKs, windows,
+        application), the worst connections with the command that graphs each, and
+        document 000's Table 1 when handshake losses lead (or --table1)."""
         quiet = quiet or common.is_quiet()  # -q before the sub-command means the same
         if quiet:
             common.quiet()

@@ -139,7 +139,7 @@ def draw(pk: dict[str, list[Any]], path: Path, *, title: str = "", server_data: 
         return d if d < (1 << 31) else d - (1 << 32)
 
     def ms(i: int) -> float:
-        return (pk["ts_ns"][i] - t0) / 1e6
+        return float(pk["ts_ns"][i] - t0) / 1e6
 
     def mark_id(cls: str, i: int) -> str:
         # Class, µs since the first packet, and the packet's index (ids are unique).
