@@ -104,7 +104,7 @@ CAUSE_WORDS = {
     "tlp": "tail loss probes",
     "delayed_ack": "delayed-ACK stalls",
     "zero_window": "zero-window stalls",
-    "application": "think time (a side producing what the other waits for)",
+    "application": "application think time",
     "idle": "idle",
     "teardown": "teardown",
 }
