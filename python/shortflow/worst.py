@@ -62,8 +62,10 @@ def lost_by_cause(table: pa.Table) -> dict[str, np.ndarray]:
     """Each connection's seconds lost to each of `LOST_CAUSES`."""
     import numpy as np
 
-    return {c: np.nan_to_num(table.column(f"time_{c}_s").to_numpy(zero_copy_only=False).astype(float))
-            for c in LOST_CAUSES}
+    from shortflow.arrow_table import floats
+
+    # fmax: a null (NaN) counts as no time lost.
+    return {c: np.fmax(floats(table.column(f"time_{c}_s")), 0.0) for c in LOST_CAUSES}
 
 
 def main_causes(lost_by: dict[str, np.ndarray]) -> tuple[list[str | None], np.ndarray]:
@@ -88,29 +90,40 @@ def worst_connections(table: pa.Table, n: int, *, trace: str | None = None) -> l
     if n <= 0 or table.num_rows == 0:
         return []
     lost_by = lost_by_cause(table)
-    lost: np.ndarray = np.sum(np.vstack(list(lost_by.values())), axis=0)
-    names, seconds = main_causes(lost_by)
+    lost: np.ndarray = np.zeros(table.num_rows)
+    for v in lost_by.values():
+        lost += v
     keep = lost > 0
-    traces = [str(x) for x in table.column("trace").to_pylist()]
     if trace is not None:
-        keep &= np.array([t == trace for t in traces], dtype=bool)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        mine = pc.equal(table.column("trace").cast(pa.string()), trace)  # in Arrow, not a str a row
+        from shortflow.arrow_table import floats
+
+        keep &= floats(pc.cast(mine, pa.uint8())) > 0
     candidates = np.flatnonzero(keep)
+    if candidates.size > n:
+        # The n largest (and any equal to the n-th, so that ties keep the table's order).
+        nth = np.partition(lost[candidates], candidates.size - n)[candidates.size - n]
+        candidates = candidates[lost[candidates] >= nth]
     # Most lost first; equal losses in the table's order (the stable sort keeps it).
     order = candidates[np.argsort(-lost[candidates], kind="stable")][:n]
+    names, seconds = main_causes({c: v[order] for c, v in lost_by.items()})
+    traces = [str(table.column("trace")[int(i)].as_py()) for i in order]
     out = []
-    for i in order:
-        i = int(i)
-        main = names[i]
+    for k, i in enumerate(order.tolist()):
+        main = names[k]
         assert main is not None, "a connection that lost time has a main cause"
         out.append(Connection(
-            trace=traces[i],
+            trace=traces[k],
             conn_id=int(table.column("conn_id")[i].as_py()),
             client=endpoint(table.column("client_ip")[i].as_py(), table.column("client_port")[i].as_py()),
             server=endpoint(table.column("server_ip")[i].as_py(), table.column("server_port")[i].as_py()),
             duration_s=float(table.column("duration_s")[i].as_py()),
             lost_s=float(lost[i]),
             main_cause=main,
-            main_cause_s=float(seconds[i]),
+            main_cause_s=float(seconds[k]),
             client_data=main in _DATA_CAUSES and client_sent_more(table, i),
         ))
     return out

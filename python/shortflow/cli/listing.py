@@ -43,6 +43,7 @@ def listing_table(table: pa.Table) -> pa.Table:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from shortflow.arrow_table import floats
     from shortflow.worst import endpoint, lost_by_cause, main_causes
 
     def col(name: str) -> Any:
@@ -53,7 +54,7 @@ def listing_table(table: pa.Table) -> pa.Table:
                         pa.string())
 
     def retx(direction: str) -> pa.Array:
-        parts = [col(f"retx_{k}_{direction}").to_numpy(zero_copy_only=False).astype(np.uint64) for k in ("timeout", "fast", "tlp")]
+        parts = [floats(col(f"retx_{k}_{direction}")).astype(np.uint64) for k in ("timeout", "fast", "tlp")]
         return pa.array(sum(parts, np.zeros(table.num_rows, np.uint64)), pa.uint64())
 
     lost_by = lost_by_cause(table)
