@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import DATA, ROOT, run  # noqa: E402  (beside this script)
+from run import DATA, ROOT, run  # the script beside this one
 
 
 def pairs(name: str, ours: list[str], peer: list[str], trace: Path, n: int) -> None:
