@@ -187,7 +187,7 @@ def register(app: typer.Typer) -> None:
         columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,
         listing: Annotated[bool, typer.Option("--list", "-l", help="list the connections, one a line, as tcptrace -l does (in a pipe: a tab-separated table; with --format csv or jsonl: that) instead of the time account")] = False,
         filter_expr: Annotated[Optional[str], typer.Option("--filter", metavar="EXPR", help="analyze only the packets this libpcap filter expression selects (tcpdump's syntax: 'tcp port 443', 'host 10.0.0.1'); it matches the outer headers of tunnelled packets (GRE, VXLAN, GTP-U); needs libpcap")] = None,
-        worst: Annotated[int, typer.Option("--worst", metavar="N", min=0, max=1000, help="show the N connections that lost the most time to something other than the path")] = 5,
+        worst: Annotated[int, typer.Option("--worst", metavar="N", min=0, max=1000, help="show the N connections that lost the most time to something other than the path (0: none; with nothing to write, no table is built then, which is faster)")] = 5,
         table1: Annotated[bool, typer.Option("--table1", help="print document 000's Table 1 (connection tries and duplicate SYNs) even when handshake losses do not lead")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors and warnings")] = False,
     ) -> None:
