@@ -35,7 +35,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; } img { max-width:
 {% if filter_expr %}<p class="small">Only the packets the libpcap filter <code>{{ filter_expr }}</code> selects (outer headers of tunnelled packets).</p>{% endif %}
 <p>Users waited {{ format_seconds(waited) }} over {{ "{:,}".format(connections) }} connections (first SYN to last data byte):</p>
 <table><tr><th>cause</th><th>time</th><th>share</th></tr>
-{% for c, s, share in breakdown if s > 0 %}<tr><td>{{ words[c] }}</td><td class="n">{{ format_seconds(s) }}</td><td class="n">{{ "{:.1%}".format(share) }}</td></tr>
+{% for c, s, share in breakdown|sort(attribute="1", reverse=True) if s > 0 %}<tr><td>{{ words[c] }}</td><td class="n">{{ format_seconds(s) }}</td><td class="n">{{ "{:.1%}".format(share) }}</td></tr>
 {% endfor %}</table>
 <img alt="shares of the time users waited" src="data:image/png;base64,{{ fig_breakdown }}">
 <h2 id="worst">The worst connections</h2>
@@ -102,14 +102,18 @@ def breakdown_figure(breakdown: list[tuple[str, float, float]]) -> Any:
     clear of the axis' title."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 2.4), dpi=100, layout="constrained")
+    if not any(share > 0 for _, _, share in breakdown):
+        ax.text(0.5, 0.5, "users waited no time: nothing to share out", ha="center", va="center", transform=ax.transAxes)
     left = 0.0
     for c, _, share in breakdown:
-        ax.barh([0], [share], left=left, label=CAUSE_WORDS.get(c, c))
+        if share > 0:  # a cause that took no time has no bar, nor a legend entry
+            ax.barh([0], [share], left=left, label=CAUSE_WORDS.get(c, c))
         left += share
     ax.set_xlim(0, 1)
     ax.set_yticks([])
     ax.set_xlabel("share of the time users waited (idle and teardown apart)")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), borderaxespad=0)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), borderaxespad=0)
     return fig
 
 
@@ -122,7 +126,7 @@ def cdf_figure(table: Any) -> Any:
     """The CDFs of `CDF_COLUMNS`, each on a log axis when its values span more than a
     decade (major ticks only, at most six: labels that never overlap); an empty column
     says so in words."""
-    from matplotlib.ticker import LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     plt = _pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(9, 6), dpi=100, layout="constrained")
@@ -138,7 +142,11 @@ def cdf_figure(table: Any) -> Any:
         ax.step(v, np.arange(1, v.size + 1) / v.size, where="post")
         if log_ok and v[0] > 0 and v[-1] / v[0] > 10:
             ax.set_xscale("log")
-            ax.xaxis.set_major_locator(LogLocator(base=10, numticks=6))
+            # Decades only over a wide span; 1, 2, 5 of each over two decades or less. Minor
+            # ticks carry no label (theirs are what overlapped).
+            wide = v[-1] / v[0] > 100
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0), numticks=8))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
             ax.xaxis.set_minor_formatter(NullFormatter())
         else:
             ax.locator_params(axis="x", nbins=5)
