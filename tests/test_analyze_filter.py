@@ -10,6 +10,7 @@ merges them."""
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 import subprocess
 import sys
@@ -163,3 +164,13 @@ def test_without_libpcap_only_the_filter_fails(tmp_path: Path, generated: dict[s
     lines = r.stdout.splitlines()
     assert int(lines[0]) > 0
     assert lines[1].startswith("FilterError: a filter needs libpcap, which could not be loaded"), r.stdout
+
+
+def test_the_extension_does_not_link_libpcap() -> None:
+    # libpcap is opened when a filter is asked for, never linked: the wheel loads on a
+    # host without it (its dynamic section names no libpcap).
+    import shortflow._core as core
+
+    needed = subprocess.run(["readelf", "-d", core.__file__], capture_output=True, text=True, check=True).stdout
+    libs = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", needed)
+    assert libs and not any("pcap" in lib for lib in libs), libs
