@@ -174,3 +174,27 @@ def test_the_extension_does_not_link_libpcap() -> None:
     needed = subprocess.run(["readelf", "-d", core.__file__], capture_output=True, text=True, check=True).stdout
     libs = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", needed)
     assert libs and not any("pcap" in lib for lib in libs), libs
+
+
+def test_a_real_pcapng_with_ethernet_and_loopback_interfaces(tmp_path: Path) -> None:
+    # PcapPlusPlus' many_interfaces-1.pcapng: packets on an Ethernet interface and on a BSD
+    # loopback one (Dropbox LAN sync on UDP 17500 on both). libpcap's reader refuses such a
+    # file; the peer takes each interface's packets apart (tshark selects them, editcap
+    # writes them as a classic pcap of that interface's link type), filters them with
+    # tcpdump and counts.
+    src = DATA / "many_interfaces-1.pcapng"
+    for expr in ("udp port 17500", "tcp", "udp and not port 53", "ip"):
+        peer = 0
+        for interface, link in ((0, "ether"), (10, "null")):
+            ng, part = tmp_path / f"if{interface}.pcapng", tmp_path / f"if{interface}.pcap"
+            subprocess.run(["tshark", "-r", str(src), "-Y", f"frame.interface_id == {interface}", "-w", str(ng)],
+                           check=True, capture_output=True, timeout=60)
+            subprocess.run(["editcap", "-F", "pcap", "-T", link, str(ng), str(part)], check=True, capture_output=True,
+                           timeout=60)
+            out = tcpdump(part, expr, tmp_path / f"if{interface}-kept.pcap")
+            peer += shortflow.analyze(out).raw_summary["packets"]
+        ours = shortflow.analyze(src, filter=expr)
+        assert not ours.errors
+        assert ours.raw_summary["packets"] == peer, expr
+    # Both link types took part: the loopback interface's two packets match "udp port 17500".
+    assert shortflow.analyze(src, filter="udp port 17500").raw_summary["packets"] == 4
