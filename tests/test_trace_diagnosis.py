@@ -86,7 +86,7 @@ def test_several_files_have_a_section_each(tmp_path):
     # Printed: after the answer for all, a line per file (its own counts); the report has a row each.
     text = run("analyze", *map(str, paths), "--report", str(tmp_path / "r"), "--workers", "2").stdout.decode()
     lines = text.splitlines()
-    k = lines.index("each of the 2 files (their total follows):")
+    k = lines.index("each of the 2 files (the total above):")
     assert k > lines.index(next(ln for ln in lines if ln.startswith("users waited"))), text
     for line, path, tries in zip(lines[k + 1:k + 3], paths, (100, 150)):
         assert line.startswith(f"  {path}: ") and f" · {tries} connection tries, " in line, line

@@ -73,15 +73,15 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
 
 
 def print_files(doc: dict[str, Any]) -> None:
-    """With several traces, a section per trace before the total: its `--summary-json`
-    section's main counts in one line, which file lost what and where it was captured."""
+    """With several traces, a line per trace after the total's account: its `--summary-json`
+    section's main counts, which file lost what and where it was captured."""
     from shortflow.analyze import share_not_the_paths
     from shortflow.units import format_seconds
 
     files = doc["files"]
     if len(files) < 2:
         return
-    say(f"each of the {len(files)} files (their total follows):")
+    say(f"each of the {len(files)} files (the total above):")
     for f in files:
         total, share = f["waited_s"], share_not_the_paths(f)
         lost = "" if share is None else f"{share:.0%} of the {format_seconds(total)} its users waited not the path's · "
@@ -244,7 +244,7 @@ def register(app: typer.Typer) -> None:
         # stays away from it.
         show = not quiet and not is_stdout(summary_json) and not table_to_stdout and not listing
         # The per-connection table is built only when something uses it (the summary's
-        # percentiles do).
+        # percentiles, the listing and the worst connections do).
         need_table = (out_dir is not None or plot is not None or summary_json is not None or report is not None
                       or listing or worst > 0)
         from concurrent.futures import ThreadPoolExecutor
