@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
     def graph_cmd(
         trace: Annotated[Path, typer.Argument(help="pcap or pcapng file, plain or gzip", dir_okay=False)],
         conn: Annotated[int, typer.Option("--conn", min=0, help="the connection's conn_id in `shortflow analyze` (order of first appearance; with the same --filter)")],
-        out: Annotated[Optional[Path], typer.Option("--output", "-o", help="PNG or SVG file [default: conn-ID.png in the current directory]")] = None,
+        out: Annotated[Optional[Path], typer.Option("--output", "-o", help="PNG or SVG file (without it: conn-ID.png in the current directory, and it says so)")] = None,
         client_data: Annotated[bool, typer.Option("--client-data", help="draw the client's data (and the server's ACKs) instead of the server's")] = False,
         filter_expr: Annotated[Optional[str], typer.Option("--filter", metavar="EXPR", help="the libpcap filter the analysis had (it decides the connections' ids); it matches the outer headers of tunnelled packets")] = None,
         start: Annotated[Optional[str], typer.Option("--from", metavar="TIME", help="zoom: from this long after the connection's first packet (e.g. 1.2s, 300ms)")] = None,
