@@ -234,3 +234,22 @@ def test_graph_zoom_and_title(sack: Path, tmp_path: Path) -> None:
     bad = subprocess.run([*SHORTFLOW, "graph", str(sack), "--conn", "0", "--from", "2s", "--to", "1s"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "the end must come after the start" in bad.stderr
+
+
+def test_graph_of_a_kernel_fast_retransmit(tmp_path: Path) -> None:
+    # The testbed's capture of a Linux server repairing one loss by fast retransmit (see
+    # tests/data/testbed/SOURCES.md): tshark's fast retransmission and duplicate ACKs are
+    # the graph's, and nothing is marked a timeout.
+    capture = Path(__file__).parent / "data" / "testbed" / "fast-retransmit-server-side.pcap"
+    svg = tmp_path / "fr.svg"
+    run("graph", str(capture), "--conn", "0", "-o", str(svg))
+    marks = _marks(svg)
+    t0 = float(_tshark(capture, "frame.number == 1", "frame.time_epoch")[0][0])
+
+    def times(display_filter: str) -> set[int]:
+        return {round((float(t) - t0) * 1e6) for (t,) in _tshark(capture, display_filter, "frame.time_epoch")}
+
+    assert times("tcp.analysis.fast_retransmission") == {t for t, _ in marks["retx_fast"]}
+    assert times("tcp.analysis.duplicate_ack") <= {t for t, _ in marks["dupack"]}
+    assert "retx_timeout" not in marks
+    assert _legend(svg)["retx_fast"] == ("#f77f00", "fast retransmission")
