@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages: the real peers (tshark, tcptrace), capture and namespace tools for the
 # real-kernel tests, and clang/bpftool for the BPF programs.
-DEB_PACKAGES := tshark tcptrace tcpdump iproute2 iptables nftables clang llvm libbpf-dev bpftool nginx-light curl
+DEB_PACKAGES := tshark tcptrace tcpdump chromium iproute2 iptables nftables clang llvm libbpf-dev bpftool nginx-light curl
 
 # Only for `make bench`: ns-3, the simulator's peer (and what its pkg-config links need).
 BENCH_DEB_PACKAGES := libns3-dev libgsl-dev libsqlite3-dev pkg-config g++

@@ -37,6 +37,8 @@ def ns3_missing() -> str | None:
 SMOKE: dict[str, list[str] | str] = {
     ".venv/bin/python benches/run.py --repeat 3": ["benches/run.py", "--packets", "20000", "--repeat", "1", "--data", "TMP"],
     ".venv/bin/python benches/tshark_sweep.py DIR": ["benches/tshark_sweep.py", "CAPTURES"],
+    ".venv/bin/python benches/analyze_pairs.py --pairs 11 --filter 'tcp port 80'":
+        ["benches/analyze_pairs.py", "--packets", "20000", "--pairs", "1", "--data", "TMP", "--filter", "tcp port 80"],
     "sudo .venv/bin/python benches/netem_accuracy.py handshake 10ms 20ms 50ms 100ms":
         ["benches/netem_accuracy.py", "handshake", "20ms", "--count", "3"],
     "sudo .venv/bin/python benches/netem_accuracy.py delay 10ms 20ms 50ms 100ms":
@@ -67,6 +69,7 @@ SMOKE: dict[str, list[str] | str] = {
 PRINTS = {
     "benches/run.py": "| tcptrace -l -n |",
     "benches/tshark_sweep.py": "files compared",
+    "benches/analyze_pairs.py": "| analyze --filter 'tcp port 80' / tcpdump -r -w /dev/null |",
     "benches/netem_accuracy.py": " mean ",
     "benches/sim_vs_ns3.py": "ns-3",
     "benches/doc001_load.py": "nominal load",

@@ -63,6 +63,19 @@ def test_a_cluster_run_equals_the_local_run(traces, scheduler):
     assert done[-1][2] == local.summary["packets"]
 
 
+def test_a_filtered_cluster_run_equals_the_filtered_local_run(traces, scheduler):
+    # The filter travels with each task: the workers compile it for their files.
+    names = [str(p) for p in traces]
+    expr = "portrange 10000-10099"
+    local = analyze(names, workers=2, filter=expr)
+    remote = analyze(names, scheduler=scheduler, filter=expr)
+    assert 0 < remote.table.num_rows < analyze(names, workers=2).table.num_rows
+    assert remote.table.equals(local.table)
+    assert remote.raw_summary == local.raw_summary
+    assert [f["filtered_out"] for f in remote.files] == [f["filtered_out"] for f in local.files]
+    assert all(f["filtered_out"] > 0 for f in remote.files)
+
+
 def test_the_cli_writes_the_same_table_and_summary(traces, scheduler, tmp_path):
     def cli(*extra: str, out: Path) -> dict[str, object]:
         r = subprocess.run([*SHORTFLOW, "analyze", *map(str, traces), "--summary-json", str(out / "s.json"),

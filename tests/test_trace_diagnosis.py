@@ -5,6 +5,7 @@ standard input and output, and a simulated document-003 run read back."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,8 +64,12 @@ def test_breakdown_is_printed(doc003):
     pcap, _ = doc003
     r = run("analyze", str(pcap))
     text = r.stdout.decode()
-    headline = next(line for line in text.splitlines() if line.startswith("users waited"))
-    assert "(first SYN to last data byte)" in headline and "delayed-ACK stalls" in headline, headline
+    lines = text.splitlines()
+    k = next(i for i, line in enumerate(lines) if line.startswith("users waited"))
+    assert "(first SYN to last data byte)" in lines[k], lines[k]
+    # The account's rows follow, each a share, a time and a cause: delayed ACKs among them.
+    rows = [line for line in lines[k + 1:] if re.match(r"\s+(<1|\d+)%\s", line)]
+    assert any(line.endswith("delayed-ACK stalls") for line in rows), text
 
 
 def test_several_files_have_a_section_each(tmp_path):
@@ -78,16 +83,17 @@ def test_several_files_have_a_section_each(tmp_path):
     s = json.loads(out.read_text())
     assert [f["connection_tries"] for f in s["files"]] == [100, 150]
     assert s["connection_tries"] == 250
-    # Printed: a line per file (its own counts) before the total; the report has a row each.
+    # Printed: after the answer for all, a line per file (its own counts); the report has a row each.
     text = run("analyze", *map(str, paths), "--report", str(tmp_path / "r"), "--workers", "2").stdout.decode()
     lines = text.splitlines()
-    assert lines[0] == "each of the 2 files (their total follows):", text
-    for line, path, tries in zip(lines[1:3], paths, (100, 150)):
+    k = lines.index("each of the 2 files (the total above):")
+    assert k > lines.index(next(ln for ln in lines if ln.startswith("users waited"))), text
+    for line, path, tries in zip(lines[k + 1:k + 3], paths, (100, 150)):
         assert line.startswith(f"  {path}: ") and f" · {tries} connection tries, " in line, line
     html = (tmp_path / "r" / "report.html").read_text()
     assert "<h2>Each file</h2>" in html and all(f"<td>{p}</td>" in html for p in paths)
     # One file: no per-file section (it would repeat the total).
-    one = run("analyze", str(paths[0])).stdout.decode()
+    one = run("analyze", str(paths[0]), "--table1").stdout.decode()
     assert "each of the" not in one and "connection tries total" in one
 
 
@@ -129,9 +135,11 @@ def test_report_is_one_self_contained_page(doc003, tmp_path):
     pcap, _ = doc003
     run("analyze", str(pcap), "--report", str(tmp_path / "rep"), "-q")
     html = (tmp_path / "rep" / "report.html").read_text()
-    assert "Table 1" in html and "connection-seconds" in html and "delayed_ack" in html
-    # Figures embedded: breakdown, Figure 1, CDFs and the three worst connections' graphs.
-    assert html.count("data:image/png;base64,") == 6
+    assert "Table 1" in html and "Where the time went" in html and "delayed-ACK stalls" in html
+    # Figures embedded: breakdown, CDFs and the three worst connections' graphs, each named.
+    for alt in ("shares of the time users waited", "CDFs"):
+        assert f'<img alt="{alt}" src="data:image/png;base64,' in html
+    assert len(re.findall(r'<img alt="time-sequence graph of connection \d+" src="data:image/png;base64,', html)) == 3
     assert "http://" not in html and "https://" not in html
     assert list((tmp_path / "rep").iterdir()) == [tmp_path / "rep" / "report.html"]
 

@@ -8,13 +8,14 @@ True
 from __future__ import annotations
 
 from shortflow.analyze import Analysis, analyze, generate
-from shortflow.exceptions import ScenarioError, ShortflowError, TraceReadError
+from shortflow.exceptions import FilterError, ScenarioError, ShortflowError, TraceReadError
 from shortflow.scenario import Scenario
 from shortflow.simulate import SimulationResult, simulate
 from shortflow.sweeps import sweep
 
 __all__ = [
     "Analysis",
+    "FilterError",
     "Scenario",
     "ScenarioError",
     "ShortflowError",

@@ -10,6 +10,9 @@ class ShortflowError(Exception):
 class TraceReadError(ShortflowError):
     """A capture file could not be read (names the file and byte offset)."""
 
+class FilterError(ShortflowError):
+    """A filter expression libpcap does not accept (its own message), or libpcap is missing."""
+
 class ScenarioError(ShortflowError):
     """A scenario file is invalid; the message names the file and the key."""
 
@@ -43,10 +46,15 @@ def empty_columns() -> dict[str, Any]:
     """The table's columns without rows (numpy arrays), as `analyze`'s ``columns`` would
     be: for an analysis made with ``table=False``, whose ``columns`` is None."""
 
-def connection_packets(path: PathLike[str], ids: list[int]) -> tuple[dict[str, list[Any]], str | None]:
+def check_filter(text: str) -> None:
+    """Raises `FilterError` with libpcap's message when it does not accept ``text`` (or
+    cannot be loaded); reads nothing."""
+
+def connection_packets(path: PathLike[str], ids: list[int], *, filter: str | None = None) -> tuple[
+        dict[str, list[Any]], dict[int, tuple[tuple[str, int], tuple[str, int]]], str | None]:
     """Every packet of the connections ``ids`` (the table's ``conn_id``) of one trace, with
     the analyzer's event (new data, retransmission class) and the cause of the gap before it;
-    and the error (file and byte offset) that stopped the reading before the file's end, or
+    each connection's ((client ip, port), (server ip, port)); and the error (file and byte offset) that stopped the reading before the file's end, or
     None. A file that cannot be read as a trace at all raises `TraceReadError`."""
 
 def analyze(
@@ -57,6 +65,7 @@ def analyze(
     workers: int = 1,
     table: bool = True,
     progress: Callable[[int, int, int], object] | None = None,
+    filter: str | None = None,
 ) -> dict[str, Any]:
     """Analyze captures: ``{"columns", "summary", "dictionaries", "files", "interrupted"}``;
     ``columns`` is None with ``table=False`` (no numpy array is made, so numpy is not imported).

@@ -93,6 +93,22 @@ CAUSES: tuple[str, ...] = tuple(_core.CAUSES)
 #: teardown are reported apart.
 WAITED_CAUSES: tuple[str, ...] = tuple(_core.WAITED_CAUSES)
 
+#: Each cause in words, as the command line and the report name it.
+CAUSE_WORDS = {
+    "network": "the path itself",
+    "handshake": "handshake losses",
+    "slow_start": "slow-start round trips",
+    "receive_window": "the receiver's window",
+    "timeout": "loss repair by timeout",
+    "fast_retransmit": "loss repair by fast retransmit",
+    "tlp": "tail loss probes",
+    "delayed_ack": "delayed-ACK stalls",
+    "zero_window": "zero-window stalls",
+    "application": "application think time",
+    "idle": "idle",
+    "teardown": "teardown",
+}
+
 #: Columns whose p50/p90/p99 the summary gives.
 PERCENTILE_COLUMNS = ("duration_s", "handshake_rtt_s", "rtt_ratio", "max_idle_s")
 
@@ -277,6 +293,7 @@ def analyze(
     table: bool = True,
     progress: ProgressFn | None = None,
     scheduler: str | None = None,
+    filter: str | None = None,
 ) -> Analysis:
     """Analyze pcap/pcapng traces (plain or gzip) and return their connections.
 
@@ -291,6 +308,12 @@ def analyze(
     cluster, analysed with ``workers`` threads, and the results are merged into the same
     table and summary a local run gives; the workers must see the traces at the same paths
     (absolute paths are sent).
+
+    With ``filter`` (a libpcap expression, ``"tcp port 443"``) only the packets it selects
+    are analyzed, as ``tcpdump -r TRACE -w - EXPR`` would select them; libpcap compiles it
+    for each link type the traces hold. It sees the frames as captured: in a tunnelled
+    packet, ``host`` and ``port`` match the outer headers. An expression libpcap refuses,
+    or libpcap missing, raises `FilterError`.
 
     A trace that is truncated or corrupt does not raise: what was read before the bad
     byte is analyzed, and ``Analysis.errors`` names the file and the byte offset.
@@ -308,7 +331,9 @@ def analyze(
         paths = [paths]
     names = [os.fspath(p) for p in paths]
     options: dict[str, Any] = {"idle_timeout_s": idle_timeout_s, "close_linger_s": close_linger_s,
-                               "workers": workers, "table": table}
+                               "workers": workers, "table": table, "filter": filter}
+    if filter is not None:
+        _core.check_filter(filter)  # a bad expression is refused before the cluster or the files
     if scheduler is not None:
         return _analyze_on_cluster(names, options, scheduler, progress)
     if not table:

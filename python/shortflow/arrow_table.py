@@ -125,6 +125,22 @@ def _present_values(col: pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0)
 
 
+def floats(col: pa.ChunkedArray) -> np.ndarray:
+    """A numeric column's every row as a float, nulls as NaN, read from its buffers (as
+    `_present_values`, so that pandas is not imported)."""
+    dtype = np.dtype(col.type.to_pandas_dtype())
+    parts = []
+    for chunk in col.chunks:
+        n, off = len(chunk), chunk.offset
+        validity, data = chunk.buffers()[:2]
+        values = (np.frombuffer(data, dtype)[off:off + n] if n else np.empty(0, dtype)).astype(float)
+        if chunk.null_count and validity is not None:
+            present = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[off:off + n].astype(bool)
+            values[~present] = np.nan
+        parts.append(values)
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
 def percentiles(table: pa.Table, columns: Sequence[str]) -> dict[str, dict[str, float | None]]:
     """p50/p90/p99 (and the count of values) of each column over the connections that have one."""
     out: dict[str, dict[str, float | None]] = {}

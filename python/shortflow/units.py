@@ -49,9 +49,12 @@ def format_seconds(s: float) -> str:
 
     >>> format_seconds(0.000012), format_seconds(0.0431), format_seconds(2.5), format_seconds(1234.5)
     ('12 µs', '43.1 ms', '2.5 s', '1,234 s')
+    >>> format_seconds(0.9999), format_seconds(0.0009996)
+    ('1 s', '1 ms')
     """
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(s) >= scale or unit == "µs":
+        # A value that rounds to 1,000 of a unit is 1 of the next: 1 s, not 1,000 ms.
+        if abs(s) >= scale * 0.9995 or unit == "µs":
             v = s / scale
             return f"{v:,.0f} {unit}" if abs(v) >= 100 else f"{v:.3g} {unit}"
     raise AssertionError("unreachable")

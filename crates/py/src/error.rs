@@ -12,9 +12,17 @@ create_exception!(
     "A capture file could not be read (names the file and byte offset)."
 );
 
+create_exception!(
+    shortflow,
+    FilterError,
+    ShortflowError,
+    "A filter expression libpcap does not accept (its own message), or libpcap is missing."
+);
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("ShortflowError", py.get_type::<ShortflowError>())?;
     m.add("TraceReadError", py.get_type::<TraceReadError>())?;
+    m.add("FilterError", py.get_type::<FilterError>())?;
     Ok(())
 }

@@ -20,8 +20,9 @@ use shortflow_trace::{
     analyze_paths, Analysis, ConnectionTable, GapClass, LinkType, Options, Progress, ReadErrorKind, Summary, Vantage,
 };
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
+use shortflow_wire::filter::Filter;
 
-use crate::error::{ShortflowError, TraceReadError};
+use crate::error::{FilterError, ShortflowError, TraceReadError};
 
 /// How often the waiting thread wakes to report progress and look for Ctrl-C.
 const POLL: Duration = Duration::from_millis(100);
@@ -32,7 +33,8 @@ const POLL: Duration = Duration::from_millis(100);
 /// 100 ms to call `progress(done_bytes, total_bytes, packets)` and to honour Ctrl-C, which stops
 /// reading but keeps what was read.
 #[pyfunction]
-#[pyo3(signature = (paths, *, idle_timeout_s=None, close_linger_s=None, workers=1, table=true, progress=None))]
+#[pyo3(signature = (paths, *, idle_timeout_s=None, close_linger_s=None, workers=1, table=true, progress=None, filter=None))]
+#[allow(clippy::too_many_arguments)]
 fn analyze<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,
@@ -41,10 +43,12 @@ fn analyze<'py>(
     workers: usize,
     table: bool,
     progress: Option<Bound<'py, PyAny>>,
+    filter: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     if paths.is_empty() {
         return Err(PyValueError::new_err("no trace given"));
     }
+    let filter = compile_filter(filter)?;
     // Unset timeouts take the core's defaults (one source of truth: TrackerConfig::default).
     let defaults = TrackerConfig::default();
     let idle_timeout_s = idle_timeout_s.unwrap_or(defaults.idle_timeout_ns as f64 / 1e9);
@@ -62,6 +66,7 @@ fn analyze<'py>(
         table,
         // `analyze_paths` gives the workers left over by fewer files to each file's tracking.
         shards: 1,
+        filter,
     };
     let state = Progress::default();
     let progress = progress.map(|p| p.unbind());
@@ -152,6 +157,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'
         d.set_item("skipped_fragment", f.skipped_fragment)?;
         d.set_item("skipped_malformed", f.skipped_malformed)?;
         d.set_item("skipped_link_repeat", f.skipped_link_repeat)?;
+        d.set_item("filtered_out", f.filtered_out)?;
         d.set_item("first_ts_s", f.first_ts_ns.map(|t| t as f64 / 1e9))?;
         d.set_item("last_ts_s", f.last_ts_ns.map(|t| t as f64 / 1e9))?;
         d.set_item("peak_open_connections", f.peak_open_connections)?;
@@ -411,12 +417,20 @@ fn generate<'py>(
 }
 
 /// Every packet of connections `ids` of one trace: a dict of equal-length lists (ts_ns,
-/// conn_id, from_client, seq, ack, len, flags, window, event, cause, sack), and the error
-/// that stopped the reading before the file's end (file and byte offset), or None.
+/// conn_id, from_client, seq, ack, len, flags, window, wscale, event, cause, sack), each
+/// connection's ((client ip, port), (server ip, port)) by id, and the error that stopped
+/// the reading before the file's end (file and byte offset), or None.
 #[pyfunction]
-fn connection_packets<'py>(py: Python<'py>, path: PathBuf, ids: Vec<u64>) -> PyResult<(Bound<'py, PyDict>, Option<String>)> {
+#[pyo3(signature = (path, ids, *, filter=None))]
+fn connection_packets<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    ids: Vec<u64>,
+    filter: Option<&str>,
+) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, Option<String>)> {
+    let filter = compile_filter(filter)?;
     let read = py
-        .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids))
+        .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids, filter.as_ref()))
         .map_err(|e| TraceReadError::new_err(e.to_string()))?;
     let recs = &read.packets;
     let d = PyDict::new(py);
@@ -428,10 +442,27 @@ fn connection_packets<'py>(py: Python<'py>, path: PathBuf, ids: Vec<u64>) -> PyR
     d.set_item("len", recs.iter().map(|r| r.len).collect::<Vec<_>>())?;
     d.set_item("flags", recs.iter().map(|r| r.flags).collect::<Vec<_>>())?;
     d.set_item("window", recs.iter().map(|r| r.window).collect::<Vec<_>>())?;
+    d.set_item("wscale", recs.iter().map(|r| r.wscale).collect::<Vec<_>>())?;
     d.set_item("event", recs.iter().map(|r| PacketNote::EVENTS[usize::from(r.note.event)]).collect::<Vec<_>>())?;
     d.set_item("cause", recs.iter().map(|r| Cause::NAMES[usize::from(r.note.cause)]).collect::<Vec<_>>())?;
     d.set_item("sack", recs.iter().map(|r| r.sack[..usize::from(r.sack_len)].to_vec()).collect::<Vec<_>>())?;
-    Ok((d, read.error.map(|e| e.to_string())))
+    let ends = PyDict::new(py);
+    for (id, client, server) in &read.endpoints {
+        ends.set_item(id, ((client.ip().to_string(), client.port), (server.ip().to_string(), server.port)))?;
+    }
+    Ok((d, ends, read.error.map(|e| e.to_string())))
+}
+
+/// A libpcap filter expression, checked by libpcap (`FilterError` with its message).
+fn compile_filter(text: Option<&str>) -> PyResult<Option<Filter>> {
+    text.map(Filter::new).transpose().map_err(|e| FilterError::new_err(e.to_string()))
+}
+
+/// Checks a filter expression as `analyze` would, without reading anything: raises
+/// `FilterError` with libpcap's message, or when libpcap cannot be loaded.
+#[pyfunction]
+fn check_filter(text: &str) -> PyResult<()> {
+    compile_filter(Some(text)).map(|_| ())
 }
 
 /// The summary of files analysed apart (one Dask task per file): their `summary_state`s
@@ -457,6 +488,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
     m.add_function(wrap_pyfunction!(empty_columns, m)?)?;
     m.add_function(wrap_pyfunction!(connection_packets, m)?)?;
+    m.add_function(wrap_pyfunction!(check_filter, m)?)?;
     let d = TrackerConfig::default();
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;

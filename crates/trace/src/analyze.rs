@@ -17,7 +17,8 @@ use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
 use crate::read::CaptureReader;
 use crate::track::{Cause, Conn, PacketNote, Tracker, TrackerConfig};
-use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
+use crate::wire::filter::Filter;
+use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra};
 
 pub struct Analysis {
     pub table: ConnectionTable,
@@ -148,7 +149,7 @@ pub fn analyze_capture(
         }
     });
     let mut serial = Serial { tracker, peak: &mut peak, ring: [None; WAITING], head: 0, len: 0 };
-    read_loop(&mut reader, &mut stats, progress, &mut serial);
+    read_loop(&mut reader, &mut stats, progress, opts.filter.as_ref(), &mut serial);
     serial.drain(); // read_loop ends with a sample, which drains; this says it plainly
     let late = serial.tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `rows`
@@ -164,7 +165,8 @@ pub fn analyze_capture(
             debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
         }
     }
-    summary.packets = stats.packets;
+    // The packets analyzed: those a filter left out are only counted in `stats`.
+    summary.packets = stats.packets - stats.filtered_out;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;
     (table, summary, stats)
@@ -188,7 +190,7 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
     // took 0.59-0.62 s where two took 0.62-0.67 s (BENCHMARKS.md, fifth round).
     let cores = opts.workers / workers;
     let trackers = if cores > 1 { TRACKERS_PER_CORE * cores } else { 1 };
-    let per_file = Options { shards: trackers.max(opts.shards).max(1), ..*opts };
+    let per_file = Options { shards: trackers.max(opts.shards).max(1), ..opts.clone() };
     let opts = &per_file;
     std::thread::scope(|s| {
         for _ in 0..workers {
@@ -221,6 +223,9 @@ pub struct PacketRecord {
     pub len: u32,
     pub flags: u8,
     pub window: u16,
+    /// The window scale option (RFC 7323) a SYN carried: the graph scales the other
+    /// packets' windows by it when both SYNs did.
+    pub wscale: Option<u8>,
     pub note: crate::track::PacketNote,
     pub sack: [(u32, u32); 4],
     pub sack_len: u8,
@@ -231,36 +236,41 @@ pub struct PacketRecord {
 #[derive(Debug)]
 pub struct ConnectionPackets {
     pub packets: Vec<PacketRecord>,
+    /// Each wanted connection's client and server, as the table's row names them.
+    pub endpoints: Vec<(u64, Endpoint, Endpoint)>,
     pub error: Option<ReadError>,
 }
 
 /// Every packet of the connections `ids` (ids as in the table's `conn_id`) of one file,
 /// in capture order, with what the tracker made of each. Read by the analysis' own loop
 /// (`feed::read_loop`), ICMP messages included, so the ids and the notes are the table's.
+/// With the `filter` the analysis had, the ids are that analysis's.
 /// A file that cannot be opened as a trace is an error; one cut short or damaged later
 /// gives the packets before the bad byte, and the error beside them (as `analyze` keeps
 /// what it read).
-pub fn connection_packets(path: &std::path::Path, ids: &[u64]) -> Result<ConnectionPackets, ReadError> {
+pub fn connection_packets(path: &std::path::Path, ids: &[u64], filter: Option<&Filter>) -> Result<ConnectionPackets, ReadError> {
     let mut reader = CaptureReader::open(path)?;
     // Where each wanted connection's teardown began, told when it ends.
     let mut ends: rustc_hash::FxHashMap<u64, u64> = Default::default();
+    let mut endpoints = Vec::new();
     let wanted: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
     let mut sink = Recorder {
         tracker: Tracker::new(TrackerConfig::default(), |c: &Conn| {
             if wanted.contains(&c.id) {
                 ends.insert(c.id, c.teardown_from_ts);
+                endpoints.push((c.id, c.client, c.server));
             }
         }),
         wanted: wanted.clone(),
         out: Vec::new(),
     };
     let mut stats = FileStats::default();
-    read_loop(&mut reader, &mut stats, &Progress::default(), &mut sink);
+    read_loop(&mut reader, &mut stats, &Progress::default(), filter, &mut sink);
     let Recorder { tracker, mut out, .. } = sink;
     // The tracker's sink holds `ends` until it is gone.
     let _ = tracker.finish();
     settle_at_end(&mut out, &ends);
-    Ok(ConnectionPackets { packets: out, error: stats.error })
+    Ok(ConnectionPackets { packets: out, endpoints, error: stats.error })
 }
 
 /// The gaps still pending when their connection ended: idle before its teardown began,
@@ -322,6 +332,7 @@ impl<F: FnMut(&Conn)> SegmentSink for Recorder<F> {
                 len: seg.payload_len,
                 flags: seg.flags.0,
                 window: seg.window,
+                wscale: extra.opts.wscale.filter(|_| seg.flags.syn()),
                 note,
                 sack: extra.opts.sack,
                 sack_len: extra.opts.sack_len,

@@ -26,6 +26,9 @@ pub enum ReadErrorKind {
     Corrupt { what: &'static str, detail: String },
     #[error("gzip stream is corrupt: {0}")]
     Gzip(String),
+    /// The filter expression does not apply to the file's link type (libpcap's message).
+    #[error("--filter: {0}")]
+    Filter(String),
     /// The reading was cancelled (Ctrl-C): not a fault of the file.
     #[error("reading interrupted")]
     Interrupted,

@@ -12,10 +12,11 @@ use crate::error::{ReadError, ReadErrorKind};
 use crate::read::CaptureReader;
 use crate::track::TrackerConfig;
 use crate::wire::defrag::Reassembly;
+use crate::wire::filter::Filter;
 use crate::wire::segment::Skip;
 use crate::wire::{decode_unreachable, IcmpUnreachable, Segment, SegmentExtra};
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     pub tracker: TrackerConfig,
     /// Threads reading files in parallel (each file is read by one thread).
@@ -26,11 +27,14 @@ pub struct Options {
     /// that reads and decodes it; 1 tracks on the reading thread. `analyze_paths` gives
     /// each file at least two a core of the `workers / files in parallel` it has.
     pub shards: usize,
+    /// Only the packets this libpcap expression selects are analyzed (it sees the frames
+    /// as captured: a tunnelled packet's outer headers).
+    pub filter: Option<Filter>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { tracker: TrackerConfig::default(), workers: 1, table: true, shards: 1 }
+        Self { tracker: TrackerConfig::default(), workers: 1, table: true, shards: 1, filter: None }
     }
 }
 
@@ -52,6 +56,8 @@ pub struct FileStats {
     /// 802.11 frames the link sent again (retry bit, the transmitter's last sequence
     /// number): one packet on the air twice, which the receiver's MAC discards.
     pub skipped_link_repeat: u64,
+    /// Packets the filter (`Options::filter`) left out; counted in `packets`, never decoded.
+    pub filtered_out: u64,
     pub first_ts_ns: Option<u64>,
     pub last_ts_ns: Option<u64>,
     /// Most connections open at once (sampled every 65,536 packets): what the tracker's
@@ -97,10 +103,18 @@ pub(crate) trait SegmentSink {
 /// segment comes.
 pub(crate) const PREFETCH_AHEAD: usize = 8;
 
-/// Reads every packet of `reader` into `sink`, counting them in `stats` and publishing
-/// progress; stops at the first read error (kept in `stats`) or on cancel.
-pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progress: &Progress, sink: &mut impl SegmentSink) {
+/// Reads every packet of `reader` that `filter` selects into `sink`, counting them in
+/// `stats` and publishing progress; stops at the first read error (kept in `stats`), at a
+/// link type the filter does not apply to, or on cancel.
+pub(crate) fn read_loop(
+    reader: &mut CaptureReader,
+    stats: &mut FileStats,
+    progress: &Progress,
+    filter: Option<&Filter>,
+    sink: &mut impl SegmentSink,
+) {
     let path = reader.path().to_owned();
+    let mut matcher = filter.map(Filter::matcher);
     // What was published so far: bytes of the file and packets.
     let (mut published, mut published_packets) = (0u64, 0u64);
     let stream = reader.is_stream();
@@ -116,26 +130,43 @@ pub(crate) fn read_loop(reader: &mut CaptureReader, stats: &mut FileStats, progr
         };
         stats.packets += 1;
         let ts = pkt.ts_ns;
-        match fragments.decode(pkt.link, ts, pkt.data) {
-            Ok((seg, extra)) => {
-                stats.tcp_packets += 1;
-                sink.segment(ts, &seg, &extra);
-            }
-            Err(Skip::NotIp) => stats.skipped_not_ip += 1,
-            Err(Skip::NotTcp) => {
-                stats.skipped_not_tcp += 1;
-                // Rare and off the TCP path: decoded only when the frame is not TCP.
-                if let Some(msg) = decode_unreachable(pkt.link, pkt.data) {
-                    stats.icmp_unreachable += 1;
-                    sink.icmp(ts, &msg);
+        // A packet the filter leaves out is counted and published like any other, never decoded.
+        let keep = match &mut matcher {
+            None => true,
+            Some(m) => match m.matches(pkt.link, pkt.data, pkt.orig_len) {
+                Ok(keep) => keep,
+                Err(e) => {
+                    stats.packets -= 1;
+                    let (offset, decompressed) = (reader.file_position(), reader.is_gzip());
+                    stats.error = Some(ReadError { path, offset, decompressed, kind: ReadErrorKind::Filter(e.to_string()) });
+                    break;
                 }
+            },
+        };
+        if keep {
+            match fragments.decode(pkt.link, ts, pkt.data) {
+                Ok((seg, extra)) => {
+                    stats.tcp_packets += 1;
+                    sink.segment(ts, &seg, &extra);
+                }
+                Err(Skip::NotIp) => stats.skipped_not_ip += 1,
+                Err(Skip::NotTcp) => {
+                    stats.skipped_not_tcp += 1;
+                    // Rare and off the TCP path: decoded only when the frame is not TCP.
+                    if let Some(msg) = decode_unreachable(pkt.link, pkt.data) {
+                        stats.icmp_unreachable += 1;
+                        sink.icmp(ts, &msg);
+                    }
+                }
+                Err(Skip::Fragment) => stats.skipped_fragment += 1,
+                Err(Skip::Malformed) => stats.skipped_malformed += 1,
+                Err(Skip::LinkRepeat) => stats.skipped_link_repeat += 1,
             }
-            Err(Skip::Fragment) => stats.skipped_fragment += 1,
-            Err(Skip::Malformed) => stats.skipped_malformed += 1,
-            Err(Skip::LinkRepeat) => stats.skipped_link_repeat += 1,
+            stats.first_ts_ns.get_or_insert(ts);
+            stats.last_ts_ns = Some(ts);
+        } else {
+            stats.filtered_out += 1;
         }
-        stats.first_ts_ns.get_or_insert(ts);
-        stats.last_ts_ns = Some(ts);
         // Every PUBLISH_EVERY packets, and, reading a stream, before each read of more
         // input: from a pipe (a live `tcpdump -w -`) the count then moves as packets come,
         // not 65,536 at a time, and holds every packet read while the reader waits for the

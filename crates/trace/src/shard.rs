@@ -218,7 +218,7 @@ pub(crate) fn analyze_sharded(
         }
         drop(back_tx);
         let mut router = Router { shards, spare: back_rx, sweep_clock: SweepClock::new(&opts.tracker), segments: 0, last_ts: 0 };
-        read_loop(&mut reader, &mut stats, progress, &mut router);
+        read_loop(&mut reader, &mut stats, progress, opts.filter.as_ref(), &mut router);
         router.flush();
         *last_ts.lock().expect("no shard panics holding it") = router.last_ts;
         // Closing the channels ends the shards' loops.
@@ -249,7 +249,8 @@ pub(crate) fn analyze_sharded(
     for (i, id) in table.conn_id.iter_mut().enumerate() {
         *id = i as u64;
     }
-    summary.packets = stats.packets;
+    // The packets analyzed: those a filter left out are only counted in `stats`.
+    summary.packets = stats.packets - stats.filtered_out;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;
     (table, summary, stats)

@@ -20,12 +20,14 @@
 //! tunnel  IP in IP, GRE (IP, Ethernet, ERSPAN I-III), VXLAN(-GPE), Geneve, GTP-U: the packet inside
 //! wifi   802.11 data frames behind radiotap, PPI, Prism or AVS headers: their LLC/SNAP payload
 //! defrag  Reassembly: IP fragments put back together into the datagram they carry
+//! filter  libpcap filter expressions, compiled by libpcap (loaded at run time) per link type
 //! ```
 
 pub mod capture;
 pub mod checksum;
 pub mod defrag;
 pub mod emit;
+pub mod filter;
 pub mod icmp;
 pub mod ip;
 pub mod link;

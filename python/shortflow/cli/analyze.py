@@ -14,6 +14,7 @@ import typer
 
 from shortflow import _core
 from shortflow.cli import common
+from shortflow.cli.answer import VANTAGE_WORDS
 from shortflow.cli.common import (
     FAILURE,
     USAGE,
@@ -37,50 +38,21 @@ if TYPE_CHECKING:
     from shortflow.analyze import Analysis
 
 
-#: A capture point in a few words.
-VANTAGE_WORDS = {"client": "near the client", "server": "near the server", "unknown": "undecided"}
-
-
 def print_table1(a: Analysis) -> None:
     from shortflow.analyze import table1_rows
 
-    s = a.summary
     emit_table("Document 000, Table 1: connection tries and duplicate SYNs", ["row", "SYN", "SYN/ACK"],
                [list(r) for r in table1_rows(a)], right=[False, True, True])
-    say(f"packets {s['packets']:,} · connections tracked {s['connections']:,}")
     where = {
-        "client": "near the client: every SYN the client sent is seen; a duplicate SYN/ACK only if it arrived",
-        "server": "near the server: every SYN/ACK the server sent is seen; a duplicate SYN only if it arrived",
-        "unknown": "undecided",
+        "client": "near the client, every SYN the client sent is seen; a duplicate SYN/ACK only if it arrived",
+        "server": "near the server, every SYN/ACK the server sent is seen; a duplicate SYN only if it arrived",
+        "unknown": "from an undecided capture point, what was seen of either side",
     }[a.vantage]
-    # The basis says what the point was inferred from (handshake timing or hop counts) or
-    # why it could not be, with the counts.
-    basis = a.vantage_basis.removeprefix("undecided: ")
-    say(f"capture point: {where} ({basis})")
-
-
-#: How the breakdown line names each cause.
-CAUSE_WORDS = {
-    "network": "the path itself",
-    "handshake": "handshake losses",
-    "slow_start": "slow-start round trips",
-    "receive_window": "the receiver's window",
-    "timeout": "loss repair by timeout",
-    "fast_retransmit": "loss repair by fast retransmit",
-    "tlp": "tail loss probes",
-    "delayed_ack": "delayed-ACK stalls",
-    "zero_window": "zero-window stalls",
-    "application": "think time (a side producing what the other waits for)",
-    "idle": "idle",
-    "teardown": "teardown",
-}
+    say(f"Table 1 counts {where}")
 
 
 def print_diagnosis(doc: dict[str, Any]) -> None:
-    """The data phase in a few lines: repairs, stalls, and where the time went."""
-    from shortflow.analyze import CAUSES, WAITED_CAUSES
-    from shortflow.units import format_seconds
-
+    """The data phase in a few lines: repairs, stalls, refused tries, document 001's predictor."""
     say(f"data retransmissions: {doc['timeout_retransmissions']:,} after a timeout ({doc['rto_events']:,} expiries), "
         f"{doc['fast_retransmissions']:,} fast, {doc['tlp_probes']:,} tail loss probes, "
         + (f"{pmtu:,} resent smaller for the path's MTU, " if (pmtu := doc["path_mtu_retransmissions"]) else "")
@@ -93,17 +65,6 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
     say(f"tries refused: {doc['refused_rst']:,} by RST, {doc['refused_icmp']:,} by ICMP · "
         f"late packets after the close linger {doc['late_packets']:,} · "
         f"connections seen in one direction only {doc['one_directional']:,}")
-    waited = doc["waited_s"]
-    shares = sorted(((v, k) for k, v in doc["time_waited_share"].items() if v), reverse=True)
-    if waited > 0 and shares:
-        parts = ", ".join(f"{v:.0%} {CAUSE_WORDS[k]}" if v >= 0.005 else f"<1% {CAUSE_WORDS[k]}"
-                          for v, k in shares if k in WAITED_CAUSES)
-        n = doc["connections"]
-        say(f"users waited {format_seconds(waited)} in all over {n:,} connection{'s' * (n != 1)} "
-            f"(first SYN to last data byte): {parts}")
-    apart = [(doc["time_lost_s"][k], k) for k in CAUSES if k not in WAITED_CAUSES and doc["time_lost_s"][k] > 0]
-    if apart:
-        say("apart, nobody waiting: " + ", ".join(f"{CAUSE_WORDS[k]} {format_seconds(v)}" for v, k in apart))
     r = doc["rtt_ratio"]
     if r["connections"]:
         say(f"document 001's predictor: mean data RTT within 10 % of the handshake RTT for "
@@ -112,24 +73,43 @@ def print_diagnosis(doc: dict[str, Any]) -> None:
 
 
 def print_files(doc: dict[str, Any]) -> None:
-    """With several traces, a section per trace before the total: its `--summary-json`
-    section's main counts in one line, which file lost what and where it was captured."""
+    """With several traces, a line per trace after the total's account: its `--summary-json`
+    section's main counts, which file lost what and where it was captured."""
     from shortflow.analyze import share_not_the_paths
+    from shortflow.units import format_seconds
 
     files = doc["files"]
     if len(files) < 2:
         return
-    say(f"each of the {len(files)} files (their total follows):")
+    say(f"each of the {len(files)} files (the total above):")
     for f in files:
         total, share = f["waited_s"], share_not_the_paths(f)
-        seconds = f"{total:,.1f}" if total >= 1 else f"{total:.3f}"
-        lost = "" if share is None else f"{share:.0%} of its {seconds} connection-seconds users waited not the path's · "
+        lost = "" if share is None else f"{share:.0%} of the {format_seconds(total)} its users waited not the path's · "
         tries = f"{f['connection_tries']:,} connection {'try' if f['connection_tries'] == 1 else 'tries'}"
         say(f"  {f['path']}: {f['packets']:,} packets · {tries}, "
             f"{f['successful']:,} successful, {f['unsuccessful']:,} not · SYN retransmissions {f['syn_retransmissions']:,} · "
             f"data retransmissions {f['timeout_retransmissions']:,} after a timeout, {f['fast_retransmissions']:,} fast, "
             f"{f['tlp_probes']:,} tail loss probes · delayed-ACK stalls {f['delayed_ack_stalls']:,} · {lost}"
             f"capture point: {VANTAGE_WORDS[f['vantage']]}")
+
+
+def print_answer(result: Analysis, doc: dict[str, Any], *, worst: int, table1: bool, filter_expr: str | None) -> None:
+    """The answer first: what was read, the time account, the worst connections; then each
+    file, the data phase's counts, and Table 1 when asked for or when handshake losses lead."""
+    from shortflow.cli.answer import main_lost_cause, print_headline, print_time_account, print_worst
+    from shortflow.worst import worst_connections
+
+    print_headline(doc, filter_expr=filter_expr, packets_read=sum(f["packets"] for f in result.files))
+    print_time_account(doc)
+    if worst > 0:
+        print_worst(worst_connections(result.table, worst), asked=worst, filter_expr=filter_expr)
+    print_files(doc)
+    print_diagnosis(doc)
+    if table1 or main_lost_cause(doc) == "handshake":
+        print_table1(result)
+    elif doc["multiple_syns"] or doc["unsuccessful"]:
+        say(f"document 000's Table 1 (--table1): {doc['multiple_syns']:,} connections with repeated SYNs, "
+            f"{doc['unsuccessful']:,} tries without a completed handshake")
 
 
 def print_columns() -> None:
@@ -189,6 +169,7 @@ def _metadata(result: Analysis, traces: list[Path]) -> dict[str, str]:
 def register(app: typer.Typer) -> None:
     @app.command("analyze", epilog=examples(
         "shortflow analyze capture.pcap",
+        "shortflow analyze capture.pcap --filter 'tcp port 443' -l",
         "shortflow analyze a.pcap b.pcapng.gz --out results --summary-json summary.json",
         "shortflow analyze capture.pcap --out - --format jsonl | head",
         "tcpdump -w - -i eth0 port 80 | shortflow analyze -"))
@@ -204,10 +185,17 @@ def register(app: typer.Typer) -> None:
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="address of a running Dask scheduler: one task per trace on its workers (which must see the traces at the same paths), results merged into one table; --workers is then the cores per trace [default: 1]")] = None,
         report: Annotated[Optional[Path], typer.Option("--report", help="write a self-contained HTML report (report.html) into this directory")] = None,
         columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,
+        listing: Annotated[bool, typer.Option("--list", "-l", help="list the connections, one a line, as tcptrace -l does (in a pipe: a tab-separated table; with --format csv or jsonl: that) instead of the time account")] = False,
+        filter_expr: Annotated[Optional[str], typer.Option("--filter", metavar="EXPR", help="analyze only the packets this libpcap filter expression selects (tcpdump's syntax: 'tcp port 443', 'host 10.0.0.1'); it matches the outer headers of tunnelled packets (GRE, VXLAN, GTP-U); needs libpcap")] = None,
+        worst: Annotated[int, typer.Option("--worst", metavar="N", min=0, max=1000, help="show the N connections that lost the most time to something other than the path (0: none; with nothing to write, no table is built then, which is faster)")] = 5,
+        table1: Annotated[bool, typer.Option("--table1", help="print document 000's Table 1 (connection tries and duplicate SYNs) even when handshake losses do not lead")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors and warnings")] = False,
     ) -> None:
-        """Say where each connection lost its time (handshake, slow start, loss repair,
-        delayed ACKs, zero windows, application) and print document 000's Table 1."""
+        """Say where the connections lost their time, and which lost the most.
+
+        The time account (handshake, slow start, loss repair, delayed ACKs, windows,
+        application), the worst connections with the command that graphs each, and
+        document 000's Table 1 when handshake losses lead (or --table1)."""
         quiet = quiet or common.is_quiet()  # -q before the sub-command means the same
         if quiet:
             common.quiet()
@@ -218,6 +206,13 @@ def register(app: typer.Typer) -> None:
             fail("no trace given (or --columns)", USAGE)
         if fmt not in FORMATS:
             fail(f"--format {clip(fmt)!r}: choose one of {', '.join(FORMATS)}", USAGE)
+        if filter_expr is not None:
+            from shortflow.exceptions import FilterError
+
+            try:
+                _core.check_filter(filter_expr)
+            except FilterError as e:
+                fail(f"--filter {clip(filter_expr)!r}: {e}", USAGE)
         _check_traces(traces)
         if scheduler is not None and any(is_stdout(p) for p in traces):
             fail("--scheduler: standard input ('-') cannot be sent to the cluster's workers; give files", USAGE)
@@ -231,8 +226,12 @@ def register(app: typer.Typer) -> None:
                 fail("--out -: Parquet is not written to standard output; add --format csv or --format jsonl", USAGE)
             if is_stdout(summary_json):
                 fail("--out - and --summary-json -: one of them can have standard output", USAGE)
+            if listing:
+                fail("--out - and --list: one of them can have standard output", USAGE)
         elif out_dir is not None:
             check_output_dir(out_dir, "--out")
+        if listing and is_stdout(summary_json):
+            fail("--list and --summary-json -: one of them can have standard output", USAGE)
         if report is not None:
             check_output_dir(report, "--report")
         if summary_json is not None:
@@ -241,11 +240,13 @@ def register(app: typer.Typer) -> None:
             if is_stdout(plot):
                 fail("--plot -: a PNG is not written to standard output; give a file name", USAGE)
             check_output_file(plot, "--plot")
-        # JSON or the table on standard output is the whole output: the text stays away from it.
-        show = not quiet and not is_stdout(summary_json) and not table_to_stdout
+        # JSON, the table or the listing on standard output is the whole output: the text
+        # stays away from it.
+        show = not quiet and not is_stdout(summary_json) and not table_to_stdout and not listing
         # The per-connection table is built only when something uses it (the summary's
-        # percentiles do).
-        need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
+        # percentiles, the listing and the worst connections do).
+        need_table = (out_dir is not None or plot is not None or summary_json is not None or report is not None
+                      or listing or worst > 0)
         from concurrent.futures import ThreadPoolExecutor
 
         from shortflow.analyze import analyze, import_in_background, summary_document
@@ -256,7 +257,7 @@ def register(app: typer.Typer) -> None:
         threads = workers or (1 if scheduler else common.cores())
         with progress("reading") as step:
             result = analyze(traces, workers=threads, table=need_table, scheduler=scheduler,
-                             progress=reading_progress(step), **timeouts)
+                             progress=reading_progress(step), filter=filter_expr, **timeouts)
         for f in result.files:
             for w in f.get("warnings") or ():
                 warn(w)
@@ -289,21 +290,28 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             from shortflow.plot.gaps import duplicate_gap_histogram
 
-            duplicate_gap_histogram(result.table, plot)
-            written.append(f"plot: {plot}")
+            drawn = duplicate_gap_histogram(result.table, plot)
+            if not drawn.gaps:
+                written.append(f"plot: {plot} (no SYN was sent again: the figure says so, no gap to draw)")
+            elif drawn.beyond:
+                written.append(f"plot: {plot} ({drawn.beyond:,} gaps longer than its {drawn.max_s:g} s axis not drawn)")
+            else:
+                written.append(f"plot: {plot}")
         if report is not None:
             from shortflow.report import write_report
 
             files = [p for p in traces if not is_stdout(p)]
-            written.append(f"report: {write_report(result, doc, report, traces=files)}")
+            written.append(f"report: {write_report(result, doc, report, traces=files, filter_expr=filter_expr)}")
         # Files that could not be read at all (not a trace): their error is the whole
         # answer, not a Table 1 of zeros beside it.
         if all(f["error"] and not f["packets"] for f in result.files):
             show = False
+        if listing and not all(f["error"] and not f["packets"] for f in result.files):
+            from shortflow.cli.listing import print_listing
+
+            print_listing(result.table, fmt if fmt != "parquet" else None)
         if show:
-            print_files(doc)
-            print_table1(result)
-            print_diagnosis(doc)
+            print_answer(result, doc, worst=worst, table1=table1, filter_expr=filter_expr)
             for line in written:
                 say(line)
         if scheduler is None:

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
             say(f"== shortflow analyze {DEMO_TRACE}")
             result = analyze(path)
             print_table1(result)
-            plot = duplicate_gap_histogram(result.table, out_dir / "duplicate-syn-gaps.png")
+            plot = duplicate_gap_histogram(result.table, out_dir / "duplicate-syn-gaps.png").path
             say(f"plot of duplicate-SYN gaps: {plot}")
             fast = [d for d in DOCUMENTS if d not in SLOW_DOCUMENTS]
             say(f"== shortflow reproduce {' '.join(fast)}")
