@@ -101,10 +101,11 @@ def test_watch_rows_and_prometheus_counters_equal_analyze_on_the_capture(tmp_pat
                                                str(summary), "--metrics", f"127.0.0.1:{METRICS_PORT}"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert watch.stderr is not None
+        # It says so once the capture is open and the endpoint serves.
         line = watch.stderr.readline()
-        while line and "metrics on" not in line:
+        while line and "watching" not in line:
             line = watch.stderr.readline()
-        assert "metrics on" in line, watch.communicate(timeout=10)
+        assert "watching" in line, watch.communicate(timeout=10)
         prom = topo.spawn("prometheus", "server", [
             "prometheus", f"--config.file={prometheus_config(tmp_path / 'prometheus.yml')}",
             f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}"],
@@ -144,7 +145,9 @@ def test_watch_rows_and_prometheus_counters_equal_analyze_on_the_capture(tmp_pat
     got = pq.read_table(files).sort_by("client_port").to_pylist()
     assert len(got) == len(expected) == CONNECTIONS
     # The losses the scenario asked for are there (not a run that lost nothing).
-    assert sum(r["synack_count"] for r in expected) == CONNECTIONS + 1
+    # (A lost SYN/ACK is sent again by its timer, and again when the client's SYN resend
+    # crosses it: one or two more, the kernel's timing decides.)
+    assert sum(r["synack_count"] for r in expected) >= CONNECTIONS + 1
     assert sum(r["retx_fast_s2c"] + r["retx_tlp_s2c"] + r["retx_timeout_s2c"] for r in expected) >= 2
     for g, e in zip(got, expected):
         assert {k: g[k] for k in EXACT} == {k: e[k] for k in EXACT}
@@ -153,7 +156,7 @@ def test_watch_rows_and_prometheus_counters_equal_analyze_on_the_capture(tmp_pat
                 assert g[k] == pytest.approx(v, abs=TIME_SLACK_S), (k, g[k], v)
     # The counters, through Prometheus, are the rows' sums.
     assert counters["connections"] == CONNECTIONS
-    assert counters["synack"] == sum(r["synack_count"] - 1 for r in expected) == 1
+    assert counters["synack"] == sum(r["synack_count"] - 1 for r in expected) >= 1
     # The client's SYN timer fired too while the SYN/ACK was lost: its SYN went again.
     assert counters["syn"] == sum(r["syn_count"] - 1 for r in expected) >= 1
     assert counters["drops"] == 0

@@ -111,7 +111,8 @@ impl Watcher {
         let stats = LiveStats { read: FileStats { path: interface.into(), ..Default::default() }, ..Default::default() };
         Ok(Self {
             capture,
-            sink: LiveSink { tracker: Tracker::new(o.tracker, sink) },
+            // Room for the bound and the few that pass it before the next eviction.
+            sink: LiveSink { tracker: Tracker::with_capacity(o.tracker, sink, o.max_connections.max(1) + 64) },
             ended,
             fragments: Reassembly::new(),
             stats,
@@ -127,6 +128,7 @@ impl Watcher {
             if let Some(pkt) = self.capture.next_packet()? {
                 self.stats.read.packets += 1;
                 decode_into(&mut self.fragments, pkt.link, pkt.ts_ns, pkt.data, &mut self.stats.read, &mut self.sink);
+                self.bound();
             }
             if self.last_tick.elapsed() >= TICK {
                 self.tick();
@@ -138,13 +140,31 @@ impl Watcher {
         Ok(())
     }
 
-    fn tick(&mut self) {
-        self.last_tick = Instant::now();
+    /// Keeps the open connections within the bound: past it, down to 95 % (a scan of the
+    /// table ends a batch, not one connection a packet).
+    #[inline]
+    fn bound(&mut self) {
         let tracker = &mut self.sink.tracker;
         if tracker.open_connections() > self.max_connections {
-            // Down to 95 %: a scan of the table ends a batch, not one connection a packet.
             self.stats.evicted += tracker.evict_idlest(self.max_connections - self.max_connections / 20) as u64;
         }
+    }
+
+    /// What the ring still holds, read without waiting (before the end: a stop asked for
+    /// while the analysis was behind loses none of what the kernel already captured).
+    pub fn drain(&mut self) -> Result<(), LiveError> {
+        while let Some(pkt) = self.capture.next_ready()? {
+            self.stats.read.packets += 1;
+            decode_into(&mut self.fragments, pkt.link, pkt.ts_ns, pkt.data, &mut self.stats.read, &mut self.sink);
+            self.bound();
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self) {
+        self.last_tick = Instant::now();
+        self.bound();
+        let tracker = &mut self.sink.tracker;
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
         tracker.tick(now);
     }
@@ -165,9 +185,11 @@ impl Watcher {
         self.stats.clone()
     }
 
-    /// Ends every open connection (at the last packet's time, as at a file's end) and
-    /// returns the rows not yet taken and the summary of every connection.
-    pub fn finish(mut self) -> (ConnectionTable, Summary, LiveStats) {
+    /// Reads what the ring still holds, then ends every open connection (at the last
+    /// packet's time, as at a file's end) and returns the rows not yet taken and the
+    /// summary of every connection.
+    pub fn finish(mut self) -> Result<(ConnectionTable, Summary, LiveStats), LiveError> {
+        self.drain()?;
         let stats = self.stats();
         let Self { sink, ended, .. } = self;
         drop(sink.tracker.finish());
@@ -177,6 +199,6 @@ impl Watcher {
         summary.packets = stats.read.packets;
         summary.tcp_packets = stats.read.tcp_packets;
         let stats = LiveStats { ended: e.count, open_connections: 0, ..stats };
-        (rows, summary, stats)
+        Ok((rows, summary, stats))
     }
 }

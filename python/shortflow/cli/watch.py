@@ -91,12 +91,16 @@ def register(app: typer.Typer) -> None:
             from shortflow.cli.common import check_output_file
 
             check_output_file(summary_json, "--summary-json")
-        from shortflow.watch.live import WatchConfig
+        from shortflow.watch.live import LiveAnalysis, WatchConfig
         from shortflow.watch.metrics import Ports, WatchMetrics
         from shortflow.watch.rotate import RotatingParquet
         from shortflow.watch.run import run
 
         config = WatchConfig(interface, filter_expr, snaplen, promiscuous, buffer_bytes, idle_s, linger_s, max_connections)
+        try:
+            analysis = LiveAnalysis(config)
+        except ShortflowError as e:
+            fail(e, FAILURE)
         registry = WatchMetrics(Ports(fixed_ports))
         if address is not None:
             try:
@@ -111,8 +115,9 @@ def register(app: typer.Typer) -> None:
             writer = RotatingParquet(out, rotate_s, {"shortflow_version": shortflow.__version__,
                                                      "command": "watch", "interface": interface})
         on_slice = _top_view(interface) if top else None
+        note(f"watching {interface}" + (f" ({filter_expr})" if filter_expr else ""))
         try:
-            result = run(config, metrics=registry, out=writer, duration_s=duration_s, on_slice=on_slice)
+            result = run(analysis, metrics=registry, out=writer, duration_s=duration_s, on_slice=on_slice)
         except ShortflowError as e:
             fail(e, FAILURE)
         s = result.stats

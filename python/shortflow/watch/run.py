@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from shortflow.watch.live import LiveAnalysis, WatchConfig
+from shortflow.watch.live import LiveAnalysis
 from shortflow.watch.metrics import WatchMetrics
 from shortflow.watch.rotate import RotatingParquet
 
@@ -31,12 +31,11 @@ class WatchResult:
     stopped_by: str = ""
 
 
-def run(config: WatchConfig, *, metrics: WatchMetrics | None = None, out: RotatingParquet | None = None,
+def run(analysis: LiveAnalysis, *, metrics: WatchMetrics | None = None, out: RotatingParquet | None = None,
         duration_s: float | None = None, on_slice: Callable[[pa.Table, dict[str, Any]], None] | None = None) -> WatchResult:
-    """Watches until SIGTERM, SIGINT or `duration_s`; returns what the run saw. Every
-    connection — ended during the run or open at its end — is counted once in `metrics`
-    and written once to `out`."""
-    analysis = LiveAnalysis(config)
+    """Watches the opened interface until SIGTERM, SIGINT or `duration_s`; returns what the
+    run saw. Every connection — ended during the run or open at its end — is counted once
+    in `metrics` and written once to `out`."""
     stop = threading.Event()
     stopped_by = ["duration"]
 

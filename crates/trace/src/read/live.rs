@@ -173,9 +173,22 @@ impl LiveCapture {
             // SAFETY: as above.
             rc = unsafe { (self.lib.next_ex)(self.handle, &mut hdr, &mut data) };
         }
+        self.packet(rc, hdr, data)
+    }
+
+    /// The next packet already in the ring, or `None` without waiting.
+    pub fn next_ready(&mut self) -> Result<Option<RawPacket<'_>>, LiveError> {
+        let mut hdr: *mut PktHdr = std::ptr::null_mut();
+        let mut data: *const u8 = std::ptr::null();
+        // SAFETY: as in `next_packet`.
+        let rc = unsafe { (self.lib.next_ex)(self.handle, &mut hdr, &mut data) };
+        self.packet(rc, hdr, data)
+    }
+
+    fn packet(&self, rc: c_int, hdr: *mut PktHdr, data: *const u8) -> Result<Option<RawPacket<'_>>, LiveError> {
         match rc {
             1 => {
-                // SAFETY: see above: both pointers are valid for `caplen` bytes.
+                // SAFETY: on 1 both pointers are valid for `caplen` bytes until the next call.
                 let (h, bytes) = unsafe { (&*hdr, std::slice::from_raw_parts(data, (*hdr).caplen as usize)) };
                 // Nanosecond precision was asked for: `tv_usec` holds nanoseconds.
                 let ts_ns = (h.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(h.tv_usec as u64);

@@ -250,6 +250,17 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         }
     }
 
+    /// A tracker that will hold at most about `connections` open at once (a live
+    /// capture's bound): its tables are sized for them up front, so that reaching the
+    /// bound never doubles them (a doubling holds both copies for a moment).
+    pub fn with_capacity(config: TrackerConfig, sink: F, connections: usize) -> Self {
+        let mut t = Self::new(config, sink);
+        t.flows = FlowTable::with_capacity(connections);
+        t.slab.reserve_exact(connections);
+        t.last_seen.reserve_exact(connections);
+        t
+    }
+
     /// A tracker for one shard of a file's connections (see `crate::shard`): it sweeps
     /// only when told (`sweep_at`) and numbers each new connection as told (`set_next_id`).
     pub(crate) fn new_shard(config: TrackerConfig, sink: F) -> Self {
