@@ -180,3 +180,91 @@ def test_watch_errors_name_the_interface_and_what_is_missing(tmp_path):
     r = subprocess.run([sys.executable, "-m", "shortflow", "watch", "-i", "lo", "--metrics", "nowhere"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "HOST:PORT" in r.stderr, r.stderr
+
+
+def test_the_bound_on_open_connections_ends_the_oldest_and_counts_them(tmp_path):
+    """3,000 unanswered SYNs replayed onto a veth with room for 1,000 open connections: the
+    oldest are ended (each still a row) and counted, none lost."""
+    from netns import namespace_pair
+    from syn_flood import syn_flood_pcap
+
+    pcap = syn_flood_pcap(tmp_path / "syns.pcap", 3000)
+    out, summary = tmp_path / "rows", tmp_path / "summary.json"
+    with namespace_pair() as p:
+        w = p.spawn(p.server, sys.executable, "-m", "shortflow", "watch", "-i", p.server_dev, "--no-metrics",
+                    "--max-connections", "1000", "--out", str(out), "--summary-json", str(summary))
+        assert w.stderr is not None
+        line = w.stderr.readline()
+        while line and "watching" not in line:
+            line = w.stderr.readline()
+        r = p.exec(p.client, "tcpreplay", "-q", "--pps=20000", "-i", p.client_dev, str(pcap))
+        assert r.returncode == 0, r.stderr
+        time.sleep(1.0)
+        w.send_signal(signal.SIGTERM)
+        _, err = w.communicate(timeout=60)
+        assert w.returncode == 0, err
+    rows = pq.read_table(sorted(out.glob("*.parquet")))
+    assert rows.num_rows == 3000 and set(rows.column("syn_count").to_pylist()) == {1}
+    capture = json.loads(summary.read_text())["capture"]
+    # Evicted down to 95 % of the bound each time it was passed; the rest ended at the stop.
+    assert 1900 <= capture["evicted"] <= 2100, capture
+    outcomes = rows.column("outcome").to_pylist()
+    assert outcomes.count("idle") == capture["evicted"] and outcomes.count("open") == 3000 - capture["evicted"]
+
+
+def test_top_draws_the_time_account_and_the_worst_connections(tmp_path):
+    """`--top` on a terminal (a pseudo-terminal here) while connections come and go."""
+    from netns import namespace_pair
+
+    with namespace_pair() as p:
+        srv = p.spawn(p.server, sys.executable, "-m", "http.server", "8080", "--bind", p.server_ip)
+        time.sleep(0.5)
+        screen = tmp_path / "screen.txt"
+        cmd = f"{sys.executable} -m shortflow watch -i {p.server_dev} --no-metrics --top --close-linger 100ms --duration 4s"
+        top = subprocess.Popen(["ip", "netns", "exec", p.server, "script", "-qefc", cmd, str(screen)],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env={**__import__("os").environ, "COLUMNS": "120", "LINES": "40"})
+        time.sleep(1.5)
+        for _ in range(5):
+            p.exec(p.client, "curl", "-s", "-o", "/dev/null", f"http://{p.server_ip}:8080/")
+        top.communicate(timeout=60)
+        srv.kill()
+    text = screen.read_text(errors="replace")
+    assert "time account of the connections ended in the last 60 s" in text
+    assert "worst 10 connections ended in the last 60 s" in text
+    assert f"{p.client_ip}:" in text and f"{p.server_ip}:8080" in text, text[-2000:]
+    assert "application" in text or "the path" in text
+
+
+def test_the_shipped_grafana_dashboard_asks_only_for_series_watch_serves():
+    """Every metric a panel of the dashboard queries is one the endpoint serves (with the
+    labels it filters and groups by), so no panel stays empty for a misspelt name."""
+    import re
+    from importlib.resources import files
+
+    import pyarrow as pa
+    from prometheus_client import generate_latest
+
+    from shortflow.watch.metrics import WatchMetrics
+
+    m = WatchMetrics()
+    a = shortflow.analyze(str(Path(__file__).parent / "data" / "real" / "pcap2har-pcapr-losses-keepalive.pcap"))
+    m.add_ended(a.table)
+    m.add_ended(pa.Table.from_pylist([], schema=a.table.schema))
+    m.add_stats({"ring_drops": 0, "interface_drops": 0, "evicted": 0, "packets": 1, "open_connections": 0})
+    served = generate_latest(m.registry).decode()
+    series = {line.split("{")[0].split(" ")[0] for line in served.splitlines() if line and not line.startswith("#")}
+    labels = {name: set(re.findall(r'(\w+)="', line)) for line in served.splitlines() if not line.startswith("#")
+              for name in [line.split("{")[0].split(" ")[0]]}
+    dash = json.loads(files("shortflow").joinpath("data/grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    assert len(exprs) >= 9
+    for expr in exprs:
+        names = re.findall(r"\b(shortflow_\w+)", expr)
+        assert names, expr
+        for name, selector in re.findall(r"\b(shortflow_\w+)(?:\{([^}]*)\})?", expr):
+            assert name in series, (name, expr)
+            for label in re.findall(r"(\w+)\s*(?:=~|!~|!=|=)", selector):
+                assert label in labels[name], (label, name, expr)
+        for label in re.findall(r"by \((\w+)\)", expr):
+            assert label == "le" or any(label in labels[n] for n in names), (label, expr)

@@ -71,9 +71,10 @@ class WatchMetrics(Collector):
         self.registry.register(self)
 
     def _add(self, metric: str, labels: tuple[str, ...], v: float) -> None:
-        if v:
-            key = (metric, labels)
-            self._counters[key] = self._counters.get(key, 0.0) + v
+        # A port's series exist from its first connection on, at 0 where nothing happened:
+        # a rate over them reads 0, not "no data".
+        key = (metric, labels)
+        self._counters[key] = self._counters.get(key, 0.0) + v
 
     def add_ended(self, rows: pa.Table) -> None:
         """Counts the connections of `rows`, each as it ended."""

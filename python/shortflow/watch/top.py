@@ -35,7 +35,7 @@ class TopView:
         head = Text(f"shortflow watch {interface} · {rate_pps:,.0f} packets/s · open {stats['open_connections']:,} · "
                     f"ended {stats['ended']:,} · ring drops {stats['ring_drops']:,} · interface drops "
                     f"{stats['interface_drops']:,} · evicted {stats['evicted']:,}")
-        account = Table(title=f"time account of the connections ended in the last {WINDOW_S:.0f} s", title_justify="left")
+        account = Table()
         account.add_column("cause")
         account.add_column("time", justify="right")
         account.add_column("share", justify="right")
@@ -44,7 +44,7 @@ class TopView:
         for cause in sorted(WAITED_CAUSES, key=lambda c: -totals[c]):
             if totals[cause] > 0:
                 account.add_row(cause.replace("_", " "), format_seconds(totals[cause]), f"{100 * totals[cause] / waited:.0f} %")
-        worst = Table(title=f"worst {WORST} connections ended in the last {WINDOW_S:.0f} s", title_justify="left")
+        worst = Table()
         for col in ("client", "server", "duration", "main cause"):
             worst.add_column(col)
         rows = [r for t in tables for r in t.select(["client_ip", "client_port", "server_ip", "server_port", "duration_s",
@@ -55,4 +55,5 @@ class TopView:
             main = f"{cause.replace('_', ' ')} {format_seconds(secs)}" if secs > 0 else "the path"
             worst.add_row(f"{r['client_ip']}:{r['client_port']}", f"{r['server_ip']}:{r['server_port']}",
                           format_seconds(r["duration_s"]), main)
-        return Group(head, account, worst)
+        return Group(head, Text(f"time account of the connections ended in the last {WINDOW_S:.0f} s", style="bold"),
+                     account, Text(f"worst {WORST} connections ended in the last {WINDOW_S:.0f} s", style="bold"), worst)
