@@ -5,6 +5,7 @@ CPU seconds (user + system), CPU per 100,000 packets/s, packets the kernel dropp
 capture's ring, and peak memory; then the medians.
 
     sudo .venv/bin/python benches/watch_load.py TRACE [--pps 100000] [--packets 1000000] [--pairs 3]
+    sudo .venv/bin/python benches/watch_load.py --syn-flood 300000 [--max-connections N]
 
 Run as root (namespaces). `tests/test_benches.py` runs it in a smoke size.
 """
@@ -53,17 +54,18 @@ def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals) -> tuple[float, in
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
-def run_watch(p: Pair, trace: Path, pps: int, packets: int, work: Path) -> dict[str, float]:
+def run_watch(p: Pair, trace: Path, pps: int, packets: int, work: Path, bound: int | None) -> dict[str, float]:
     summary = work / "watch.json"
+    extra = ["--max-connections", str(bound)] if bound else []
     proc = _start(p, [sys.executable, "-m", "shortflow", "-q", "watch", "-i", p.server_dev, "--no-metrics",
-                      "--summary-json", str(summary)], work / "watch.log")
+                      "--summary-json", str(summary), *extra], work / "watch.log")
     time.sleep(1.5)  # opened and reading
     wall = _replay(p, trace, pps, packets)
     time.sleep(0.5)
     cpu, peak = _stop(proc, signal.SIGTERM)
     cap = json.loads(summary.read_text())["capture"]
     return {"cpu_s": cpu, "wall_s": wall, "packets": cap["packets"], "ring_drops": cap["ring_drops"],
-            "peak_MiB": peak / 1024}
+            "evicted": cap["evicted"], "peak_MiB": peak / 1024}
 
 
 def run_tcpdump(p: Pair, trace: Path, pps: int, packets: int, work: Path) -> dict[str, float]:
@@ -76,7 +78,7 @@ def run_tcpdump(p: Pair, trace: Path, pps: int, packets: int, work: Path) -> dic
     err = log.read_text()
     got = int(re.search(r"(\d+) packets captured", err).group(1))  # type: ignore[union-attr]
     dropped = int(re.search(r"(\d+) packets dropped by kernel", err).group(1))  # type: ignore[union-attr]
-    return {"cpu_s": cpu, "wall_s": wall, "packets": got, "ring_drops": dropped, "peak_MiB": peak / 1024}
+    return {"cpu_s": cpu, "wall_s": wall, "packets": got, "ring_drops": dropped, "evicted": 0, "peak_MiB": peak / 1024}
 
 
 def main() -> None:
@@ -87,6 +89,7 @@ def main() -> None:
     ap.add_argument("--pps", type=int, default=100_000)
     ap.add_argument("--packets", type=int, default=1_000_000)
     ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--max-connections", type=int, default=None, help="watch's bound (default: its own default)")
     a = ap.parse_args()
     runs: dict[str, list[dict[str, float]]] = {"watch": [], "tcpdump": []}
     with tempfile.TemporaryDirectory() as tmp, namespace_pair() as p:
@@ -96,7 +99,7 @@ def main() -> None:
         if a.trace is None:
             ap.error("give a TRACE or --syn-flood N")
         for _ in range(a.pairs):
-            runs["watch"].append(run_watch(p, a.trace, a.pps, a.packets, Path(tmp)))
+            runs["watch"].append(run_watch(p, a.trace, a.pps, a.packets, Path(tmp), a.max_connections))
             runs["tcpdump"].append(run_tcpdump(p, a.trace, a.pps, a.packets, Path(tmp)))
             for tool in runs:
                 r = runs[tool][-1]
