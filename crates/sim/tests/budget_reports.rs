@@ -6,33 +6,12 @@
 //!
 //! The heap is measured by a counting allocator (one test in this binary).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use shortflow_sim::{scenario, try_run, Budget, RunOptions};
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(p, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
+mod counting;
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting::Counting = counting::Counting;
 
 const BUDGET: u64 = 8 << 20;
 
@@ -51,13 +30,12 @@ duration = "3600s"
 response_dist = { kind = "fixed", size = "2kB" }
 "#;
     let sc = scenario::load(text, "poisson.toml", &[]).unwrap();
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
+    let before = counting::start();
     let budget = Budget { max_memory: BUDGET, max_events: 0 };
     let Err(e) = try_run(sc, RunOptions { capture: false, timeline: false, totals_only: false }, None, &budget) else {
         panic!("the run stops at its memory limit");
     };
-    let grown = PEAK.load(Ordering::Relaxed) - before;
+    let grown = counting::grown_since(before);
     assert!(e.0.contains("raise --max-memory"), "{}", e.0);
     // A growing vector holds its old and new buffer for a moment: within 1.25x and that.
     assert!(grown as f64 <= 1.25 * BUDGET as f64 + (4 << 20) as f64, "heap grew by {grown} bytes (budget {BUDGET})");
