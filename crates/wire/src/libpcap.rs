@@ -78,17 +78,27 @@ pub struct Libpcap {
 
 static LIBPCAP: OnceLock<Result<Libpcap, String>> = OnceLock::new();
 
+/// Where to load libpcap from instead of the usual names (a path or a soname).
+pub const LIBPCAP_VARIABLE: &str = "SHORTFLOW_LIBPCAP";
+
 /// libpcap, loaded once; the error says which libraries were tried and what to install.
 pub fn libpcap() -> Result<&'static Libpcap, String> {
-    LIBPCAP
-        .get_or_init(load)
-        .as_ref()
-        .map_err(|why| format!("libpcap, which could not be loaded (install libpcap0.8 or libpcap): {why}"))
+    LIBPCAP.get_or_init(load).as_ref().map_err(|why| {
+        format!(
+            "libpcap, which could not be loaded (install libpcap0.8 or libpcap, or name its file in \
+             {LIBPCAP_VARIABLE}): {why}"
+        )
+    })
 }
 
 fn load() -> Result<Libpcap, String> {
+    let chosen = std::env::var(LIBPCAP_VARIABLE).ok().filter(|v| !v.is_empty());
+    let names: Vec<&str> = match &chosen {
+        Some(name) => vec![name.as_str()],
+        None => LIBRARY_NAMES.to_vec(),
+    };
     let mut tried = Vec::new();
-    for name in LIBRARY_NAMES {
+    for name in names {
         // SAFETY: loading libpcap runs its initialisers, which have no preconditions.
         match unsafe { libloading::Library::new(name) } {
             Ok(lib) => return resolve(lib).map_err(|e| format!("{name}: {e}")),
