@@ -2,7 +2,7 @@
 
 from collections.abc import Callable, Sequence
 from os import PathLike
-from typing import Any
+from typing import Any, final
 
 class ShortflowError(Exception):
     """Base of every shortflow error."""
@@ -54,13 +54,14 @@ def table_dictionaries() -> dict[str, list[str]]:
     """The names the table's dictionary columns' codes index: ``vantage``, ``outcome``,
     ``handshake``, ``gap_class``."""
 
+@final
 class Watcher:
     """A live analysis of one interface: packets from the kernel's ring (libpcap) into the
     analyzer's tracker; the rows of connections as they end."""
 
-    def __init__(self, interface: str, *, snaplen: int = 256, promiscuous: bool = False,
-                 buffer_bytes: int = 64 << 20, filter: str | None = None, idle_timeout_s: float | None = None,
-                 close_linger_s: float | None = None, max_connections: int = 200_000) -> None:
+    def __new__(cls, interface: str, *, snaplen: int = 256, promiscuous: bool = False,
+                buffer_bytes: int = 67108864, filter: str | None = None, idle_timeout_s: float | None = None,
+                close_linger_s: float | None = None, max_connections: int = 200_000) -> Watcher:
         """Opens the interface; raises `CaptureError` (no such interface, no CAP_NET_RAW,
         no libpcap) or `CaptureError` with libpcap's message for a filter it refuses."""
     def run_for(self, seconds: float) -> None:

@@ -48,8 +48,10 @@ fn stats_dict<'py>(py: Python<'py>, s: &LiveStats) -> PyResult<Bound<'py, PyDict
 
 #[pymethods]
 impl Watcher {
+    // Defaults written as literals: the signature Python shows (and the stub's test reads)
+    // prints an expression as `...`. 67108864 is 64 MiB.
     #[new]
-    #[pyo3(signature = (interface, *, snaplen=256, promiscuous=false, buffer_bytes=64 << 20, filter=None,
+    #[pyo3(signature = (interface, *, snaplen=256, promiscuous=false, buffer_bytes=67108864, filter=None,
                         idle_timeout_s=None, close_linger_s=None, max_connections=200_000))]
     #[allow(clippy::too_many_arguments)]
     fn new(

@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
         filter_expr: Annotated[Optional[str], typer.Option("--filter", metavar="EXPR", help="a libpcap filter expression, run in the kernel (it matches the outer headers of tunnelled packets)")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write the connection rows to Parquet files in DIR, one per --rotate")] = None,
         rotate: Annotated[str, typer.Option("--rotate", metavar="DURATION", help="how long each Parquet file covers")] = "1h",
-        metrics: Annotated[str, typer.Option("--metrics", metavar="HOST:PORT", help="the Prometheus endpoint (/metrics)")] = DEFAULT_METRICS,
+        metrics: Annotated[str, typer.Option("--metrics", metavar="ADDRESS", help="HOST:PORT of the Prometheus endpoint (/metrics)")] = DEFAULT_METRICS,
         no_metrics: Annotated[bool, typer.Option("--no-metrics", help="serve no metrics")] = False,
         ports: Annotated[Optional[str], typer.Option("--ports", metavar="P,P,...", help="server ports with a label of their own (default: the first 20 seen; the rest are \"other\")")] = None,
         top: Annotated[bool, typer.Option("--top", help="a one-screen live view, redrawn each second")] = False,
