@@ -6,8 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages: the real peers (tshark, tcptrace), capture and namespace tools for the
-# real-kernel tests, and clang/bpftool for the BPF programs.
-DEB_PACKAGES := tshark tcptrace tcpdump chromium iproute2 iptables nftables clang llvm libbpf-dev bpftool nginx-light curl
+# real-kernel tests, clang/bpftool for the BPF programs, Debian's chromium for the report's
+# test, and for `watch`'s tests a real Prometheus and tcpreplay (load replayed onto a veth).
+DEB_PACKAGES := tshark tcptrace tcpdump chromium iproute2 iptables nftables clang llvm libbpf-dev bpftool nginx-light curl prometheus tcpreplay
 
 # Only for `make bench`: ns-3, the simulator's peer (and what its pkg-config links need).
 BENCH_DEB_PACKAGES := libns3-dev libgsl-dev libsqlite3-dev pkg-config g++
@@ -25,6 +26,9 @@ deps: .deps-stamp
 	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
 	  echo "wireshark-common wireshark-common/install-setuid boolean false" | $$SUDO debconf-set-selections; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	  case " $$missing " in *" prometheus "*) \
+	    echo "the tests start their own Prometheus: the service the package enabled is stopped and disabled"; \
+	    $$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true;; esac; \
 	fi
 	@touch $@
 
@@ -81,6 +85,9 @@ bench-deps:
 	if [ -n "$$missing" ]; then \
 	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	  case " $$missing " in *" prometheus "*) \
+	    echo "the tests start their own Prometheus: the service the package enabled is stopped and disabled"; \
+	    $$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true;; esac; \
 	fi
 
 # The simulator beside ns-3 (100,000 sequential short transfers).

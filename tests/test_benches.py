@@ -63,6 +63,8 @@ SMOKE: dict[str, list[str] | str] = {
         ["benches/synopt_flood.py", "5000", "1", "1000", "50"],
     "sudo .venv/bin/python benches/synopt_table4.py": ["benches/synopt_table4.py", "1 SYN/ACK lost"],
     "sudo .venv/bin/python benches/sfr_tail_loss.py 10 2": ["benches/sfr_tail_loss.py", "1", "2"],
+    "sudo .venv/bin/python benches/watch_load.py bench-data/bench-178571.pcap --pps 100000 --packets 1000000 --pairs 3":
+        ["benches/watch_load.py", "--syn-flood", "2000", "--pps", "20000", "--pairs", "1"],
 }
 
 #: What each smoke run must print (the result line or table heading it exists for).
@@ -79,10 +81,11 @@ PRINTS = {
     "benches/synopt_flood.py": "counters_add_up",
     "benches/synopt_table4.py": "| 1 SYN/ACK lost |",
     "benches/sfr_tail_loss.py": "median",
+    "benches/watch_load.py": "median_of",
 }
 
 #: Smoke runs that need root and network namespaces (the testbed).
-NETNS = ("netem_accuracy", "sim_vs_real", "synopt_", "sfr_tail_loss")
+NETNS = ("netem_accuracy", "sim_vs_real", "synopt_", "sfr_tail_loss", "watch_load")
 
 
 def page_commands() -> set[str]:

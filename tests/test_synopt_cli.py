@@ -31,6 +31,9 @@ def cli(*args: str, env: dict[str, str] | None = None, user: int | None = None) 
     (("-d", "5x", "-r", "3", "-c", "-p", "80"), "-d"),
     (("-d", "200", "-r", "-1", "-c", "-p", "80"), "retries must be between"),
     (("-d", "200", "-r", "3", "-c", "-p", "80", "--max-held", "0"), "--max-held"),
+    (("-d", "200", "-r", "3", "-c", "-p", "80", "--prefix-len", "33,48"), "IPv4 prefixes are 0-32 bits"),
+    (("-d", "200", "-r", "3", "-c", "-p", "80", "--prefix-len", "24"), "--prefix-len '24'"),
+    (("-d", "200", "-r", "3", "-c", "-p", "80", "--rcvbuf-kb", "0"), "--rcvbuf-kb 0: at least 1"),
 ])
 def test_bad_input_exits_2_with_one_line(args, message):
     r = cli(*args)
@@ -70,3 +73,34 @@ def test_daemon_rejects_bad_arguments_itself():
     assert r.returncode == 2 and "delay" in r.stderr
     r = subprocess.run([exe, "-d", "200", "-r", "3", "-p", "80"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the daemon's nftables table and NFLOG socket")
+def test_prefix_length_and_receive_buffer_reach_the_daemon(tmp_path):
+    """--prefix-len and --rcvbuf-kb are the daemon's: it runs with them (in a namespace of
+    the test's own) and reports the prefix lengths it groups initiators by."""
+    import signal
+    import time
+    import uuid
+
+    ns = f"sf-{uuid.uuid4().hex[:6]}-syncli"
+    stats = tmp_path / "stats.json"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
+        d = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "shortflow", "synopt", "-d", "200", "-r",
+                              "3", "-c", "-p", "80", "--prefix-len", "16,32", "--rcvbuf-kb", "1024", "--json-stats",
+                              str(stats)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        d.send_signal(signal.SIGTERM)
+        _, err = d.communicate(timeout=20)
+        assert d.returncode == 0, err
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+    import json
+
+    doc = json.loads(stats.read_text())
+    assert doc["prefix_len"] == [16, 32], doc
+    o = synopt.Options(delay_ms=200, retries=3, mode="client", ports=[80], prefix_len=(16, 32), rcvbuf_kb=1024)
+    assert synopt.command(o, exe="/x")[-4:] == ["--prefix-len", "16,32", "--rcvbuf-kb", "1024"]

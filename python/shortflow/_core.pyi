@@ -13,6 +13,10 @@ class TraceReadError(ShortflowError):
 class FilterError(ShortflowError):
     """A filter expression libpcap does not accept (its own message), or libpcap is missing."""
 
+class CaptureError(ShortflowError):
+    """A live interface could not be opened or read (names the interface; says which
+    capability is missing)."""
+
 class ScenarioError(ShortflowError):
     """A scenario file is invalid; the message names the file and the key."""
 
@@ -45,6 +49,29 @@ def table_schema() -> list[tuple[str, str, str, str]]:
 def empty_columns() -> dict[str, Any]:
     """The table's columns without rows (numpy arrays), as `analyze`'s ``columns`` would
     be: for an analysis made with ``table=False``, whose ``columns`` is None."""
+
+def table_dictionaries() -> dict[str, list[str]]:
+    """The names the table's dictionary columns' codes index: ``vantage``, ``outcome``,
+    ``handshake``, ``gap_class``."""
+
+class Watcher:
+    """A live analysis of one interface: packets from the kernel's ring (libpcap) into the
+    analyzer's tracker; the rows of connections as they end."""
+
+    def __init__(self, interface: str, *, snaplen: int = 256, promiscuous: bool = False,
+                 buffer_bytes: int = 64 << 20, filter: str | None = None, idle_timeout_s: float | None = None,
+                 close_linger_s: float | None = None, max_connections: int = 200_000) -> None:
+        """Opens the interface; raises `CaptureError` (no such interface, no CAP_NET_RAW,
+        no libpcap) or `CaptureError` with libpcap's message for a filter it refuses."""
+    def run_for(self, seconds: float) -> None:
+        """Reads packets for about ``seconds`` (the GIL released)."""
+    def take_ended(self) -> dict[str, Any]:
+        """The columns (as `analyze`'s ``columns``) of the connections ended since the last call."""
+    def stats(self) -> dict[str, Any]:
+        """Packets read and skipped, the kernel's received / ring drops / interface drops,
+        connections evicted, ended and open."""
+    def finish(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """Ends the open connections; returns (columns, summary, stats)."""
 
 def check_filter(text: str) -> None:
     """Raises `FilterError` with libpcap's message when it does not accept ``text`` (or

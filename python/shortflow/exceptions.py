@@ -3,7 +3,15 @@ errors raised in Rust and in Python share one base)."""
 
 from __future__ import annotations
 
-from shortflow._core import FilterError, ScenarioError, ShortflowError, SimulationLimitError, TraceReadError, UnitError
+from shortflow._core import (
+    CaptureError,
+    FilterError,
+    ScenarioError,
+    ShortflowError,
+    SimulationLimitError,
+    TraceReadError,
+    UnitError,
+)
 
 
 class ClusterError(ShortflowError):
@@ -22,5 +30,5 @@ class TuneError(ShortflowError):
     """`shortflow tune` refuses a value, cannot apply it, or cannot revert it."""
 
 
-__all__ = ["ClusterError", "FilterError", "PrivilegeError", "ScenarioError", "ShortflowError", "SimulationLimitError", "SynoptError",
+__all__ = ["CaptureError", "ClusterError", "FilterError", "PrivilegeError", "ScenarioError", "ShortflowError", "SimulationLimitError", "SynoptError",
            "TraceReadError", "TuneError", "UnitError"]

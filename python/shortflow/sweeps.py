@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shortflow.cluster import dask_client
-from shortflow.exceptions import ScenarioError
+from shortflow.exceptions import ScenarioError, ShortflowError
 from shortflow.scenario import Scenario
 
 if TYPE_CHECKING:
@@ -85,11 +86,27 @@ class Run:
     overrides: tuple[str, ...]
 
 
+#: Runs one sweep makes at most: each is planned (and checked) before any starts, and its
+#: result kept until the table is written.
+MAX_RUNS = 1_000_000
+#: Local worker processes at most, per core: more only share the cores and multiply the
+#: memory (each holds a simulation).
+MAX_WORKERS_PER_CORE = 4
+
+
+class SweepWorkerKilled(ShortflowError):
+    """A run of the sweep killed every worker it was tried on."""
+
+
 def plan(scenario: Scenario, grid: Mapping[str, Sequence[str]], seeds: int) -> list[Run]:
     """Every grid point × seed, each checked now (a bad value fails before any run)."""
     if seeds < 1:
         raise ValueError("--seeds must be at least 1")
     keys = list(grid)
+    points = math.prod(len(grid[k]) for k in keys)
+    if points * seeds > MAX_RUNS:
+        raise ValueError(f"{points:,} grid points × {seeds:,} seeds = {points * seeds:,} runs: a sweep makes at most "
+                         f"{MAX_RUNS:,} (split it, or fewer seeds)")
     runs = []
     for values in itertools.product(*(grid[k] for k in keys)):
         point = tuple(zip(keys, values))
@@ -185,10 +202,15 @@ def sweep(
         sc = sc.with_overrides(*extra)
     g = dict(grid) if isinstance(grid, Mapping) else parse_grid(grid)
     g = {k: [str(v) for v in vs] for k, vs in g.items()}
+    cores = os.cpu_count() or 1
+    if workers is not None and not 1 <= workers <= MAX_WORKERS_PER_CORE * cores:
+        raise ValueError(f"--workers {workers}: from 1 to {MAX_WORKERS_PER_CORE * cores} here "
+                         f"({MAX_WORKERS_PER_CORE} per core; more only share the cores and multiply the memory)")
     runs = plan(sc, g, seeds)
     results: list[dict[str, Any] | None] = [None] * len(runs)
     with dask_client(scheduler, workers) as client:
         from distributed import as_completed
+        from distributed.scheduler import KilledWorker
 
         futures = {
             client.submit(run_one, sc.text, sc.source, list(sc.overrides + r.overrides), flows, pure=False): i
@@ -196,7 +218,13 @@ def sweep(
         }
         done = 0
         for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
+            try:
+                results[futures[fut]] = fut.result()
+            except KilledWorker:
+                r = runs[futures[fut]]
+                raise SweepWorkerKilled(
+                    f"the worker running {' '.join(r.overrides)} died (killed, or out of memory: the kernel's OOM "
+                    "killer says so in `dmesg`); the run was tried on other workers and killed them too") from None
             done += 1
             if progress:
                 progress(done, len(runs))

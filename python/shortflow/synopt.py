@@ -29,6 +29,9 @@ DEFAULT_GROUP = 7100
 DEFAULT_MAX_HELD = 65_536
 #: Copies held at most per initiator source prefix (/24, /48) before its newest are shed.
 DEFAULT_PREFIX_BUDGET = 1024
+#: The daemon's own defaults for --prefix-len and --rcvbuf-kb (crates/synopt/src/cli.rs).
+DEFAULT_PREFIX_LEN = (24, 48)
+DEFAULT_RCVBUF_KB = 8192
 
 
 class DaemonMissing(SynoptError):
@@ -73,6 +76,18 @@ def parse_ports(text: str) -> list[int]:
     return ports
 
 
+def parse_prefix_len(text: str) -> tuple[int, int]:
+    """``V4,V6`` prefix lengths.
+
+    >>> parse_prefix_len("16,32")
+    (16, 32)
+    """
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise SynoptError(f"--prefix-len {text!r}: give the IPv4 and IPv6 prefix lengths, e.g. 24,48")
+    return int(parts[0]), int(parts[1])
+
+
 def parse_delay_ms(text: str) -> int:
     """`-d`: milliseconds, as in the document (`-d 200`), or a duration with its unit
     (`200ms`, `0.2s`); at least 1 ms, whole milliseconds.
@@ -104,6 +119,11 @@ class Options:
     rt_priority: int = 10
     #: Copies held at most per source prefix of the initiator (0: no budget).
     prefix_budget: int = DEFAULT_PREFIX_BUDGET
+    #: The prefix lengths (IPv4, IPv6) that group initiators for `prefix_budget`.
+    prefix_len: tuple[int, int] = DEFAULT_PREFIX_LEN
+    #: Receive buffer of the daemon's copies, kB: a burst beyond it loses copies (counted
+    #: as bypassed), never packets.
+    rcvbuf_kb: int = DEFAULT_RCVBUF_KB
     #: Make the nftables table with the `nft` command, not owned by the daemon (a SIGKILL
     #: then leaves it until the next start or `shortflow testbed clean`).
     unowned_table: bool = False
@@ -122,6 +142,10 @@ class Options:
             raise SynoptError(f"--rt-priority {self.rt_priority}: SCHED_FIFO priorities are 1-99 (0: normal priority)")
         if self.prefix_budget < 0:
             raise SynoptError(f"--prefix-budget {self.prefix_budget}: 0 (no budget) or more")
+        if not (0 <= self.prefix_len[0] <= 32 and 0 <= self.prefix_len[1] <= 128):
+            raise SynoptError(f"--prefix-len {self.prefix_len[0]},{self.prefix_len[1]}: IPv4 prefixes are 0-32 bits, IPv6 0-128")
+        if self.rcvbuf_kb < 1:
+            raise SynoptError(f"--rcvbuf-kb {self.rcvbuf_kb}: at least 1")
         if not self.ports:
             raise SynoptError("-p: at least one port is needed")
 
@@ -134,6 +158,10 @@ def command(o: Options, exe: str | None = None) -> list[str]:
             "-p", ",".join(map(str, o.ports)), "--max-held", str(o.max_held), "--group", str(o.group)]
     if o.prefix_budget != DEFAULT_PREFIX_BUDGET:
         args += ["--prefix-budget", str(o.prefix_budget)]
+    if o.prefix_len != DEFAULT_PREFIX_LEN:
+        args += ["--prefix-len", f"{o.prefix_len[0]},{o.prefix_len[1]}"]
+    if o.rcvbuf_kb != DEFAULT_RCVBUF_KB:
+        args += ["--rcvbuf-kb", str(o.rcvbuf_kb)]
     if o.rt_priority != 10:
         args += ["--rt-priority", str(o.rt_priority)]
     if o.json_stats is not None:

@@ -19,10 +19,18 @@ create_exception!(
     "A filter expression libpcap does not accept (its own message), or libpcap is missing."
 );
 
+create_exception!(
+    shortflow,
+    CaptureError,
+    ShortflowError,
+    "A live interface could not be opened or read (names the interface; says which capability is missing)."
+);
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("ShortflowError", py.get_type::<ShortflowError>())?;
     m.add("TraceReadError", py.get_type::<TraceReadError>())?;
     m.add("FilterError", py.get_type::<FilterError>())?;
+    m.add("CaptureError", py.get_type::<CaptureError>())?;
     Ok(())
 }

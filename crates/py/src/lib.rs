@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 mod bpf;
 mod daemons;
 mod error;
+mod live;
 mod segments;
 mod sim;
 mod trace;
@@ -17,6 +18,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     daemons::register(m)?;
     bpf::register(m)?;
     trace::register(m)?;
+    live::register(m)?;
     segments::register(m)?;
     sim::register(m)?;
     units::register(m)?;

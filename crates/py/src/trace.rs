@@ -139,12 +139,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'
         out.set_item("columns", py.None())?;
     }
     out.set_item("summary", summary(py, &a.summary)?)?;
-    let dicts = PyDict::new(py);
-    dicts.set_item("vantage", Vantage::NAMES.to_vec())?;
-    dicts.set_item("outcome", EndReason::NAMES.to_vec())?;
-    dicts.set_item("handshake", Handshake::NAMES.to_vec())?;
-    dicts.set_item("gap_class", GapClass::labels_by_code())?;
-    out.set_item("dictionaries", dicts)?;
+    out.set_item("dictionaries", table_dictionaries(py)?)?;
     let files = PyList::empty(py);
     for f in a.files {
         let d = PyDict::new(py);
@@ -185,8 +180,20 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'
     Ok(out)
 }
 
+/// The names the table's dictionary columns' codes index (`vantage`, `outcome`,
+/// `handshake`, `gap_class`).
+#[pyfunction]
+pub(crate) fn table_dictionaries(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let dicts = PyDict::new(py);
+    dicts.set_item("vantage", Vantage::NAMES.to_vec())?;
+    dicts.set_item("outcome", EndReason::NAMES.to_vec())?;
+    dicts.set_item("handshake", Handshake::NAMES.to_vec())?;
+    dicts.set_item("gap_class", GapClass::labels_by_code())?;
+    Ok(dicts)
+}
+
 /// The table's columns as numpy arrays (the Python side wraps them as Arrow arrays).
-fn columns<'py>(py: Python<'py>, t: ConnectionTable) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn columns<'py>(py: Python<'py>, t: ConnectionTable) -> PyResult<Bound<'py, PyDict>> {
     let cols = PyDict::new(py);
     macro_rules! num {
         ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
@@ -239,7 +246,7 @@ fn counts<'py>(py: Python<'py>, c: &HandshakeCounts) -> PyResult<Bound<'py, PyDi
     Ok(d)
 }
 
-fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("packets", s.packets)?;
     d.set_item("tcp_packets", s.tcp_packets)?;
@@ -487,6 +494,7 @@ fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
     m.add_function(wrap_pyfunction!(empty_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(table_dictionaries, m)?)?;
     m.add_function(wrap_pyfunction!(connection_packets, m)?)?;
     m.add_function(wrap_pyfunction!(check_filter, m)?)?;
     let d = TrackerConfig::default();

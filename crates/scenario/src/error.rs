@@ -48,8 +48,17 @@ pub enum OverrideError {
 pub enum SizesError {
     #[error("line {line}: a size of 0 bytes")]
     Zero { line: usize },
-    #[error("line {line}: {field:?}: {source}")]
-    Unit { line: usize, field: String, source: crate::units::UnitError },
+    /// The line is not quoted: the file may be one it was never meant to name.
+    #[error("line {line}: not a size (bytes, or a size with its unit such as 1500B or 13kB)")]
+    NotASize { line: usize },
     #[error("no sizes in the file")]
     Empty,
+    #[error("cannot read: {0}")]
+    Io(String),
+    #[error("not a regular file (a sizes file is a CSV of sizes, one a line)")]
+    NotAFile,
+    #[error("larger than {} MiB: not a sizes file", limit >> 20)]
+    TooLarge { limit: u64 },
+    #[error("byte {offset}: not UTF-8 text, not a sizes file")]
+    NotText { offset: usize },
 }

@@ -144,8 +144,9 @@ fn range_of(key: &str) -> Option<(&'static Range, bool)> {
         return ranges::HOST_RANGES.iter().find(|r| r.key == k).map(|r| (r, true));
     }
     let k = if key.starts_with("drop.") { "drop.*" } else { key };
-    let k = k.replace("dumbbell.", "path.");
-    ranges::RANGES.iter().find(|r| r.key == k).map(|r| (r, false))
+    // A dumbbell key without a range of its own has its path twin's (bandwidth, queue).
+    let find = |k: &str| ranges::RANGES.iter().find(|r| r.key == k);
+    find(k).or_else(|| find(&k.replace("dumbbell.", "path."))).map(|r| (r, false))
 }
 
 /// Every key of the scenario file (tables in alphabetical order, host keys once as `{side}.`).

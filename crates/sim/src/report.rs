@@ -75,6 +75,15 @@ pub struct ConnReport {
     pub timeline: Option<Vec<(f64, u64)>>,
 }
 
+impl ConnReport {
+    /// Bytes its lists hold beyond the report itself (a run's memory budget counts them).
+    pub fn heap_bytes(&self) -> usize {
+        self.rto_costs.capacity() * std::mem::size_of::<f64>()
+            + self.requests.capacity() * std::mem::size_of::<RequestReport>()
+            + self.timeline.as_ref().map_or(0, |t| t.capacity() * std::mem::size_of::<(f64, u64)>())
+    }
+}
+
 /// One direction of the shared (bottleneck) link.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct LinkReport {

@@ -166,6 +166,8 @@ pub struct World<'s> {
     rtt_rng: ChaCha8Rng,
     /// Reports of the connections that left (none with `opts.totals_only`).
     reports: Vec<ConnReport>,
+    /// Their memory, lists included (`check_budget`).
+    reports_bytes: usize,
     /// Every connection that left, added up.
     totals: Totals,
     /// Sum of the completion times in `totals` (for the mean with `opts.totals_only`).
@@ -214,6 +216,7 @@ impl<'s> World<'s> {
             extra_rtt: Vec::new(),
             rtt_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x5254_5452),
             reports: Vec::new(),
+            reports_bytes: 0,
             totals: Totals::default(),
             complete_sum_s: 0.0,
             peak_open: 0,
@@ -320,13 +323,16 @@ impl<'s> World<'s> {
         // a connection for the pcap writer, every segment for a capture kept in memory).
         let kept = self.sink.as_ref().map_or(0, |s| s.memory());
         let waiting = self.q.len() * EventQueue::<Event>::event_bytes();
-        // Kept totals only, the connections open now and each one's pair (4 bytes).
-        let open = if self.opts.totals_only {
-            self.conns.len() * (std::mem::size_of::<Conn>() + 2 * std::mem::size_of::<Tcb>()) + 4 * self.pair_of.len()
-        } else {
-            0
-        };
-        let used = conns_bytes + (kept + waiting + open) as u64;
+        // The connections open now and each one's pair (4 bytes) and drawn RTT; without
+        // totals only, also the report of each that left (with its lists). A workload
+        // whose connections are not known before the run (Poisson, PackMime) is held to
+        // the limit by these; one that is (`check_connections`' estimate) by the larger.
+        let open = self.conns.len() * (std::mem::size_of::<Conn>() + 2 * std::mem::size_of::<Tcb>())
+            + 4 * self.pair_of.len()
+            + std::mem::size_of::<Duration>() * self.extra_rtt.len();
+        let reports = if self.opts.totals_only { 0 } else { self.reports_bytes };
+        let held = if self.opts.totals_only { conns_bytes } else { conns_bytes.max((open + reports) as u64) };
+        let used = held + (kept + waiting + if self.opts.totals_only { open } else { 0 }) as u64;
         if budget.max_memory > 0 && used > budget.max_memory {
             return Err(LimitError(format!(
                 "the run needs more than the memory limit of {} at simulated time {now} ({} held by the capture, \
@@ -729,6 +735,7 @@ impl<'s> World<'s> {
         if self.opts.timeline {
             r.timeline.get_or_insert_with(Vec::new);
         }
+        self.reports_bytes += r.heap_bytes() + std::mem::size_of::<ConnReport>();
         self.reports.push(r);
     }
 

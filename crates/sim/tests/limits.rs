@@ -6,34 +6,13 @@
 //! The heap is measured by a counting allocator around each run (one test in this binary,
 //! so no other test allocates meanwhile).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use proptest::prelude::*;
 use shortflow_sim::{scenario, try_run, Budget, RunOptions};
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(p, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
+mod counting;
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting::Counting = counting::Counting;
 
 /// The budget each run gets (small, so that many runs reach it). The heap may pass it by
 /// what a growing vector holds at once (old and new buffer: up to 3x the last size seen
@@ -101,10 +80,9 @@ proptest! {
     fn scenarios_within_the_ranges_finish_within_bounded_memory(text in scenario_text(), capture in any::<bool>()) {
         let sc = scenario::load(&text, "limits.toml", &[]).expect("values within the stated ranges are accepted");
         let budget = Budget { max_memory: BUDGET, max_events: 20_000_000 };
-        let before = LIVE.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
+        let before = counting::start();
         let result = try_run(sc, RunOptions { capture, timeline: false, totals_only: false }, None, &budget);
-        let grown = PEAK.load(Ordering::Relaxed) - before;
+        let grown = counting::grown_since(before);
         prop_assert!(grown <= BOUND, "heap grew by {grown} bytes (budget {BUDGET})");
         match result {
             Ok((report, _)) => prop_assert_eq!(report.summary.events_scheduled_in_past, 0),

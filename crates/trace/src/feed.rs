@@ -14,7 +14,7 @@ use crate::track::TrackerConfig;
 use crate::wire::defrag::Reassembly;
 use crate::wire::filter::Filter;
 use crate::wire::segment::Skip;
-use crate::wire::{decode_unreachable, IcmpUnreachable, Segment, SegmentExtra};
+use crate::wire::{decode_unreachable, IcmpUnreachable, LinkType, Segment, SegmentExtra};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -103,6 +103,39 @@ pub(crate) trait SegmentSink {
 /// segment comes.
 pub(crate) const PREFETCH_AHEAD: usize = 8;
 
+/// Decodes one captured frame and hands what it carries to `sink`: a TCP segment, or an
+/// ICMP refusal quoting one; everything else is counted in `stats` by why it was skipped.
+#[inline]
+pub(crate) fn decode_into(
+    fragments: &mut Reassembly,
+    link: LinkType,
+    ts: u64,
+    data: &[u8],
+    stats: &mut FileStats,
+    sink: &mut impl SegmentSink,
+) {
+    match fragments.decode(link, ts, data) {
+        Ok((seg, extra)) => {
+            stats.tcp_packets += 1;
+            sink.segment(ts, &seg, &extra);
+        }
+        Err(Skip::NotIp) => stats.skipped_not_ip += 1,
+        Err(Skip::NotTcp) => {
+            stats.skipped_not_tcp += 1;
+            // Rare and off the TCP path: decoded only when the frame is not TCP.
+            if let Some(msg) = decode_unreachable(link, data) {
+                stats.icmp_unreachable += 1;
+                sink.icmp(ts, &msg);
+            }
+        }
+        Err(Skip::Fragment) => stats.skipped_fragment += 1,
+        Err(Skip::Malformed) => stats.skipped_malformed += 1,
+        Err(Skip::LinkRepeat) => stats.skipped_link_repeat += 1,
+    }
+    stats.first_ts_ns.get_or_insert(ts);
+    stats.last_ts_ns = Some(ts);
+}
+
 /// Reads every packet of `reader` that `filter` selects into `sink`, counting them in
 /// `stats` and publishing progress; stops at the first read error (kept in `stats`), at a
 /// link type the filter does not apply to, or on cancel.
@@ -144,26 +177,7 @@ pub(crate) fn read_loop(
             },
         };
         if keep {
-            match fragments.decode(pkt.link, ts, pkt.data) {
-                Ok((seg, extra)) => {
-                    stats.tcp_packets += 1;
-                    sink.segment(ts, &seg, &extra);
-                }
-                Err(Skip::NotIp) => stats.skipped_not_ip += 1,
-                Err(Skip::NotTcp) => {
-                    stats.skipped_not_tcp += 1;
-                    // Rare and off the TCP path: decoded only when the frame is not TCP.
-                    if let Some(msg) = decode_unreachable(pkt.link, pkt.data) {
-                        stats.icmp_unreachable += 1;
-                        sink.icmp(ts, &msg);
-                    }
-                }
-                Err(Skip::Fragment) => stats.skipped_fragment += 1,
-                Err(Skip::Malformed) => stats.skipped_malformed += 1,
-                Err(Skip::LinkRepeat) => stats.skipped_link_repeat += 1,
-            }
-            stats.first_ts_ns.get_or_insert(ts);
-            stats.last_ts_ns = Some(ts);
+            decode_into(&mut fragments, pkt.link, ts, pkt.data, stats, sink);
         } else {
             stats.filtered_out += 1;
         }

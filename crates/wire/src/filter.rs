@@ -9,104 +9,18 @@
 //! The expression sees the frame as captured: in a tunnelled packet (GRE, VXLAN, GTP-U,
 //! ERSPAN…) `host` and `port` match the outer headers, as in tcpdump.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
-use std::sync::{Mutex, OnceLock};
+use std::ffi::{c_int, CStr, CString};
+use std::sync::Mutex;
 
+use crate::libpcap::{libpcap, BpfProgram, Libpcap, PktHdr, NETMASK_UNKNOWN};
 use crate::LinkType;
-
-/// Names libpcap's shared library goes by (Debian's soname first, then others, then the
-/// development link).
-const LIBRARY_NAMES: &[&str] = &["libpcap.so.0.8", "libpcap.so.1", "libpcap.so", "libpcap.dylib", "libpcap.A.dylib"];
-
-/// `PCAP_NETMASK_UNKNOWN`: a capture file says nothing of its network's mask.
-const NETMASK_UNKNOWN: u32 = 0xffff_ffff;
 
 /// The snap length programs are compiled for: larger than any frame, so that the
 /// program's accept value never cuts one (only match or no match is used here).
 const SNAPLEN: c_int = 262_144;
 
-/// `struct bpf_program`.
-#[repr(C)]
-struct BpfProgram {
-    len: c_uint,
-    insns: *mut c_void,
-}
-
-/// `struct pcap_pkthdr` (a `struct timeval`, then caplen and len).
-#[repr(C)]
-struct PktHdr {
-    tv_sec: libc_long,
-    tv_usec: libc_long,
-    caplen: u32,
-    len: u32,
-}
-
-#[allow(non_camel_case_types)]
-type libc_long = std::ffi::c_long;
-
-type OpenDead = unsafe extern "C" fn(c_int, c_int) -> *mut c_void;
-type Compile = unsafe extern "C" fn(*mut c_void, *mut BpfProgram, *const c_char, c_int, u32) -> c_int;
-type GetErr = unsafe extern "C" fn(*mut c_void) -> *const c_char;
-type Close = unsafe extern "C" fn(*mut c_void);
-type FreeCode = unsafe extern "C" fn(*mut BpfProgram);
-type OfflineFilter = unsafe extern "C" fn(*const BpfProgram, *const PktHdr, *const u8) -> c_int;
-
-/// The few libpcap functions used, resolved once.
-struct Libpcap {
-    open_dead: OpenDead,
-    compile: Compile,
-    geterr: GetErr,
-    close: Close,
-    freecode: FreeCode,
-    offline_filter: OfflineFilter,
-    /// Kept loaded for as long as the process runs (the pointers above point into it).
-    _lib: libloading::Library,
-}
-
-static LIBPCAP: OnceLock<Result<Libpcap, String>> = OnceLock::new();
-
 /// Older libpcaps compile through a parser with global state: one compilation at a time.
 static COMPILING: Mutex<()> = Mutex::new(());
-
-fn libpcap() -> Result<&'static Libpcap, FilterError> {
-    LIBPCAP.get_or_init(load).as_ref().map_err(|e| FilterError::NoLibpcap(e.clone()))
-}
-
-/// Where to load libpcap from instead of the usual names (a path or a soname).
-pub const LIBPCAP_VARIABLE: &str = "SHORTFLOW_LIBPCAP";
-
-fn load() -> Result<Libpcap, String> {
-    let chosen = std::env::var(LIBPCAP_VARIABLE).ok().filter(|v| !v.is_empty());
-    let names: Vec<&str> = match &chosen {
-        Some(name) => vec![name.as_str()],
-        None => LIBRARY_NAMES.to_vec(),
-    };
-    let mut tried = Vec::new();
-    for name in names {
-        // SAFETY: loading libpcap runs its initialisers, which have no preconditions.
-        match unsafe { libloading::Library::new(name) } {
-            Ok(lib) => return resolve(lib).map_err(|e| format!("{name}: {e}")),
-            Err(e) => tried.push(e.to_string()),
-        }
-    }
-    Err(tried.join("; "))
-}
-
-fn resolve(lib: libloading::Library) -> Result<Libpcap, libloading::Error> {
-    // SAFETY: each symbol is declared with libpcap's own signature (pcap/pcap.h, stable
-    // since libpcap 0.8; pcap_offline_filter since 1.0).
-    unsafe {
-        Ok(Libpcap {
-            open_dead: *lib.get::<OpenDead>(b"pcap_open_dead\0")?,
-            compile: *lib.get::<Compile>(b"pcap_compile\0")?,
-            geterr: *lib.get::<GetErr>(b"pcap_geterr\0")?,
-            close: *lib.get::<Close>(b"pcap_close\0")?,
-            freecode: *lib.get::<FreeCode>(b"pcap_freecode\0")?,
-            offline_filter: *lib.get::<OfflineFilter>(b"pcap_offline_filter\0")?,
-            _lib: lib,
-        })
-    }
-}
 
 /// Why a filter cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,13 +36,7 @@ pub enum FilterError {
 impl std::fmt::Display for FilterError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::NoLibpcap(why) => {
-                write!(
-                    f,
-                    "a filter needs libpcap, which could not be loaded (install libpcap0.8 or libpcap, or name its \
-                     file in {LIBPCAP_VARIABLE}): {why}"
-                )
-            }
+            Self::NoLibpcap(why) => write!(f, "a filter needs {why}"),
             Self::Nul => write!(f, "the filter expression holds a NUL byte"),
             Self::Compile { link, message } => {
                 write!(f, "libpcap: {message} (compiling for link type {})", link_name(*link))
@@ -176,7 +84,7 @@ impl Filter {
     /// when that file is read ([`Matcher::matches`]).
     pub fn new(text: &str) -> Result<Self, FilterError> {
         let text = CString::new(text).map_err(|_| FilterError::Nul)?;
-        let lib = libpcap()?;
+        let lib = libpcap().map_err(FilterError::NoLibpcap)?;
         let mut first = None;
         for link in PROBE_LINKS {
             match compile(lib, &text, link) {
@@ -265,7 +173,7 @@ impl Matcher {
         let prog = match self.programs.iter().position(|(c, _)| *c == code) {
             Some(i) => &self.programs[i].1,
             None => {
-                let p = compile(libpcap()?, &self.text, code)?;
+                let p = compile(libpcap().map_err(FilterError::NoLibpcap)?, &self.text, code)?;
                 self.programs.push((code, p));
                 &self.programs.last().expect("just pushed").1
             }

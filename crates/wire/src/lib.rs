@@ -20,7 +20,8 @@
 //! tunnel  IP in IP, GRE (IP, Ethernet, ERSPAN I-III), VXLAN(-GPE), Geneve, GTP-U: the packet inside
 //! wifi   802.11 data frames behind radiotap, PPI, Prism or AVS headers: their LLC/SNAP payload
 //! defrag  Reassembly: IP fragments put back together into the datagram they carry
-//! filter  libpcap filter expressions, compiled by libpcap (loaded at run time) per link type
+//! filter  libpcap filter expressions, compiled by libpcap per link type
+//! libpcap  libpcap loaded at run time: filters and live capture
 //! ```
 
 pub mod capture;
@@ -30,6 +31,7 @@ pub mod emit;
 pub mod filter;
 pub mod icmp;
 pub mod ip;
+pub mod libpcap;
 pub mod link;
 pub mod segment;
 pub mod tcp;

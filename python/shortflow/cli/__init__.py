@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "shortflow.cli.testbed",
     "shortflow.cli.tune",
     "shortflow.cli.synopt",
+    "shortflow.cli.watch",
 )
 
 LOG_LEVELS = ("debug", "info", "warning", "error")

@@ -65,6 +65,8 @@ def synopt_cmd(
     json_stats: Annotated[Optional[Path], typer.Option("--json-stats", metavar="FILE", help="write the counters as JSON here (exit, SIGUSR1)")] = None,
     max_held: Annotated[int, typer.Option("--max-held", min=1, max=1 << 24, help="copies held at most; beyond, new ones are shed")] = 65_536,
     prefix_budget: Annotated[int, typer.Option("--prefix-budget", help="copies held at most per initiator /24 (IPv6: /48); beyond, that prefix's newest are shed (0: no budget)")] = 1024,
+    prefix_len: Annotated[str, typer.Option("--prefix-len", metavar="V4,V6", help="prefix lengths grouping initiators for --prefix-budget")] = "24,48",
+    rcvbuf_kb: Annotated[int, typer.Option("--rcvbuf-kb", metavar="KB", help="receive buffer of the copies: a burst beyond it loses copies (counted as bypassed), never packets")] = 8192,
     group: Annotated[int, typer.Option("--group", "--queue-num", help="NFLOG group of the daemon's rules")] = 7100,
     no_ipv6: Annotated[bool, typer.Option("--no-ipv6", help="IPv4 only")] = False,
     fail_open: Annotated[bool, typer.Option("--fail-open", help="traffic flows when the daemon is dead, hung or overloaded: the default and only behaviour (rules only copy packets)")] = True,
@@ -95,7 +97,7 @@ def synopt_cmd(
         o = synopt.Options(delay_ms=synopt.parse_delay_ms(delay), retries=retries, mode=modes[0],
                            ports=synopt.parse_ports(ports), json_stats=json_stats, max_held=max_held,
                            group=group, ipv6=not no_ipv6, rt_priority=rt_priority, prefix_budget=prefix_budget,
-                           unowned_table=unowned_table)
+                           prefix_len=synopt.parse_prefix_len(prefix_len), rcvbuf_kb=rcvbuf_kb, unowned_table=unowned_table)
         synopt.exec_daemon(o)
     except (SynoptError, PrivilegeError) as e:
         fail(e, FAILURE if isinstance(e, synopt.DaemonMissing) else USAGE)

@@ -20,6 +20,8 @@ tune_app = typer.Typer(help="Tune TCP start-up on this host: SYN RTO, initial wi
 if TYPE_CHECKING:
     from shortflow.tune import TuneSettings
 
+#: Where apply journals its changes unless told otherwise (one tune state per host).
+DEFAULT_STATE = Path("/run/shortflow/tune-state.json")
 STATE_OPTION = typer.Option("--state", help="State file recording what was changed (for status and revert).")
 
 
@@ -85,7 +87,7 @@ def apply_cmd(
     force: Annotated[bool, typer.Option("--force", help="Apply values refused as unsafe.")] = False,
     fallback: Annotated[Optional[str], typer.Option("--fallback", help="routes: route metrics and sysctls only, no BPF.")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Detach shortflow's tuner program already on the cgroup first.")] = False,
-    state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json"),
+    state: Annotated[Path, STATE_OPTION] = DEFAULT_STATE,
 ) -> None:
     """Apply start-up settings (BPF sock_ops on a cgroup; route metrics and sysctls), journalled."""
     from shortflow import tune
@@ -121,14 +123,17 @@ def apply_cmd(
         warn(n)
     for line in (bpf or {}).get("selfcheck_refusals", []):
         warn(f"forced, but the kernel refused: {line}")
-    say(f"state: {state} (`shortflow tune revert` restores it all)")
+    # The hint names the state file unless it is the default one: `revert` alone would
+    # look for the default and find nothing (or another apply's).
+    again = "" if state == DEFAULT_STATE else f" --state {state}"
+    say(f"state: {state} (`shortflow tune revert{again}` restores it all)")
 
 
 @tune_app.command("reload", epilog=examples("sudo shortflow tune reload --iw-map prefixes.toml"))
 def reload_cmd(
     iw_map: Annotated[Path, typer.Option("--iw-map", help="The new per-prefix file.")],
     force: Annotated[bool, typer.Option("--force", help="Apply values refused as unsafe.")] = False,
-    state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json"),
+    state: Annotated[Path, STATE_OPTION] = DEFAULT_STATE,
 ) -> None:
     """Replace the per-prefix settings without detaching the program."""
     from shortflow import tune
@@ -143,7 +148,7 @@ def reload_cmd(
 @tune_app.command("status", epilog=examples("sudo shortflow tune status", "sudo shortflow tune status --json"))
 def status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the state and counters as JSON.")] = False,
-    state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json"),
+    state: Annotated[Path, STATE_OPTION] = DEFAULT_STATE,
 ) -> None:
     """What is applied, whether the program is still attached, and its counters."""
     from shortflow import tune
@@ -202,7 +207,7 @@ def _orphans_here() -> bool:
 @tune_app.command("revert", epilog=examples("sudo shortflow tune revert",
                                            "sudo shortflow tune revert --orphans --scope cgroup=/sys/fs/cgroup/web"))
 def revert_cmd(
-    state: Annotated[Path, STATE_OPTION] = Path("/run/shortflow/tune-state.json"),
+    state: Annotated[Path, STATE_OPTION] = DEFAULT_STATE,
     force: Annotated[bool, typer.Option("--force", help="Restore routes and sysctls changed since apply too.")] = False,
     orphans: Annotated[bool, typer.Option("--orphans", help="Without a state file: remove shortflow's own tuner programs, pins and build directories found on this host.")] = False,
     scope: Annotated[Optional[str], typer.Option("--scope", help="With --orphans: cgroup=PATH, only the programs attached there (and their pins).")] = None,

@@ -560,9 +560,8 @@ fn delays(d: &Option<RawDelays>, src: &str, key: &str, pairs: u32) -> Result<Vec
 }
 
 fn dumbbell(d: &RawDumbbell, src: &str) -> Result<DumbbellConfig, ScenarioError> {
-    if d.pairs == 0 {
-        return Err(err(src, "dumbbell.pairs", "must be at least 1"));
-    }
+    // Checked here, before the per-pair delays are laid out for that many pairs.
+    ranges::check_key(src, "dumbbell.pairs", u64::from(d.pairs))?;
     let client_delay = delays(&d.client_delay, src, "dumbbell.client_delay", d.pairs)?;
     let server_delay = delays(&d.server_delay, src, "dumbbell.server_delay", d.pairs)?;
     // The BDP that "bdp" sizes a queue to: the shared rate times the mean pair's RTT.
@@ -1003,7 +1002,7 @@ fn dist(d: &Option<RawDist>, fixed: u64, src: &str, key: &str) -> Result<SizeDis
             let file = d.file.as_ref().ok_or_else(|| err(src, &k("file"), "an empirical size needs file = \"sizes.csv\""))?;
             let base = std::path::Path::new(src).parent().unwrap_or(std::path::Path::new("."));
             let path = base.join(file);
-            let text = std::fs::read_to_string(&path).map_err(|e| err(src, &k("file"), format!("{}: {e}", path.display())))?;
+            let text = sizes::read_sizes_file(&path).map_err(|e| err(src, &k("file"), format!("{}: {e}", path.display())))?;
             let v = sizes::parse_csv(&text).map_err(|e| err(src, &k("file"), format!("{}: {e}", path.display())))?;
             Ok(SizeDist::Empirical(v))
         }

@@ -59,6 +59,13 @@ pub const RANGES: &[Range] = &[
     r("workload.requests", Unit::Count, 1, 100_000, "requests per connection"),
     r("workload.connections", Unit::Count, 1, 1_000_000, "each connection keeps its report in memory"),
     r(
+        "dumbbell.pairs",
+        Unit::Count,
+        1,
+        100_000,
+        "every pair is two hosts with links of their own, laid out before the run; a hundred thousand is far past any testbed",
+    ),
+    r(
         "workload.max_connections",
         Unit::Count,
         1,
@@ -130,6 +137,11 @@ fn check(src: &str, key: &str, range: &Range, value: u64) -> Result<(), Scenario
             range.why
         ),
     ))
+}
+
+/// Checks one key of `RANGES` where its value is read (before anything is sized by it).
+pub fn check_key(src: &str, key: &str, value: u64) -> Result<(), ScenarioError> {
+    check(src, key, find(RANGES, key), value)
 }
 
 fn find<'a>(table: &'a [Range], key: &str) -> &'a Range {

@@ -3,6 +3,7 @@
 //! The format is picked once from the file's first bytes; then `next()` hands out one
 //! packet at a time from a window of constant size.
 
+pub mod live;
 mod pcap;
 mod pcapng;
 pub mod source;

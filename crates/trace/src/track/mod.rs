@@ -250,6 +250,17 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         }
     }
 
+    /// A tracker that will hold at most about `connections` open at once (a live
+    /// capture's bound): its tables are sized for them up front, so that reaching the
+    /// bound never doubles them (a doubling holds both copies for a moment).
+    pub fn with_capacity(config: TrackerConfig, sink: F, connections: usize) -> Self {
+        let mut t = Self::new(config, sink);
+        t.flows = FlowTable::with_capacity(connections);
+        t.slab.reserve_exact(connections);
+        t.last_seen.reserve_exact(connections);
+        t
+    }
+
     /// A tracker for one shard of a file's connections (see `crate::shard`): it sweeps
     /// only when told (`sweep_at`) and numbers each new connection as told (`set_next_id`).
     pub(crate) fn new_shard(config: TrackerConfig, sink: F) -> Self {
@@ -472,30 +483,72 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 None
             };
             if let Some(reason) = end {
-                if c.closed() {
-                    // A side whose FIN (or data) is unacknowledged goes on resending it,
-                    // up to `TCP_RTO_MAX` apart: its 4-tuple is remembered that long.
-                    let resending = c.halves.iter().any(|h| h.una < h.snd_max);
-                    let wait = if resending { time_wait_ns.max(LADDER_WAIT_NS) } else { time_wait_ns };
-                    let until_ns = c.last_ts.saturating_add(wait);
-                    self.flows.close(&slot.key, i as u32, Tomb { id: c.id, until_ns, client_first: c.client == slot.key.0 });
-                } else {
-                    self.flows.remove_open(&slot.key, i as u32);
-                }
-                // Ended in place (see `Conn::end_at`); the slot keeps it until reused.
-                c.end_at(reason, None);
-                for b in c.take_flight_buffers() {
-                    if b.capacity() > 0 && self.spare.len() < MAX_SPARE_BUFFERS {
-                        self.spare.push(b);
-                    }
-                }
-                (self.sink)(c);
-                slot.live = false;
-                self.last_seen[i] = u64::MAX;
-                self.free.push(i as u32);
+                self.end_slot(i, reason);
             }
         }
         self.due = due;
+    }
+
+    /// Ends the open connection in slot `i` for `reason`: its 4-tuple becomes a tomb (if
+    /// it closed) or is forgotten, it goes to the sink, and its slot is freed.
+    #[inline]
+    fn end_slot(&mut self, i: usize, reason: EndReason) {
+        let time_wait_ns = self.config.time_wait_ns;
+        let slot = &mut self.slab[i];
+        let c = &mut slot.conn;
+        if c.closed() {
+            // A side whose FIN (or data) is unacknowledged goes on resending it,
+            // up to `TCP_RTO_MAX` apart: its 4-tuple is remembered that long.
+            let resending = c.halves.iter().any(|h| h.una < h.snd_max);
+            let wait = if resending { time_wait_ns.max(LADDER_WAIT_NS) } else { time_wait_ns };
+            let until_ns = c.last_ts.saturating_add(wait);
+            self.flows.close(&slot.key, i as u32, Tomb { id: c.id, until_ns, client_first: c.client == slot.key.0 });
+        } else {
+            self.flows.remove_open(&slot.key, i as u32);
+        }
+        // Ended in place (see `Conn::end_at`); the slot keeps it until reused.
+        c.end_at(reason, None);
+        for b in c.take_flight_buffers() {
+            if b.capacity() > 0 && self.spare.len() < MAX_SPARE_BUFFERS {
+                self.spare.push(b);
+            }
+        }
+        (self.sink)(c);
+        slot.live = false;
+        self.last_seen[i] = u64::MAX;
+        self.free.push(i as u32);
+    }
+
+    /// Sweeps by the clock of a live capture, where packets may not come for a while:
+    /// connections idle or closed long enough by `now` leave as they would have at a
+    /// packet captured then. The capture's end (`finish`) stays the last packet's time.
+    pub fn tick(&mut self, now: u64) {
+        if let Some(at) = self.sweep_clock.tick(now) {
+            self.sweep(at);
+        }
+    }
+
+    /// Ends the connections seen least recently until at most `keep` are open (a live
+    /// capture's bound on memory); each goes to the sink as idle. Returns how many ended.
+    pub fn evict_idlest(&mut self, keep: usize) -> usize {
+        let open = self.open_connections();
+        if open <= keep {
+            return 0;
+        }
+        let mut by_age: Vec<(u64, u32)> = (0..self.last_seen.len() as u32)
+            .filter(|&i| self.slab[i as usize].live)
+            .map(|i| (self.last_seen[i as usize], i))
+            .collect();
+        let n = open - keep;
+        if n < by_age.len() {
+            by_age.select_nth_unstable(n);
+            by_age.truncate(n);
+        }
+        by_age.sort_unstable();
+        for &(_, i) in &by_age {
+            self.end_slot(i as usize, EndReason::Idle);
+        }
+        by_age.len()
     }
 
     /// Ends every connection still open (end of the trace, or of what could be read).

@@ -1,0 +1,110 @@
+//! Bindings of the live analysis (`shortflow_trace::live`): a `Watcher` object whose
+//! reading runs with the GIL released, handing over rows as `analyze` returns columns.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use shortflow_trace::live::{LiveStats, WatchOptions, Watcher as CoreWatcher};
+use shortflow_trace::read::live::LiveOptions;
+use shortflow_trace::track::TrackerConfig;
+
+use crate::error::CaptureError;
+use crate::trace::{columns, summary};
+
+/// A live analysis of one interface (see `shortflow.watch`).
+#[pyclass(module = "shortflow._core")]
+pub struct Watcher {
+    /// None once finished.
+    inner: Mutex<Option<CoreWatcher>>,
+}
+
+fn closed() -> PyErr {
+    PyValueError::new_err("the watcher was finished")
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &LiveStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let r = &s.read;
+    d.set_item("packets", r.packets)?;
+    d.set_item("tcp_packets", r.tcp_packets)?;
+    d.set_item("skipped_not_ip", r.skipped_not_ip)?;
+    d.set_item("skipped_not_tcp", r.skipped_not_tcp)?;
+    d.set_item("skipped_fragment", r.skipped_fragment)?;
+    d.set_item("skipped_malformed", r.skipped_malformed)?;
+    d.set_item("first_ts_s", r.first_ts_ns.map(|t| t as f64 / 1e9))?;
+    d.set_item("last_ts_s", r.last_ts_ns.map(|t| t as f64 / 1e9))?;
+    d.set_item("kernel_received", s.kernel_received)?;
+    d.set_item("ring_drops", s.ring_drops)?;
+    d.set_item("interface_drops", s.interface_drops)?;
+    d.set_item("evicted", s.evicted)?;
+    d.set_item("ended", s.ended)?;
+    d.set_item("open_connections", s.open_connections)?;
+    Ok(d)
+}
+
+#[pymethods]
+impl Watcher {
+    #[new]
+    #[pyo3(signature = (interface, *, snaplen=256, promiscuous=false, buffer_bytes=64 << 20, filter=None,
+                        idle_timeout_s=None, close_linger_s=None, max_connections=200_000))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        interface: &str,
+        snaplen: u32,
+        promiscuous: bool,
+        buffer_bytes: u32,
+        filter: Option<String>,
+        idle_timeout_s: Option<f64>,
+        close_linger_s: Option<f64>,
+        max_connections: usize,
+    ) -> PyResult<Self> {
+        let defaults = TrackerConfig::default();
+        let tracker = TrackerConfig {
+            idle_timeout_ns: idle_timeout_s.map_or(defaults.idle_timeout_ns, |s| (s * 1e9) as u64),
+            close_linger_ns: close_linger_s.map_or(defaults.close_linger_ns, |s| (s * 1e9) as u64),
+            ..defaults
+        };
+        let capture = LiveOptions { snaplen, promiscuous, buffer_bytes, filter, ..LiveOptions::default() };
+        let o = WatchOptions { capture, tracker, max_connections };
+        let w = CoreWatcher::open(interface, &o).map_err(|e| CaptureError::new_err(e.to_string()))?;
+        Ok(Self { inner: Mutex::new(Some(w)) })
+    }
+
+    /// Reads packets for about `seconds` with the GIL released.
+    fn run_for(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let w = guard.as_mut().ok_or_else(closed)?;
+        let stop = AtomicBool::new(false);
+        let wait = Duration::from_secs_f64(seconds.max(0.0));
+        py.detach(|| w.run_for(wait, &stop)).map_err(|e| CaptureError::new_err(e.to_string()))
+    }
+
+    /// The columns of the connections ended since the last call.
+    fn take_ended<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let rows = guard.as_mut().ok_or_else(closed)?.take_ended();
+        py.import("numpy")?;
+        columns(py, rows)
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        stats_dict(py, &guard.as_mut().ok_or_else(closed)?.stats())
+    }
+
+    /// Ends every open connection; returns `(columns, summary, stats)`.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+        let w = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(closed)?;
+        let (rows, s, stats) = py.detach(|| w.finish()).map_err(|e| CaptureError::new_err(e.to_string()))?;
+        py.import("numpy")?;
+        Ok((columns(py, rows)?, summary(py, &s)?, stats_dict(py, &stats)?))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Watcher>()
+}
