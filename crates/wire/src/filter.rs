@@ -79,9 +79,9 @@ const PROBE_LINKS: [u32; 11] = [1, 101, 113, 276, 0, 9, 104, 105, 127, 108, 239]
 
 impl Filter {
     /// The expression, compiled by libpcap for the link types the reader decodes
-    /// (`PROBE_LINKS`): an expression none of them accepts (a syntax error, an unknown protocol) is refused with libpcap's
-    /// message for Ethernet. One accepted by some can still fail on a file's own link type
-    /// when that file is read ([`Matcher::matches`]).
+    /// (`PROBE_LINKS`): an expression none of them accepts (a syntax error, an unknown
+    /// protocol) is refused with libpcap's message for Ethernet. One accepted by some can
+    /// still fail on a file's own link type when that file is read ([`Matcher::matches`]).
     pub fn new(text: &str) -> Result<Self, FilterError> {
         let text = CString::new(text).map_err(|_| FilterError::Nul)?;
         let lib = libpcap().map_err(FilterError::NoLibpcap)?;
