@@ -93,6 +93,11 @@ def test_generated_captures_of_each_link_type(generated: dict[str, Path], link: 
     ("sv-cisco-hdlc-http.pcap", "tcp port 80"),                                      # Cisco HDLC
     ("sv-vxlan-aws-mirror.pcap", "udp port 4789"),                                   # VXLAN: the outer UDP
     ("sv-fragmented-syn-vlan.pcap", "vlan and tcp"),                                 # 802.1Q
+    ("four_ipv6_http_streams.pcap", "ip6 and tcp port 80"),                          # IPv6
+    ("sv-fragmented-ipv6-tcp.pcap", "ip6[6] == 44"),                                 # IPv6 fragments
+    ("dpkt-pppoe-l2tp-ipv6-http.pcap", "pppoes"),                                    # PPPoE session
+    ("arkime-80211-radiotap-http.pcap", "wlan type data"),                           # 802.11 behind radiotap
+    ("sv-erspan-ii.pcap", "proto gre"),                                              # ERSPAN: the outer GRE
 ])
 def test_real_captures(name: str, expr: str, tmp_path: Path) -> None:
     src = plain(DATA / name, tmp_path)

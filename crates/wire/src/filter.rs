@@ -71,14 +71,17 @@ pub struct Filter {
 }
 
 /// Link types an expression is tried on to tell a bad expression from one meant for
-/// another link type: an expression none of them accepts is refused at once.
-const PROBE_LINKS: [u32; 4] = [1, 101, 113, 276];
+/// another link type (`wlan type data` compiles only for 802.11, `ether host` not for raw
+/// IP): an expression none of them accepts is refused at once, with Ethernet's message.
+/// Ethernet, raw IP, Linux cooked v1/v2, BSD loopback, PPP, Cisco HDLC, 802.11 alone and
+/// behind radiotap, OpenBSD loopback, NFLOG: the link types the reader decodes.
+const PROBE_LINKS: [u32; 11] = [1, 101, 113, 276, 0, 9, 104, 105, 127, 108, 239];
 
 impl Filter {
-    /// The expression, compiled by libpcap for a few common link types: an expression
-    /// none of them accepts (a syntax error, an unknown protocol) is refused with libpcap's
-    /// message for Ethernet. One accepted by some can still fail on a file's own link type
-    /// when that file is read ([`Matcher::matches`]).
+    /// The expression, compiled by libpcap for the link types the reader decodes
+    /// (`PROBE_LINKS`): an expression none of them accepts (a syntax error, an unknown
+    /// protocol) is refused with libpcap's message for Ethernet. One accepted by some can
+    /// still fail on a file's own link type when that file is read ([`Matcher::matches`]).
     pub fn new(text: &str) -> Result<Self, FilterError> {
         let text = CString::new(text).map_err(|_| FilterError::Nul)?;
         let lib = libpcap().map_err(FilterError::NoLibpcap)?;
