@@ -783,11 +783,21 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str, notes: &mut Vec<Strin
                 }
             }
             "cubic" => c.congestion_control = "cubic".to_string(),
+            // BBR is modelled as the kernel's tcp_bbr.c on the Linux sender (rate samples,
+            // pacing, PRR-free recovery): no other profile has that sender.
+            "bbr" if c.profile == "linux" => c.congestion_control = "bbr".to_string(),
+            "bbr" => {
+                return Err(err(
+                    src,
+                    &key("congestion_control"),
+                    format!("\"bbr\" is Linux's tcp_bbr.c: it needs stack = \"linux\", not {:?}", c.profile),
+                ))
+            }
             other => {
                 return Err(err(
                     src,
                     &key("congestion_control"),
-                    format!("{other:?}: the simulator models \"reno\", \"newreno\" and \"cubic\""),
+                    format!("{other:?}: the simulator models \"reno\", \"newreno\", \"cubic\" and \"bbr\""),
                 ))
             }
         }
