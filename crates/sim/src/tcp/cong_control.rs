@@ -1,21 +1,18 @@
 //! Where the sender meets a rate-based congestion control and its pacing clock: the
 //! socket as `cc::SockView` shows it, the application-limited check at a write, the rate
 //! sample at the end of an ACK (tcp_ack → tcp_rate_gen → tcp_cong_control), and the
-//! pacing gate `tcp_write_xmit` passes before each TSO packet.
+//! pacing gate `tcp_write_xmit` passes before each packet.
+//!
+//! Packets are single segments: the simulator sends segments, as a host whose device takes
+//! one segment per GSO packet (`ip link set DEV gso_max_segs 1`, what the testbed sets so
+//! that its captures show segments). tcp_tso_segs is then capped at 1
+//! (sk->sk_gso_max_segs) and each segment waits its own length at the pacing rate; BBR's
+//! window budget still counts its rate-based TSO goal (bbr_tso_segs_goal ignores the device).
 
 use super::cc::{CaState, SockView};
-use super::pacing::tso_segs;
 use super::rate::RateAcc;
 use super::{Tcb, TimerKind};
 use crate::time::{Duration, Instant};
-
-/// One transmission's TSO packet being filled: segments left in it, and its size so far.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct TsoPacket {
-    left: u64,
-    segs: u64,
-    bytes: u64,
-}
 
 impl Tcb {
     /// The socket as a rate-based congestion control reads it.
@@ -88,43 +85,26 @@ impl Tcb {
         self.rate.app_limited = view.app_limited;
     }
 
-    /// tcp_pacing_check before a TSO packet starts: true when the sender must wait for the
-    /// pacing timer (armed for the departure time).
-    pub(super) fn pacing_holds(&mut self, pkt: &mut TsoPacket, now: Instant) -> bool {
-        if pkt.left > 0 {
+    /// tcp_pacing_check: true when the next packet must wait for the pacing timer (armed
+    /// for the departure time).
+    pub(super) fn pacing_holds(&mut self, now: Instant) -> bool {
+        if self.cc.pacing_rate().is_none() {
             return false;
         }
-        let Some(rate) = self.cc.pacing_rate() else { return false };
-        if let Some(at) = self.pacer.wait_until(now) {
-            self.timers[TimerKind::Pacing as usize] = Some(at);
-            return true;
-        }
-        *pkt = TsoPacket { left: tso_segs(rate, self.w.mss, self.min_rtt, self.cc.min_tso_segs()), segs: 0, bytes: 0 };
-        false
-    }
-
-    /// A segment of `len` bytes joined the TSO packet; a full packet moves the clock.
-    pub(super) fn paced_segment(&mut self, pkt: &mut TsoPacket, len: u64, now: Instant) {
-        if self.cc.pacing_rate().is_none() {
-            return;
-        }
-        pkt.segs += 1;
-        pkt.bytes += len;
-        pkt.left = pkt.left.saturating_sub(1);
-        if pkt.left == 0 {
-            self.close_tso_packet(pkt, now);
+        match self.pacer.wait_until(now) {
+            Some(at) => {
+                self.timers[TimerKind::Pacing as usize] = Some(at);
+                true
+            }
+            None => false,
         }
     }
 
-    /// The TSO packet leaves as it is (the window or the data ran out): tcp_update_skb_after_send.
-    pub(super) fn close_tso_packet(&mut self, pkt: &mut TsoPacket, now: Instant) {
-        if pkt.segs == 0 {
-            return;
-        }
+    /// A paced segment of `len` bytes left: tcp_update_skb_after_send moves the clock.
+    pub(super) fn paced_segment(&mut self, len: u64, now: Instant) {
         if let Some(rate) = self.cc.pacing_rate() {
-            self.pacer.sent(pkt.bytes, pkt.segs, rate, now);
+            self.pacer.sent(len, 1, rate, now);
         }
-        *pkt = TsoPacket::default();
     }
 
     /// tcp_event_data_sent: data leaving with nothing in flight is CA_EVENT_TX_START.

@@ -6,7 +6,6 @@
 //! tcp_ack_update_rtt, tcp_fastretrans_alert, tcp_cong_control, tcp_set_xmit_timer.
 
 use super::cc::AckEvent;
-use super::cong_control::TsoPacket;
 use super::rate::RateAcc;
 use super::rack::probe_timeout;
 use super::recovery::{RecoveryAck, RecoveryStep};
@@ -503,9 +502,8 @@ impl Tcb {
         // F-RTO step 2b (tcp_xmit_recovery with REXMIT_NEW): new data before the lost.
         let new_first = self.frto.take_send_new();
         let mut resent_head = false;
-        let mut pkt = TsoPacket::default();
         loop {
-            if self.pacing_holds(&mut pkt, now) {
+            if self.pacing_holds(now) {
                 break;
             }
             if self.pipe_pkts() >= cwnd_pkts {
@@ -515,7 +513,7 @@ impl Tcb {
             if let Some(lost) = self.sb.first_lost().filter(|_| !new_first) {
                 resent_head |= self.sb.get(0).is_some_and(|h| h.start == lost.start);
                 self.retransmit_sack(lost.start, lost.end, now);
-                self.paced_segment(&mut pkt, lost.end - lost.start, now);
+                self.paced_segment(lost.end - lost.start, now);
                 continue;
             }
             let Some((len, fin)) = self.segment_at(self.snd_nxt) else { break };
@@ -523,11 +521,10 @@ impl Tcb {
                 break; // the receive window is full
             }
             self.send_new_sack(self.snd_nxt, len, fin, now);
-            self.paced_segment(&mut pkt, u64::from(len), now);
+            self.paced_segment(u64::from(len), now);
             sent_new = true;
             train += 1;
         }
-        self.close_tso_packet(&mut pkt, now);
         // A timer hook (document 004's minimum RTO) sees the train of new segments.
         self.train_sent(train, armed_before, now);
         if new_first && !sent_new {

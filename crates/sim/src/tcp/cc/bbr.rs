@@ -674,10 +674,6 @@ impl CongestionControl for Bbr {
         Some(self.pacing_rate)
     }
 
-    fn min_tso_segs(&self) -> u64 {
-        self.min_tso()
-    }
-
     /// bbr_init, when the connection is established with its initial window.
     fn init(&mut self, w: &mut Window, s: &SockView) {
         self.mss = w.mss.max(1);
@@ -728,3 +724,7 @@ impl CongestionControl for Bbr {
         self.set_cwnd(rs, rs.acked_sacked, bw, self.cwnd_gain, w, s);
     }
 }
+
+#[cfg(test)]
+#[path = "bbr_tests.rs"]
+mod tests;

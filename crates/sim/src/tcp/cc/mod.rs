@@ -135,11 +135,6 @@ pub trait CongestionControl {
         None
     }
 
-    /// ca_ops->min_tso_segs, else net.ipv4.tcp_min_tso_segs (2).
-    fn min_tso_segs(&self) -> u64 {
-        2
-    }
-
     /// ca_ops->init with the socket as established (after the initial window is set).
     fn init(&mut self, _w: &mut Window, _s: &SockView) {}
 
