@@ -1197,6 +1197,18 @@ mod tests {
         assert_eq!(e.key, "workload.response_writes");
     }
 
+    /// BBR is the Linux sender's: named on a `linux` host it is taken, on another profile it
+    /// is refused with the key and the reason.
+    #[test]
+    fn bbr_is_for_the_linux_stack_only() {
+        let s = load(MINIMAL, "s.toml", &["server.congestion_control=\"bbr\"".into()]).unwrap();
+        assert_eq!((s.server.congestion_control.as_str(), s.client.congestion_control.as_str()), ("bbr", "cubic"));
+        let sets = ["client.stack=\"rfc6298\"".into(), "client.congestion_control=\"bbr\"".into()];
+        let e = load(MINIMAL, "s.toml", &sets).unwrap_err();
+        assert_eq!(e.key, "client.congestion_control");
+        assert!(e.message.contains("needs stack = \"linux\"") && e.message.contains("rfc6298"), "{}", e.message);
+    }
+
     /// `sack = false` in the linux profile implies what the kernel implies (no RACK, no
     /// TLP, the recovery `tcp_is_reno` runs) with a note; a file that turns one of them on beside it
     /// is refused once, naming every key involved.
