@@ -75,7 +75,7 @@ impl Tcb {
         self.rate.delivered += delivered;
         let lost = self.sb.marked_lost() - lost_before;
         let mut rs = self.rate.generate(acc, delivered, lost, self.min_rtt, now);
-        if !self.cc.rate_based() {
+        if !self.rate_cc {
             return;
         }
         rs.prior_in_flight = prior_in_flight;
@@ -88,7 +88,7 @@ impl Tcb {
     /// tcp_pacing_check: true when the next packet must wait for the pacing timer (armed
     /// for the departure time).
     pub(super) fn pacing_holds(&mut self, now: Instant) -> bool {
-        if self.cc.pacing_rate().is_none() {
+        if !self.rate_cc || self.cc.pacing_rate().is_none() {
             return false;
         }
         match self.pacer.wait_until(now) {
@@ -102,6 +102,9 @@ impl Tcb {
 
     /// A paced segment of `len` bytes left: tcp_update_skb_after_send moves the clock.
     pub(super) fn paced_segment(&mut self, len: u64, now: Instant) {
+        if !self.rate_cc {
+            return;
+        }
         if let Some(rate) = self.cc.pacing_rate() {
             self.pacer.sent(len, 1, rate, now);
         }
@@ -109,7 +112,7 @@ impl Tcb {
 
     /// tcp_event_data_sent: data leaving with nothing in flight is CA_EVENT_TX_START.
     pub(super) fn data_leaving(&mut self, now: Instant) {
-        if self.cc.rate_based() && self.pipe_pkts() == 0 {
+        if self.rate_cc && self.pipe_pkts() == 0 {
             let view = self.sock_view(now);
             self.cc.on_tx_start(&mut self.w, &view);
         }
@@ -117,7 +120,7 @@ impl Tcb {
 
     /// tcp_pacing_delay: the RTO and loss-probe timers wait for a pending departure.
     pub(super) fn pacing_timer_delay(&self, now: Instant) -> Duration {
-        if self.cc.pacing_rate().is_none() {
+        if !self.rate_cc || self.cc.pacing_rate().is_none() {
             return Duration::ZERO;
         }
         self.pacer.timer_delay(now, self.cfg.jiffy)

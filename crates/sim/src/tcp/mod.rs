@@ -134,6 +134,9 @@ pub struct Tcb {
     /// cwnd, ssthresh and the MSS, shared by the two plug-ins.
     w: Window,
     cc: Box<dyn CongestionControl>,
+    /// `cc.rate_based()`, asked once: it decides per ACK and per segment whether the rate
+    /// sample, cong_control and the pacing clock run at all.
+    rate_cc: bool,
     rec: Box<dyn RecoveryOps>,
     dupacks: u32,
     /// Some(recovery point) while in fast recovery.
@@ -243,6 +246,7 @@ impl Tcb {
             snd_wnd: 0,
             // RFC 5681 3.1: the initial ssthresh "SHOULD be set arbitrarily high".
             w: Window { cwnd: 0, ssthresh: u64::MAX / 2, mss: u64::from(mss) },
+            rate_cc: cc.rate_based(),
             cc,
             rec,
             dupacks: 0,

@@ -128,14 +128,7 @@ impl RateState {
 
     /// tcp_rate_gen: the sample of an ACK that delivered `delivered` packets and marked
     /// `lost` newly lost, from what its segments left in `acc`; `min_rtt`: tcp_min_rtt.
-    pub fn generate(
-        &mut self,
-        acc: &RateAcc,
-        delivered: u64,
-        lost: u64,
-        min_rtt: Option<Duration>,
-        now: Instant,
-    ) -> RateSample {
+    pub fn generate(&mut self, acc: &RateAcc, delivered: u64, lost: u64, min_rtt: Option<Duration>, now: Instant) -> RateSample {
         if self.app_limited != 0 && self.delivered > self.app_limited {
             self.app_limited = 0; // the bubble is delivered
         }

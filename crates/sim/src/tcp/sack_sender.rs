@@ -6,8 +6,8 @@
 //! tcp_ack_update_rtt, tcp_fastretrans_alert, tcp_cong_control, tcp_set_xmit_timer.
 
 use super::cc::AckEvent;
-use super::rate::RateAcc;
 use super::rack::probe_timeout;
+use super::rate::RateAcc;
 use super::recovery::{RecoveryAck, RecoveryStep};
 use super::scoreboard::Delivered;
 use super::{State, Tcb, TimerKind, XmitTimer};
@@ -180,7 +180,7 @@ impl Tcb {
             None => {}
         }
         if prior_packets > 0 {
-            if self.cc.rate_based() {
+            if self.rate_cc {
                 self.w.cwnd = cwnd_before;
             }
             let rs_rtt = ca_rtt.or(if self.ts_on && advanced { sample } else { None });
@@ -384,7 +384,7 @@ impl Tcb {
                     };
                     let cwnd = self.w.cwnd;
                     self.rec.on_dupack(&mut self.w, &ev);
-                    if self.cc.rate_based() {
+                    if self.rate_cc {
                         self.w.cwnd = cwnd;
                     }
                 }

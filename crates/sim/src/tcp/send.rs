@@ -171,7 +171,7 @@ impl Tcb {
     pub(super) fn restart_after_idle(&mut self, now: Instant) {
         // A rate-based algorithm keeps its window (tcp_slow_start_after_idle_check returns
         // for ca_ops->cong_control).
-        if !self.cfg.slow_start_after_idle || self.snd_una != self.snd_max || self.cc.rate_based() {
+        if !self.cfg.slow_start_after_idle || self.snd_una != self.snd_max || self.rate_cc {
             return;
         }
         if let Some(last) = self.last_data_sent {

@@ -240,7 +240,7 @@ impl Bbr {
 
     /// bbr_rate_bytes_per_sec.
     fn rate_bytes_per_sec(&self, rate: u64, gain: u64) -> u64 {
-        let r = u128::from(rate) * u128::from(self.mss) * u128::from(gain) >> BBR_SCALE;
+        let r = (u128::from(rate) * u128::from(self.mss) * u128::from(gain)) >> BBR_SCALE;
         let r = r * u128::from(1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT));
         (r >> BW_SCALE) as u64
     }
@@ -319,7 +319,7 @@ impl Bbr {
     /// departure, counting that departure when the flight is growing.
     fn packets_in_net_at_edt(&self, inflight_now: u64, s: &SockView) -> u64 {
         let interval_us = s.wstamp.max(s.now).since(s.now).0 / 1_000;
-        let interval_delivered = self.bw() * interval_us >> BW_SCALE;
+        let interval_delivered = (self.bw() * interval_us) >> BW_SCALE;
         let mut at_edt = inflight_now;
         if self.pacing_gain > BBR_UNIT {
             at_edt += self.tso_segs_goal();
@@ -550,7 +550,7 @@ impl Bbr {
         if self.full_bw_reached || !self.round_start || rs.is_app_limited {
             return;
         }
-        let thresh = self.full_bw * FULL_BW_THRESH >> BBR_SCALE;
+        let thresh = (self.full_bw * FULL_BW_THRESH) >> BBR_SCALE;
         if self.max_bw() >= thresh {
             self.full_bw = self.max_bw();
             self.full_bw_cnt = 0;

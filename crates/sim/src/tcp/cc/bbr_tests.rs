@@ -109,7 +109,7 @@ fn startup_ends_after_three_rounds_without_25_percent_more_bandwidth() {
     }
     let mut d = Drive::new(1);
     d.round(100_000); // 16777 packets/µs << 24
-    // 23.5 % more (20712 < 16777 · 1.25 = 20971): not growth. Two rounds of it...
+                      // 23.5 % more (20712 < 16777 · 1.25 = 20971): not growth. Two rounds of it...
     d.round(81_000);
     d.round(81_000);
     assert_eq!(d.bbr.mode, Mode::Startup);
