@@ -7,13 +7,14 @@
 //! Who is paced: only a socket whose `sk_pacing_status` is SK_PACING_NEEDED
 //! (`tcp_needs_internal_pacing`). BBR sets it (`bbr_init`); so does SO_MAX_PACING_RATE; fq
 //! would set SK_PACING_FQ and pace in the qdisc instead. CUBIC and Reno leave it at
-//! SK_PACING_NONE, so on a host without fq they send as the window allows: the kernel
-//! still computes their `sk_pacing_rate` (`tcp_update_pacing_rate`, `default_rate` here)
-//! but only TSO sizing reads it. Measured on the testbed's kernel (6.18, no fq, 50 ms and
-//! 200 Mbit/s, initial window 40, tcpdump at the server): CUBIC's 40 first segments left
-//! 5-9 µs apart, where 200 % of cwnd/srtt would have spread them over 25 ms, and later
-//! flights left as the ACKs came; BBR's first ten left as fast, and every later one
-//! 0.44 ms after the one before (1448 B at 2.89 · 40 segments per 50 ms).
+//! SK_PACING_NONE, so on a host without fq they send as the window allows. The kernel still
+//! computes their `sk_pacing_rate` (`tcp_update_pacing_rate`: 200 % of cwnd/srtt in slow
+//! start, 120 % after), but only TSO sizing reads it, which the simulator does not model (it
+//! sends segments): that rate is not kept here. Measured on the testbed's kernel (6.18, no
+//! fq, 50 ms and 200 Mbit/s, initial window 40, tcpdump at the server): CUBIC's 40 first
+//! segments left 5-9 µs apart, where 200 % of cwnd/srtt would have spread them over 25 ms,
+//! and later flights left as the ACKs came; BBR's first ten left as fast, and every later
+//! one 0.44 ms after the one before (1448 B at 2.89 · 40 segments per 50 ms).
 
 use crate::time::{Duration, Instant};
 
@@ -21,12 +22,8 @@ use crate::time::{Duration, Instant};
 /// `tcp_update_skb_after_send` starts at tp->data_segs_out ≥ 10).
 pub const UNPACED_SEGMENTS: u64 = 10;
 
-/// sk_pacing_shift: the pacing rate >> 10 is about 1 ms of data (TSO sizing; BBR's goal).
+/// sk_pacing_shift: the pacing rate >> 10 is about 1 ms of data (what bbr_tso_segs_goal counts).
 pub const PACING_SHIFT: u32 = 10;
-
-/// net.ipv4.tcp_pacing_ss_ratio and tcp_pacing_ca_ratio (percent of cwnd/srtt).
-pub const PACING_SS_RATIO: u64 = 200;
-pub const PACING_CA_RATIO: u64 = 120;
 
 /// The departure clock of one paced socket.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,19 +68,6 @@ impl Pacer {
     }
 }
 
-/// tcp_update_pacing_rate: the rate the kernel gives a socket whose congestion control
-/// sets none, 200 % of cwnd·mss/srtt while cwnd < ssthresh/2 and 120 % after (B/s);
-/// packets counted as the larger of cwnd and packets out. What a socket paced by
-/// SO_MAX_PACING_RATE (capped by it) or fq would be paced at; see the module note.
-pub fn default_rate(cwnd: u64, ssthresh: u64, packets_out: u64, mss: u64, srtt: Duration) -> u64 {
-    let ratio = if cwnd < ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
-    let per_rtt = u128::from(mss) * u128::from(cwnd.max(packets_out)) * u128::from(ratio) / 100;
-    if srtt.0 == 0 {
-        return u64::MAX;
-    }
-    (per_rtt * 1_000_000_000 / u128::from(srtt.0)) as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,12 +97,5 @@ mod tests {
         let j = Some(Duration::from_millis(4));
         assert_eq!(p.timer_delay(Instant(1_000_000), j), Duration::from_millis(8));
         assert_eq!(p.timer_delay(Instant(9_600_000), j), Duration::ZERO);
-    }
-
-    #[test]
-    fn default_rate_is_twice_cwnd_per_srtt_in_slow_start() {
-        let srtt = Duration::from_millis(100);
-        assert_eq!(default_rate(10, 1000, 0, 1000, srtt), 200_000);
-        assert_eq!(default_rate(10, 20, 0, 1000, srtt), 120_000);
     }
 }
