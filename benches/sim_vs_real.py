@@ -22,6 +22,13 @@ sometimes the router's drop-tail queue; its seed is apart from the defaults suit
 
     sudo .venv/bin/python benches/sim_vs_real.py --knobs 300 --out /tmp/sf-knobs
 
+With --cc-mix (issue 40), every third draw of the knob suite (0, 3, 6, ...) sends its
+response with BBR: the server's congestion control becomes "bbr", the client's too with
+an even chance drawn apart from the suite's stream; every other draw, and every other key
+of a BBR draw, is what the knob suite alone draws, so the non-BBR draws stay comparable.
+
+    sudo .venv/bin/python benches/sim_vs_real.py --knobs 300 --cc-mix --out /tmp/sf-bbr
+
 --only runs only the listed draws of the same N and seed (every scenario is still drawn, so
 scenario 22 is the same with or without it): a quick re-check of earlier disagreements.
 """
@@ -234,17 +241,50 @@ def draw_knobs(rng: random.Random, i: int) -> tuple[str, str]:
     return text, desc
 
 
-def random_suite(n: int, seed: int, out: Path, only: set[int] | None = None, knobs: bool = False) -> None:
+#: Every BBR_EVERY-th draw of `--cc-mix` is a BBR draw (a third of them).
+BBR_EVERY = 3
+
+
+def with_bbr(text: str, desc: str, client_too: bool) -> tuple[str, str]:
+    """A knob draw's scenario with the server (and, if `client_too`, the client) on BBR:
+    any congestion control the draw named for that side is replaced."""
+    lines = text.splitlines()
+    out: list[str] = []
+    side = ""
+    for line in lines:
+        if line.startswith("["):
+            side = line.strip("[]")
+        if side in ("client", "server") and line.startswith("congestion_control"):
+            continue
+        out.append(line)
+        if line == "stack = \"linux\"" and (side == "server" or (side == "client" and client_too)):
+            out.append('congestion_control = "bbr"')
+    who = "server and client" if client_too else "server"
+    return "\n".join(out) + "\n", f"{desc}; BBR: {who}"
+
+
+def is_bbr_draw(i: int, cc_mix: bool) -> bool:
+    return cc_mix and i % BBR_EVERY == 0
+
+
+def random_suite(n: int, seed: int, out: Path, only: set[int] | None = None, knobs: bool = False,
+                 cc_mix: bool = False) -> None:
     from shortflow.testbed.compare import COUNTS
 
     kind = "knobs" if knobs else "random"
     drawn = draw_knobs if knobs else draw
     rng = random.Random(seed)
+    # BBR's draws come from their own stream so that the suite's own draws stay as they are.
+    cc_rng = random.Random(seed * 1_000_003 + 40)
     out.mkdir(parents=True, exist_ok=True)
     agree = ran = 0
+    bbr_agree = bbr_ran = 0
     disagreements: list[str] = []
     for i in range(n):
         text, desc = drawn(rng, i)
+        bbr = is_bbr_draw(i, cc_mix)
+        if bbr:
+            text, desc = with_bbr(text, desc, cc_rng.random() < 0.5)
         if only is not None and i not in only:
             continue
         path = out / f"{kind}-{i:03d}.toml"
@@ -257,9 +297,11 @@ def random_suite(n: int, seed: int, out: Path, only: set[int] | None = None, kno
             print(f"{i}: run failed: {e}", flush=True)
             continue
         ran += 1
+        bbr_ran += bbr
         (out / f"{kind}-{i:03d}.json").write_text(json.dumps(c.as_json(), indent=1))
         if c.agree:
             agree += 1
+            bbr_agree += bbr
             shutil.rmtree(pcaps, ignore_errors=True)
             print(f"{i}: agree ({desc})", flush=True)
             continue
@@ -269,7 +311,10 @@ def random_suite(n: int, seed: int, out: Path, only: set[int] | None = None, kno
         print(f"{i}: DISAGREE ({desc}): {'; '.join(bad)}", flush=True)
     wanted = n if only is None else len(only)
     print(f"\n{'Knob suite' if knobs else 'Defaults suite'} agreement: {agree} of {ran} scenarios run ({100 * agree / max(ran, 1):.1f} %), {wanted - ran} failed to run; "
-          f"seed {seed}; counts compared: {', '.join(COUNTS)}\n")
+          f"seed {seed}; counts compared: {', '.join(COUNTS)}")
+    if cc_mix:
+        print(f"BBR draws: {bbr_agree} of {bbr_ran} agree ({100 * bbr_agree / max(bbr_ran, 1):.1f} %)")
+    print()
     if disagreements:
         print("| # | scenario | what differs |")
         print("|---|---|---|")
@@ -293,12 +338,16 @@ def main() -> None:
                     f"{KNOBS_SEED} with --knobs)")
     ap.add_argument("--out", type=Path, default=Path("sf-agreement"), help="where scenarios, results and the "
                     "captures of disagreements go (default ./sf-agreement)")
+    ap.add_argument("--cc-mix", action="store_true", help="with --knobs: every third draw sends with BBR "
+                    "(the server's congestion control, the client's too half the time)")
     ap.add_argument("--only", type=only_list, metavar="I,J,...", help="with --random: run only these draws "
                     "(0-based indices among the N), e.g. earlier disagreements")
     args = ap.parse_args()
     if args.random is not None and args.knobs is not None:
         ap.error("--random and --knobs are two suites: run one at a time")
     n = args.random if args.knobs is None else args.knobs
+    if args.cc_mix and args.knobs is None:
+        ap.error("--cc-mix mixes BBR into the knob suite: it needs --knobs N")
     if args.only is not None and (n is None or not args.only or max(args.only) >= n):
         ap.error("--only needs --random N or --knobs N, and indices below N")
     print(f"Machine: {platform.processor() or platform.machine()}, Linux {platform.release()}, "
@@ -307,7 +356,7 @@ def main() -> None:
         knobs = args.knobs is not None
         seed = args.seed if args.seed is not None else KNOBS_SEED if knobs else DEFAULT_SEED
         started = time.monotonic()
-        random_suite(n, seed, args.out, args.only, knobs)
+        random_suite(n, seed, args.out, args.only, knobs, args.cc_mix)
         print(f"\nWall time: {time.monotonic() - started:.0f} s")
         return
     scenarios()

@@ -56,6 +56,8 @@ SMOKE: dict[str, list[str] | str] = {
         ["benches/sim_vs_real.py", "--random", "2", "--seed", "1", "--out", "TMP"],
     "sudo .venv/bin/python benches/sim_vs_real.py --knobs 300 --out DIR":
         ["benches/sim_vs_real.py", "--knobs", "2", "--out", "TMP"],
+    "sudo .venv/bin/python benches/sim_vs_real.py --knobs 300 --cc-mix --seed S --out DIR":
+        ["benches/sim_vs_real.py", "--knobs", "2", "--cc-mix", "--out", "TMP"],
     "sudo .venv/bin/python benches/synopt_precision.py 60 200 [--load]": ["benches/synopt_precision.py", "5", "100"],
     "sudo .venv/bin/python benches/synopt_flood_fair.py 100000 10 [--daemon none | --daemon "
     "target/nfqueue-baseline/shortflow-synopt]": ["benches/synopt_flood_fair.py", "3000", "1.5"],

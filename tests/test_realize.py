@@ -54,6 +54,19 @@ def test_plan_sets_what_differs_from_the_kernel():
     assert s.plan.client.sysctls == {"net.ipv4.tcp_no_metrics_save": 1}
 
 
+def test_bbr_is_set_on_the_route_of_the_side_that_names_it():
+    # In a namespace the default may be only an algorithm the root allows
+    # (net.ipv4.tcp_allowed_congestion_control, here "reno bbr": BBR would pass, CUBIC gets
+    # EPERM); the route's congctl takes any of them and covers accepted connections too.
+    s = load(Scenario.builtin("002-initial-window"), ['server.congestion_control="bbr"'])
+    assert s.plan is not None
+    route = s.plan.server.route
+    assert route[route.index("congctl") + 1] == "bbr"
+    assert s.plan.client.route[s.plan.client.route.index("congctl") + 1] == "cubic"
+    decided = {d.key: d for d in s.plan.decisions}
+    assert (decided["server.congestion_control"].action, decided["server.congestion_control"].knob) == ("set", "route congctl")
+
+
 def test_cli_plan_prints_every_field_and_refuses_by_key(tmp_path):
     from typer.testing import CliRunner
 

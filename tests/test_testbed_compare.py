@@ -126,3 +126,41 @@ def test_reproduce_real_column_runs_an_rfc_stack_on_linuxs_handshake_rules():
     assert r.real is not None and 1.0 <= r.real <= 1.06, r
     assert "linux_handshake=true" in r.real_note and "the simulator's figure is the same" in r.real_note, r
     assert "client.linux_handshake=true" not in r.overrides, "the row's own overrides are unchanged"
+
+
+PACED = """
+    name = "initial window 40, server congestion control from the test"
+    [path]
+    rtt = "50ms"
+    bandwidth = "200Mbit"
+    [client]
+    stack = "linux"
+    [server]
+    stack = "linux"
+    initial_window = 40
+    [workload]
+    request = "500B"
+    response = "500000B"
+"""
+
+
+@pytest.mark.parametrize("cc", ["bbr", "cubic"])
+def test_bbr_is_paced_and_cubic_is_not_and_both_agree(tmp_path, cc):
+    # The route's congctl gives the server's namespace the algorithm: BBR asks for internal
+    # pacing (no fq here), CUBIC does not. Read at the router's server-facing side, before
+    # the bottleneck: the first flight of 40 segments as the server's kernel sent it.
+    from shortflow.testbed import wire
+
+    pcaps = tmp_path / "pcaps"
+    c = compare(write(tmp_path, PACED), [f'server.congestion_control="{cc}"'], pcaps)
+    assert c.real is not None, c.unavailable
+    assert c.agree, c.as_json()
+    data = [s.ts for s in wire.read_pcap(pcaps / "server-side.pcap") if s.src_port == 80 and s.payload > 0]
+    gaps = [b - a for a, b in zip(data, data[1:40])]
+    assert max(gaps[:9]) < 1e-4, gaps[:9]  # the first ten leave at once either way
+    later = sorted(gaps[10:])
+    if cc == "bbr":
+        # 1448 B at 2.89 · 40 segments per 50 ms: 0.44 ms each (tcp_update_skb_after_send).
+        assert 0.35e-3 < later[len(later) // 2] < 0.55e-3, later
+    else:
+        assert later[-1] < 1e-4, later  # SK_PACING_NONE: back to back

@@ -93,7 +93,7 @@ struct Conn {
     client: Option<Box<Tcb>>,
     server: Option<Box<Tcb>>,
     /// Timer deadlines already in the event queue: [client, server][kind].
-    scheduled: [[Option<Instant>; 2]; 2],
+    scheduled: [[Option<Instant>; 3]; 2],
     client_app: ClientApp,
     server_app: ServerApp,
     optimizer: SynOptimizer,
@@ -126,7 +126,7 @@ impl Conn {
             spec,
             client: None,
             server: None,
-            scheduled: [[None; 2]; 2],
+            scheduled: [[None; 3]; 2],
             client_app: ClientApp::default(),
             server_app: ServerApp::default(),
             optimizer: SynOptimizer::default(),

@@ -8,7 +8,7 @@ use shortflow_sim::tcp::{cc, recovery, spurious};
 fn every_name_the_model_accepts_is_a_simulator_plug_in() {
     let c = profile::profile("linux").unwrap();
     for name in CONGESTION_CONTROL_NAMES {
-        assert!(cc::by_name(name, &c).is_some(), "{name}");
+        assert!(cc::by_name(name, &c, 1).is_some(), "{name}");
     }
     assert_eq!(CONGESTION_CONTROL_NAMES, cc::NAMES);
     for name in RECOVERY_NAMES {
@@ -26,7 +26,7 @@ fn every_name_the_model_accepts_is_a_simulator_plug_in() {
 fn every_profile_names_known_plug_ins() {
     for name in PROFILE_NAMES {
         let c = profile::profile(name).unwrap();
-        assert!(cc::by_name(&c.congestion_control, &c).is_some(), "{name}");
+        assert!(cc::by_name(&c.congestion_control, &c, 1).is_some(), "{name}");
         assert!(recovery::by_name(&c.recovery).is_some(), "{name}");
         assert!(spurious::by_name(&c.spurious_rto).is_some(), "{name}");
     }

@@ -168,7 +168,7 @@ pub struct StackConfig {
     /// as the ACK acknowledges (Linux tcp_slow_start).
     pub abc_limit: u32,
     /// Congestion control by name (`tcp::cc::NAMES`): "reno" (RFC 5681), "cubic" (RFC 9438
-    /// as Linux's tcp_cubic.c).
+    /// as Linux's tcp_cubic.c), "bbr" (BBR v1 as Linux's tcp_bbr.c, with internal pacing).
     pub congestion_control: String,
     /// HyStart (tcp_cubic.c hystart = 1, ACK train and delay detection) for "cubic".
     pub hystart: bool,
@@ -517,7 +517,7 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
 
 /// Congestion controls a profile or a scenario may name (the simulator has a plug-in for
 /// each: `shortflow_sim::tcp::cc::by_name`; a test there holds the two together).
-pub const CONGESTION_CONTROL_NAMES: &[&str] = &["reno", "cubic"];
+pub const CONGESTION_CONTROL_NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
 /// Loss recoveries a profile or a scenario may name (`shortflow_sim::tcp::recovery`).
 pub const RECOVERY_NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];

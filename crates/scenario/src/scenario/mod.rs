@@ -782,11 +782,21 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str, notes: &mut Vec<Strin
                 }
             }
             "cubic" => c.congestion_control = "cubic".to_string(),
+            // BBR is modelled as the kernel's tcp_bbr.c on the Linux sender (rate samples,
+            // pacing, PRR-free recovery): no other profile has that sender.
+            "bbr" if c.profile == "linux" => c.congestion_control = "bbr".to_string(),
+            "bbr" => {
+                return Err(err(
+                    src,
+                    &key("congestion_control"),
+                    format!("\"bbr\" is Linux's tcp_bbr.c: it needs stack = \"linux\", not {:?}", c.profile),
+                ))
+            }
             other => {
                 return Err(err(
                     src,
                     &key("congestion_control"),
-                    format!("{other:?}: the simulator models \"reno\", \"newreno\" and \"cubic\""),
+                    format!("{other:?}: the simulator models \"reno\", \"newreno\", \"cubic\" and \"bbr\""),
                 ))
             }
         }
@@ -1184,6 +1194,18 @@ mod tests {
         assert_eq!(e.key, "client.stack");
         let e = load(MINIMAL, "s.toml", &["workload.response_writes=[\"1kB\"]".into()]).unwrap_err();
         assert_eq!(e.key, "workload.response_writes");
+    }
+
+    /// BBR is the Linux sender's: named on a `linux` host it is taken, on another profile it
+    /// is refused with the key and the reason.
+    #[test]
+    fn bbr_is_for_the_linux_stack_only() {
+        let s = load(MINIMAL, "s.toml", &["server.congestion_control=\"bbr\"".into()]).unwrap();
+        assert_eq!((s.server.congestion_control.as_str(), s.client.congestion_control.as_str()), ("bbr", "cubic"));
+        let sets = ["client.stack=\"rfc6298\"".into(), "client.congestion_control=\"bbr\"".into()];
+        let e = load(MINIMAL, "s.toml", &sets).unwrap_err();
+        assert_eq!(e.key, "client.congestion_control");
+        assert!(e.message.contains("needs stack = \"linux\"") && e.message.contains("rfc6298"), "{}", e.message);
     }
 
     /// `sack = false` in the linux profile implies what the kernel implies (no RACK, no

@@ -268,7 +268,7 @@ pub struct RawHost {
     pub slow_start_after_idle: Option<bool>,
     /// Slow-start growth per ACK in segments (RFC 3465 L); 0: as many as acknowledged.
     pub abc_limit: Option<u32>,
-    /// "reno", "newreno" or "cubic".
+    /// "reno", "newreno", "cubic" or "bbr" (Linux's tcp_bbr.c, paced; `linux` stack only).
     pub congestion_control: Option<String>,
     /// Duplicate ACKs that trigger fast retransmit.
     pub dupack_threshold: Option<u32>,

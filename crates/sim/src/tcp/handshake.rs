@@ -258,5 +258,6 @@ impl Tcb {
         };
         self.w.cwnd = if iw_one { u64::from(self.mss) } else { self.cfg.initial_window.bytes(self.mss) };
         self.cc.on_established(&mut self.w, now);
+        self.init_cong_control(now);
     }
 }

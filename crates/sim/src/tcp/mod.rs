@@ -13,13 +13,16 @@
 
 mod ack;
 pub mod cc;
+mod cong_control;
 pub mod delack;
 mod handshake;
 pub mod hooks;
 #[cfg(test)]
 mod karn_tests;
 pub mod linux_rcv;
+pub mod pacing;
 pub mod rack;
+pub mod rate;
 pub mod recovery;
 mod recv;
 #[cfg(test)]
@@ -69,9 +72,11 @@ pub enum TimerKind {
     Retransmit = 0,
     /// The delayed-ACK timer (RFC 1122 4.2.3.2).
     DelayedAck = 1,
+    /// The pacing timer of a paced sender (tp->pacing_timer, an hrtimer: exact).
+    Pacing = 2,
 }
 
-pub const TIMER_KINDS: [TimerKind; 2] = [TimerKind::Retransmit, TimerKind::DelayedAck];
+pub const TIMER_KINDS: [TimerKind; 3] = [TimerKind::Retransmit, TimerKind::DelayedAck, TimerKind::Pacing];
 
 /// What an endpoint did, for the connection's report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -129,6 +134,9 @@ pub struct Tcb {
     /// cwnd, ssthresh and the MSS, shared by the two plug-ins.
     w: Window,
     cc: Box<dyn CongestionControl>,
+    /// `cc.rate_based()`, asked once: it decides per ACK and per segment whether the rate
+    /// sample, cong_control and the pacing clock run at all.
+    rate_cc: bool,
     rec: Box<dyn RecoveryOps>,
     dupacks: u32,
     /// Some(recovery point) while in fast recovery.
@@ -191,8 +199,11 @@ pub struct Tcb {
     is_cwnd_limited: bool,
     /// The timeout the retransmission slot was last armed with (for the wheel's range).
     xmit_timeout: crate::time::Duration,
-    /// Deadlines of the two timers (`TimerKind` as index).
-    pub timers: [Option<Instant>; 2],
+    /// Delivery-rate bookkeeping (tcp_rate.c) and the departure clock of a paced sender.
+    rate: rate::RateState,
+    pacer: pacing::Pacer,
+    /// Deadlines of the timers (`TimerKind` as index).
+    pub timers: [Option<Instant>; 3],
     /// Segments to transmit, in order.
     pub out: Vec<Segment>,
     /// Payload bytes delivered in order to the application and not yet taken.
@@ -211,7 +222,8 @@ impl Tcb {
     fn new(cfg: Rc<StackConfig>, conn: u32, is_client: bool, iss: u32) -> Self {
         let rtte = RttEstimator::new(cfg.rto.clone()).with_jiffy(cfg.jiffy);
         let mss = cfg.mss;
-        let cc = cc::by_name(&cfg.congestion_control, &cfg)
+        let seed = (u64::from(conn) << 32) | u64::from(iss);
+        let cc = cc::by_name(&cfg.congestion_control, &cfg, seed)
             .unwrap_or_else(|| panic!("congestion control {:?} is checked by the scenario", cfg.congestion_control));
         let rec =
             recovery::by_name(&cfg.recovery).unwrap_or_else(|| panic!("recovery {:?} is checked by the scenario", cfg.recovery));
@@ -234,6 +246,7 @@ impl Tcb {
             snd_wnd: 0,
             // RFC 5681 3.1: the initial ssthresh "SHOULD be set arbitrarily high".
             w: Window { cwnd: 0, ssthresh: u64::MAX / 2, mss: u64::from(mss) },
+            rate_cc: cc.rate_based(),
             cc,
             rec,
             dupacks: 0,
@@ -272,7 +285,9 @@ impl Tcb {
             max_packets_seq: 0,
             is_cwnd_limited: false,
             xmit_timeout: crate::time::Duration::ZERO,
-            timers: [None; 2],
+            rate: rate::RateState::default(),
+            pacer: pacing::Pacer::default(),
+            timers: [None; 3],
             out: Vec::new(),
             delivered: 0,
             stats: TcbStats::default(),
@@ -291,6 +306,7 @@ impl Tcb {
     /// The application hands TCP these writes at `now` (one `write()` call each).
     pub fn write(&mut self, writes: &[u64], now: Instant) {
         debug_assert!(self.fin_off.is_none(), "write after close");
+        self.check_app_limited();
         for &bytes in writes {
             self.data_end += bytes;
             self.write_ends.push_back(self.data_end);
@@ -306,6 +322,7 @@ impl Tcb {
     /// takes the FIN.
     pub fn write_and_close(&mut self, writes: &[u64], now: Instant) {
         debug_assert!(self.fin_off.is_none(), "write after close");
+        self.check_app_limited();
         let start = self.data_end;
         for &bytes in writes {
             self.data_end += bytes;
@@ -415,13 +432,14 @@ impl Tcb {
             (TimerKind::Retransmit, State::SynSent | State::SynReceived) => self.handshake_timeout(now),
             (TimerKind::Retransmit, State::Established) if self.sack_sender => self.xmit_timer_fired(now),
             (TimerKind::Retransmit, State::Established) => self.rto_expired(now),
+            (TimerKind::Pacing, State::Established) => self.output(now), // tcp_pace_kick
             _ => {}
         }
     }
 
     fn fail(&mut self) {
         self.state = State::Failed;
-        self.timers = [None; 2];
+        self.timers = [None; 3];
     }
 
     /// Linux's jiffies clock, when the profile counts in jiffies.

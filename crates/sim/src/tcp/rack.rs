@@ -137,8 +137,8 @@ mod tests {
         // With reo_wnd = min_RTT/4 (no DupThresh SACKs yet) P1 is marked lost a quarter RTT
         // after the SACK; with reo_wnd 0 at once.
         let mut sb = Scoreboard::default();
-        sb.sent_new(1, 1001, ms(0));
-        sb.sent_new(1001, 2001, ms(0));
+        sb.sent_new(1, 1001, ms(0), Default::default());
+        sb.sent_new(1001, 2001, ms(0), Default::default());
         let mut d = Delivered::default();
         sb.on_ack(1, &[(1001, 2001)], &mut d);
         let mut rack = Rack::default();

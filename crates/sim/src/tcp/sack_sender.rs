@@ -7,6 +7,7 @@
 
 use super::cc::AckEvent;
 use super::rack::probe_timeout;
+use super::rate::RateAcc;
 use super::recovery::{RecoveryAck, RecoveryStep};
 use super::scoreboard::Delivered;
 use super::{State, Tcb, TimerKind, XmitTimer};
@@ -39,12 +40,16 @@ impl Tcb {
         let (sack_buf, n_sacks) = self.sack_offsets(seg);
         let sacks = &sack_buf[..n_sacks];
         let prior_una = self.snd_una;
+        // tcp_ack: what the rate sample and a rate-based algorithm need from before the ACK
+        // (nothing outstanding: no sample, no cong_control, "goto no_queue").
+        let (prior_packets, prior_in_flight, lost_before) = (self.sb.len(), self.pipe_pkts(), self.sb.marked_lost());
         // tcp_clean_rtx_queue without SACK: a cumulative ACK of any retransmitted segment
         // cannot show that the originals arrived (FLAG_RETRANS_DATA_ACKED clears
         // FLAG_ORIG_SACK_ACKED).
         let acked_retrans = self.reno && self.sb.segments().take_while(|s| s.end <= ack).any(|s| s.ever_retrans);
-        let mut d = Delivered::default();
+        let mut d = Delivered { rate: RateAcc::new(self.rate.first_tx_mstamp), ..Delivered::default() };
         self.sb.on_ack(ack, sacks, &mut d);
+        let mut delivered_pkts = u64::from(d.segs);
         // tcp_clean_rtx_queue: an ACK that only SACKs gives an RTT sample (sack_rtt_us) and,
         // when the data it SACKs left before the head's last (re)transmission, re-arms the
         // RTO or probe (FLAG_SET_XMIT_TIMER; "Do not re-arm RTO if the sack RTT is measured
@@ -69,6 +74,7 @@ impl Tcb {
             let dup = !advanced && seg.len == 0 && seg.flags & (SYN | FIN) == 0 && u64::from(seg.window) <= prior_wnd;
             let segs = self.reno_ack(advanced, u64::from(d.segs), dup && !self.sb.is_empty());
             d.bytes = segs * self.w.mss;
+            delivered_pkts = segs;
             dupack = dup;
         }
         // tcp_ack_update_rtt: the oldest never-retransmitted segment acknowledged; with
@@ -122,6 +128,9 @@ impl Tcb {
             in_flight: self.pipe(),
             newly_lost,
         };
+        // A rate-based algorithm owns the window in recovery too: no PRR (tcp_cong_control
+        // calls cong_control instead of tcp_cwnd_reduction).
+        let cwnd_before = self.w.cwnd;
         match self.recover {
             // tcp_try_undo_recovery: without SACK the episode holds until something above
             // high_seq is acknowledged ("For Reno it is MUST to prevent false fast
@@ -170,6 +179,13 @@ impl Tcb {
             }
             None => {}
         }
+        if prior_packets > 0 {
+            if self.rate_cc {
+                self.w.cwnd = cwnd_before;
+            }
+            let rs_rtt = ca_rtt.or(if self.ts_on && advanced { sample } else { None });
+            self.rate_sample_and_control(&d.rate, delivered_pkts, lost_before, prior_in_flight, rs_rtt, now);
+        }
         if self.snd_una >= self.max_packets_seq {
             self.is_cwnd_limited = false;
         }
@@ -189,7 +205,7 @@ impl Tcb {
 
     /// tcp_packets_in_flight, in segments: without SACK the duplicate ACKs counted as
     /// SACKed segments (sacked_out) are out of the pipe too.
-    fn pipe_pkts(&self) -> u64 {
+    pub(super) fn pipe_pkts(&self) -> u64 {
         self.sb.in_flight_pkts().saturating_sub(self.reno_sacked)
     }
 
@@ -314,6 +330,8 @@ impl Tcb {
             rto = if rto > used { rto - used } else { Duration(1_000) };
         }
         self.xmit_timer = XmitTimer::Rto;
+        // tcp_reset_xmit_timer: + tcp_pacing_delay.
+        let rto = rto + self.pacing_timer_delay(now);
         self.arm_xmit(now, rto);
     }
 
@@ -332,7 +350,8 @@ impl Tcb {
             let used = now.since(head);
             (rto > used).then(|| rto - used)
         };
-        let pto = probe_timeout(self.rtte.srtt(), self.sb.len(), self.rtte.min_rto(), rto_left, self.cfg.jiffy);
+        let pto = probe_timeout(self.rtte.srtt(), self.sb.len(), self.rtte.min_rto(), rto_left, self.cfg.jiffy)
+            + self.pacing_timer_delay(now);
         self.xmit_timer = XmitTimer::Probe;
         self.arm_xmit(now, pto);
         true
@@ -353,6 +372,8 @@ impl Tcb {
                 self.stats.rack_losses += lost;
                 if lost > 0 && self.recover.is_none() && !self.in_loss {
                     self.enter_sack_recovery(now);
+                    // tcp_rack_reo_timeout: "if (!inet_csk(sk)->icsk_ca_ops->cong_control)
+                    // tcp_cwnd_reduction(sk, 1, 0, 0)".
                     let ev = RecoveryAck {
                         ack: self.snd_una,
                         acked: 0,
@@ -361,7 +382,11 @@ impl Tcb {
                         in_flight: self.pipe(),
                         newly_lost: 1,
                     };
+                    let cwnd = self.w.cwnd;
                     self.rec.on_dupack(&mut self.w, &ev);
+                    if self.rate_cc {
+                        self.w.cwnd = cwnd;
+                    }
                 }
                 match wait {
                     Some(w) => self.arm_xmit(now, w),
@@ -416,6 +441,8 @@ impl Tcb {
         self.recover = None;
         self.tlp_high_seq = None;
         self.w.cwnd = (self.sb.in_flight_pkts() + 1) * self.w.mss;
+        let view = self.sock_view(now);
+        self.cc.on_loss_state(&view);
         self.rtte.back_off();
         self.xmit_timer = XmitTimer::Rto;
         let rto = self.rto_timer();
@@ -429,9 +456,11 @@ impl Tcb {
         let len = (end - start - u64::from(fin)) as u32;
         let push = len > 0 && (start + u64::from(len) == self.data_end || self.write_ends.contains(&(start + u64::from(len))));
         let flags = ACK | if push { PSH } else { 0 } | if fin { FIN } else { 0 };
+        self.data_leaving(now);
         self.emit(flags, start, len, now);
         self.stats.retransmissions += 1;
-        self.sb.retransmitted(start, now);
+        let tx = self.rate.on_sent(self.sb.len(), now);
+        self.sb.retransmitted(start, now, tx);
         if self.recover.is_some() {
             self.rec.on_sent(end - start);
         }
@@ -443,8 +472,10 @@ impl Tcb {
         let end = off + u64::from(len) + u64::from(fin);
         let push = len > 0 && (end - u64::from(fin) == self.data_end || self.write_ends.contains(&(off + u64::from(len))));
         let flags = ACK | if push { PSH } else { 0 } | if fin { FIN } else { 0 };
+        self.data_leaving(now);
         self.emit(flags, off, len, now);
-        self.sb.sent_new(off, end, now);
+        let tx = self.rate.on_sent(self.sb.len(), now);
+        self.sb.sent_new(off, end, now, tx);
         if self.recover.is_some() {
             self.rec.on_sent(end - off);
         }
@@ -472,6 +503,9 @@ impl Tcb {
         let new_first = self.frto.take_send_new();
         let mut resent_head = false;
         loop {
+            if self.pacing_holds(now) {
+                break;
+            }
             if self.pipe_pkts() >= cwnd_pkts {
                 self.is_cwnd_limited = true;
                 break;
@@ -479,6 +513,7 @@ impl Tcb {
             if let Some(lost) = self.sb.first_lost().filter(|_| !new_first) {
                 resent_head |= self.sb.get(0).is_some_and(|h| h.start == lost.start);
                 self.retransmit_sack(lost.start, lost.end, now);
+                self.paced_segment(lost.end - lost.start, now);
                 continue;
             }
             let Some((len, fin)) = self.segment_at(self.snd_nxt) else { break };
@@ -486,6 +521,7 @@ impl Tcb {
                 break; // the receive window is full
             }
             self.send_new_sack(self.snd_nxt, len, fin, now);
+            self.paced_segment(u64::from(len), now);
             sent_new = true;
             train += 1;
         }

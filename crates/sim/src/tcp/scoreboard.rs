@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 
+use super::rate::{RateAcc, TxStamp};
 use crate::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +22,8 @@ pub struct Sent {
     pub lost: bool,
     /// A retransmission of it is in flight.
     pub retrans: bool,
+    /// The delivery state its last transmission carried (tcp_rate_skb_sent).
+    pub tx: TxStamp,
 }
 
 impl Sent {
@@ -55,10 +58,13 @@ pub struct Delivered {
     pub newest: Option<(Instant, u64, bool)>,
     /// A block reported data that was already delivered (RFC 2883 D-SACK).
     pub dsack: bool,
+    /// The rate sample's start, from the newest delivered segment (tcp_rate_skb_delivered).
+    pub rate: RateAcc,
 }
 
 impl Delivered {
     fn add(&mut self, s: &Sent) {
+        self.rate.delivered(s.xmit, s.end, &s.tx, s.ever_retrans);
         self.bytes += s.len();
         self.segs += 1;
         if !s.ever_retrans && self.first_clean_xmit.is_none_or(|t| s.xmit < t) {
@@ -77,9 +83,15 @@ pub struct Scoreboard {
     in_flight_pkts: u64,
     sacked: u64,
     lost: u64,
+    /// Segments ever marked lost (Linux tp->lost).
+    marked_lost: u64,
 }
 
 impl Scoreboard {
+    /// Segments ever marked lost (tp->lost: what a rate sample's `losses` counts).
+    pub fn marked_lost(&self) -> u64 {
+        self.marked_lost
+    }
     pub fn segments(&self) -> impl Iterator<Item = &Sent> {
         self.segs.iter()
     }
@@ -140,9 +152,9 @@ impl Scoreboard {
         }
     }
 
-    /// A new segment [start, end) left at `now`.
-    pub fn sent_new(&mut self, start: u64, end: u64, now: Instant) {
-        let s = Sent { start, end, xmit: now, ever_retrans: false, sacked: false, lost: false, retrans: false };
+    /// A new segment [start, end) left at `now` stamped `tx`.
+    pub fn sent_new(&mut self, start: u64, end: u64, now: Instant, tx: TxStamp) {
+        let s = Sent { start, end, xmit: now, ever_retrans: false, sacked: false, lost: false, retrans: false, tx };
         self.in_flight += s.len();
         self.in_flight_pkts += 1;
         if self.segs.capacity() == 0 {
@@ -153,13 +165,14 @@ impl Scoreboard {
         self.segs.push_back(s);
     }
 
-    /// The segment starting at `start` was retransmitted at `now`.
-    pub fn retransmitted(&mut self, start: u64, now: Instant) {
+    /// The segment starting at `start` was retransmitted at `now`, stamped `tx`.
+    pub fn retransmitted(&mut self, start: u64, now: Instant, tx: TxStamp) {
         if let Some(i) = self.index_of(start) {
             // A lost segment stays counted lost while its retransmission flies (L|R: one
             // in flight); one resent without being lost (a probe) flies twice (R).
             self.update(i, |s| {
                 s.xmit = now;
+                s.tx = tx;
                 s.ever_retrans = true;
                 s.retrans = true;
             });
@@ -181,6 +194,7 @@ impl Scoreboard {
         if s.sacked || (s.lost && !s.retrans) {
             return false;
         }
+        self.marked_lost += 1;
         self.update(i, |s| {
             s.lost = true;
             s.retrans = false;
@@ -200,6 +214,8 @@ impl Scoreboard {
     pub fn mark_all_lost(&mut self) {
         for s in &mut self.segs {
             if !s.sacked {
+                // tcp_timeout_mark_lost counts each one not already lost (tcp_mark_skb_lost).
+                self.marked_lost += u64::from(!s.lost || s.retrans);
                 s.lost = true;
                 s.retrans = false;
             }
@@ -278,7 +294,7 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
         for k in 0..n {
-            b.sent_new(1 + k * 100, 101 + k * 100, Instant(k));
+            b.sent_new(1 + k * 100, 101 + k * 100, Instant(k), TxStamp::default());
         }
         b
     }
@@ -295,7 +311,7 @@ mod tests {
         assert_eq!(b.in_flight(), 100, "only the hole is in flight");
         assert!(b.mark_lost(0));
         assert_eq!(b.in_flight(), 0);
-        b.retransmitted(101, Instant(9));
+        b.retransmitted(101, Instant(9), TxStamp::default());
         assert_eq!(b.in_flight(), 100);
         let mut d = Delivered::default();
         b.on_ack(501, &[], &mut d);

@@ -169,7 +169,9 @@ impl Tcb {
 
     /// RFC 5681 4.1: after more than one RTO without sending, restart from the initial window.
     pub(super) fn restart_after_idle(&mut self, now: Instant) {
-        if !self.cfg.slow_start_after_idle || self.snd_una != self.snd_max {
+        // A rate-based algorithm keeps its window (tcp_slow_start_after_idle_check returns
+        // for ca_ops->cong_control).
+        if !self.cfg.slow_start_after_idle || self.snd_una != self.snd_max || self.rate_cc {
             return;
         }
         if let Some(last) = self.last_data_sent {

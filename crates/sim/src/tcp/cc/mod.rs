@@ -5,13 +5,19 @@
 //! endpoint (ns-3's `TcpSocketState`). What to retransmit and when recovery ends is not
 //! here: that is `tcp::recovery`.
 //!
+//! A rate-based algorithm (BBR) replaces the ACK and loss hooks with `cong_control`, Linux's
+//! `ca_ops->cong_control`: every ACK gives it a delivery-rate sample (`tcp::rate`) and it
+//! sets the window and the pacing rate the sender's pacing clock (`tcp::pacing`) follows.
+//!
 //! One file per algorithm, each with its own tests; profiles choose one by name
 //! (`StackConfig::congestion_control`, resolved by `by_name`).
 
+pub mod bbr;
 pub mod cubic;
 pub mod linux_reno;
 pub mod reno;
 
+use crate::tcp::rate::RateSample;
 use crate::time::{Duration, Instant};
 
 /// The window state shared by congestion control and loss recovery (bytes).
@@ -49,6 +55,39 @@ pub struct AckEvent {
     pub snd_nxt: u64,
 }
 
+/// The sender's loss state as congestion control sees it (Linux icsk_ca_state; Disorder
+/// and CWR act as Open here), ordered as the kernel's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CaState {
+    Open,
+    Recovery,
+    Loss,
+}
+
+/// What a rate-based congestion control reads of the socket (and may write: `app_limited`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SockView {
+    /// tp->tcp_clock_cache / tcp_mstamp.
+    pub now: Instant,
+    /// tcp_jiffies32, and jiffies per second (HZ).
+    pub jiffies: u64,
+    pub hz: u64,
+    /// tp->delivered, tp->delivered_mstamp, tp->lost (packets).
+    pub delivered: u64,
+    pub delivered_mstamp: Instant,
+    pub lost: u64,
+    /// tcp_packets_in_flight now.
+    pub in_flight: u64,
+    pub srtt: Option<Duration>,
+    /// tcp_min_rtt.
+    pub min_rtt: Option<Duration>,
+    /// tp->tcp_wstamp_ns: when the next packet may leave.
+    pub wstamp: Instant,
+    pub ca_state: CaState,
+    /// tp->app_limited.
+    pub app_limited: u64,
+}
+
 /// A congestion control algorithm. Every hook but `on_ack` and `ssthresh` does nothing
 /// unless the algorithm needs it.
 pub trait CongestionControl {
@@ -81,18 +120,46 @@ pub trait CongestionControl {
         w.cwnd = w.cwnd.max(prior.cwnd);
         w.ssthresh = w.ssthresh.max(prior.ssthresh);
     }
+
+    /// It sets the window and the pacing rate itself from rate samples (Linux
+    /// ca_ops->cong_control): the sender then calls `cong_control` on every ACK instead of
+    /// `on_ack`, leaves the window alone in recovery (no PRR, tcp_end_cwnd_reduction does
+    /// nothing) and after idle (tcp_slow_start_after_idle_check).
+    fn rate_based(&self) -> bool {
+        false
+    }
+
+    /// sk_pacing_rate (B/s) when the algorithm asks the socket to be paced
+    /// (SK_PACING_NEEDED); None: not paced.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+
+    /// ca_ops->init with the socket as established (after the initial window is set).
+    fn init(&mut self, _w: &mut Window, _s: &SockView) {}
+
+    /// CA_EVENT_TX_START: data leaves with nothing in flight.
+    fn on_tx_start(&mut self, _w: &mut Window, _s: &SockView) {}
+
+    /// ca_ops->set_state(TCP_CA_Loss), after the timeout took `ssthresh`.
+    fn on_loss_state(&mut self, _s: &SockView) {}
+
+    /// ca_ops->cong_control: the window and pacing rate from one ACK's rate sample.
+    fn cong_control(&mut self, _w: &mut Window, _rs: &RateSample, _s: &mut SockView) {}
 }
 
 /// Names `by_name` knows.
-pub const NAMES: &[&str] = &["reno", "cubic"];
+pub const NAMES: &[&str] = &["reno", "cubic", "bbr"];
 
-/// The algorithm called `name`, configured from `cfg`; None for an unknown name.
-pub fn by_name(name: &str, cfg: &crate::profile::StackConfig) -> Option<Box<dyn CongestionControl>> {
+/// The algorithm called `name`, configured from `cfg`; None for an unknown name. `seed`
+/// draws what the kernel draws at random (BBR's first gain-cycle phase).
+pub fn by_name(name: &str, cfg: &crate::profile::StackConfig, seed: u64) -> Option<Box<dyn CongestionControl>> {
     match name {
         // The linux profile's "reno" is the kernel's (tcp_cong.c), counting packets.
         "reno" if cfg.profile == "linux" => Some(Box::new(linux_reno::LinuxReno::default())),
         "reno" => Some(Box::new(reno::Reno::new(cfg.abc_limit))),
         "cubic" => Some(Box::new(cubic::Cubic::new(cfg.hystart))),
+        "bbr" => Some(Box::new(bbr::Bbr::new(seed))),
         _ => None,
     }
 }
