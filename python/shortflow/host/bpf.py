@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shortflow.host.commands import HostError, run
+from shortflow.host.kernel import mounts
 
 SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "tune.bpf.c"
 OBJECT_NAME = "tune.bpf.o"
@@ -69,10 +70,32 @@ def bpftool(*args: str) -> str:
     return run(["bpftool", *args], timeout=60).stdout
 
 
+def bpftool_json(*args: str) -> object:
+    """`bpftool -j ARGS` parsed; None when bpftool fails, is missing or prints nothing (no
+    such program, map or cgroup): for the questions whose answer may be "none"."""
+    try:
+        out = run(["bpftool", "-j", *args], check=False, timeout=60).stdout
+    except HostError:
+        return None
+    try:
+        return json.loads(out) if out.strip() else None
+    except json.JSONDecodeError:
+        return None
+
+
 def needs_bpffs() -> bool:
     """True when bpffs is not mounted at /sys/fs/bpf."""
-    return not (os.path.ismount(BPF_FS) and any(line.split()[1] == str(BPF_FS) and line.split()[2] == "bpf"
-                                                for line in Path("/proc/mounts").read_text().splitlines()))
+    return not (os.path.ismount(BPF_FS) and any(m.point == BPF_FS and m.kind == "bpf" for m in mounts()))
+
+
+def mount_bpffs(at: Path) -> None:
+    """Mounts a bpffs at `at` (a directory that exists)."""
+    run(["mount", "-t", "bpf", "bpf", str(at)])
+
+
+def unmount(at: Path) -> bool:
+    """Unmounts `at` (its pins go with a private bpffs); False when nothing was unmounted."""
+    return run(["umount", str(at)], check=False).returncode == 0
 
 
 def ensure_bpffs() -> bool:
@@ -80,7 +103,7 @@ def ensure_bpffs() -> bool:
     if not needs_bpffs():
         return False
     BPF_FS.mkdir(parents=True, exist_ok=True)
-    run(["mount", "-t", "bpf", "bpf", str(BPF_FS)])
+    mount_bpffs(BPF_FS)
     return True
 
 
@@ -160,6 +183,35 @@ def detach(cgroup: Path, prog: int) -> None:
     """Detaches program `prog` from `cgroup` when it is attached there (else nothing)."""
     if cgroup.exists() and f'"id":{prog},' in bpftool("-j", "cgroup", "show", str(cgroup)).replace(" ", ""):
         bpftool("cgroup", "detach", str(cgroup), "sock_ops", "id", str(prog))
+
+
+def detach_id(cgroup: str, prog: int) -> str | None:
+    """Detaches program `prog` from `cgroup`; None when done, else what bpftool said."""
+    r = run(["bpftool", "cgroup", "detach", cgroup, "sock_ops", "id", str(prog)], check=False)
+    return None if r.returncode == 0 else r.stderr.strip()
+
+
+def prog_info(prog: int) -> dict[str, object] | None:
+    """`bpftool prog show id N` (name, tag, map ids), None when there is no such program."""
+    info = bpftool_json("prog", "show", "id", str(prog))
+    return info if isinstance(info, dict) and info.get("id") == prog else None
+
+
+def pinned_prog_info(pin: Path) -> dict[str, object] | None:
+    """The program pinned at `pin`, None when there is none."""
+    info = bpftool_json("prog", "show", "pinned", str(pin))
+    return info if isinstance(info, dict) and isinstance(info.get("id"), int) else None
+
+
+def map_name(map_id: int) -> str | None:
+    m = bpftool_json("map", "show", "id", str(map_id))
+    return str(m.get("name")) if isinstance(m, dict) else None
+
+
+def cgroup_tree() -> list[dict[str, object]]:
+    """Every cgroup carrying BPF programs, with them (`bpftool cgroup tree`)."""
+    tree = bpftool_json("cgroup", "tree")
+    return [e for e in tree if isinstance(e, dict)] if isinstance(tree, list) else []
 
 
 def unpin(pin_dir: Path) -> None:

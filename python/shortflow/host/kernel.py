@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from shortflow.host.commands import HostError, in_ns
@@ -22,13 +23,33 @@ def kernel_hz() -> int:
     return int(m.group(1))
 
 
-def cgroup2_root() -> Path:
-    """Where the cgroup v2 hierarchy is mounted (BPF sock_ops programs attach to one)."""
+@dataclass(frozen=True)
+class Mount:
+    point: Path
+    kind: str
+
+
+def mounts() -> list[Mount]:
+    """This mount namespace's mounts (/proc/mounts: device, mount point, type, …)."""
+    found = []
     for line in Path("/proc/mounts").read_text().splitlines():
         parts = line.split()
-        if len(parts) > 2 and parts[2] == "cgroup2":
-            return Path(parts[1])
-    raise HostError("no cgroup v2 hierarchy is mounted: BPF sock_ops programs attach to a cgroup v2")
+        if len(parts) > 2:
+            found.append(Mount(Path(parts[1]), parts[2]))
+    return found
+
+
+def cgroup2_mounts() -> list[Path]:
+    """Every place a cgroup v2 hierarchy is mounted."""
+    return [m.point for m in mounts() if m.kind == "cgroup2"]
+
+
+def cgroup2_root() -> Path:
+    """Where the cgroup v2 hierarchy is mounted (BPF sock_ops programs attach to one)."""
+    roots = cgroup2_mounts()
+    if not roots:
+        raise HostError("no cgroup v2 hierarchy is mounted: BPF sock_ops programs attach to a cgroup v2")
+    return roots[0]
 
 
 def ns_counters(ns: str) -> dict[str, int]:

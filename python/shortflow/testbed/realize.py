@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from shortflow import _core
 from shortflow.exceptions import ScenarioError
+from shortflow.host import sysctl
 
 MS = 1_000_000
 #: Linux's jiffy at HZ 250: route and BPF timers are whole jiffies (kernel-facts.md).
@@ -119,7 +120,7 @@ def _have_bpf_tools() -> bool:
 
 
 def _have_sysctl(name: str) -> bool:
-    return Path("/proc/sys", *name.split(".")).exists()
+    return sysctl.exists(name)
 
 
 class _Realizer:

@@ -10,36 +10,16 @@ unmounted again on revert), named like every object the project creates so that
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import ParamSpec, TypeVar
 
 from shortflow.exceptions import TuneError
 from shortflow.host import HostError, bpf
 from shortflow.host.bpf import BPF_FS, COUNTERS, REFUSED, needs_bpffs, unpin
+from shortflow.host.commands import raising
 from shortflow.tune.settings import PrefixRule, TuneSettings
 
 #: TCP_RTO_MIN: where Super Fast Retransmit's minimum RTO goes back to after the cut-out.
 DEFAULT_RTO_MIN_US = 200_000
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _as_tune_error(f: Callable[P, R]) -> Callable[P, R]:
-    """The host layer's failures as `TuneError`, which `tune`'s rollback and the CLI expect."""
-
-    @wraps(f)
-    def inner(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return f(*args, **kwargs)
-        except HostError as e:
-            raise TuneError(str(e)) from None
-
-    return inner
-
-
 
 
 def compile_program(build_dir: Path | None = None) -> Path:
@@ -49,13 +29,13 @@ def compile_program(build_dir: Path | None = None) -> Path:
         raise TuneError(f"{e}; without BPF use --fallback routes") from None
 
 
-ensure_bpffs = _as_tune_error(bpf.ensure_bpffs)
-load = _as_tune_error(bpf.load)
-prog_id = _as_tune_error(bpf.prog_id)
-attach = _as_tune_error(bpf.attach)
-detach = _as_tune_error(bpf.detach)
-counters = _as_tune_error(bpf.counters)
-last_errors = _as_tune_error(bpf.last_errors)
+ensure_bpffs = raising(TuneError, bpf.ensure_bpffs)
+load = raising(TuneError, bpf.load)
+prog_id = raising(TuneError, bpf.prog_id)
+attach = raising(TuneError, bpf.attach)
+detach = raising(TuneError, bpf.detach)
+counters = raising(TuneError, bpf.counters)
+last_errors = raising(TuneError, bpf.last_errors)
 
 
 def config_of(s: TuneSettings, hz: int) -> bpf.Config:
@@ -76,15 +56,13 @@ def config_of(s: TuneSettings, hz: int) -> bpf.Config:
     )
 
 
-@_as_tune_error
 def write_config(pin_dir: Path, s: TuneSettings, hz: int) -> None:
-    bpf.write_config(pin_dir, config_of(s, hz))
+    raising(TuneError, bpf.write_config)(pin_dir, config_of(s, hz))
 
 
-@_as_tune_error
 def write_prefixes(pin_dir: Path, rules: list[PrefixRule], hz: int) -> None:
     """Makes the program's prefix tries hold exactly `rules`."""
-    bpf.write_prefixes(pin_dir, {
+    raising(TuneError, bpf.write_prefixes)(pin_dir, {
         r.network: bpf.PrefixValue(r.iw or 0, round(r.syn_rto_s * hz) if r.syn_rto_s is not None else 0)
         for r in rules
     })

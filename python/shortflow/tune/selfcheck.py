@@ -7,13 +7,13 @@ instead of reporting success for settings that do nothing. Both objects carry th
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 from shortflow.exceptions import TuneError
-from shortflow.host import HostError, cgroup2_root, run
+from shortflow.host import HostError, cgroup2_root
+from shortflow.host.daemon import Daemon
+from shortflow.host.netns import create_namespace, delete_namespace
 from shortflow.tune import program
 
 #: One connection over loopback: listen, connect, 100 kB from the answering side, close.
@@ -39,19 +39,16 @@ def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
     before = program.counters(pin_dir)
     attached = False
     try:
-        run(["ip", "netns", "add", ns])
-        run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+        create_namespace(ns)
         cg.mkdir()
         program.attach(cg, pin_dir)
         attached = True
-
-        def enter() -> None:
-            (cg / "cgroup.procs").write_text(str(os.getpid()))
-
-        p = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", _PROBE, str(port or 8)],
-                           capture_output=True, text=True, timeout=30, preexec_fn=enter)
-        if p.returncode != 0:
-            raise TuneError(f"the self-check connection failed: {p.stderr.strip()[-300:]}")
+        probe = Daemon("the self-check connection", [sys.executable, "-c", _PROBE, str(port or 8)], ns=ns, cgroup=cg)
+        try:
+            probe.start().wait(30)
+        except HostError as e:
+            probe.signal_stop()
+            raise TuneError(f"the self-check connection failed: {str(e)[-300:]}") from None
         after = program.counters(pin_dir)
     except HostError as e:
         raise TuneError(f"self-check: {e}") from None
@@ -61,6 +58,6 @@ def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
             program.detach(cg, prog)
         if cg.exists():
             cg.rmdir()
-        run(["ip", "netns", "del", ns], check=False)
+        delete_namespace(ns)
     moved = {k: after[k] - before.get(k, 0) for k in program.REFUSED}
     return program.refusals(moved, program.last_errors(pin_dir))
