@@ -112,6 +112,9 @@ def stack_profiles() -> str:
 def linux_knobs() -> str:
     """Every StackConfig field with its Linux knob, as JSON text: [{"field", "kind", "knob"}]."""
 
+def kernel_knobs() -> str:
+    """The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text: {"knobs", "constants"}."""
+
 def scenario_keys() -> str:
     """Every key of the scenario file as JSON text: [{"key", "kind", "unit", "default", "range", "help"}]."""
 

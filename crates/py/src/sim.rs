@@ -74,6 +74,25 @@ fn linux_knobs() -> String {
     serde_json::to_string(shortflow_scenario::profile::LINUX_KNOBS).expect("plain data")
 }
 
+/// The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text:
+/// {knobs: [{name, set_by, knob, encoding, min, max, limit, read_back}], constants: {…}}.
+#[pyfunction]
+fn kernel_knobs() -> String {
+    use shortflow_scenario::kernel as k;
+    serde_json::json!({
+        "knobs": k::KERNEL_KNOBS,
+        "constants": {
+            "TCP_TIMEOUT_INIT_ns": k::TCP_TIMEOUT_INIT.as_nanos(),
+            "TCP_RTO_MIN_ns": k::TCP_RTO_MIN.as_nanos(),
+            "TCP_RTO_MAX_ns": k::TCP_RTO_MAX.as_nanos(),
+            "TCP_DELACK_MAX_ns": k::TCP_DELACK_MAX.as_nanos(),
+            "TCP_TIMEOUT_MIN_jiffies": k::TCP_TIMEOUT_MIN_JIFFIES,
+            "PROFILE_HZ": k::PROFILE_HZ,
+        },
+    })
+    .to_string()
+}
+
 /// Every key of the scenario file (key, kind, unit, default, range, help), as JSON text.
 #[pyfunction]
 fn scenario_keys() -> String {
@@ -152,6 +171,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(stack_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(linux_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_keys, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_keys_markdown, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;

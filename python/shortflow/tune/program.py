@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 
 from shortflow.exceptions import TuneError
-from shortflow.host import HostError, bpf
+from shortflow.host import HostError, bpf, knobs
 from shortflow.host.bpf import BPF_FS, COUNTERS, REFUSED, needs_bpffs, unpin
 from shortflow.host.commands import raising
 from shortflow.tune.settings import PrefixRule, TuneSettings
 
 #: TCP_RTO_MIN: where Super Fast Retransmit's minimum RTO goes back to after the cut-out.
-DEFAULT_RTO_MIN_US = 200_000
+DEFAULT_RTO_MIN_US = round(knobs.seconds("TCP_RTO_MIN") * 1e6)
 
 
 def compile_program(build_dir: Path | None = None) -> Path:
@@ -38,21 +38,23 @@ counters = raising(TuneError, bpf.counters)
 last_errors = raising(TuneError, bpf.last_errors)
 
 
-def config_of(s: TuneSettings, hz: int) -> bpf.Config:
-    def us(v: float | None) -> int:
-        return round(v * 1e6) if v is not None else 0
+def _field(name: str, v: float | None, hz: int) -> int:
+    """A setting as its BPF field holds it (the kernel table's encoding); 0: not set."""
+    return int(knobs.knob(name, "bpf_field").encode(v, hz)) if v is not None else 0
 
+
+def config_of(s: TuneSettings, hz: int) -> bpf.Config:
     return bpf.Config(
-        syn_rto_jiffies=round(s.syn_rto_s * hz) if s.syn_rto_s is not None else 0,
-        iw_segments=s.iw or 0,
-        rto_min_us=us(s.rto_min_s),
-        delack_max_us=us(s.delack_max_s),
+        syn_rto_jiffies=_field("syn_rto", s.syn_rto_s, hz),
+        iw_segments=_field("initial_window", s.iw, hz),
+        rto_min_us=_field("rto_min", s.rto_min_s, hz),
+        delack_max_us=_field("delack_max", s.delack_max_s, hz),
         sfr_factor_pct=round(s.sfr_factor * 100) if s.sfr_factor is not None else 0,
         sfr_cutout_bytes=s.sfr_cutout_bytes if s.sfr_factor is not None else 0,
-        sfr_restore_us=us(s.rto_min_s) or DEFAULT_RTO_MIN_US,
+        sfr_restore_us=_field("rto_min", s.rto_min_s, hz) or DEFAULT_RTO_MIN_US,
         port=s.port or 0,
-        # TCP_TIMEOUT_MIN (2 jiffies): the smallest minimum RTO bpf_setsockopt takes.
-        timer_min_us=-(-2 * 1_000_000 // hz),
+        # TCP_TIMEOUT_MIN: the smallest minimum RTO bpf_setsockopt takes, rounded up to a µs.
+        timer_min_us=-(-knobs.constant("TCP_TIMEOUT_MIN_jiffies") * 1_000_000 // hz),
     )
 
 

@@ -10,6 +10,7 @@ import shlex
 from shortflow.exceptions import TuneError
 from shortflow.host import routes, sysctl
 from shortflow.host.commands import raising
+from shortflow.host.knobs import knob
 from shortflow.host.routes import replaceable
 from shortflow.tune.settings import TuneSettings
 
@@ -42,7 +43,7 @@ def route_options(s: TuneSettings, *, with_iw_and_rto: bool) -> list[str]:
     if with_iw_and_rto and s.iw is not None:
         opts += ["initcwnd", str(s.iw)]
     if with_iw_and_rto and s.rto_min_s is not None:
-        opts += ["rto_min", f"{round(s.rto_min_s * 1000)}ms"]
+        opts += ["rto_min", str(knob("rto_min", "route_metric").encode(s.rto_min_s))]
     if s.quickack:
         opts += ["quickack", "1"]
     return opts
