@@ -25,13 +25,15 @@ ALLOWED = {
     "shortflow-scenario": set(),
     # The daemons' operating-system edges (clock, waits, signals): below both, on nothing.
     "shortflow-sys": set(),
+    # The BPF loader (aya): the kernel's BPF system calls, beside the daemons' edges.
+    "shortflow-bpf": set(),
     "shortflow-trace": {"shortflow-wire", "shortflow-scenario"},
     "shortflow-sim": {"shortflow-wire", "shortflow-scenario", "shortflow-trace"},
     # The daemons read packets through the wire layer, never through the analyzer.
     "shortflow-netem": {"shortflow-sys", "shortflow-wire", "shortflow-scenario", "shortflow-sim"},
     "shortflow-synopt": {"shortflow-sys", "shortflow-wire", "shortflow-scenario"},
     "shortflow-py": {"shortflow-wire", "shortflow-scenario", "shortflow-trace", "shortflow-sim", "shortflow-netem",
-                     "shortflow-synopt"},
+                     "shortflow-synopt", "shortflow-bpf"},
 }
 
 

@@ -162,3 +162,27 @@ def run_netem(argv: Sequence[str]) -> int:
 
 def bpf_object(name: str) -> bytes | None:
     """The BPF object `name` (`tune`) compiled when the extension was built; None if it was not."""
+
+def bpf_struct_layout(object: bytes, name: str) -> list[tuple[str, int, int]]:
+    """The members of `struct NAME` in the object's BTF: (name, byte offset, size); OSError if absent."""
+
+def bpf_load_pinned(object: bytes, program: str, pin_dir: str) -> int:
+    """Loads sock_ops `program` of `object`, pins it (`prog`) and its maps (by name) in `pin_dir`; its id."""
+
+def bpf_attach_pinned(cgroup: str, pin_dir: str) -> None:
+    """Attaches the program pinned in `pin_dir` to `cgroup` through a link pinned at `pin_dir/link`."""
+
+def bpf_detach_links(cgroup: str, prog: int) -> int:
+    """Detaches every cgroup link of program `prog` on `cgroup`; how many there were."""
+
+class BpfLink:
+    """A cgroup link only this process holds: `close()`, or the process ending, detaches it."""
+
+    @property
+    def attached(self) -> bool: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> BpfLink: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+def bpf_attach_held(cgroup: str, prog_pin: str) -> BpfLink:
+    """Attaches the program pinned at `prog_pin` to `cgroup` through a link only this process holds."""

@@ -1,9 +1,12 @@
 """The one BPF program shortflow puts on a host, the tuner's sock_ops program
 (`bpf/tune.bpf.c`), and how it is loaded: the object built with the extension module (a
-pip-installed package needs no clang) or compiled with clang as a fallback, loaded, pinned
-and attached with bpftool (libbpf), and configured through its pinned maps while it stays
-attached. Both `tune` and the testbed (for a scenario's SYN RTO) use it; neither knows the
-layout of its maps.
+pip-installed package needs no clang) or compiled with clang as a fallback, loaded and
+pinned by the extension's loader (aya, `shortflow-bpf`), attached to a cgroup through a BPF
+link — pinned beside the program (`attach`: it outlives the command) or held by this
+process (`attach_held`: it goes when the process does) — and configured through its
+pinned maps while it stays attached. Its `struct config` layout is read from the object's
+BTF at load and checked against `Config`. Both `tune` and the testbed (for a scenario's
+SYN RTO) use it; neither knows the layout of its maps.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shortflow.host.commands import HostError, run
 from shortflow.host.kernel import mounts
 
 SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "tune.bpf.c"
 OBJECT_NAME = "tune.bpf.o"
+#: The program's function in tune.bpf.c.
+PROG_NAME = "tune"
 BPF_FS = Path("/sys/fs/bpf")
 #: tune_counters' slots, in the order of `enum counter` in tune.bpf.c.
 COUNTERS = ("matched", "syn_rto_set", "iw_set", "rto_min_set", "delack_max_set", "prefix_hits",
@@ -134,12 +140,34 @@ def program_object(build_dir: Path | None = None) -> Path:
     return obj
 
 
+def check_layout(obj: bytes, where: str) -> None:
+    """HostError unless `struct config` in the object's BTF is `Config`, field for field
+    (name, offset, 32 bits each): a loader and a program built apart must agree before a
+    single value is written."""
+    from shortflow import _core
+
+    try:
+        members = _core.bpf_struct_layout(obj, "config")
+    except OSError as e:
+        raise HostError(f"{where}: {e}") from None
+    expected = [(name, 4 * i, 4) for i, name in enumerate(Config.__dataclass_fields__)]
+    if members != expected:
+        raise HostError(f"{where}: struct config in the program's BTF is {members}, but this shortflow writes "
+                        f"{expected}: the program and its loader were built from different sources")
+
+
 def load(obj: Path, pin_dir: Path) -> int:
     """Loads the program, pins it (`pin_dir/prog`) and its maps under `pin_dir`; returns
-    the program id."""
+    the program id. The object's `struct config` must match `Config` (`check_layout`)."""
+    from shortflow import _core
+
+    data = obj.read_bytes()
+    check_layout(data, str(obj))
     pin_dir.mkdir(parents=True)
-    bpftool("prog", "load", str(obj), str(pin_dir / "prog"), "type", "sockops", "pinmaps", str(pin_dir))
-    return prog_id(pin_dir)
+    try:
+        return int(_core.bpf_load_pinned(data, PROG_NAME, str(pin_dir)))
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def prog_id(pin_dir: Path) -> int:
@@ -175,18 +203,50 @@ def write_prefixes(pin_dir: Path, prefixes: Mapping[Network, PrefixValue]) -> No
 
 
 def attach(cgroup: Path, pin_dir: Path) -> None:
-    # multi: beside whatever else is attached there, which stays as it was.
-    bpftool("cgroup", "attach", str(cgroup), "sock_ops", "pinned", str(pin_dir / "prog"), "multi")
+    """Attaches the program pinned in `pin_dir` to `cgroup`, beside whatever else is
+    attached there (which stays as it was), through a link pinned at `pin_dir/link`: it
+    stays after this process ends, until the link is detached or its pin removed."""
+    from shortflow import _core
+
+    try:
+        _core.bpf_attach_pinned(str(cgroup), str(pin_dir))
+    except OSError as e:
+        raise HostError(str(e)) from None
+
+
+def attach_held(cgroup: Path, pin_dir: Path) -> Any:
+    """Attaches the program pinned in `pin_dir` to `cgroup` through a link only this
+    process holds (`_core.BpfLink`): its `close()`, or this process ending in any way,
+    detaches it; nothing is pinned."""
+    from shortflow import _core
+
+    try:
+        return _core.bpf_attach_held(str(cgroup), str(pin_dir / "prog"))
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def detach(cgroup: Path, prog: int) -> None:
     """Detaches program `prog` from `cgroup` when it is attached there (else nothing)."""
-    if cgroup.exists() and f'"id":{prog},' in bpftool("-j", "cgroup", "show", str(cgroup)).replace(" ", ""):
-        bpftool("cgroup", "detach", str(cgroup), "sock_ops", "id", str(prog))
+    if cgroup.exists():
+        refused = detach_id(str(cgroup), prog)
+        if refused is not None:
+            raise HostError(f"detaching program {prog} from {cgroup}: {refused}")
 
 
 def detach_id(cgroup: str, prog: int) -> str | None:
-    """Detaches program `prog` from `cgroup`; None when done, else what bpftool said."""
+    """Detaches program `prog` from `cgroup`: its links there (how shortflow attaches), or
+    else a plain attachment by program id (BPF_PROG_ATTACH, how bpftool attaches); None
+    when done or when it was not attached, else why not."""
+    from shortflow import _core
+
+    try:
+        if _core.bpf_detach_links(cgroup, prog):
+            return None
+    except OSError as e:
+        return str(e)
+    if f'"id":{prog},' not in run(["bpftool", "-j", "cgroup", "show", cgroup], check=False).stdout.replace(" ", ""):
+        return None
     r = run(["bpftool", "cgroup", "detach", cgroup, "sock_ops", "id", str(prog)], check=False)
     return None if r.returncode == 0 else r.stderr.strip()
 

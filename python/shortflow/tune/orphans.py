@@ -19,7 +19,7 @@ from shortflow.host.bpf import BPF_FS
 from shortflow.host.runid import TESTBED_ROLE_OBJECT
 from shortflow.tune.journal import BUILD_DIR, PIN_DIR
 
-PROG_NAME = "tune"
+PROG_NAME = bpf.PROG_NAME
 PROG_MAPS = {"tune_config", "tune_counters"}
 
 

@@ -33,6 +33,7 @@ ensure_bpffs = raising(TuneError, bpf.ensure_bpffs)
 load = raising(TuneError, bpf.load)
 prog_id = raising(TuneError, bpf.prog_id)
 attach = raising(TuneError, bpf.attach)
+attach_held = raising(TuneError, bpf.attach_held)
 detach = raising(TuneError, bpf.detach)
 counters = raising(TuneError, bpf.counters)
 last_errors = raising(TuneError, bpf.last_errors)
@@ -70,7 +71,7 @@ def write_prefixes(pin_dir: Path, rules: list[PrefixRule], hz: int) -> None:
     })
 
 
-__all__ = ["BPF_FS", "COUNTERS", "DEFAULT_RTO_MIN_US", "REFUSED", "attach", "compile_program", "config_of", "counters",
+__all__ = ["BPF_FS", "COUNTERS", "DEFAULT_RTO_MIN_US", "REFUSED", "attach", "attach_held", "compile_program", "config_of", "counters",
            "detach", "ensure_bpffs", "last_errors", "load", "needs_bpffs", "prog_id", "unpin", "write_config",
            "write_prefixes"]
 

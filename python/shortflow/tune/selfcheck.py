@@ -1,8 +1,9 @@
 """`tune apply`'s check that the kernel takes every knob: the program just loaded is also
-attached to a cgroup of its own, and one loopback connection (on the scope's port) is made
-from that cgroup in a network namespace of its own; if the kernel refused a knob for it
-(the program's per-knob refusal counters moved), apply fails (or, with --force, warns)
-instead of reporting success for settings that do nothing. Both objects carry the run id
+attached to a cgroup of its own, through a link only this process holds (it goes with the
+process, whatever ends it), and one loopback connection (on the scope's port) is made from
+that cgroup in a network namespace of its own; if the kernel refused a knob for it (the
+program's per-knob refusal counters moved), apply fails (or, with --force, warns) instead
+of reporting success for settings that do nothing. Both objects carry the run id
 (`sf-<id>-tcheck`) and are removed on every exit path."""
 
 from __future__ import annotations
@@ -37,12 +38,11 @@ def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
     ns = f"sf-{run_id}-tcheck"
     cg = cgroup2_root() / f"sf-{run_id}-tcheck"
     before = program.counters(pin_dir)
-    attached = False
+    link = None
     try:
         create_namespace(ns)
         cg.mkdir()
-        program.attach(cg, pin_dir)
-        attached = True
+        link = program.attach_held(cg, pin_dir)
         probe = Daemon("the self-check connection", [sys.executable, "-c", _PROBE, str(port or 8)], ns=ns, cgroup=cg)
         try:
             probe.start().wait(30)
@@ -53,9 +53,8 @@ def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
     except HostError as e:
         raise TuneError(f"self-check: {e}") from None
     finally:
-        if attached:
-            prog = program.prog_id(pin_dir)
-            program.detach(cg, prog)
+        if link is not None:
+            link.close()
         if cg.exists():
             cg.rmdir()
         delete_namespace(ns)
