@@ -153,3 +153,16 @@ def test_held_link_leaves_the_cgroup_with_its_process(loaded: tuple[Path, Path, 
     with bpf.attach_held(cgroup, pins):
         assert attached(cgroup) == [prog]
     assert attached(cgroup) == []
+
+
+@needs_root
+def test_program_attached_without_a_link_is_detached_by_id(loaded: tuple[Path, Path, int]) -> None:
+    """A program attached the way bpftool attaches (BPF_PROG_ATTACH, no link), as by an
+    earlier shortflow: revert and --orphans still detach it by its id."""
+    pins, cgroup, prog = loaded
+    subprocess.run(["bpftool", "cgroup", "attach", str(cgroup), "sock_ops", "pinned", str(pins / "prog"), "multi"],
+                   check=True, capture_output=True)
+    assert attached(cgroup) == [prog]
+    assert bpf.cgroup_tree() and any(e["cgroup"] == str(cgroup) for e in bpf.cgroup_tree())
+    bpf.detach(cgroup, prog)
+    assert attached(cgroup) == []

@@ -175,6 +175,24 @@ def bpf_attach_pinned(cgroup: str, pin_dir: str) -> None:
 def bpf_detach_links(cgroup: str, prog: int) -> int:
     """Detaches every cgroup link of program `prog` on `cgroup`; how many there were."""
 
+def bpf_detach_attached(cgroup: str, prog: int) -> bool:
+    """Detaches program `prog` from `cgroup` where it is attached without a link; whether it was."""
+
+def bpf_program(id: int) -> dict[str, Any] | None:
+    """Program `id` as {"id", "name", "tag", "map_ids"}; None when there is none."""
+
+def bpf_pinned_program(path: str) -> dict[str, Any]:
+    """The program pinned at `path` as {"id", "name", "tag", "map_ids"}; OSError if none."""
+
+def bpf_map_name(id: int) -> str | None:
+    """The name of map `id`; None when there is none."""
+
+def bpf_map_entries(path: str) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) of the map pinned at `path` (a per-CPU map's values one after another, 8-byte slots)."""
+
+def bpf_sock_ops_tree(root: str) -> list[tuple[str, list[int]]]:
+    """Every cgroup under `root` with sock_ops programs attached to it, and their ids."""
+
 class BpfLink:
     """A cgroup link only this process holds: `close()`, or the process ending, detaches it."""
 

@@ -14,6 +14,7 @@
 
 pub mod btf;
 mod load;
+pub mod query;
 
 pub use load::{attach_held, attach_pinned, detach_links, load_pinned, HeldLink, LINK_PIN, PROG_PIN};
 

@@ -30,7 +30,7 @@ const BPF_CGROUP_SOCK_OPS: u32 = 3;
 const BPF_LINK_TYPE_CGROUP: u32 = 3;
 
 /// bpf(2) with a zeroed attribute buffer whose first words the caller filled.
-fn bpf(cmd: libc::c_long, attr: &mut [u64; 16]) -> std::io::Result<libc::c_long> {
+pub(crate) fn bpf(cmd: libc::c_long, attr: &mut [u64; 16]) -> std::io::Result<libc::c_long> {
     // SAFETY: `attr` is a bpf_attr-sized buffer; pointers in it are the caller's and live
     // across the call.
     let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), std::mem::size_of_val(attr)) };

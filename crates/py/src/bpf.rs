@@ -5,7 +5,7 @@ use std::path::Path;
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 /// `tune.bpf.o` as built with the extension; empty when clang was missing at build time.
 const TUNE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tune.bpf.o"));
@@ -49,6 +49,53 @@ fn bpf_detach_links(cgroup: &str, prog: u32) -> PyResult<usize> {
     shortflow_bpf::detach_links(Path::new(cgroup), prog).map_err(os_error)
 }
 
+fn program_dict<'py>(py: Python<'py>, p: shortflow_bpf::query::Program) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("id", p.id)?;
+    d.set_item("name", p.name)?;
+    d.set_item("tag", p.tag)?;
+    d.set_item("map_ids", p.map_ids)?;
+    Ok(d)
+}
+
+/// Program `id` as {id, name, tag, map_ids}; None when there is none.
+#[pyfunction]
+fn bpf_program<'py>(py: Python<'py>, id: u32) -> PyResult<Option<Bound<'py, PyDict>>> {
+    shortflow_bpf::query::program(id).map_err(os_error)?.map(|p| program_dict(py, p)).transpose()
+}
+
+/// The program pinned at `path` as {id, name, tag, map_ids}.
+#[pyfunction]
+fn bpf_pinned_program<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> {
+    program_dict(py, shortflow_bpf::query::pinned_program(Path::new(path)).map_err(os_error)?)
+}
+
+/// The name of map `id`; None when there is none.
+#[pyfunction]
+fn bpf_map_name(id: u32) -> PyResult<Option<String>> {
+    shortflow_bpf::query::map_name(id).map_err(os_error)
+}
+
+/// Every (key, value) of the map pinned at `path` (per-CPU values one after another).
+#[pyfunction]
+fn bpf_map_entries<'py>(py: Python<'py>, path: &str) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let entries = shortflow_bpf::query::map_entries(Path::new(path)).map_err(os_error)?;
+    Ok(entries.into_iter().map(|(k, v)| (PyBytes::new(py, &k), PyBytes::new(py, &v))).collect())
+}
+
+/// Every cgroup under `root` with sock_ops programs attached to it: [(path, [program ids])].
+#[pyfunction]
+fn bpf_sock_ops_tree(root: &str) -> PyResult<Vec<(String, Vec<u32>)>> {
+    let tree = shortflow_bpf::query::sock_ops_tree(Path::new(root)).map_err(os_error)?;
+    Ok(tree.into_iter().map(|(p, ids)| (p.display().to_string(), ids)).collect())
+}
+
+/// Detaches program `prog` from `cgroup` where it is attached without a link; whether it was.
+#[pyfunction]
+fn bpf_detach_attached(cgroup: &str, prog: u32) -> PyResult<bool> {
+    shortflow_bpf::query::detach_attached(Path::new(cgroup), prog).map_err(os_error)
+}
+
 /// A cgroup link held by this process: `close()` (or the process ending) detaches it.
 #[pyclass(module = "shortflow._core")]
 struct BpfLink {
@@ -89,5 +136,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bpf_attach_pinned, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_attach_held, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_detach_links, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_program, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_pinned_program, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_map_name, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_map_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_sock_ops_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_detach_attached, m)?)?;
     m.add_class::<BpfLink>()
 }

@@ -12,7 +12,6 @@ SYN RTO) use it; neither knows the layout of its maps.
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import shutil
 import struct
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from shortflow.host.commands import HostError, run
-from shortflow.host.kernel import mounts
+from shortflow.host.kernel import cgroup2_mounts, mounts
 
 SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "tune.bpf.c"
 OBJECT_NAME = "tune.bpf.o"
@@ -74,19 +73,6 @@ class PrefixValue:
 
 def bpftool(*args: str) -> str:
     return run(["bpftool", *args], timeout=60).stdout
-
-
-def bpftool_json(*args: str) -> object:
-    """`bpftool -j ARGS` parsed; None when bpftool fails, is missing or prints nothing (no
-    such program, map or cgroup): for the questions whose answer may be "none"."""
-    try:
-        out = run(["bpftool", "-j", *args], check=False, timeout=60).stdout
-    except HostError:
-        return None
-    try:
-        return json.loads(out) if out.strip() else None
-    except json.JSONDecodeError:
-        return None
 
 
 def needs_bpffs() -> bool:
@@ -171,8 +157,13 @@ def load(obj: Path, pin_dir: Path) -> int:
 
 
 def prog_id(pin_dir: Path) -> int:
-    info = json.loads(bpftool("-j", "prog", "show", "pinned", str(pin_dir / "prog")))
-    return int(info["id"])
+    """The id of the program pinned in `pin_dir`."""
+    from shortflow import _core
+
+    try:
+        return int(_core.bpf_pinned_program(str(pin_dir / "prog"))["id"])
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def _hex(data: bytes) -> list[str]:
@@ -193,8 +184,7 @@ def write_prefixes(pin_dir: Path, prefixes: Mapping[Network, PrefixValue]) -> No
     for family, name in ((4, "tune_prefix4"), (6, "tune_prefix6")):
         path = str(pin_dir / name)
         wanted = {_prefix_key(net): v for net, v in prefixes.items() if net.version == family}
-        for entry in json.loads(bpftool("-j", "map", "dump", "pinned", path) or "[]"):
-            key = bytes(int(b, 16) for b in entry["key"])
+        for key, _ in _entries(pin_dir / name):
             if key not in wanted:
                 bpftool("map", "delete", "pinned", path, "key", *_hex(key))
         for key, v in wanted.items():
@@ -241,37 +231,67 @@ def detach_id(cgroup: str, prog: int) -> str | None:
     from shortflow import _core
 
     try:
-        if _core.bpf_detach_links(cgroup, prog):
-            return None
+        if not _core.bpf_detach_links(cgroup, prog):
+            _core.bpf_detach_attached(cgroup, prog)
     except OSError as e:
         return str(e)
-    if f'"id":{prog},' not in run(["bpftool", "-j", "cgroup", "show", cgroup], check=False).stdout.replace(" ", ""):
-        return None
-    r = run(["bpftool", "cgroup", "detach", cgroup, "sock_ops", "id", str(prog)], check=False)
-    return None if r.returncode == 0 else r.stderr.strip()
+    return None
 
 
 def prog_info(prog: int) -> dict[str, object] | None:
-    """`bpftool prog show id N` (name, tag, map ids), None when there is no such program."""
-    info = bpftool_json("prog", "show", "id", str(prog))
-    return info if isinstance(info, dict) and info.get("id") == prog else None
+    """Program `prog`'s id, name, tag and map ids; None when there is no such program (or
+    the kernel does not say)."""
+    from shortflow import _core
+
+    try:
+        return _core.bpf_program(prog)
+    except OSError:
+        return None
 
 
 def pinned_prog_info(pin: Path) -> dict[str, object] | None:
-    """The program pinned at `pin`, None when there is none."""
-    info = bpftool_json("prog", "show", "pinned", str(pin))
-    return info if isinstance(info, dict) and isinstance(info.get("id"), int) else None
+    """The program pinned at `pin` (as `prog_info`), None when there is none."""
+    from shortflow import _core
+
+    try:
+        return _core.bpf_pinned_program(str(pin))
+    except OSError:
+        return None
 
 
 def map_name(map_id: int) -> str | None:
-    m = bpftool_json("map", "show", "id", str(map_id))
-    return str(m.get("name")) if isinstance(m, dict) else None
+    from shortflow import _core
+
+    try:
+        return _core.bpf_map_name(map_id)
+    except OSError:
+        return None
 
 
 def cgroup_tree() -> list[dict[str, object]]:
-    """Every cgroup carrying BPF programs, with them (`bpftool cgroup tree`)."""
-    tree = bpftool_json("cgroup", "tree")
-    return [e for e in tree if isinstance(e, dict)] if isinstance(tree, list) else []
+    """Every cgroup (of every cgroup v2 mount) with sock_ops programs attached to it:
+    `{"cgroup": path, "programs": [{"id", "name", "attach_type"}]}`."""
+    from shortflow import _core
+
+    tree: list[dict[str, object]] = []
+    for root in cgroup2_mounts():
+        try:
+            found = _core.bpf_sock_ops_tree(str(root))
+        except OSError:
+            continue
+        for cgroup, ids in found:
+            programs = [{"id": i, "name": (prog_info(i) or {}).get("name"), "attach_type": "sock_ops"} for i in ids]
+            tree.append({"cgroup": cgroup, "programs": programs})
+    return tree
+
+
+def _entries(path: Path) -> list[tuple[bytes, bytes]]:
+    from shortflow import _core
+
+    try:
+        return _core.bpf_map_entries(str(path))
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def unpin(pin_dir: Path) -> None:
@@ -281,14 +301,11 @@ def unpin(pin_dir: Path) -> None:
 def counters(pin_dir: Path) -> dict[str, int]:
     """The per-CPU counters summed over the CPUs."""
     out = dict.fromkeys(COUNTERS, 0)
-    for entry in json.loads(bpftool("-j", "map", "dump", "pinned", str(pin_dir / "tune_counters"))):
-        slot = entry["key"] if isinstance(entry["key"], int) else int.from_bytes(bytes(int(b, 16) for b in entry["key"]), "little")
-        if "formatted" in entry:
-            values = [v["value"] for v in entry["formatted"]["values"]]
-        else:
-            values = [int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little") for v in entry["values"]]
+    for key, value in _entries(pin_dir / "tune_counters"):
+        slot = int.from_bytes(key, "little")
         if slot < len(COUNTERS):
-            out[COUNTERS[slot]] = sum(values)
+            # One u64 per possible CPU.
+            out[COUNTERS[slot]] = sum(x for (x,) in struct.iter_unpack("<Q", value))
     return out
 
 
@@ -296,12 +313,8 @@ def last_errors(pin_dir: Path) -> dict[str, int]:
     """The errno (negative, as bpf_setsockopt returned it) of the kernel's last refusal per
     knob; 0 where it never refused."""
     out = dict.fromkeys(REFUSED, 0)
-    for entry in json.loads(bpftool("-j", "map", "dump", "pinned", str(pin_dir / "tune_last_error"))):
-        if "formatted" in entry:
-            slot, value = entry["formatted"]["key"], entry["formatted"]["value"]
-        else:
-            slot = int.from_bytes(bytes(int(b, 16) for b in entry["key"]), "little")
-            value = int.from_bytes(bytes(int(b, 16) for b in entry["value"]), "little", signed=True)
+    for key, value in _entries(pin_dir / "tune_last_error"):
+        slot = int.from_bytes(key, "little")
         if slot < len(REFUSED):
-            out[list(REFUSED)[slot]] = int(value)
+            out[list(REFUSED)[slot]] = int.from_bytes(value, "little", signed=True)
     return out
