@@ -1,9 +1,11 @@
 """The kernel knobs shortflow sets, made concrete for the kernel it runs on: the table
 (`_core.kernel_knobs()`, defined once in crates/scenario) gives each knob's setter, unit
 and range, with bounds in jiffies where the kernel counts in them; this module turns them
-into seconds at the running kernel's HZ (`kernel_hz`), checks a value against them and
-encodes it the way the kernel is handed it. The testbed's `realize` and `shortflow tune`
-both decide and encode through here.
+into seconds at the running kernel's HZ (`kernel_hz`), checks a value against them,
+encodes it the way the kernel is handed it, and sets sysctls and route metrics
+(`set_sysctl`, `set_route`; a BPF field goes into the program's configuration, which
+`shortflow.host.bpf` writes). The testbed's `realize` and `shortflow tune` both decide,
+encode and apply through here.
 
     rto_min = knob("rto_min", "bpf_field")
     rto_min.limits(hz)          # (0.008, 0.2) at HZ 250
@@ -18,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from shortflow import _core
+from shortflow.host import routes, sysctl
 from shortflow.host.commands import HostError
+from shortflow.host.kernel import kernel_hz
 
 
 @functools.cache
@@ -79,6 +83,11 @@ class Knob:
             return f"{ms}ms" if self.set_by == "route_metric" else ms
         return int(value)
 
+    def decode(self, encoded: int, hz: int) -> float:
+        """A value as the kernel holds it, back in seconds (a time) or as a count."""
+        per_second = {"jiffies": hz, "microseconds": 1_000_000, "milliseconds": 1000}.get(self.encoding, 1)
+        return encoded / per_second
+
 
 @functools.cache
 def knob(name: str, set_by: str) -> Knob:
@@ -91,3 +100,21 @@ def knob(name: str, set_by: str) -> Knob:
 
 def knobs() -> list[Knob]:
     return [Knob(**k) for k in _table()["knobs"]]
+
+
+def set_sysctl(key: str, value: str | int, ns: str | None = None) -> None:
+    """Writes sysctl `key` in namespace `ns` (None: this one). A sysctl of the table is held
+    to its range first: HostError naming the knob and the range, before the kernel is asked."""
+    for k in knobs():
+        if k.set_by == "sysctl" and k.knob == key and isinstance(value, int):
+            hz = kernel_hz()
+            if not k.takes(k.decode(value, hz), hz):
+                lo, hi = k.limits(hz)
+                raise HostError(f"{key} = {value}: the kernel takes {k.encode(lo, hz)} to {k.encode(hi, hz)} ({k.limit})")
+    sysctl.write(key, value, ns)
+
+
+def set_route(route: list[str], *, family: str | None = None, ns: str | None = None) -> None:
+    """Sets a route with its metrics (`… initcwnd 10 rto_min 50ms quickack 1`): the setter of
+    every route-metric knob, each already encoded (`Knob.encode`)."""
+    routes.replace(route, family=family, ns=ns)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from shortflow.host import HostError, bpf
+from shortflow.host import HostError, bpf, knobs
 from shortflow.host.kernel import cgroup2_root, kernel_hz
 from shortflow.testbed.system import TestbedError
 from shortflow.testbed.topology import Topology
@@ -30,7 +30,7 @@ class SynRto:
         self.fs = self.dir / "bpffs"
         self.pins = self.fs / "tune"
         self.cgroup = cgroup2_root() / f"{topo.names.prefix}{role}"
-        self.jiffies = round(seconds * kernel_hz())
+        self.jiffies = int(knobs.knob("syn_rto", "bpf_field").encode(seconds, kernel_hz()))
         self.prog: int | None = None
 
     def start(self) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any
 
-from shortflow.host import routes, sysctl
+from shortflow.host import knobs
 from shortflow.host.daemon import PIPE, Daemon, Process
 from shortflow.host.netns import add_veth, create_namespace, kill_namespace, set_up, write_owner
 from shortflow.testbed import names as N
@@ -103,17 +103,17 @@ class Topology:
             # One segment per packet on the wire: without this, TSO/GSO super-packets would
             # appear as one 64 kB "segment" in the router's captures.
             set_up(n.ns(role), dev, f"{ip}/24", gso_max_segs=1)
-        sysctl.write("net.ipv4.ip_forward", 1, n.ns("router"))
+        knobs.set_sysctl("net.ipv4.ip_forward", 1, n.ns("router"))
 
     def set_route(self, role: str, options: list[str]) -> None:
         """The default route of `client` or `server` through the router, with route metrics
         (`initcwnd`, `rto_min`, `quickack`) that the kernel applies to every connection."""
         dev, via = ((self.names.client_dev, N.ROUTER_CLIENT_IP) if role == "client"
                     else (self.names.server_dev, N.ROUTER_SERVER_IP))
-        routes.replace(["default", "via", via, "dev", dev, *options], ns=self.names.ns(role))
+        knobs.set_route(["default", "via", via, "dev", dev, *options], ns=self.names.ns(role))
 
     def sysctl(self, role: str, key: str, value: str | int) -> None:
-        sysctl.write(key, value, self.names.ns(role))
+        knobs.set_sysctl(key, value, self.names.ns(role))
 
     def add_cleanup(self, undo: Callable[[], None]) -> None:
         """`undo` runs on close, after the children and namespaces are gone (last added first)."""

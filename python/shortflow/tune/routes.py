@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 
 from shortflow.exceptions import TuneError
-from shortflow.host import routes, sysctl
+from shortflow.host import knobs, routes, sysctl
 from shortflow.host.commands import raising
 from shortflow.host.knobs import knob
 from shortflow.host.routes import replaceable
@@ -17,8 +17,8 @@ from shortflow.tune.settings import TuneSettings
 SLOW_START_AFTER_IDLE = "net.ipv4.tcp_slow_start_after_idle"
 
 default_routes = raising(TuneError, routes.default_routes)
-_replace = raising(TuneError, routes.replace)
-_sysctl = raising(TuneError, sysctl.write)
+_replace = raising(TuneError, knobs.set_route)
+_sysctl = raising(TuneError, knobs.set_sysctl)
 
 __all__ = ["SLOW_START_AFTER_IDLE", "apply", "default_routes", "plan", "replaceable", "route_options", "undo"]
 
