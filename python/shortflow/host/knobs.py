@@ -98,6 +98,14 @@ def knob(name: str, set_by: str) -> Knob:
     raise HostError(f"no kernel knob {name!r} set by {set_by!r} in the table (crates/scenario/src/kernel.rs)")
 
 
+def find(name: str, set_by: str) -> Knob | None:
+    """The knob `name` set by `set_by`, None when the table has none."""
+    try:
+        return knob(name, set_by)
+    except HostError:
+        return None
+
+
 def knobs() -> list[Knob]:
     return [Knob(**k) for k in _table()["knobs"]]
 

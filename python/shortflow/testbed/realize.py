@@ -273,11 +273,11 @@ class _Realizer:
 
     def sysctl(self, side: str, f: str, knob: str, v: Any, d: Any, plan: RolePlan) -> None:
         key = f"{side}.{f}"
-        if f in ("dupack_threshold", "syn_retries"):
-            limited = knobs.knob(f, "sysctl")
+        # A count the kernel table bounds (any sysctl line named after this field).
+        limited = knobs.find(f, "sysctl")
+        if limited is not None and type(v) is int and not limited.takes(v, kernel_hz()):
             lo, hi = limited.limits(kernel_hz())
-            if not limited.takes(v, kernel_hz()):
-                raise self.refuse(key, f"{v}: {limited.knob} takes {lo:g} to {hi:g}")
+            raise self.refuse(key, f"{v}: {limited.knob} takes {lo:g} to {hi:g}")
         if f == "rack" and not v and _rack_always() and self.r["client"]["sack"] and self.r["server"]["sack"] \
                 and self.data_loss(side):
             raise self.refuse(key, f"false: Linux {'.'.join(map(str, _kernel()))} detects losses with RACK whatever "
