@@ -166,3 +166,21 @@ def test_program_attached_without_a_link_is_detached_by_id(loaded: tuple[Path, P
     assert bpf.cgroup_tree() and any(e["cgroup"] == str(cgroup) for e in bpf.cgroup_tree())
     bpf.detach(cgroup, prog)
     assert attached(cgroup) == []
+
+
+@needs_root
+def test_counters_are_named_by_the_pinned_maps_own_btf(loaded: tuple[Path, Path, int]) -> None:
+    """The counters' names and order come from the map the program made (its BTF, kept by
+    the kernel), not from a list in the loader: a connection through the cgroup moves
+    `matched`."""
+    pins, cgroup, prog = loaded
+    layout = _core.bpf_map_value_layout(str(pins / "tune_counters"))
+    assert [name for name, _, _ in layout] == list(bpf.COUNTERS)
+    assert [(off, size) for _, off, size in layout] == [(8 * i, 8) for i in range(len(layout))]
+    assert bpf.counters(pins) == dict.fromkeys(bpf.COUNTERS, 0)
+    with bpf.attach_held(cgroup, pins):
+        probe = ("import socket\nls = socket.socket(); ls.bind(('127.0.0.1', 0)); ls.listen(1)\n"
+                 "c = socket.create_connection(ls.getsockname()); a, _ = ls.accept(); c.close(); a.close()")
+        enter = f"import os; open('{cgroup}/cgroup.procs', 'w').write(str(os.getpid()))\n"
+        subprocess.run([sys.executable, "-c", enter + probe], check=True, timeout=30)
+    assert bpf.counters(pins)["matched"] >= 2, "the active and the passive end each called the program"

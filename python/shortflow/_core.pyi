@@ -190,6 +190,9 @@ def bpf_map_name(id: int) -> str | None:
 def bpf_map_entries(path: str) -> list[tuple[bytes, bytes]]:
     """Every (key, value) of the map pinned at `path` (a per-CPU map's values one after another, 8-byte slots)."""
 
+def bpf_map_value_layout(path: str) -> list[tuple[str, int, int]]:
+    """The layout of the value of the map pinned at `path`, from the map's own BTF: (name, offset, size)."""
+
 def bpf_sock_ops_tree(root: str) -> list[tuple[str, list[int]]]:
     """Every cgroup under `root` with sock_ops programs attached to it, and their ids."""
 

@@ -135,13 +135,31 @@ fn btf_section(object: &[u8]) -> Result<&[u8], BpfError> {
 
 /// The members of `struct NAME` in the object's BTF, in order.
 pub fn struct_layout(object: &[u8], name: &str) -> Result<Vec<Member>, BpfError> {
-    let data = btf_section(object)?;
-    let btf = Btf::parse(data)?;
-    let t = btf
+    let btf = Btf::parse(btf_section(object)?)?;
+    let id = btf
         .types
         .iter()
-        .find(|t| t.kind == STRUCT && btf.name(t.name_off) == name)
+        .position(|t| t.kind == STRUCT && btf.name(t.name_off) == name)
         .ok_or_else(|| BpfError::Btf(format!("no struct {name}")))?;
+    members(&btf, id as u32)
+}
+
+/// The members of the struct that type `type_id` of raw BTF data (as the kernel hands out
+/// a map's BTF) is, through typedefs and qualifiers.
+pub fn type_layout(raw: &[u8], type_id: u32) -> Result<Vec<Member>, BpfError> {
+    members(&Btf::parse(raw)?, type_id)
+}
+
+fn members(btf: &Btf<'_>, mut id: u32) -> Result<Vec<Member>, BpfError> {
+    let t = loop {
+        let t = btf.get(id)?;
+        match t.kind {
+            TYPEDEF | VOLATILE | CONST | RESTRICT | TYPE_TAG => id = t.size_or_type,
+            STRUCT => break t,
+            k => return Err(BpfError::Btf(format!("type {id} is not a struct (kind {k})"))),
+        }
+    };
+    let name = btf.name(t.name_off);
     (0..t.vlen)
         .map(|i| {
             let at = t.extra + 12 * i;

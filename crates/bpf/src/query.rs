@@ -108,11 +108,13 @@ struct MapInfo {
     key_size: usize,
     value_size: usize,
     name: String,
+    btf_id: u32,
+    btf_value_type_id: u32,
 }
 
 fn map_info(fd: &OwnedFd) -> std::io::Result<MapInfo> {
     // struct bpf_map_info: type @0, id @4, key_size @8, value_size @12, max_entries @16,
-    // map_flags @20, name[16] @24.
+    // map_flags @20, name[16] @24, …, btf_id @64, btf_key_type_id @68, btf_value_type_id @72.
     let mut buf = [0u64; 16];
     info(fd, &mut buf)?;
     let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -121,7 +123,32 @@ fn map_info(fd: &OwnedFd) -> std::io::Result<MapInfo> {
         key_size: (buf[1] & 0xffff_ffff) as usize,
         value_size: (buf[1] >> 32) as usize,
         name: c_name(&bytes[24..40]),
+        btf_id: buf[8] as u32,
+        btf_value_type_id: buf[9] as u32,
     })
+}
+
+/// The layout of the value of the map pinned at `path`, from the BTF the kernel keeps with
+/// the map: what the program that made the map says its values are.
+pub fn map_value_layout(path: &Path) -> Result<Vec<crate::btf::Member>, BpfError> {
+    const BPF_BTF_GET_FD_BY_ID: libc::c_long = 19;
+    let fd = open_pinned(path)?;
+    let m = map_info(&fd).map_err(|e| io("describing the map pinned at", path.display(), e))?;
+    if m.btf_id == 0 {
+        return Err(BpfError::Btf(format!("the map pinned at {} carries no BTF", path.display())));
+    }
+    let btf = open_by_id(BPF_BTF_GET_FD_BY_ID, m.btf_id)
+        .map_err(|e| io("opening the BTF of the map pinned at", path.display(), e))?
+        .ok_or_else(|| BpfError::Btf(format!("the BTF of the map pinned at {} is gone", path.display())))?;
+    // struct bpf_btf_info: btf @0 (pointer), btf_size @8: asked once for the size, then filled.
+    let mut head = [0u64; 4];
+    info(&btf, &mut head).map_err(|e| io("sizing the BTF of the map pinned at", path.display(), e))?;
+    let mut raw = vec![0u8; (head[1] & 0xffff_ffff) as usize];
+    let mut buf = [0u64; 4];
+    buf[0] = raw.as_mut_ptr() as u64;
+    buf[1] = raw.len() as u64;
+    info(&btf, &mut buf).map_err(|e| io("reading the BTF of the map pinned at", path.display(), e))?;
+    crate::btf::type_layout(&raw, m.btf_value_type_id)
 }
 
 /// The name of map `id`, None when there is none.

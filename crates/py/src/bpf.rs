@@ -83,6 +83,13 @@ fn bpf_map_entries<'py>(py: Python<'py>, path: &str) -> PyResult<Vec<(Bound<'py,
     Ok(entries.into_iter().map(|(k, v)| (PyBytes::new(py, &k), PyBytes::new(py, &v))).collect())
 }
 
+/// The layout of the value of the map pinned at `path`, from the map's own BTF: [(name, offset, size)].
+#[pyfunction]
+fn bpf_map_value_layout(path: &str) -> PyResult<Vec<(String, u32, u32)>> {
+    let members = shortflow_bpf::query::map_value_layout(Path::new(path)).map_err(os_error)?;
+    Ok(members.into_iter().map(|m| (m.name, m.offset, m.size)).collect())
+}
+
 /// Every cgroup under `root` with sock_ops programs attached to it: [(path, [program ids])].
 #[pyfunction]
 fn bpf_sock_ops_tree(root: &str) -> PyResult<Vec<(String, Vec<u32>)>> {
@@ -142,5 +149,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bpf_map_entries, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_sock_ops_tree, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_detach_attached, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_map_value_layout, m)?)?;
     m.add_class::<BpfLink>()
 }

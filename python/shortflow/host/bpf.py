@@ -29,10 +29,22 @@ OBJECT_NAME = "tune.bpf.o"
 #: The program's function in tune.bpf.c.
 PROG_NAME = "tune"
 BPF_FS = Path("/sys/fs/bpf")
-#: tune_counters' slots, in the order of `enum counter` in tune.bpf.c.
-COUNTERS = ("matched", "syn_rto_set", "iw_set", "rto_min_set", "delack_max_set", "prefix_hits",
-            "sfr_set", "sfr_restored", "setsockopt_errors", "sfr_floor_set", "sfr_from_known_rtt", "sfr_no_handshake_rtt",
-            "iw_refused", "rto_min_refused", "delack_max_refused")
+
+
+def _counter_names() -> tuple[str, ...]:
+    """The program's counters, named and ordered by `struct counters` in the BTF of the
+    object built with the extension (empty when it was built without one)."""
+    from shortflow import _core
+
+    built = _core.bpf_object("tune")
+    try:
+        return tuple(name for name, _, _ in _core.bpf_struct_layout(built, "counters")) if built else ()
+    except OSError:
+        return ()
+
+
+#: The program's counters (`struct counters` of tune.bpf.c, read from its BTF).
+COUNTERS = _counter_names()
 #: tune_last_error's slots: the knob each refusal counter stands for.
 REFUSED = {"iw_refused": "TCP_BPF_IW (--iw, prefix iw)", "rto_min_refused": "TCP_BPF_RTO_MIN (--rto-min, --sfr-factor)",
            "delack_max_refused": "TCP_BPF_DELACK_MAX (--delack-max)"}
@@ -299,13 +311,22 @@ def unpin(pin_dir: Path) -> None:
 
 
 def counters(pin_dir: Path) -> dict[str, int]:
-    """The per-CPU counters summed over the CPUs."""
-    out = dict.fromkeys(COUNTERS, 0)
-    for key, value in _entries(pin_dir / "tune_counters"):
-        slot = int.from_bytes(key, "little")
-        if slot < len(COUNTERS):
-            # One u64 per possible CPU.
-            out[COUNTERS[slot]] = sum(x for (x,) in struct.iter_unpack("<Q", value))
+    """The per-CPU counters summed over the CPUs, named as the pinned map's own BTF names
+    its value's fields (`struct counters`)."""
+    from shortflow import _core
+
+    path = pin_dir / "tune_counters"
+    try:
+        layout = _core.bpf_map_value_layout(str(path))
+    except OSError as e:
+        raise HostError(f"the tuner's counters: {e}") from None
+    out = {name: 0 for name, _, _ in layout}
+    # A per-CPU value: one copy per possible CPU, each padded to 8 bytes.
+    stride = -(-max(offset + size for _, offset, size in layout) // 8) * 8
+    for _, value in _entries(path):
+        for cpu in range(0, len(value), stride):
+            for name, offset, size in layout:
+                out[name] += int.from_bytes(value[cpu + offset:cpu + offset + size], "little")
     return out
 
 
