@@ -74,23 +74,11 @@ fn linux_knobs() -> String {
     serde_json::to_string(shortflow_scenario::profile::LINUX_KNOBS).expect("plain data")
 }
 
-/// The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text:
-/// {knobs: [{name, set_by, knob, encoding, min, max, limit, read_back}], constants: {…}}.
+/// The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text
+/// (`shortflow_scenario::kernel::table_json`).
 #[pyfunction]
 fn kernel_knobs() -> String {
-    use shortflow_scenario::kernel as k;
-    serde_json::json!({
-        "knobs": k::KERNEL_KNOBS,
-        "constants": {
-            "TCP_TIMEOUT_INIT_ns": k::TCP_TIMEOUT_INIT.as_nanos(),
-            "TCP_RTO_MIN_ns": k::TCP_RTO_MIN.as_nanos(),
-            "TCP_RTO_MAX_ns": k::TCP_RTO_MAX.as_nanos(),
-            "TCP_DELACK_MAX_ns": k::TCP_DELACK_MAX.as_nanos(),
-            "TCP_TIMEOUT_MIN_jiffies": k::TCP_TIMEOUT_MIN_JIFFIES,
-            "PROFILE_HZ": k::PROFILE_HZ,
-        },
-    })
-    .to_string()
+    shortflow_scenario::kernel::table_json().to_string()
 }
 
 /// Every key of the scenario file (key, kind, unit, default, range, help), as JSON text.

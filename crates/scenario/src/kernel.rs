@@ -187,6 +187,22 @@ pub const KERNEL_KNOBS: &[KernelKnob] = &[
     },
 ];
 
+/// The table and the constants as one JSON document, as the bindings serve it to Python:
+/// `{knobs: [{name, set_by, knob, encoding, min, max, limit, read_back}], constants: {…}}`.
+pub fn table_json() -> serde_json::Value {
+    serde_json::json!({
+        "knobs": KERNEL_KNOBS,
+        "constants": {
+            "TCP_TIMEOUT_INIT_ns": TCP_TIMEOUT_INIT.as_nanos(),
+            "TCP_RTO_MIN_ns": TCP_RTO_MIN.as_nanos(),
+            "TCP_RTO_MAX_ns": TCP_RTO_MAX.as_nanos(),
+            "TCP_DELACK_MAX_ns": TCP_DELACK_MAX.as_nanos(),
+            "TCP_TIMEOUT_MIN_jiffies": TCP_TIMEOUT_MIN_JIFFIES,
+            "PROFILE_HZ": PROFILE_HZ,
+        },
+    })
+}
+
 /// The knob `name` set by `set_by`.
 pub fn knob(name: &str, set_by: SetBy) -> Option<&'static KernelKnob> {
     KERNEL_KNOBS.iter().find(|k| k.name == name && k.set_by == set_by)
