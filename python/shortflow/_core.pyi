@@ -2,7 +2,7 @@
 
 from collections.abc import Callable, Sequence
 from os import PathLike
-from typing import Any
+from typing import Any, final
 
 class ShortflowError(Exception):
     """Base of every shortflow error."""
@@ -196,6 +196,7 @@ def bpf_map_value_layout(path: str) -> list[tuple[str, int, int]]:
 def bpf_sock_ops_tree(root: str) -> list[tuple[str, list[int]]]:
     """Every cgroup under `root` with sock_ops programs attached to it, and their ids."""
 
+@final
 class BpfLink:
     """A cgroup link only this process holds: `close()`, or the process ending, detaches it."""
 
@@ -203,7 +204,7 @@ class BpfLink:
     def attached(self) -> bool: ...
     def close(self) -> None: ...
     def __enter__(self) -> BpfLink: ...
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(self, _t: object, _v: object, _tb: object) -> None: ...
 
 def bpf_attach_held(cgroup: str, prog_pin: str) -> BpfLink:
     """Attaches the program pinned at `prog_pin` to `cgroup` through a link only this process holds."""

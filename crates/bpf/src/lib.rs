@@ -15,6 +15,7 @@
 pub mod btf;
 mod load;
 pub mod query;
+mod sys;
 
 pub use load::{attach_held, attach_pinned, detach_links, load_pinned, HeldLink, LINK_PIN, PROG_PIN};
 

@@ -5,40 +5,20 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use aya::programs::SockOps;
 use aya::Ebpf;
 
+use crate::sys::{self, bpf, info, open_by_id, owned};
 use crate::BpfError;
 
 /// The program's pin inside a pin directory (its maps are pinned beside it by name).
 pub const PROG_PIN: &str = "prog";
 /// The cgroup link's pin inside a pin directory: removing it detaches the program.
 pub const LINK_PIN: &str = "link";
-
-// include/uapi/linux/bpf.h
-const BPF_OBJ_PIN: libc::c_long = 6;
-const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
-const BPF_LINK_CREATE: libc::c_long = 28;
-const BPF_LINK_GET_FD_BY_ID: libc::c_long = 30;
-const BPF_LINK_GET_NEXT_ID: libc::c_long = 31;
-const BPF_LINK_DETACH: libc::c_long = 34;
-const BPF_CGROUP_SOCK_OPS: u32 = 3;
-const BPF_LINK_TYPE_CGROUP: u32 = 3;
-
-/// bpf(2) with a zeroed attribute buffer whose first words the caller filled.
-pub(crate) fn bpf(cmd: libc::c_long, attr: &mut [u64; 16]) -> std::io::Result<libc::c_long> {
-    // SAFETY: `attr` is a bpf_attr-sized buffer; pointers in it are the caller's and live
-    // across the call.
-    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), std::mem::size_of_val(attr)) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(r)
-}
 
 fn kernel(what: &'static str, path: &Path, error: impl std::fmt::Display) -> BpfError {
     BpfError::Kernel { what, path: path.display().to_string(), error: error.to_string() }
@@ -69,10 +49,8 @@ pub fn load_pinned(object: &[u8], program: &str, pin_dir: &Path) -> Result<u32, 
 fn link_create(prog: &impl AsFd, cgroup: &File) -> std::io::Result<OwnedFd> {
     let mut attr = [0u64; 16];
     attr[0] = prog.as_fd().as_raw_fd() as u32 as u64 | ((cgroup.as_raw_fd() as u32 as u64) << 32);
-    attr[1] = BPF_CGROUP_SOCK_OPS as u64; // attach_type; flags 0
-    let fd = bpf(BPF_LINK_CREATE, &mut attr)?;
-    // SAFETY: the kernel returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    attr[1] = sys::CGROUP_SOCK_OPS as u64; // attach_type; flags 0
+    bpf(sys::LINK_CREATE, &mut attr).map(owned)
 }
 
 /// `struct { u64 pathname; u32 bpf_fd; u32 file_flags; … }` of bpf_attr for BPF_OBJ_PIN.
@@ -81,7 +59,7 @@ fn pin(fd: &OwnedFd, path: &Path) -> std::io::Result<()> {
     let mut attr = [0u64; 16];
     attr[0] = c.as_ptr() as u64; // pathname, alive across the call
     attr[1] = fd.as_raw_fd() as u32 as u64; // bpf_fd; file_flags 0
-    bpf(BPF_OBJ_PIN, &mut attr).map(|_| ())
+    bpf(sys::OBJ_PIN, &mut attr).map(|_| ())
 }
 
 fn link_to(cgroup: &Path, prog_pin: &Path) -> Result<OwnedFd, BpfError> {
@@ -130,28 +108,20 @@ fn cgroup_links() -> std::io::Result<Vec<(u32, OwnedFd, u32, u64)>> {
     loop {
         let mut attr = [0u64; 16];
         attr[0] = id as u64; // start_id
-        match bpf(BPF_LINK_GET_NEXT_ID, &mut attr) {
+        match bpf(sys::LINK_GET_NEXT_ID, &mut attr) {
             Ok(_) => id = (attr[0] >> 32) as u32, // next_id
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(found),
             Err(e) => return Err(e),
         }
-        let mut attr = [0u64; 16];
-        attr[0] = id as u64; // link_id
-        let fd = match bpf(BPF_LINK_GET_FD_BY_ID, &mut attr) {
-            // SAFETY: a new descriptor nothing else owns.
-            Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd as i32) },
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue, // gone meanwhile
-            Err(e) => return Err(e),
+        let Some(fd) = open_by_id(sys::LINK_GET_FD_BY_ID, id)? else {
+            continue; // gone meanwhile
         };
         // struct bpf_link_info { u32 type, id, prog_id; union { struct { u64 cgroup_id; … } } }
-        let mut info = [0u64; 8];
-        let mut attr = [0u64; 16];
-        attr[0] = fd.as_raw_fd() as u32 as u64 | ((std::mem::size_of_val(&info) as u64) << 32);
-        attr[1] = info.as_mut_ptr() as u64;
-        bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
-        let (kind, prog) = (info[0] as u32, (info[1] & 0xffff_ffff) as u32);
-        if kind == BPF_LINK_TYPE_CGROUP {
-            found.push((id, fd, prog, info[2]));
+        let mut link = [0u64; 8];
+        info(&fd, &mut link)?;
+        let (kind, prog) = (link[0] as u32, (link[1] & 0xffff_ffff) as u32);
+        if kind == sys::LINK_TYPE_CGROUP {
+            found.push((id, fd, prog, link[2]));
         }
     }
 }
@@ -168,7 +138,7 @@ pub fn detach_links(cgroup: &Path, prog: u32) -> Result<usize, BpfError> {
         if p == prog && cg == cgroup_id {
             let mut attr = [0u64; 16];
             attr[0] = fd.as_raw_fd() as u32 as u64;
-            bpf(BPF_LINK_DETACH, &mut attr).map_err(|e| kernel("detaching a link from", cgroup, e))?;
+            bpf(sys::LINK_DETACH, &mut attr).map_err(|e| kernel("detaching a link from", cgroup, e))?;
             n += 1;
         }
     }

@@ -3,22 +3,13 @@
 //! each cgroup of a cgroup v2 hierarchy. For revert, `--orphans` and `tune status`.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::load::bpf;
+use crate::sys::{self, bpf, info, open_by_id, owned};
 use crate::BpfError;
 
-// include/uapi/linux/bpf.h
-const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
-const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
-const BPF_OBJ_GET: libc::c_long = 7;
-const BPF_PROG_GET_FD_BY_ID: libc::c_long = 13;
-const BPF_MAP_GET_FD_BY_ID: libc::c_long = 14;
-const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
-const BPF_PROG_QUERY: libc::c_long = 16;
-const BPF_CGROUP_SOCK_OPS: u64 = 3;
 /// Map types whose values are one per possible CPU.
 const PERCPU_TYPES: [u32; 3] = [5, 6, 10]; // PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH
 
@@ -26,34 +17,12 @@ fn io(what: &'static str, at: impl std::fmt::Display, e: std::io::Error) -> BpfE
     BpfError::Kernel { what, path: at.to_string(), error: e.to_string() }
 }
 
-fn owned(fd: libc::c_long) -> OwnedFd {
-    // SAFETY: a descriptor the kernel just returned, owned by nobody else.
-    unsafe { OwnedFd::from_raw_fd(fd as i32) }
-}
-
 /// The object pinned at `path` (BPF_OBJ_GET).
 fn open_pinned(path: &Path) -> Result<OwnedFd, BpfError> {
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| io("opening", path.display(), std::io::Error::other(e)))?;
     let mut attr = [0u64; 16];
     attr[0] = c.as_ptr() as u64;
-    bpf(BPF_OBJ_GET, &mut attr).map(owned).map_err(|e| io("opening the pinned object", path.display(), e))
-}
-
-fn open_by_id(cmd: libc::c_long, id: u32) -> std::io::Result<Option<OwnedFd>> {
-    let mut attr = [0u64; 16];
-    attr[0] = id as u64;
-    match bpf(cmd, &mut attr) {
-        Ok(fd) => Ok(Some(owned(fd))),
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-fn info(fd: &OwnedFd, buf: &mut [u64]) -> std::io::Result<()> {
-    let mut attr = [0u64; 16];
-    attr[0] = fd.as_raw_fd() as u32 as u64 | ((std::mem::size_of_val(buf) as u64) << 32);
-    attr[1] = buf.as_mut_ptr() as u64;
-    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr).map(|_| ())
+    bpf(sys::OBJ_GET, &mut attr).map(owned).map_err(|e| io("opening the pinned object", path.display(), e))
 }
 
 fn c_name(bytes: &[u8]) -> String {
@@ -91,7 +60,7 @@ fn program_of(fd: &OwnedFd) -> std::io::Result<Program> {
 
 /// Program `id`, None when there is none.
 pub fn program(id: u32) -> Result<Option<Program>, BpfError> {
-    let Some(fd) = open_by_id(BPF_PROG_GET_FD_BY_ID, id).map_err(|e| io("opening program", id, e))? else {
+    let Some(fd) = open_by_id(sys::PROG_GET_FD_BY_ID, id).map_err(|e| io("opening program", id, e))? else {
         return Ok(None);
     };
     program_of(&fd).map(Some).map_err(|e| io("describing program", id, e))
@@ -131,13 +100,12 @@ fn map_info(fd: &OwnedFd) -> std::io::Result<MapInfo> {
 /// The layout of the value of the map pinned at `path`, from the BTF the kernel keeps with
 /// the map: what the program that made the map says its values are.
 pub fn map_value_layout(path: &Path) -> Result<Vec<crate::btf::Member>, BpfError> {
-    const BPF_BTF_GET_FD_BY_ID: libc::c_long = 19;
     let fd = open_pinned(path)?;
     let m = map_info(&fd).map_err(|e| io("describing the map pinned at", path.display(), e))?;
     if m.btf_id == 0 {
         return Err(BpfError::Btf(format!("the map pinned at {} carries no BTF", path.display())));
     }
-    let btf = open_by_id(BPF_BTF_GET_FD_BY_ID, m.btf_id)
+    let btf = open_by_id(sys::BTF_GET_FD_BY_ID, m.btf_id)
         .map_err(|e| io("opening the BTF of the map pinned at", path.display(), e))?
         .ok_or_else(|| BpfError::Btf(format!("the BTF of the map pinned at {} is gone", path.display())))?;
     // struct bpf_btf_info: btf @0 (pointer), btf_size @8: asked once for the size, then filled.
@@ -153,7 +121,7 @@ pub fn map_value_layout(path: &Path) -> Result<Vec<crate::btf::Member>, BpfError
 
 /// The name of map `id`, None when there is none.
 pub fn map_name(id: u32) -> Result<Option<String>, BpfError> {
-    let Some(fd) = open_by_id(BPF_MAP_GET_FD_BY_ID, id).map_err(|e| io("opening map", id, e))? else {
+    let Some(fd) = open_by_id(sys::MAP_GET_FD_BY_ID, id).map_err(|e| io("opening map", id, e))? else {
         return Ok(None);
     };
     map_info(&fd).map(|m| Some(m.name)).map_err(|e| io("describing map", id, e))
@@ -190,7 +158,7 @@ pub fn map_entries(path: &Path) -> Result<Vec<Entry>, BpfError> {
         attr[0] = fd.as_raw_fd() as u32 as u64;
         attr[1] = key.as_ref().map_or(0, |k| k.as_ptr() as u64);
         attr[2] = next.as_mut_ptr() as u64;
-        match bpf(BPF_MAP_GET_NEXT_KEY, &mut attr) {
+        match bpf(sys::MAP_GET_NEXT_KEY, &mut attr) {
             Ok(_) => {}
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(out),
             Err(e) => return Err(io("walking the map pinned at", path.display(), e)),
@@ -200,7 +168,7 @@ pub fn map_entries(path: &Path) -> Result<Vec<Entry>, BpfError> {
         attr[0] = fd.as_raw_fd() as u32 as u64;
         attr[1] = next.as_ptr() as u64;
         attr[2] = value.as_mut_ptr() as u64;
-        match bpf(BPF_MAP_LOOKUP_ELEM, &mut attr) {
+        match bpf(sys::MAP_LOOKUP_ELEM, &mut attr) {
             Ok(_) => out.push((next.clone(), value)),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {} // deleted meanwhile
             Err(e) => return Err(io("reading the map pinned at", path.display(), e)),
@@ -214,10 +182,10 @@ fn sock_ops_of(cgroup: &Path) -> std::io::Result<Vec<u32>> {
     let dir = std::fs::File::open(cgroup)?;
     let mut ids = vec![0u32; 64];
     let mut attr = [0u64; 16];
-    attr[0] = dir.as_raw_fd() as u32 as u64 | (BPF_CGROUP_SOCK_OPS << 32);
+    attr[0] = dir.as_raw_fd() as u32 as u64 | ((sys::CGROUP_SOCK_OPS as u64) << 32);
     attr[2] = ids.as_mut_ptr() as u64;
     attr[3] = ids.len() as u64; // prog_cnt (in: room, out: how many)
-    bpf(BPF_PROG_QUERY, &mut attr)?;
+    bpf(sys::PROG_QUERY, &mut attr)?;
     ids.truncate((attr[3] & 0xffff_ffff) as usize);
     Ok(ids)
 }
@@ -249,20 +217,19 @@ pub fn sock_ops_tree(root: &Path) -> Result<Vec<(PathBuf, Vec<u32>)>, BpfError> 
 /// Detaches program `prog` from `cgroup` where it was attached without a link
 /// (BPF_PROG_ATTACH, as bpftool attaches); false when it was not attached that way.
 pub fn detach_attached(cgroup: &Path, prog: u32) -> Result<bool, BpfError> {
-    const BPF_PROG_DETACH: libc::c_long = 9;
     if !sock_ops_of(cgroup).map_err(|e| io("asking the programs of cgroup", cgroup.display(), e))?.contains(&prog) {
         return Ok(false);
     }
-    let Some(fd) = open_by_id(BPF_PROG_GET_FD_BY_ID, prog).map_err(|e| io("opening program", prog, e))? else {
+    let Some(fd) = open_by_id(sys::PROG_GET_FD_BY_ID, prog).map_err(|e| io("opening program", prog, e))? else {
         return Ok(false);
     };
     let dir = std::fs::File::open(cgroup).map_err(|e| io("opening the cgroup", cgroup.display(), e))?;
     let mut attr = [0u64; 16];
     attr[0] = dir.as_raw_fd() as u32 as u64 | ((fd.as_raw_fd() as u32 as u64) << 32);
-    attr[1] = BPF_CGROUP_SOCK_OPS;
-    match bpf(BPF_PROG_DETACH, &mut attr) {
+    attr[1] = sys::CGROUP_SOCK_OPS as u64;
+    match bpf(sys::PROG_DETACH, &mut attr) {
         Ok(_) => Ok(true),
-        // Attached through a link: BPF_PROG_DETACH does not undo those.
+        // Attached through a link: sys::PROG_DETACH does not undo those.
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
         Err(e) => Err(io("detaching from cgroup", cgroup.display(), e)),
     }
