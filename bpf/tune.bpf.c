@@ -77,24 +77,44 @@ struct {
 	__type(value, __u32);
 } tune_sfr_rtt SEC(".maps");
 
-enum counter {
-	C_MATCHED,       // callbacks for matching connections
-	C_SYN_RTO,       // TIMEOUT_INIT answered
-	C_IW,            // initial window set
-	C_RTO_MIN,       // minimum RTO set at connect/listen
-	C_DELACK,        // delayed-ACK maximum set
-	C_PREFIX_HIT,    // a prefix entry decided a value
-	C_SFR_SET,       // Super Fast Retransmit minimum RTO set (after the handshake)
-	C_SFR_RESTORED,  // ... and restored after the cut-out
-	C_ERRORS,        // bpf_setsockopt refused (any knob; per knob below)
-	C_SFR_FLOOR,     // SFR floor set at connect/listen (before the handshake's RTT sample)
-	C_SFR_KNOWN,     // ... from the RTT last measured to that destination
-	C_SFR_NO_RTT,    // no handshake RTT (a resent SYN or SYN/ACK, Karn): SFR skipped
-	C_ERR_IW,        // the kernel refused TCP_BPF_IW
-	C_ERR_RTO_MIN,   // ... TCP_BPF_RTO_MIN (--rto-min or SFR)
-	C_ERR_DELACK,    // ... TCP_BPF_DELACK_MAX
-	C_COUNT,
+// What the program counts, per CPU: one u64 each. The loader reads the names and their
+// order from this struct's BTF (the counters map's value type), so nothing copies them.
+struct counters {
+	__u64 matched;               // callbacks for matching connections
+	__u64 syn_rto_set;           // TIMEOUT_INIT answered
+	__u64 iw_set;                // initial window set
+	__u64 rto_min_set;           // minimum RTO set at connect/listen
+	__u64 delack_max_set;        // delayed-ACK maximum set
+	__u64 prefix_hits;           // a prefix entry decided a value
+	__u64 sfr_set;               // Super Fast Retransmit minimum RTO set (after the handshake)
+	__u64 sfr_restored;          // ... and restored after the cut-out
+	__u64 setsockopt_errors;     // bpf_setsockopt refused (any knob; per knob below)
+	__u64 sfr_floor_set;         // SFR floor set at connect/listen (before the handshake's RTT sample)
+	__u64 sfr_from_known_rtt;    // ... from the RTT last measured to that destination
+	__u64 sfr_no_handshake_rtt;  // no handshake RTT (a resent SYN or SYN/ACK, Karn): SFR skipped
+	__u64 iw_refused;            // the kernel refused TCP_BPF_IW
+	__u64 rto_min_refused;       // ... TCP_BPF_RTO_MIN (--rto-min or SFR)
+	__u64 delack_max_refused;    // ... TCP_BPF_DELACK_MAX
 };
+
+// A counter's index; C_COUNT (one past the last) counts nothing.
+#define C(field) (__builtin_offsetof(struct counters, field) / sizeof(__u64))
+#define C_COUNT (sizeof(struct counters) / sizeof(__u64))
+#define C_MATCHED C(matched)
+#define C_SYN_RTO C(syn_rto_set)
+#define C_IW C(iw_set)
+#define C_RTO_MIN C(rto_min_set)
+#define C_DELACK C(delack_max_set)
+#define C_PREFIX_HIT C(prefix_hits)
+#define C_SFR_SET C(sfr_set)
+#define C_SFR_RESTORED C(sfr_restored)
+#define C_ERRORS C(setsockopt_errors)
+#define C_SFR_FLOOR C(sfr_floor_set)
+#define C_SFR_KNOWN C(sfr_from_known_rtt)
+#define C_SFR_NO_RTT C(sfr_no_handshake_rtt)
+#define C_ERR_IW C(iw_refused)
+#define C_ERR_RTO_MIN C(rto_min_refused)
+#define C_ERR_DELACK C(delack_max_refused)
 
 // The errno of the kernel's last refusal, per knob (slot: the C_ERR_* counter - C_ERR_IW).
 struct {
@@ -129,18 +149,18 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, C_COUNT);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct counters);
 } tune_counters SEC(".maps");
 
-// count(C_COUNT) counts nothing.
 static __always_inline void count(__u32 which)
 {
-	__u64 *n = bpf_map_lookup_elem(&tune_counters, &which);
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&tune_counters, &zero);
 
-	if (n)
-		*n += 1;
+	if (n && which < C_COUNT)
+		n[which] += 1;
 }
 
 static __always_inline int set_int(struct bpf_sock_ops *skops, int opt, int value, __u32 which)

@@ -149,6 +149,9 @@ def stack_profiles() -> str:
 def linux_knobs() -> str:
     """Every StackConfig field with its Linux knob, as JSON text: [{"field", "kind", "knob"}]."""
 
+def kernel_knobs() -> str:
+    """The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text: {"knobs", "constants"}."""
+
 def scenario_keys() -> str:
     """Every key of the scenario file as JSON text: [{"key", "kind", "unit", "default", "range", "help"}]."""
 
@@ -196,3 +199,49 @@ def run_netem(argv: Sequence[str]) -> int:
 
 def bpf_object(name: str) -> bytes | None:
     """The BPF object `name` (`tune`) compiled when the extension was built; None if it was not."""
+
+def bpf_struct_layout(object: bytes, name: str) -> list[tuple[str, int, int]]:
+    """The members of `struct NAME` in the object's BTF: (name, byte offset, size); OSError if absent."""
+
+def bpf_load_pinned(object: bytes, program: str, pin_dir: str) -> int:
+    """Loads sock_ops `program` of `object`, pins it (`prog`) and its maps (by name) in `pin_dir`; its id."""
+
+def bpf_attach_pinned(cgroup: str, pin_dir: str) -> None:
+    """Attaches the program pinned in `pin_dir` to `cgroup` through a link pinned at `pin_dir/link`."""
+
+def bpf_detach_links(cgroup: str, prog: int) -> int:
+    """Detaches every cgroup link of program `prog` on `cgroup`; how many there were."""
+
+def bpf_detach_attached(cgroup: str, prog: int) -> bool:
+    """Detaches program `prog` from `cgroup` where it is attached without a link; whether it was."""
+
+def bpf_program(id: int) -> dict[str, Any] | None:
+    """Program `id` as {"id", "name", "tag", "map_ids"}; None when there is none."""
+
+def bpf_pinned_program(path: str) -> dict[str, Any]:
+    """The program pinned at `path` as {"id", "name", "tag", "map_ids"}; OSError if none."""
+
+def bpf_map_name(id: int) -> str | None:
+    """The name of map `id`; None when there is none."""
+
+def bpf_map_entries(path: str) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) of the map pinned at `path` (a per-CPU map's values one after another, 8-byte slots)."""
+
+def bpf_map_value_layout(path: str) -> list[tuple[str, int, int]]:
+    """The layout of the value of the map pinned at `path`, from the map's own BTF: (name, offset, size)."""
+
+def bpf_sock_ops_tree(root: str) -> list[tuple[str, list[int]]]:
+    """Every cgroup under `root` with sock_ops programs attached to it, and their ids."""
+
+@final
+class BpfLink:
+    """A cgroup link only this process holds: `close()`, or the process ending, detaches it."""
+
+    @property
+    def attached(self) -> bool: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> BpfLink: ...
+    def __exit__(self, _t: object, _v: object, _tb: object) -> None: ...
+
+def bpf_attach_held(cgroup: str, prog_pin: str) -> BpfLink:
+    """Attaches the program pinned at `prog_pin` to `cgroup` through a link only this process holds."""

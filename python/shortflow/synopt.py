@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shortflow.exceptions import PrivilegeError, SynoptError
-from shortflow.host import HostError, daemons
+from shortflow.exceptions import SynoptError
+from shortflow.host import HostError, daemons, require_root
 from shortflow.units import parse_duration
 
 BINARY = "shortflow-synopt"
@@ -176,8 +176,7 @@ def command(o: Options, exe: str | None = None) -> list[str]:
 def exec_daemon(o: Options) -> None:
     """Replaces this process with the daemon (so signals reach it directly)."""
     args = command(o)
-    if os.geteuid() != 0:
-        raise PrivilegeError("synopt needs root (nftables table, NFLOG, raw sockets): run it with sudo or as root")
+    require_root("synopt", "nftables table, NFLOG, raw sockets")
     os.execv(args[0], args)
 
 

@@ -74,6 +74,13 @@ fn linux_knobs() -> String {
     serde_json::to_string(shortflow_scenario::profile::LINUX_KNOBS).expect("plain data")
 }
 
+/// The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text
+/// (`shortflow_scenario::kernel::table_json`).
+#[pyfunction]
+fn kernel_knobs() -> String {
+    shortflow_scenario::kernel::table_json().to_string()
+}
+
 /// Every key of the scenario file (key, kind, unit, default, range, help), as JSON text.
 #[pyfunction]
 fn scenario_keys() -> String {
@@ -152,6 +159,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(stack_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(linux_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_keys, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_keys_markdown, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;

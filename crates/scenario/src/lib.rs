@@ -5,6 +5,7 @@
 //! else reads a scenario file.
 
 pub mod error;
+pub mod kernel;
 pub mod profile;
 pub mod scenario;
 pub mod schema;

@@ -25,7 +25,7 @@ impl Duration {
     pub const fn from_secs(s: u64) -> Self {
         Duration(s * 1_000_000_000)
     }
-    pub fn as_nanos(self) -> u64 {
+    pub const fn as_nanos(self) -> u64 {
         self.0
     }
     pub fn as_secs_f64(self) -> f64 {

@@ -1,15 +1,17 @@
 """The one BPF program shortflow puts on a host, the tuner's sock_ops program
 (`bpf/tune.bpf.c`), and how it is loaded: the object built with the extension module (a
-pip-installed package needs no clang) or compiled with clang as a fallback, loaded, pinned
-and attached with bpftool (libbpf), and configured through its pinned maps while it stays
-attached. Both `tune` and the testbed (for a scenario's SYN RTO) use it; neither knows the
-layout of its maps.
+pip-installed package needs no clang) or compiled with clang as a fallback, loaded and
+pinned by the extension's loader (aya, `shortflow-bpf`), attached to a cgroup through a BPF
+link — pinned beside the program (`attach`: it outlives the command) or held by this
+process (`attach_held`: it goes when the process does) — and configured through its
+pinned maps while it stays attached. Its `struct config` layout is read from the object's
+BTF at load and checked against `Config`. Both `tune` and the testbed (for a scenario's
+SYN RTO) use it; neither knows the layout of its maps.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import shutil
 import struct
@@ -17,16 +19,32 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shortflow.host.commands import HostError, run
+from shortflow.host.kernel import cgroup2_mounts, mounts
 
 SOURCE = Path(__file__).resolve().parents[3] / "bpf" / "tune.bpf.c"
 OBJECT_NAME = "tune.bpf.o"
+#: The program's function in tune.bpf.c.
+PROG_NAME = "tune"
 BPF_FS = Path("/sys/fs/bpf")
-#: tune_counters' slots, in the order of `enum counter` in tune.bpf.c.
-COUNTERS = ("matched", "syn_rto_set", "iw_set", "rto_min_set", "delack_max_set", "prefix_hits",
-            "sfr_set", "sfr_restored", "setsockopt_errors", "sfr_floor_set", "sfr_from_known_rtt", "sfr_no_handshake_rtt",
-            "iw_refused", "rto_min_refused", "delack_max_refused")
+
+
+def _counter_names() -> tuple[str, ...]:
+    """The program's counters, named and ordered by `struct counters` in the BTF of the
+    object built with the extension (empty when it was built without one)."""
+    from shortflow import _core
+
+    built = _core.bpf_object("tune")
+    try:
+        return tuple(name for name, _, _ in _core.bpf_struct_layout(built, "counters")) if built else ()
+    except OSError:
+        return ()
+
+
+#: The program's counters (`struct counters` of tune.bpf.c, read from its BTF).
+COUNTERS = _counter_names()
 #: tune_last_error's slots: the knob each refusal counter stands for.
 REFUSED = {"iw_refused": "TCP_BPF_IW (--iw, prefix iw)", "rto_min_refused": "TCP_BPF_RTO_MIN (--rto-min, --sfr-factor)",
            "delack_max_refused": "TCP_BPF_DELACK_MAX (--delack-max)"}
@@ -71,8 +89,17 @@ def bpftool(*args: str) -> str:
 
 def needs_bpffs() -> bool:
     """True when bpffs is not mounted at /sys/fs/bpf."""
-    return not (os.path.ismount(BPF_FS) and any(line.split()[1] == str(BPF_FS) and line.split()[2] == "bpf"
-                                                for line in Path("/proc/mounts").read_text().splitlines()))
+    return not (os.path.ismount(BPF_FS) and any(m.point == BPF_FS and m.kind == "bpf" for m in mounts()))
+
+
+def mount_bpffs(at: Path) -> None:
+    """Mounts a bpffs at `at` (a directory that exists)."""
+    run(["mount", "-t", "bpf", "bpf", str(at)])
+
+
+def unmount(at: Path) -> bool:
+    """Unmounts `at` (its pins go with a private bpffs); False when nothing was unmounted."""
+    return run(["umount", str(at)], check=False).returncode == 0
 
 
 def ensure_bpffs() -> bool:
@@ -80,7 +107,7 @@ def ensure_bpffs() -> bool:
     if not needs_bpffs():
         return False
     BPF_FS.mkdir(parents=True, exist_ok=True)
-    run(["mount", "-t", "bpf", "bpf", str(BPF_FS)])
+    mount_bpffs(BPF_FS)
     return True
 
 
@@ -111,17 +138,44 @@ def program_object(build_dir: Path | None = None) -> Path:
     return obj
 
 
+def check_layout(obj: bytes, where: str) -> None:
+    """HostError unless `struct config` in the object's BTF is `Config`, field for field
+    (name, offset, 32 bits each): a loader and a program built apart must agree before a
+    single value is written."""
+    from shortflow import _core
+
+    try:
+        members = _core.bpf_struct_layout(obj, "config")
+    except OSError as e:
+        raise HostError(f"{where}: {e}") from None
+    expected = [(name, 4 * i, 4) for i, name in enumerate(Config.__dataclass_fields__)]
+    if members != expected:
+        raise HostError(f"{where}: struct config in the program's BTF is {members}, but this shortflow writes "
+                        f"{expected}: the program and its loader were built from different sources")
+
+
 def load(obj: Path, pin_dir: Path) -> int:
     """Loads the program, pins it (`pin_dir/prog`) and its maps under `pin_dir`; returns
-    the program id."""
+    the program id. The object's `struct config` must match `Config` (`check_layout`)."""
+    from shortflow import _core
+
+    data = obj.read_bytes()
+    check_layout(data, str(obj))
     pin_dir.mkdir(parents=True)
-    bpftool("prog", "load", str(obj), str(pin_dir / "prog"), "type", "sockops", "pinmaps", str(pin_dir))
-    return prog_id(pin_dir)
+    try:
+        return int(_core.bpf_load_pinned(data, PROG_NAME, str(pin_dir)))
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def prog_id(pin_dir: Path) -> int:
-    info = json.loads(bpftool("-j", "prog", "show", "pinned", str(pin_dir / "prog")))
-    return int(info["id"])
+    """The id of the program pinned in `pin_dir`."""
+    from shortflow import _core
+
+    try:
+        return int(_core.bpf_pinned_program(str(pin_dir / "prog"))["id"])
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def _hex(data: bytes) -> list[str]:
@@ -142,8 +196,7 @@ def write_prefixes(pin_dir: Path, prefixes: Mapping[Network, PrefixValue]) -> No
     for family, name in ((4, "tune_prefix4"), (6, "tune_prefix6")):
         path = str(pin_dir / name)
         wanted = {_prefix_key(net): v for net, v in prefixes.items() if net.version == family}
-        for entry in json.loads(bpftool("-j", "map", "dump", "pinned", path) or "[]"):
-            key = bytes(int(b, 16) for b in entry["key"])
+        for key, _ in _entries(pin_dir / name):
             if key not in wanted:
                 bpftool("map", "delete", "pinned", path, "key", *_hex(key))
         for key, v in wanted.items():
@@ -152,14 +205,105 @@ def write_prefixes(pin_dir: Path, prefixes: Mapping[Network, PrefixValue]) -> No
 
 
 def attach(cgroup: Path, pin_dir: Path) -> None:
-    # multi: beside whatever else is attached there, which stays as it was.
-    bpftool("cgroup", "attach", str(cgroup), "sock_ops", "pinned", str(pin_dir / "prog"), "multi")
+    """Attaches the program pinned in `pin_dir` to `cgroup`, beside whatever else is
+    attached there (which stays as it was), through a link pinned at `pin_dir/link`: it
+    stays after this process ends, until the link is detached or its pin removed."""
+    from shortflow import _core
+
+    try:
+        _core.bpf_attach_pinned(str(cgroup), str(pin_dir))
+    except OSError as e:
+        raise HostError(str(e)) from None
+
+
+def attach_held(cgroup: Path, pin_dir: Path) -> Any:
+    """Attaches the program pinned in `pin_dir` to `cgroup` through a link only this
+    process holds (`_core.BpfLink`): its `close()`, or this process ending in any way,
+    detaches it; nothing is pinned."""
+    from shortflow import _core
+
+    try:
+        return _core.bpf_attach_held(str(cgroup), str(pin_dir / "prog"))
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def detach(cgroup: Path, prog: int) -> None:
     """Detaches program `prog` from `cgroup` when it is attached there (else nothing)."""
-    if cgroup.exists() and f'"id":{prog},' in bpftool("-j", "cgroup", "show", str(cgroup)).replace(" ", ""):
-        bpftool("cgroup", "detach", str(cgroup), "sock_ops", "id", str(prog))
+    if cgroup.exists():
+        refused = detach_id(str(cgroup), prog)
+        if refused is not None:
+            raise HostError(f"detaching program {prog} from {cgroup}: {refused}")
+
+
+def detach_id(cgroup: str, prog: int) -> str | None:
+    """Detaches program `prog` from `cgroup`: its links there (how shortflow attaches), or
+    else a plain attachment by program id (BPF_PROG_ATTACH, how bpftool attaches); None
+    when done or when it was not attached, else why not."""
+    from shortflow import _core
+
+    try:
+        if not _core.bpf_detach_links(cgroup, prog):
+            _core.bpf_detach_attached(cgroup, prog)
+    except OSError as e:
+        return str(e)
+    return None
+
+
+def prog_info(prog: int) -> dict[str, object] | None:
+    """Program `prog`'s id, name, tag and map ids; None when there is no such program (or
+    the kernel does not say)."""
+    from shortflow import _core
+
+    try:
+        return _core.bpf_program(prog)
+    except OSError:
+        return None
+
+
+def pinned_prog_info(pin: Path) -> dict[str, object] | None:
+    """The program pinned at `pin` (as `prog_info`), None when there is none."""
+    from shortflow import _core
+
+    try:
+        return _core.bpf_pinned_program(str(pin))
+    except OSError:
+        return None
+
+
+def map_name(map_id: int) -> str | None:
+    from shortflow import _core
+
+    try:
+        return _core.bpf_map_name(map_id)
+    except OSError:
+        return None
+
+
+def cgroup_tree() -> list[dict[str, object]]:
+    """Every cgroup (of every cgroup v2 mount) with sock_ops programs attached to it:
+    `{"cgroup": path, "programs": [{"id", "name", "attach_type"}]}`."""
+    from shortflow import _core
+
+    tree: list[dict[str, object]] = []
+    for root in cgroup2_mounts():
+        try:
+            found = _core.bpf_sock_ops_tree(str(root))
+        except OSError:
+            continue
+        for cgroup, ids in found:
+            programs = [{"id": i, "name": (prog_info(i) or {}).get("name"), "attach_type": "sock_ops"} for i in ids]
+            tree.append({"cgroup": cgroup, "programs": programs})
+    return tree
+
+
+def _entries(path: Path) -> list[tuple[bytes, bytes]]:
+    from shortflow import _core
+
+    try:
+        return _core.bpf_map_entries(str(path))
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def unpin(pin_dir: Path) -> None:
@@ -167,16 +311,22 @@ def unpin(pin_dir: Path) -> None:
 
 
 def counters(pin_dir: Path) -> dict[str, int]:
-    """The per-CPU counters summed over the CPUs."""
-    out = dict.fromkeys(COUNTERS, 0)
-    for entry in json.loads(bpftool("-j", "map", "dump", "pinned", str(pin_dir / "tune_counters"))):
-        slot = entry["key"] if isinstance(entry["key"], int) else int.from_bytes(bytes(int(b, 16) for b in entry["key"]), "little")
-        if "formatted" in entry:
-            values = [v["value"] for v in entry["formatted"]["values"]]
-        else:
-            values = [int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little") for v in entry["values"]]
-        if slot < len(COUNTERS):
-            out[COUNTERS[slot]] = sum(values)
+    """The per-CPU counters summed over the CPUs, named as the pinned map's own BTF names
+    its value's fields (`struct counters`)."""
+    from shortflow import _core
+
+    path = pin_dir / "tune_counters"
+    try:
+        layout = _core.bpf_map_value_layout(str(path))
+    except OSError as e:
+        raise HostError(f"the tuner's counters: {e}") from None
+    out = {name: 0 for name, _, _ in layout}
+    # A per-CPU value: one copy per possible CPU, each padded to 8 bytes.
+    stride = -(-max(offset + size for _, offset, size in layout) // 8) * 8
+    for _, value in _entries(path):
+        for cpu in range(0, len(value), stride):
+            for name, offset, size in layout:
+                out[name] += int.from_bytes(value[cpu + offset:cpu + offset + size], "little")
     return out
 
 
@@ -184,12 +334,8 @@ def last_errors(pin_dir: Path) -> dict[str, int]:
     """The errno (negative, as bpf_setsockopt returned it) of the kernel's last refusal per
     knob; 0 where it never refused."""
     out = dict.fromkeys(REFUSED, 0)
-    for entry in json.loads(bpftool("-j", "map", "dump", "pinned", str(pin_dir / "tune_last_error"))):
-        if "formatted" in entry:
-            slot, value = entry["formatted"]["key"], entry["formatted"]["value"]
-        else:
-            slot = int.from_bytes(bytes(int(b, 16) for b in entry["key"]), "little")
-            value = int.from_bytes(bytes(int(b, 16) for b in entry["value"]), "little", signed=True)
+    for key, value in _entries(pin_dir / "tune_last_error"):
+        slot = int.from_bytes(key, "little")
         if slot < len(REFUSED):
-            out[list(REFUSED)[slot]] = int(value)
+            out[list(REFUSED)[slot]] = int.from_bytes(value, "little", signed=True)
     return out

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import wraps
+from typing import ParamSpec, TypeVar
 
 from shortflow.exceptions import PrivilegeError, ShortflowError
 
@@ -14,9 +16,10 @@ class HostError(ShortflowError):
     """A step on the host failed (a command, a child process, a kernel facility)."""
 
 
-def require_root(what: str = "the testbed") -> None:
+def require_root(what: str = "the testbed", needs: str = "network namespaces, iptables, tc, BPF") -> None:
+    """PrivilegeError unless this process is root: `what` needs it for `needs`."""
     if os.geteuid() != 0:
-        raise PrivilegeError(f"{what} needs root (network namespaces, iptables, tc, BPF): run it with sudo or as root")
+        raise PrivilegeError(f"{what} needs root ({needs}): run it with sudo or as root")
 
 
 def run(args: Sequence[str], *, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -35,3 +38,21 @@ def run(args: Sequence[str], *, check: bool = True, timeout: float = 30) -> subp
 def in_ns(ns: str, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """Runs `args` inside network namespace `ns`."""
     return run(["ip", "netns", "exec", ns, *args], check=check, timeout=timeout)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def raising(error: type[Exception], f: Callable[P, R]) -> Callable[P, R]:
+    """`f` with its HostError raised as `error` (same words): a caller whose own callers
+    expect its error type (`tune`'s rollback and CLI expect TuneError)."""
+
+    @wraps(f)
+    def inner(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return f(*args, **kwargs)
+        except HostError as e:
+            raise error(str(e)) from None
+
+    return inner

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from shortflow.host.commands import HostError, run
+from shortflow.host.commands import HostError, in_ns, run
 
 #: The file in a run's work directory naming the process that owns the run (`owner_record`).
 OWNER_FILE = "owner"
@@ -43,6 +43,45 @@ def links(ns: str | None = None) -> list[str]:
     return [str(row["ifname"]) for row in _ip_json(*args) if "ifname" in row]
 
 
+def create_namespace(ns: str) -> None:
+    """A new named network namespace with its loopback up."""
+    run(["ip", "netns", "add", ns])
+    in_ns(ns, "ip", "link", "set", "lo", "up")
+
+
+def delete_namespace(ns: str) -> bool:
+    """Deletes `ns` (its links and sockets go with it); False when it did not exist."""
+    return run(["ip", "netns", "del", ns], check=False).returncode == 0
+
+
+def add_veth(end: tuple[str, str], peer: tuple[str, str]) -> None:
+    """A veth pair made directly inside two namespaces, each end given as (name,
+    namespace): no end ever sits in the root namespace."""
+    run(["ip", "link", "add", end[0], "netns", end[1], "type", "veth", "peer", "name", peer[0], "netns", peer[1]])
+
+
+def set_up(ns: str, dev: str, address: str, *, gso_max_segs: int | None = None) -> None:
+    """Gives `dev` in `ns` its address (`10.0.0.1/24`) and brings it up; with
+    `gso_max_segs`, caps the segments the stack hands it in one super-packet (where the
+    kernel takes the setting)."""
+    in_ns(ns, "ip", "addr", "add", address, "dev", dev)
+    if gso_max_segs is not None:
+        in_ns(ns, "ip", "link", "set", dev, "gso_max_segs", str(gso_max_segs), check=False)
+    in_ns(ns, "ip", "link", "set", dev, "up")
+
+
+def delete_link(name: str) -> bool:
+    """Deletes link `name` of this namespace (a veth takes its peer with it); False when
+    there was none."""
+    return run(["ip", "link", "del", name], check=False).returncode == 0
+
+
+def link_exists(name: str) -> bool:
+    """Whether `name` is a link of this network namespace, as the kernel answers (not
+    /sys/class/net, which shows the namespace sysfs was mounted in)."""
+    return name in links()
+
+
 def namespace_pids(ns: str) -> list[int] | None:
     """The processes inside `ns`; None when it does not exist."""
     r = run(["ip", "netns", "pids", ns], check=False)
@@ -67,7 +106,7 @@ def kill_namespace(ns: str) -> bool:
             break
         time.sleep(0.2)
         pids = namespace_pids(ns) or []
-    run(["ip", "netns", "del", ns], check=False)
+    delete_namespace(ns)
     return True
 
 

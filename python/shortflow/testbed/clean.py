@@ -8,24 +8,25 @@ removal is reported."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
-import shlex
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from shortflow.host.netns import kill_namespace, links, namespaces, owner_alive
+from shortflow.host import bpf, nft
+from shortflow.host.commands import in_ns
+from shortflow.host.kernel import cgroup2_mounts, mounts
+from shortflow.host.netns import delete_link, kill_namespace, links, namespaces, owner_alive
 from shortflow.testbed.names import PREFIX, RUN_OBJECT
-from shortflow.testbed.system import TestbedError, require_root
-from shortflow.testbed.system import run as run_checked
+from shortflow.testbed.system import require_root
 
-BPF_FS = Path("/sys/fs/bpf")
-#: A synopt daemon's own nftables table, as `nft list tables` prints it (crates/synopt/src/rules.rs).
-SYNOPT_TABLE = re.compile(r"^table inet (sf-([0-9a-f]{6})-synopt)$")
+BPF_FS = bpf.BPF_FS
+#: A synopt daemon's own nftables table's name (crates/synopt/src/rules.rs).
+SYNOPT_TABLE = re.compile(r"^(sf-([0-9a-f]{6})-synopt)$")
 #: Exits 0 when a synopt daemon of run argv[1] is alive in this namespace: it holds the
 #: abstract socket `sf-<id>-synopt` for its lifetime (crates/synopt/src/sys.rs, RunLock).
 _ALIVE_PROBE = """
@@ -43,13 +44,13 @@ def leftovers() -> dict[str, list[str]]:
     """Objects with our run prefix that exist now (empty lists: clean)."""
     ns = namespaces()
     names = links()
-    rules = [r for r in _iptables_rules() if "sf-" in r and _rule_is_ours(r)]
+    rules = [r for r in nft.iptables_rules() if "sf-" in r and _rule_is_ours(r)]
     pins = [p.name for p in BPF_FS.iterdir()] if BPF_FS.is_dir() else []
-    cgroups = [str(p) for p in _cgroup_roots() for p in p.glob("sf-*")]
+    cgroups = [str(p) for p in cgroup2_mounts() for p in p.glob("sf-*")]
     tmp = [p.name for p in Path(tempfile.gettempdir()).iterdir()]
-    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
+    points = [str(m.point) for m in mounts()]
     return {
-        "mounts": [m for m in mounts if any(RUN_OBJECT.match(part) for part in Path(m).parts)],
+        "mounts": [m for m in points if any(RUN_OBJECT.match(part) for part in Path(m).parts)],
         "namespaces": [n for n in ns if RUN_OBJECT.match(n)],
         "links": [n for n in names if RUN_OBJECT.match(n)],
         "iptables_rules": rules,
@@ -70,26 +71,23 @@ def _synopt_alive(run_id: str, netns: str | None) -> bool:
         finally:
             s.close()
         return False
-    return run(["ip", "netns", "exec", netns, sys.executable, "-c", _ALIVE_PROBE, run_id]).returncode == 0
-
-
-def _in(netns: str | None, args: list[str]) -> list[str]:
-    return ["ip", "netns", "exec", netns, *args] if netns else args
+    return in_ns(netns, sys.executable, "-c", _ALIVE_PROBE, run_id, check=False).returncode == 0
 
 
 def synopt_tables(netns: str | None = None) -> list[tuple[str, str]]:
     """(table name, run id) of every synopt daemon's nftables table in `netns` (None: this
     namespace), live or not."""
-    r = run(_in(netns, ["nft", "list", "tables", "inet"]))
-    return [(m.group(1), m.group(2)) for line in r.stdout.splitlines() if (m := SYNOPT_TABLE.match(line.strip()))]
+    return [(m.group(1), m.group(2)) for name in nft.tables("inet", netns) if (m := SYNOPT_TABLE.match(name))]
 
 
 def synopt_rules(netns: str | None = None) -> list[str]:
-    """Every rule of the synopt tables in `netns`, as `TABLE: RULE` (`nft list` text)."""
+    """Every copying rule (an NFLOG `log group`) of the synopt tables in `netns`, as
+    `TABLE: CHAIN EXPRESSIONS` (the expressions as nft's JSON)."""
     rules = []
     for table, _ in synopt_tables(netns):
-        text = run(_in(netns, ["nft", "list", "table", "inet", table])).stdout
-        rules += [f"{table}: {line.strip()}" for line in text.splitlines() if " log group " in line]
+        for r in nft.rules("inet", table, netns):
+            if any("log" in e and "group" in e["log"] for e in r.get("expr", [])):
+                rules.append(f"{table}: {r['chain']} {json.dumps(r['expr'], sort_keys=True)}")
     return rules
 
 
@@ -109,30 +107,8 @@ def stale_synopt_tables(in_namespaces: list[str | None] | None = None) -> list[t
     return found
 
 
-def run(args: list[str], check: bool = False) -> subprocess.CompletedProcess[str]:
-    """Like `system.run`, but a missing tool (no iptables here) lists nothing."""
-    try:
-        return run_checked(args, check=check)
-    except TestbedError:
-        return subprocess.CompletedProcess(args, 127, "", "")
-
-
 def _rule_is_ours(rule: str) -> bool:
     return any(RUN_OBJECT.match(tok.strip('"')) for tok in rule.split())
-
-
-def _iptables_rules() -> list[str]:
-    r = run(["iptables", "-S"], check=False)
-    return [line for line in r.stdout.splitlines() if line.startswith("-A ")]
-
-
-def _cgroup_roots() -> list[Path]:
-    roots = []
-    for line in Path("/proc/mounts").read_text().splitlines():
-        parts = line.split()
-        if len(parts) > 2 and parts[2] == "cgroup2":
-            roots.append(Path(parts[1]))
-    return roots
 
 
 def remove_stale_synopt_tables(namespaces: list[str | None] | None = None, run_id: str | None = None) -> list[str]:
@@ -143,7 +119,7 @@ def remove_stale_synopt_tables(namespaces: list[str | None] | None = None, run_i
     for netns, table in stale_synopt_tables(namespaces):
         if run_id is not None and table != f"{PREFIX}{run_id}-synopt":
             continue
-        if run(_in(netns, ["nft", "delete", "table", "inet", table])).returncode == 0:
+        if nft.delete_table("inet", table, netns):
             done.append(f"synopt table ({netns or 'root namespace'}) inet {table}")
     return done
 
@@ -179,14 +155,13 @@ def clean(force: bool = False, only: str | None = None) -> list[str]:
         if kill_namespace(ns):
             done.append(f"namespace {ns} (its processes killed)")
     for mount in found["mounts"]:  # the run's private bpffs (its pins go with it)
-        if run(["umount", mount], check=False).returncode == 0:
+        if bpf.unmount(Path(mount)):
             done.append(f"mount {mount}")
     for link in found["links"]:
-        if run(["ip", "link", "del", link], check=False).returncode == 0:
+        if delete_link(link):
             done.append(f"link {link}")
     for rule in found["iptables_rules"]:
-        # `-A CHAIN spec` → `-D CHAIN spec`.
-        if run(["iptables", "-D", *shlex.split(rule[3:])], check=False).returncode == 0:
+        if nft.iptables_delete(rule):
             done.append(f"iptables rule {rule}")
     done += remove_stale_synopt_tables(run_id=only)
     for pin in found["bpf_pins"]:

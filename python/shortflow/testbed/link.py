@@ -14,16 +14,14 @@ not delay the next."""
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
 from typing import Any
 
-from shortflow.host import daemons
+from shortflow.host import daemons, nft
+from shortflow.host.daemon import Daemon
 from shortflow.testbed.names import RunNames
 from shortflow.testbed.scenario_real import RealScenario
-from shortflow.testbed.system import TestbedError, in_ns
-from shortflow.testbed.topology import Topology, stop
+from shortflow.testbed.system import TestbedError
+from shortflow.testbed.topology import Topology
 
 #: How long before a release the emulator stops sleeping and busy-waits. Its own default
 #: (300 µs) releases within a µs but, once packets are due every few tens of µs (a path
@@ -42,23 +40,18 @@ class Link:
         self.topo, self.s = topo, s
         self.stats_path = topo.workdir / "netem-stats.json"
         self.scenario_path = topo.workdir / "scenario.toml"
-        self.proc: subprocess.Popen[str] | None = None
+        self.daemon: Daemon | None = None
 
     def start(self) -> None:
         n: RunNames = self.topo.names
-        router = n.ns("router")
         args = [*daemons.command("netem"), "--queue", "0", "--spin", SPIN, "--stats", str(self.stats_path),
                 *self._scenario_args()]
-        self.proc = self.topo.spawn("shortflow-netem", "router", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        if line != "ready":
-            err = self.proc.stderr.read() if self.proc.stderr and self.proc.poll() is not None else ""
-            raise TestbedError(f"shortflow-netem did not start: {(line + ' ' + err).strip()}")
+        self.daemon = self.topo.daemon("shortflow-netem", "router", args)
+        self.daemon.ready_line("ready")
         # Queue 0 carries client → server, queue 1 server → client (by input device).
         for dev, queue in ((n.router_client_dev, "0"), (n.router_server_dev, "1")):
-            in_ns(router, "iptables", "-A", "FORWARD", "-i", dev, "-m", "comment", "--comment", n.rule_comment,
-                  "-j", "NFQUEUE", "--queue-num", queue)
+            nft.iptables_add("FORWARD", ["-i", dev, "-m", "comment", "--comment", n.rule_comment,
+                                         "-j", "NFQUEUE", "--queue-num", queue], n.ns("router"))
 
     def _scenario_args(self) -> list[str]:
         """`--scenario FILE --set K=V ...`: the text and overrides the testbed resolved,
@@ -72,16 +65,10 @@ class Link:
 
     def stop(self) -> dict[str, Any]:
         """Stops the emulator and returns its statistics (delays, drops it made)."""
-        if self.proc is None:
+        if self.daemon is None:
             return {}
-        stop(self.proc, signal.SIGTERM)
-        err = self.proc.stderr.read() if self.proc.stderr else ""
-        if self.proc.returncode != 0:
-            raise TestbedError(f"shortflow-netem failed ({self.proc.returncode}): {err.strip()}")
-        try:
-            stats: dict[str, Any] = json.loads(self.stats_path.read_text())
-        except (OSError, ValueError) as e:
-            raise TestbedError(f"shortflow-netem wrote no statistics: {e}") from None
+        err = self.daemon.stop()
+        stats = self.daemon.stats(self.stats_path)
         if err.strip():
             stats["warnings"] = err.strip().splitlines()
         return stats

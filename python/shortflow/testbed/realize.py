@@ -22,14 +22,15 @@ from typing import Any, Protocol
 
 from shortflow import _core
 from shortflow.exceptions import ScenarioError
+from shortflow.host import knobs, sysctl
+from shortflow.host.kernel import kernel_hz
 
 MS = 1_000_000
-#: Linux's jiffy at HZ 250: route and BPF timers are whole jiffies (kernel-facts.md).
-JIFFY_NS = 4 * MS
-#: Fields that say how the simulator models the kernel, not what the kernel does.
+#: Fields that say how the simulator models the kernel, not what the kernel does ({hz}:
+#: the running kernel's timer frequency, {jiffy_ms} its jiffy).
 MODEL_ONLY = {
     "rto.granularity": "the model's clock granularity G; the kernel measures RTTs in microseconds",
-    "jiffy": "the model's timer resolution; the kernel's timers always run on 4 ms jiffies (HZ 250)",
+    "jiffy": "the model's timer resolution; the kernel's timers always run on {jiffy_ms:g} ms jiffies (HZ {hz})",
     "timer_slack": "whether the model adds the timer wheel's slack; the kernel always has it",
     "jiffies_origin_ns": "the model's jiffies phase, drawn from the seed",
     "timer_lag": "how late the model's timer softirq runs; the kernel's runs as late as this machine's load makes it",
@@ -114,12 +115,17 @@ def _ms(ns: int) -> str:
     return f"{ns / MS:g}ms"
 
 
+def _range(k: knobs.Knob, hz: int, joiner: str = "and") -> str:
+    lo, hi = k.limits(hz)
+    return f"{_ms(round(lo * 1e9))} {joiner} {hi:g}s"
+
+
 def _have_bpf_tools() -> bool:
     return bool(shutil.which("bpftool") and shutil.which("clang"))
 
 
 def _have_sysctl(name: str) -> bool:
-    return Path("/proc/sys", *name.split(".")).exists()
+    return sysctl.exists(name)
 
 
 class _Realizer:
@@ -255,7 +261,9 @@ class _Realizer:
                 continue
             v, d = _get(h, f), _get(lin, f)
             if f in MODEL_ONLY:
-                self.decide(key(f), "model only", k["knob"], json.dumps(v), MODEL_ONLY[f])
+                hz = kernel_hz()
+                knob = f"{k['knob']}={hz}" if f == "jiffy" else k["knob"]
+                self.decide(key(f), "model only", knob, json.dumps(v), MODEL_ONLY[f].format(hz=hz, jiffy_ms=1000 / hz))
             elif k["kind"] == "sysctl":
                 self.sysctl(side, f, k["knob"], v, d, plan)
             elif v == d:
@@ -265,10 +273,11 @@ class _Realizer:
 
     def sysctl(self, side: str, f: str, knob: str, v: Any, d: Any, plan: RolePlan) -> None:
         key = f"{side}.{f}"
-        if f == "dupack_threshold" and not 1 <= v <= 300:
-            raise self.refuse(key, f"{v}: net.ipv4.tcp_reordering takes 1 to 300")
-        if f == "syn_retries" and not 1 <= v <= 127:
-            raise self.refuse(key, f"{v}: net.ipv4.tcp_syn_retries takes 1 to 127")
+        # A count the kernel table bounds (any sysctl line named after this field).
+        limited = knobs.find(f, "sysctl")
+        if limited is not None and type(v) is int and not limited.takes(v, kernel_hz()):
+            lo, hi = limited.limits(kernel_hz())
+            raise self.refuse(key, f"{v}: {limited.knob} takes {lo:g} to {hi:g}")
         if f == "rack" and not v and _rack_always() and self.r["client"]["sack"] and self.r["server"]["sack"] \
                 and self.data_loss(side):
             raise self.refuse(key, f"false: Linux {'.'.join(map(str, _kernel()))} detects losses with RACK whatever "
@@ -337,11 +346,14 @@ class _Realizer:
         rto, dflt = h["rto"], lin["rto"]
         key = f"{side}.rto"
         init = rto["initial"]
+        hz = kernel_hz()
         if init == dflt["initial"]:
             self.decide(f"{key}.initial", "same", "TCP_TIMEOUT_INIT", _ms(init))
         else:
-            if not JIFFY_NS <= init <= 120_000 * MS:
-                raise self.refuse(f"{side}.syn_rto", f"{_ms(init)}: Linux takes a SYN RTO between 4ms (one jiffy) and 120s")
+            syn_rto = knobs.knob("syn_rto", "bpf_field")
+            if not syn_rto.takes(init / 1e9, hz):
+                raise self.refuse(f"{side}.syn_rto", f"{_ms(init)}: Linux takes a SYN RTO between "
+                                                     f"{_range(syn_rto, hz)} ({syn_rto.limit}, HZ {hz})")
             if not _have_bpf_tools():
                 raise self.refuse(f"{side}.syn_rto", f"a SYN RTO of {_ms(init)} needs BPF sock_ops (bpftool and clang, "
                                                      f"installed by `make deps`); Linux's own is {_ms(dflt['initial'])}")
@@ -351,19 +363,22 @@ class _Realizer:
         if low == dflt["min"]:
             self.decide(f"{key}.min", "same", "route rto_min", _ms(low))
         else:
-            if not JIFFY_NS <= low <= 120_000 * MS:
-                raise self.refuse(f"{side}.rto_min", f"{_ms(low)}: Linux takes a minimum RTO between 4ms (one jiffy) and 120s")
-            plan.route += ["rto_min", f"{round(low / MS)}ms"]
+            rto_min = knobs.knob("rto_min", "route_metric")
+            if not rto_min.takes(low / 1e9, hz):
+                raise self.refuse(f"{side}.rto_min", f"{_ms(low)}: Linux takes a minimum RTO between "
+                                                     f"{_range(rto_min, hz)} ({rto_min.limit}, HZ {hz})")
+            plan.route += ["rto_min", str(rto_min.encode(low / 1e9))]
             self.decide(f"{key}.min", "set", "route rto_min", _ms(low))
         high = rto["max"]
         if high == dflt["max"]:
             self.decide(f"{key}.max", "same", "net.ipv4.tcp_rto_max_ms", _ms(high))
         else:
-            if not 1000 * MS <= high <= 120_000 * MS:
-                raise self.refuse(f"{side}.rto_max", f"{_ms(high)}: net.ipv4.tcp_rto_max_ms takes 1s to 120s")
-            if not _have_sysctl("net.ipv4.tcp_rto_max_ms"):
+            rto_max = knobs.knob("rto_max", "sysctl")
+            if not rto_max.takes(high / 1e9, hz):
+                raise self.refuse(f"{side}.rto_max", f"{_ms(high)}: {rto_max.knob} takes {_range(rto_max, hz, 'to')}")
+            if not _have_sysctl(rto_max.knob):
                 raise self.refuse(f"{side}.rto_max", "this kernel has no net.ipv4.tcp_rto_max_ms (Linux 6.15+)")
-            plan.sysctls["net.ipv4.tcp_rto_max_ms"] = high // MS
+            plan.sysctls[rto_max.knob] = rto_max.encode(high / 1e9)
             self.decide(f"{key}.max", "set", "net.ipv4.tcp_rto_max_ms", str(high // MS))
         # The SYN schedule: n equal waits, then doubling, is tcp_syn_linear_timeouts = n - 1.
         b = h["syn_backoff"]
@@ -411,8 +426,10 @@ class _Realizer:
         if iw == "rfc3390" and min(4 * mss, max(2 * mss, 4380)) % mss:
             raise self.refuse(f"{side}.initial_window", f"RFC 3390's window at MSS {mss} is not whole segments: "
                                                         "route initcwnd counts segments")
-        if not 1 <= segs <= 1024:
-            raise self.refuse(f"{side}.initial_window", f"{segs} segments is outside what `ip route initcwnd` takes (1-1024)")
+        initcwnd = knobs.knob("initial_window", "route_metric")
+        if not initcwnd.takes(segs, kernel_hz()):
+            lo, hi = initcwnd.limits(kernel_hz())
+            raise self.refuse(f"{side}.initial_window", f"{segs} segments is outside {initcwnd.limit} ({lo:g}-{hi:g})")
         if iw == lin["initial_window"]:
             self.decide(f"{side}.initial_window", "same", "route initcwnd", str(segs))
         else:

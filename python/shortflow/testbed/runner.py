@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -78,17 +76,10 @@ def _start_synopt(topo: Topology, s: RealScenario) -> SynoptDaemon | None:
 def _run_client(topo: Topology, s: RealScenario) -> list[dict[str, Any]]:
     args = [sys.executable, str(PROBE), N.SERVER_IP, str(s.port), body_path(s.response_bytes),
             str(s.request_bytes), str(s.connections), repr(s.interval_s)]
-    p = topo.spawn("client", "client", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    client = topo.daemon("the client", "client", args)
     budget = s.connections * (s.interval_s + 130) + 10
-    deadline = time.monotonic() + budget
-    while p.poll() is None:
-        if time.monotonic() > deadline:
-            raise TestbedError(f"the client did not finish within {budget:g} s")
-        topo.check_children(skip=p)
-        time.sleep(0.05)
-    out, err = p.communicate()
-    if p.returncode != 0:
-        raise TestbedError(f"the client failed ({p.returncode}): {err.strip()}")
+    # TestbedError (the host layer's HostError) when it fails, hangs, or a daemon it needs dies.
+    out, _ = client.wait(budget, check=lambda: topo.check_children(skip=client))
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 

@@ -5,10 +5,10 @@ serving one body per response size of the scenario."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import time
 from pathlib import Path
 
+from shortflow.host import sockets
+from shortflow.host.daemon import DEVNULL
 from shortflow.testbed import names as N
 from shortflow.testbed.system import TestbedError, in_ns
 from shortflow.testbed.topology import Topology
@@ -78,19 +78,6 @@ class Nginx:
         # -e: the error log before the configuration is read (else /var/log/nginx).
         args = [binary, "-p", str(self.dir), "-e", str(self.dir / "error.log"), "-c", str(conf)]
         in_ns(self.topo.names.ns("server"), *args, "-t")
-        self.proc = self.topo.spawn("nginx", "server", args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self._wait_listening()
-
-    def _wait_listening(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
+        self.daemon = self.topo.daemon("nginx", "server", args, stdout=DEVNULL)
         ns = self.topo.names.ns("server")
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read() if self.proc.stderr else ""
-                raise TestbedError(f"nginx exited at start ({self.proc.returncode}): {err.strip()}")
-            out = in_ns(ns, "ss", "-Hltn", f"sport = :{self.port}", check=False).stdout
-            if out.strip():
-                return
-            time.sleep(0.05)
-        raise TestbedError(f"nginx did not listen on {N.SERVER_IP}:{self.port} within {timeout:g} s")
-
+        self.daemon.ready_when(lambda: sockets.listening(self.port, ns), f"listen on {N.SERVER_IP}:{self.port}")

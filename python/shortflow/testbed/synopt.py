@@ -12,16 +12,14 @@ execs the daemon: the process is the daemon either way).
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
 import sys
 from typing import Any
 
 from shortflow import synopt
+from shortflow.host.daemon import Daemon, Process
 from shortflow.testbed.clean import synopt_rules
 from shortflow.testbed.system import TestbedError
-from shortflow.testbed.topology import Topology, stop
+from shortflow.testbed.topology import Topology
 
 
 class SynoptDaemon:
@@ -36,20 +34,16 @@ class SynoptDaemon:
             self.command = [sys.executable, "-m", "shortflow", "synopt", *cli_args, "--json-stats", str(self.stats_path)]
         else:
             raise TypeError("SynoptDaemon needs options or cli_args")
-        self.proc: subprocess.Popen[str] | None = None
+        self.daemon: Daemon | None = None
+
+    @property
+    def proc(self) -> Process[str] | None:
+        return self.daemon.proc if self.daemon else None
 
     def start(self) -> str:
         """Starts the daemon; returns its run id once its rules are installed."""
-        args = self.command
-        self.proc = self.topo.spawn(f"shortflow-synopt ({self.role})", self.role, args,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("ready "):
-            self.proc.wait(timeout=10)
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            raise TestbedError(f"shortflow-synopt did not start in {self.role}: {(line + ' ' + err).strip()}")
-        return line.split()[1]
+        self.daemon = self.topo.daemon(f"shortflow-synopt ({self.role})", self.role, self.command)
+        return self.daemon.ready_line("ready ").split()[1]
 
     def rules(self) -> list[str]:
         """The rules of the synopt tables in the daemon's namespace, as `nft list` prints them."""
@@ -58,20 +52,12 @@ class SynoptDaemon:
     def kill(self) -> None:
         """SIGKILL: the daemon cannot remove its rules; the kernel deletes its table when it
         owns it, else they stay (copying to nobody) until the next start or `testbed clean`."""
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        if self.daemon is not None:
+            self.daemon.kill()
 
     def stop(self) -> tuple[dict[str, Any], str]:
         """SIGTERM; returns (counters, what the daemon printed on stderr)."""
-        if self.proc is None:
+        if self.daemon is None:
             raise TestbedError("shortflow-synopt was not started")
-        stop(self.proc, signal.SIGTERM)
-        err = self.proc.stderr.read() if self.proc.stderr else ""
-        if self.proc.returncode != 0:
-            raise TestbedError(f"shortflow-synopt failed ({self.proc.returncode}): {err.strip()}")
-        try:
-            counters: dict[str, Any] = json.loads(self.stats_path.read_text())
-        except (OSError, ValueError) as e:
-            raise TestbedError(f"shortflow-synopt wrote no counters: {e}") from None
-        return counters, err
+        err = self.daemon.stop()
+        return self.daemon.stats(self.stats_path), err

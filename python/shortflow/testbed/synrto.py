@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import shutil
 
-from shortflow.host import HostError, bpf
+from shortflow.host import HostError, bpf, knobs
 from shortflow.host.kernel import cgroup2_root, kernel_hz
-from shortflow.testbed.system import TestbedError, run
+from shortflow.testbed.system import TestbedError
 from shortflow.testbed.topology import Topology
 
 
@@ -30,7 +30,7 @@ class SynRto:
         self.fs = self.dir / "bpffs"
         self.pins = self.fs / "tune"
         self.cgroup = cgroup2_root() / f"{topo.names.prefix}{role}"
-        self.jiffies = round(seconds * kernel_hz())
+        self.jiffies = int(knobs.knob("syn_rto", "bpf_field").encode(seconds, kernel_hz()))
         self.prog: int | None = None
 
     def start(self) -> None:
@@ -44,7 +44,7 @@ class SynRto:
         self.fs.mkdir()
         self.topo.add_cleanup(self.stop)
         # A bpffs of our own: the pins vanish with the unmount, nothing lands in /sys/fs/bpf.
-        run(["mount", "-t", "bpf", "bpf", str(self.fs)])
+        bpf.mount_bpffs(self.fs)
         self.prog = bpf.load(obj, self.pins)
         bpf.write_config(self.pins, bpf.Config(syn_rto_jiffies=self.jiffies))
         self.cgroup.mkdir()
@@ -59,7 +59,7 @@ class SynRto:
             except HostError:
                 pass  # the cgroup's removal below detaches it too
         if os.path.ismount(self.fs):
-            run(["umount", str(self.fs)], check=False)
+            bpf.unmount(self.fs)
         if self.cgroup.exists():
             try:
                 self.cgroup.rmdir()

@@ -9,18 +9,19 @@ skip `__exit__`.
 from __future__ import annotations
 
 import atexit
-import os
 import shutil
 import signal
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import IO, Any
 
-from shortflow.host.netns import kill_namespace, write_owner
+from shortflow.host import knobs
+from shortflow.host.daemon import PIPE, Daemon, Process
+from shortflow.host.netns import add_veth, create_namespace, kill_namespace, set_up, write_owner
 from shortflow.testbed import names as N
-from shortflow.testbed.system import TestbedError, in_ns, require_root, run
+from shortflow.testbed.system import TestbedError, require_root
 
 
 class Terminated(KeyboardInterrupt):
@@ -39,7 +40,7 @@ class Topology:
     def __init__(self, names: N.RunNames | None = None) -> None:
         require_root()
         self.names = names or N.RunNames.fresh()
-        self.children: list[tuple[str, subprocess.Popen[str]]] = []
+        self.children: list[Daemon] = []
         self.workdir = Path(tempfile.mkdtemp(prefix=self.names.prefix))
         self.workdir.chmod(0o755)  # nginx workers (user nobody) read the bodies here
         # Who owns this run: `testbed clean` leaves the objects of a live run alone.
@@ -72,11 +73,8 @@ class Topology:
         # A second Ctrl-C during cleanup must not leave half the run behind.
         old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            for _, p in reversed(self.children):
-                stop(p, signal.SIGTERM)
-                for stream in (p.stdout, p.stderr):
-                    if stream is not None:
-                        stream.close()
+            for d in reversed(self.children):
+                d.close()
             for role in self.ROLES:
                 kill_namespace(self.names.ns(role))
             for undo in reversed(self._cleanups):
@@ -92,73 +90,53 @@ class Topology:
     def _build(self) -> None:
         n = self.names
         for role in self.ROLES:
-            run(["ip", "netns", "add", n.ns(role)])
-            in_ns(n.ns(role), "ip", "link", "set", "lo", "up")
+            create_namespace(n.ns(role))
         # Created directly inside the namespaces: no veth ever sits in the root namespace.
-        run(["ip", "link", "add", n.client_dev, "netns", n.ns("client"), "type", "veth",
-             "peer", "name", n.router_client_dev, "netns", n.ns("router")])
-        run(["ip", "link", "add", n.server_dev, "netns", n.ns("server"), "type", "veth",
-             "peer", "name", n.router_server_dev, "netns", n.ns("router")])
+        add_veth((n.client_dev, n.ns("client")), (n.router_client_dev, n.ns("router")))
+        add_veth((n.server_dev, n.ns("server")), (n.router_server_dev, n.ns("router")))
         for role, dev, ip in (
             ("client", n.client_dev, N.CLIENT_IP),
             ("router", n.router_client_dev, N.ROUTER_CLIENT_IP),
             ("router", n.router_server_dev, N.ROUTER_SERVER_IP),
             ("server", n.server_dev, N.SERVER_IP),
         ):
-            ns = n.ns(role)
-            in_ns(ns, "ip", "addr", "add", f"{ip}/24", "dev", dev)
             # One segment per packet on the wire: without this, TSO/GSO super-packets would
             # appear as one 64 kB "segment" in the router's captures.
-            in_ns(ns, "ip", "link", "set", dev, "gso_max_segs", "1", check=False)
-            in_ns(ns, "ip", "link", "set", dev, "up")
-        in_ns(n.ns("router"), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+            set_up(n.ns(role), dev, f"{ip}/24", gso_max_segs=1)
+        knobs.set_sysctl("net.ipv4.ip_forward", 1, n.ns("router"))
 
     def set_route(self, role: str, options: list[str]) -> None:
         """The default route of `client` or `server` through the router, with route metrics
         (`initcwnd`, `rto_min`, `quickack`) that the kernel applies to every connection."""
         dev, via = ((self.names.client_dev, N.ROUTER_CLIENT_IP) if role == "client"
                     else (self.names.server_dev, N.ROUTER_SERVER_IP))
-        in_ns(self.names.ns(role), "ip", "route", "replace", "default", "via", via, "dev", dev, *options)
+        knobs.set_route(["default", "via", via, "dev", dev, *options], ns=self.names.ns(role))
 
     def sysctl(self, role: str, key: str, value: str | int) -> None:
-        in_ns(self.names.ns(role), "sysctl", "-q", "-w", f"{key}={value}")
+        knobs.set_sysctl(key, value, self.names.ns(role))
 
     def add_cleanup(self, undo: Callable[[], None]) -> None:
         """`undo` runs on close, after the children and namespaces are gone (last added first)."""
         self._cleanups.append(undo)
 
     # -- children ----------------------------------------------------------------------
-    def spawn(self, label: str, role: str, args: list[str], **kw: object) -> subprocess.Popen[str]:
+    def daemon(self, label: str, role: str, args: list[str], *, stdout: int | IO[Any] | None = PIPE,
+               stderr: int | IO[Any] | None = PIPE) -> Daemon:
         """Starts `args` inside namespace `role` (and the role's cgroup, when it has one);
         it is stopped when the topology closes."""
-        cgroup = self.cgroups.get(role)
+        d = Daemon(label, args, ns=self.names.ns(role), cgroup=self.cgroups.get(role), stdout=stdout, stderr=stderr)
+        self.children.append(d)
+        d.start()
+        return d
 
-        def enter_cgroup() -> None:
-            if cgroup is not None:
-                (cgroup / "cgroup.procs").write_text(str(os.getpid()))
-
-        p: subprocess.Popen[str] = subprocess.Popen(["ip", "netns", "exec", self.names.ns(role), *args], text=True,  # type: ignore[call-overload]
-                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=enter_cgroup, **kw)
-        self.children.append((label, p))
+    def spawn(self, label: str, role: str, args: list[str], **kw: Any) -> Process[str]:
+        """`daemon(...)`'s process itself, for callers that wait on it directly."""
+        p = self.daemon(label, role, args, **kw).proc
+        assert p is not None
         return p
 
-    def check_children(self, skip: subprocess.Popen[str] | None = None) -> None:
+    def check_children(self, skip: Process[str] | Daemon | None = None) -> None:
         """Raises if a child we still need has died (a crashed emulator or server)."""
-        for label, p in self.children:
-            if p is not skip and p.poll() is not None:
-                raise TestbedError(f"{label} exited early with code {p.returncode}")
-
-
-def stop(p: subprocess.Popen[str], sig: signal.Signals, grace: float = 3.0) -> None:
-    """Sends `sig`, waits `grace` seconds, then kills; always reaps."""
-    if p.poll() is None:
-        try:
-            p.send_signal(sig)
-            p.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            p.kill()
-    try:
-        p.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-
+        for d in self.children:
+            if d is not skip and d.proc is not skip and d.proc is not None and d.proc.poll() is not None:
+                raise TestbedError(f"{d.label} exited early with code {d.proc.returncode}")

@@ -11,7 +11,6 @@ Python API: `apply(settings)`, `reload_prefixes(rules)`, `status()`, `revert()`,
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import signal
 import tempfile
@@ -20,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shortflow.exceptions import PrivilegeError, TuneError
-from shortflow.host import cgroup2_root, kernel_hz, run
+from shortflow.exceptions import TuneError
+from shortflow.host import cgroup2_root, kernel_hz, require_root, sockets, sysctl
 from shortflow.host.runid import fresh_run_id
 from shortflow.tune import journal, orphans, program, routes, selfcheck
 from shortflow.tune.program import refusals
@@ -66,25 +65,13 @@ def _ms(v: float | None) -> str | None:
 
 
 def _require_root() -> None:
-    if os.geteuid() != 0:
-        raise PrivilegeError("shortflow tune needs root (BPF, cgroups, routes, sysctls): run it with sudo or as root")
+    require_root("shortflow tune", "BPF, cgroups, routes, sysctls")
 
 
 def measured_rtts() -> dict[str, float]:
     """Smoothed RTTs (seconds) of this namespace's established connections, by peer
-    address (`ss -tin`): what a SYN RTO or minimum RTO must stay above."""
-    out = run(["ss", "-H", "-tin", "state", "established"], check=False).stdout
-    rtts: dict[str, float] = {}
-    peer = None
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) >= 4 and not line.startswith((" ", "\t")):
-            peer = fields[-1].rsplit(":", 1)[0].strip("[]")
-            continue
-        m = re.search(r"\brtt:([0-9.]+)/", line)
-        if m and peer:
-            rtts[peer] = max(rtts.get(peer, 0.0), float(m.group(1)) / 1000)
-    return rtts
+    address: what a SYN RTO or minimum RTO must stay above."""
+    return sockets.rtts_by_peer()
 
 
 def scope_refusals(s: TuneSettings) -> list[str]:
@@ -122,7 +109,7 @@ def notices(s: TuneSettings, default_routes: list[tuple[str, str]] | None = None
 
 def _congestion_control() -> str:
     try:
-        return Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+        return sysctl.read("net.ipv4.tcp_congestion_control")
     except OSError:
         return ""
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import TuneError
+from shortflow.host.kernel import cgroup2_mounts
 
 FORMAT = "shortflow-tune-journal"
 VERSION = 1
@@ -176,15 +177,6 @@ def _check_step(step: Step, path: Path, line: int) -> None:
         raise _bad(path, line, f"route.family {step.args['family']!r}: expected -4 or -6")
     if step.op == "sysctl" and step.args["key"] not in SYSCTLS:
         raise _bad(path, line, f"sysctl.key {step.args['key']!r}: the tuner changes only {sorted(SYSCTLS)}")
-
-
-def cgroup2_mounts() -> list[Path]:
-    out = []
-    for line in Path("/proc/mounts").read_text().splitlines():
-        parts = line.split()
-        if len(parts) > 2 and parts[2] == "cgroup2":
-            out.append(Path(parts[1]))
-    return out
 
 
 def load(path: Path) -> Journal:

@@ -9,19 +9,18 @@ The tuner's program is recognised by its name (`tune`, the function in bpf/tune.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from shortflow.host import HostError, run
+from shortflow.host import bpf
+from shortflow.host.bpf import BPF_FS
 from shortflow.host.runid import TESTBED_ROLE_OBJECT
 from shortflow.tune.journal import BUILD_DIR, PIN_DIR
 
-PROG_NAME = "tune"
+PROG_NAME = bpf.PROG_NAME
 PROG_MAPS = {"tune_config", "tune_counters"}
-BPF_FS = Path("/sys/fs/bpf")
 
 
 @dataclass(frozen=True)
@@ -32,26 +31,13 @@ class Program:
     tag: str
 
 
-def _bpftool_json(*args: str) -> object:
-    try:
-        out = run(["bpftool", "-j", *args], check=False, timeout=60).stdout
-    except HostError:
-        return None
-    try:
-        return json.loads(out) if out.strip() else None
-    except json.JSONDecodeError:
-        return None
-
-
 def prog_info(prog_id: int) -> dict[str, object] | None:
-    """`bpftool prog show id N` (name, tag, map ids), None when there is no such program."""
-    info = _bpftool_json("prog", "show", "id", str(prog_id))
-    return info if isinstance(info, dict) and info.get("id") == prog_id else None
+    """The program's name, tag and map ids; None when there is no such program."""
+    return bpf.prog_info(prog_id)
 
 
 def pinned_prog(pin_dir: Path) -> dict[str, object] | None:
-    info = _bpftool_json("prog", "show", "pinned", str(pin_dir / "prog"))
-    return info if isinstance(info, dict) and isinstance(info.get("id"), int) else None
+    return bpf.pinned_prog_info(pin_dir / "prog")
 
 
 def is_ours(info: dict[str, object] | None) -> bool:
@@ -61,24 +47,20 @@ def is_ours(info: dict[str, object] | None) -> bool:
     names = set()
     map_ids = info.get("map_ids")
     for map_id in map_ids if isinstance(map_ids, list) else []:
-        m = _bpftool_json("map", "show", "id", str(map_id))
-        if isinstance(m, dict):
-            names.add(m.get("name"))
+        names.add(bpf.map_name(int(map_id)))
     return PROG_MAPS <= names
 
 
 def attached() -> list[Program]:
     """The tuner's programs attached to any cgroup, as `bpftool cgroup tree` lists them."""
-    tree = _bpftool_json("cgroup", "tree")
     found = []
-    for entry in tree if isinstance(tree, list) else []:
-        if not isinstance(entry, dict):
-            continue
+    for entry in bpf.cgroup_tree():
         if TESTBED_ROLE_OBJECT.match(Path(str(entry.get("cgroup", ""))).name):
             # A testbed run's cgroup (`sf-<id>-client`): the testbed attaches the same program
             # there for a scenario's SYN RTO, and `testbed clean` owns what a run leaves.
             continue
-        for p in entry.get("programs", []):
+        programs = entry.get("programs")
+        for p in programs if isinstance(programs, list) else []:
             if p.get("attach_type") not in ("sock_ops", "cgroup_sock_ops") or p.get("name") != PROG_NAME:
                 continue
             info = prog_info(int(p["id"]))
@@ -118,9 +100,9 @@ def detach(prog: Program) -> str:
     info = prog_info(prog.prog_id)
     if not is_ours(info) or (info or {}).get("tag") != prog.tag:
         return f"program {prog.prog_id} on {prog.cgroup} is no longer the tuner's: left"
-    r = run(["bpftool", "cgroup", "detach", prog.cgroup, "sock_ops", "id", str(prog.prog_id)], check=False)
-    if r.returncode != 0:
-        return f"program {prog.prog_id} on {prog.cgroup}: detach failed: {r.stderr.strip()}"
+    refused = bpf.detach_id(prog.cgroup, prog.prog_id)
+    if refused is not None:
+        return f"program {prog.prog_id} on {prog.cgroup}: detach failed: {refused}"
     return f"BPF program {prog.prog_id} (tune, tag {prog.tag}) detached from {prog.cgroup}"
 
 

@@ -10,36 +10,16 @@ unmounted again on revert), named like every object the project creates so that
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import ParamSpec, TypeVar
 
 from shortflow.exceptions import TuneError
-from shortflow.host import HostError, bpf
+from shortflow.host import HostError, bpf, knobs
 from shortflow.host.bpf import BPF_FS, COUNTERS, REFUSED, needs_bpffs, unpin
+from shortflow.host.commands import raising
 from shortflow.tune.settings import PrefixRule, TuneSettings
 
 #: TCP_RTO_MIN: where Super Fast Retransmit's minimum RTO goes back to after the cut-out.
-DEFAULT_RTO_MIN_US = 200_000
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _as_tune_error(f: Callable[P, R]) -> Callable[P, R]:
-    """The host layer's failures as `TuneError`, which `tune`'s rollback and the CLI expect."""
-
-    @wraps(f)
-    def inner(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return f(*args, **kwargs)
-        except HostError as e:
-            raise TuneError(str(e)) from None
-
-    return inner
-
-
+DEFAULT_RTO_MIN_US = round(knobs.seconds("TCP_RTO_MIN") * 1e6)
 
 
 def compile_program(build_dir: Path | None = None) -> Path:
@@ -49,48 +29,49 @@ def compile_program(build_dir: Path | None = None) -> Path:
         raise TuneError(f"{e}; without BPF use --fallback routes") from None
 
 
-ensure_bpffs = _as_tune_error(bpf.ensure_bpffs)
-load = _as_tune_error(bpf.load)
-prog_id = _as_tune_error(bpf.prog_id)
-attach = _as_tune_error(bpf.attach)
-detach = _as_tune_error(bpf.detach)
-counters = _as_tune_error(bpf.counters)
-last_errors = _as_tune_error(bpf.last_errors)
+ensure_bpffs = raising(TuneError, bpf.ensure_bpffs)
+load = raising(TuneError, bpf.load)
+prog_id = raising(TuneError, bpf.prog_id)
+attach = raising(TuneError, bpf.attach)
+attach_held = raising(TuneError, bpf.attach_held)
+detach = raising(TuneError, bpf.detach)
+counters = raising(TuneError, bpf.counters)
+last_errors = raising(TuneError, bpf.last_errors)
+
+
+def _field(name: str, v: float | None, hz: int) -> int:
+    """A setting as its BPF field holds it (the kernel table's encoding); 0: not set."""
+    return int(knobs.knob(name, "bpf_field").encode(v, hz)) if v is not None else 0
 
 
 def config_of(s: TuneSettings, hz: int) -> bpf.Config:
-    def us(v: float | None) -> int:
-        return round(v * 1e6) if v is not None else 0
-
     return bpf.Config(
-        syn_rto_jiffies=round(s.syn_rto_s * hz) if s.syn_rto_s is not None else 0,
-        iw_segments=s.iw or 0,
-        rto_min_us=us(s.rto_min_s),
-        delack_max_us=us(s.delack_max_s),
+        syn_rto_jiffies=_field("syn_rto", s.syn_rto_s, hz),
+        iw_segments=_field("initial_window", s.iw, hz),
+        rto_min_us=_field("rto_min", s.rto_min_s, hz),
+        delack_max_us=_field("delack_max", s.delack_max_s, hz),
         sfr_factor_pct=round(s.sfr_factor * 100) if s.sfr_factor is not None else 0,
         sfr_cutout_bytes=s.sfr_cutout_bytes if s.sfr_factor is not None else 0,
-        sfr_restore_us=us(s.rto_min_s) or DEFAULT_RTO_MIN_US,
+        sfr_restore_us=_field("rto_min", s.rto_min_s, hz) or DEFAULT_RTO_MIN_US,
         port=s.port or 0,
-        # TCP_TIMEOUT_MIN (2 jiffies): the smallest minimum RTO bpf_setsockopt takes.
-        timer_min_us=-(-2 * 1_000_000 // hz),
+        # TCP_TIMEOUT_MIN: the smallest minimum RTO bpf_setsockopt takes, rounded up to a µs.
+        timer_min_us=-(-knobs.constant("TCP_TIMEOUT_MIN_jiffies") * 1_000_000 // hz),
     )
 
 
-@_as_tune_error
 def write_config(pin_dir: Path, s: TuneSettings, hz: int) -> None:
-    bpf.write_config(pin_dir, config_of(s, hz))
+    raising(TuneError, bpf.write_config)(pin_dir, config_of(s, hz))
 
 
-@_as_tune_error
 def write_prefixes(pin_dir: Path, rules: list[PrefixRule], hz: int) -> None:
     """Makes the program's prefix tries hold exactly `rules`."""
-    bpf.write_prefixes(pin_dir, {
+    raising(TuneError, bpf.write_prefixes)(pin_dir, {
         r.network: bpf.PrefixValue(r.iw or 0, round(r.syn_rto_s * hz) if r.syn_rto_s is not None else 0)
         for r in rules
     })
 
 
-__all__ = ["BPF_FS", "COUNTERS", "DEFAULT_RTO_MIN_US", "REFUSED", "attach", "compile_program", "config_of", "counters",
+__all__ = ["BPF_FS", "COUNTERS", "DEFAULT_RTO_MIN_US", "REFUSED", "attach", "attach_held", "compile_program", "config_of", "counters",
            "detach", "ensure_bpffs", "last_errors", "load", "needs_bpffs", "prog_id", "unpin", "write_config",
            "write_prefixes"]
 

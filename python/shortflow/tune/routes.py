@@ -6,39 +6,21 @@ replaced so that revert puts it back."""
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 from shortflow.exceptions import TuneError
-from shortflow.host import HostError, run
+from shortflow.host import knobs, routes, sysctl
+from shortflow.host.commands import raising
+from shortflow.host.knobs import knob
+from shortflow.host.routes import replaceable
 from shortflow.tune.settings import TuneSettings
 
 SLOW_START_AFTER_IDLE = "net.ipv4.tcp_slow_start_after_idle"
-def _ip(*args: str) -> str:
-    try:
-        return run(["ip", *args]).stdout
-    except HostError as e:
-        raise TuneError(str(e)) from None
 
+default_routes = raising(TuneError, routes.default_routes)
+_replace = raising(TuneError, knobs.set_route)
+_sysctl = raising(TuneError, knobs.set_sysctl)
 
-def default_routes() -> list[tuple[str, str]]:
-    """(family flag, route line) of every default route in this network namespace."""
-    out = []
-    for family in ("-4", "-6"):
-        for line in _ip(family, "-o", "route", "show", "default").splitlines():
-            if line.strip():
-                out.append((family, line.strip()))
-    return out
-
-
-#: Words `ip route show` prints about a route's state that `ip route replace` does not take.
-STATE_FLAGS = {"linkdown", "dead", "onlink", "pervasive", "offload", "trap", "rt_offload", "rt_trap", "rt_offload_failed"}
-
-
-def replaceable(line: str) -> list[str]:
-    """A shown route as arguments `ip route replace` takes: state flags dropped, and the
-    `lock` that `show` prints after `rto_min` (always locked; its parser takes no `lock`)."""
-    tokens = [t for t in shlex.split(line) if t not in STATE_FLAGS]
-    return [t for i, t in enumerate(tokens) if not (t == "lock" and i > 0 and tokens[i - 1] == "rto_min")]
+__all__ = ["SLOW_START_AFTER_IDLE", "apply", "default_routes", "plan", "replaceable", "route_options", "undo"]
 
 
 def _without(tokens: list[str], metrics: set[str]) -> list[str]:
@@ -61,7 +43,7 @@ def route_options(s: TuneSettings, *, with_iw_and_rto: bool) -> list[str]:
     if with_iw_and_rto and s.iw is not None:
         opts += ["initcwnd", str(s.iw)]
     if with_iw_and_rto and s.rto_min_s is not None:
-        opts += ["rto_min", f"{round(s.rto_min_s * 1000)}ms"]
+        opts += ["rto_min", str(knob("rto_min", "route_metric").encode(s.rto_min_s))]
     if s.quickack:
         opts += ["quickack", "1"]
     return opts
@@ -79,7 +61,7 @@ def plan(s: TuneSettings, *, with_iw_and_rto: bool) -> list[dict[str, object]]:
             new = " ".join(_without(replaceable(line), set(opts[0::2])) + opts)
             changes.append({"kind": "route", "family": family, "before": line, "after": new})
     if s.slow_start_after_idle is not None:
-        old = Path("/proc/sys/net/ipv4/tcp_slow_start_after_idle").read_text().strip()
+        old = sysctl.read(SLOW_START_AFTER_IDLE)
         changes.append({"kind": "sysctl", "key": SLOW_START_AFTER_IDLE, "before": old,
                         "after": str(int(s.slow_start_after_idle))})
     return changes
@@ -87,7 +69,7 @@ def plan(s: TuneSettings, *, with_iw_and_rto: bool) -> list[dict[str, object]]:
 
 def apply(change: dict[str, object]) -> None:
     if change["kind"] == "route":
-        _ip(str(change["family"]), "route", "replace", *shlex.split(str(change["after"])))
+        _replace(shlex.split(str(change["after"])), family=str(change["family"]))
     else:
         _sysctl(str(change["key"]), str(change["after"]))
 
@@ -95,13 +77,7 @@ def apply(change: dict[str, object]) -> None:
 def undo(change: dict[str, object]) -> None:
     if change["kind"] == "route":
         # The route as it was, metrics and all: replace puts the old line back exactly.
-        _ip(str(change["family"]), "route", "replace", *replaceable(str(change["before"])))
+        _replace(replaceable(str(change["before"])), family=str(change["family"]))
     else:
         _sysctl(str(change["key"]), str(change["before"]))
 
-
-def _sysctl(key: str, value: str) -> None:
-    try:
-        run(["sysctl", "-q", "-w", f"{key}={value}"])
-    except HostError as e:
-        raise TuneError(str(e)) from None

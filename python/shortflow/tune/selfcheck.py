@@ -1,19 +1,20 @@
 """`tune apply`'s check that the kernel takes every knob: the program just loaded is also
-attached to a cgroup of its own, and one loopback connection (on the scope's port) is made
-from that cgroup in a network namespace of its own; if the kernel refused a knob for it
-(the program's per-knob refusal counters moved), apply fails (or, with --force, warns)
-instead of reporting success for settings that do nothing. Both objects carry the run id
+attached to a cgroup of its own, through a link only this process holds (it goes with the
+process, whatever ends it), and one loopback connection (on the scope's port) is made from
+that cgroup in a network namespace of its own; if the kernel refused a knob for it (the
+program's per-knob refusal counters moved), apply fails (or, with --force, warns) instead
+of reporting success for settings that do nothing. Both objects carry the run id
 (`sf-<id>-tcheck`) and are removed on every exit path."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 from shortflow.exceptions import TuneError
-from shortflow.host import HostError, cgroup2_root, run
+from shortflow.host import HostError, cgroup2_root
+from shortflow.host.daemon import Daemon
+from shortflow.host.netns import create_namespace, delete_namespace
 from shortflow.tune import program
 
 #: One connection over loopback: listen, connect, 100 kB from the answering side, close.
@@ -37,30 +38,25 @@ def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
     ns = f"sf-{run_id}-tcheck"
     cg = cgroup2_root() / f"sf-{run_id}-tcheck"
     before = program.counters(pin_dir)
-    attached = False
+    link = None
     try:
-        run(["ip", "netns", "add", ns])
-        run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+        create_namespace(ns)
         cg.mkdir()
-        program.attach(cg, pin_dir)
-        attached = True
-
-        def enter() -> None:
-            (cg / "cgroup.procs").write_text(str(os.getpid()))
-
-        p = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", _PROBE, str(port or 8)],
-                           capture_output=True, text=True, timeout=30, preexec_fn=enter)
-        if p.returncode != 0:
-            raise TuneError(f"the self-check connection failed: {p.stderr.strip()[-300:]}")
+        link = program.attach_held(cg, pin_dir)
+        probe = Daemon("the self-check connection", [sys.executable, "-c", _PROBE, str(port or 8)], ns=ns, cgroup=cg)
+        try:
+            probe.start().wait(30)
+        except HostError as e:
+            probe.signal_stop()
+            raise TuneError(f"the self-check connection failed: {str(e)[-300:]}") from None
         after = program.counters(pin_dir)
     except HostError as e:
         raise TuneError(f"self-check: {e}") from None
     finally:
-        if attached:
-            prog = program.prog_id(pin_dir)
-            program.detach(cg, prog)
+        if link is not None:
+            link.close()
         if cg.exists():
             cg.rmdir()
-        run(["ip", "netns", "del", ns], check=False)
+        delete_namespace(ns)
     moved = {k: after[k] - before.get(k, 0) for k in program.REFUSED}
     return program.refusals(moved, program.last_errors(pin_dir))

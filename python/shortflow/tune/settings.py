@@ -10,17 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import TuneError
+from shortflow.host.knobs import knob
 from shortflow.units import parse_duration
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-#: TCP_TIMEOUT_MIN (2 jiffies) and TCP_RTO_MIN / TCP_DELACK_MAX (200 ms): the range the
-#: kernel's bpf_setsockopt takes for TCP_BPF_RTO_MIN and TCP_BPF_DELACK_MAX.
-BPF_TIMER_MIN_JIFFIES = 2
-BPF_TIMER_MAX_S = 0.2
-#: TCP_RTO_MAX (include/net/tcp.h, 120 s): the kernel caps every retransmission timer there
-#: (`inet_csk_reset_xmit_timer` clamps `when`), so a longer SYN RTO would be cut silently.
-SYN_RTO_MAX_S = 120.0
 #: The BPF program's configuration holds counts in 32-bit fields (bpf/tune.bpf.c).
 U32_MAX = 2**32 - 1
 #: More than this initial window is refused without --force: RFC 6928 stops at 10 segments
@@ -99,27 +93,33 @@ def load_prefixes(path: Path) -> list[PrefixRule]:
 
 
 def hard_limits(s: TuneSettings, hz: int) -> None:
-    """Values the kernel cannot take at all: refused even with --force."""
+    """Values the kernel cannot take at all: refused even with --force. The ranges are the
+    kernel table's (`shortflow.host.knobs`), at this kernel's HZ."""
     jiffy = 1.0 / hz
-    if s.syn_rto_s is not None and s.syn_rto_s < jiffy:
+    syn_rto = knob("syn_rto", "bpf_field")
+    if s.syn_rto_s is not None and s.syn_rto_s < syn_rto.limits(hz)[0]:
         raise TuneError(f"--syn-rto {s.syn_rto_s * 1000:g}ms is below one jiffy ({jiffy * 1000:g} ms at HZ {hz})")
     for label, rto in [("--syn-rto", s.syn_rto_s)] + [(f"{p.network}: syn_rto", p.syn_rto_s) for p in s.prefixes]:
-        if rto is not None and rto > SYN_RTO_MAX_S:
+        if rto is not None and rto > syn_rto.limits(hz)[1]:
             raise TuneError(f"{label} {rto:g}s: the kernel caps retransmission timers at TCP_RTO_MAX "
-                            f"({SYN_RTO_MAX_S:g} s) and would silently use that")
-    if s.iw is not None and not 1 <= s.iw <= U32_MAX:
-        raise TuneError(f"--iw {s.iw}: the kernel's congestion window is a 32-bit count of segments (1 to {U32_MAX})")
+                            f"({syn_rto.limits(hz)[1]:g} s) and would silently use that")
+    iw = knob("initial_window", "bpf_field")
+    if s.iw is not None and not iw.takes(s.iw, hz):
+        raise TuneError(f"--iw {s.iw}: the kernel's congestion window is {iw.limit} "
+                        f"({iw.limits(hz)[0]:g} to {iw.limits(hz)[1]:.0f})")
     if s.sfr_factor is not None and not 0 <= s.sfr_cutout_bytes <= U32_MAX:
         raise TuneError(f"--sfr-cutout {s.sfr_cutout_bytes}B: at most {U32_MAX}B (a 32-bit field)")
-    for flag, v in (("--rto-min", s.rto_min_s), ("--delack-max", s.delack_max_s)):
-        if v is not None and not BPF_TIMER_MIN_JIFFIES * jiffy <= v <= BPF_TIMER_MAX_S:
-            raise TuneError(f"{flag} {v * 1000:g}ms: the kernel takes {BPF_TIMER_MIN_JIFFIES * jiffy * 1000:g} ms "
-                            f"to {BPF_TIMER_MAX_S * 1000:g} ms here (TCP_TIMEOUT_MIN to TCP_RTO_MIN)")
+    for flag, name, v in (("--rto-min", "rto_min", s.rto_min_s), ("--delack-max", "delack_max", s.delack_max_s)):
+        k = knob(name, "bpf_field")
+        if v is not None and not k.takes(v, hz):
+            lo, hi = k.limits(hz)
+            raise TuneError(f"{flag} {v * 1000:g}ms: the kernel takes {lo * 1000:g} ms to {hi * 1000:g} ms here "
+                            f"({k.limit})")
     for p in s.prefixes:
         if p.syn_rto_s is not None and p.syn_rto_s < jiffy:
             raise TuneError(f"{p.network}: syn_rto {p.syn_rto_s * 1000:g}ms is below one jiffy")
-        if p.iw is not None and p.iw > U32_MAX:
-            raise TuneError(f"{p.network}: iw {p.iw} is above {U32_MAX} (a 32-bit count)")
+        if p.iw is not None and p.iw > iw.limits(hz)[1]:
+            raise TuneError(f"{p.network}: iw {p.iw} is above {iw.limits(hz)[1]:.0f} ({iw.limit})")
     if s.port is not None and not 1 <= s.port <= 65535:
         raise TuneError(f"--scope port={s.port}: not a TCP port")
     if s.sfr_factor is not None and not 1.0 <= s.sfr_factor <= 100:

@@ -19,7 +19,8 @@ import shlex
 from pathlib import Path
 
 from shortflow.exceptions import TuneError
-from shortflow.host import run
+from shortflow.host import bpf, sysctl
+from shortflow.host.netns import link_exists
 from shortflow.tune import orphans, routes
 from shortflow.tune.journal import Journal, Step
 
@@ -50,7 +51,7 @@ def _sweep(j: Journal, out: Outcome) -> None:
     """Objects named after this apply's id that no record announced (a journal cut short by
     hand or by a disk): the pin directory `sf-<id>-tune` and the program pinned there, on
     whichever cgroup it is attached."""
-    pin_dir = orphans.BPF_FS / f"sf-{j.id}-tune"
+    pin_dir = bpf.BPF_FS / f"sf-{j.id}-tune"
     if not pin_dir.exists():
         return
     pinned = orphans.pinned_prog(pin_dir)
@@ -70,7 +71,7 @@ def _undo(step: Step, out: Outcome, force: bool) -> None:
     elif step.op == "mount_bpffs":
         bpffs = Path(a["path"])
         if os.path.ismount(bpffs) and not any(bpffs.iterdir()):
-            run(["umount", str(bpffs)], check=False)
+            bpf.unmount(bpffs)
             out.done.append(f"bpffs unmounted from {bpffs}")
     elif step.op == "attach":
         _detach(step, out)
@@ -116,7 +117,7 @@ def _route(step: Step, out: Outcome, force: bool) -> None:
     if before in current:
         return  # as before (never changed, or undone already)
     dev = _dev_of(before)
-    if dev and not _dev_in_netns(dev):
+    if dev and not link_exists(dev):
         out.warnings.append(f"route {before!r}: device {dev} is gone: not restored")
         return
     after = sorted(shlex.split(step.args["after"]))
@@ -135,16 +136,9 @@ def _dev_of(line: str) -> str | None:
     return tokens[tokens.index("dev") + 1] if "dev" in tokens[:-1] else None
 
 
-def _dev_in_netns(dev: str) -> bool:
-    # Not /sys/class/net: it shows the namespace sysfs was mounted in, which `nsenter --net`
-    # does not change. The kernel answers for ours.
-    return run(["ip", "link", "show", "dev", dev], check=False).returncode == 0
-
-
 def _sysctl(step: Step, out: Outcome, force: bool) -> None:
     key, before, after = step.args["key"], step.args["before"], step.args["after"]
-    path = Path("/proc/sys") / key.replace(".", "/")
-    now = path.read_text().strip()
+    now = sysctl.read(key)
     if now == before:
         return
     if now != after and not force:

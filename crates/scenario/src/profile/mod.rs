@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::kernel;
 use crate::time::Duration;
 
 /// How the retransmission timer is computed (RFC 6298 section 2).
@@ -311,8 +312,8 @@ pub fn profile(name: &str) -> Option<StackConfig> {
         // TCP_ATO_MIN 40 ms (kernel-facts.md measured 40 ms); slow start counts every
         // acknowledged segment (tcp_slow_start); tcp_slow_start_after_idle = 1.
         "linux" => {
-            c.rto.min = Duration::from_millis(200);
-            c.rto.max = Duration::from_secs(120);
+            c.rto.min = kernel::TCP_RTO_MIN;
+            c.rto.max = kernel::TCP_RTO_MAX;
             c.rto.min_on_variance = true;
             c.rto.after_syn_loss = Some(Duration::from_secs(3));
             c.syn_retries = 6;
@@ -340,7 +341,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.rack = true;
             c.tlp = true;
             c.linux_receiver = Some(LinuxReceiver::default());
-            c.jiffy = Some(Duration::from_millis(4));
+            c.jiffy = Some(kernel::jiffy(kernel::PROFILE_HZ));
             c.ack = AckPolicy {
                 delayed: DelayedAck::Timer(Duration::from_millis(40)),
                 ack_every: 2,
@@ -498,7 +499,7 @@ pub const LINUX_KNOBS: &[LinuxKnob] = &[
     k("tlp", KnobKind::Sysctl, "net.ipv4.tcp_early_retrans"),
     k("spurious_rto", KnobKind::Sysctl, "net.ipv4.tcp_frto"),
     k("linux_receiver", KnobKind::Sysctl, "net.ipv4.tcp_rmem"),
-    k("jiffy", KnobKind::Fixed, "CONFIG_HZ=250"),
+    k("jiffy", KnobKind::Fixed, "CONFIG_HZ"),
     k("timer_slack", KnobKind::Fixed, "kernel/time/timer.c (the timer wheel)"),
     k("timer_lag", KnobKind::Fixed, "run_timer_softirq (how late the timer softirq runs under load)"),
     k("processing_time", KnobKind::Fixed, "(the host's own speed: microseconds on a modern machine)"),

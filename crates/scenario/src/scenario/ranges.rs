@@ -29,8 +29,8 @@ pub struct Range {
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000 * MS;
-/// TCP_RTO_MAX (include/net/tcp.h): no Linux retransmission timer waits longer.
-const RTO_MAX: u64 = 120 * S;
+/// TCP_RTO_MAX: no Linux retransmission timer waits longer.
+const RTO_MAX: u64 = crate::kernel::TCP_RTO_MAX.as_nanos();
 
 const fn r(key: &'static str, unit: Unit, min: u64, max: u64, why: &'static str) -> Range {
     Range { key, unit, min, max, why }

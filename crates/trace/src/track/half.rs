@@ -8,8 +8,8 @@
 use crate::wire::{Segment, SegmentExtra};
 
 pub const MS: u64 = 1_000_000;
-/// Linux's minimum retransmission timeout (`TCP_RTO_MIN`).
-const RTO_MIN_NS: u64 = 200 * MS;
+/// Linux's minimum retransmission timeout (`TCP_RTO_MIN`): the kernel table's.
+const RTO_MIN_NS: u64 = shortflow_scenario::kernel::TCP_RTO_MIN.as_nanos();
 
 /// Why a data segment was sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
