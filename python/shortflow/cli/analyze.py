@@ -36,6 +36,7 @@ from shortflow.units import parse_duration
 
 if TYPE_CHECKING:
     from shortflow.analyze import Analysis
+    from shortflow.worst import Connection
 
 
 def print_table1(a: Analysis) -> None:
@@ -93,16 +94,16 @@ def print_files(doc: dict[str, Any]) -> None:
             f"capture point: {VANTAGE_WORDS[f['vantage']]}")
 
 
-def print_answer(result: Analysis, doc: dict[str, Any], *, worst: int, table1: bool, filter_expr: str | None) -> None:
-    """The answer first: what was read, the time account, the worst connections; then each
-    file, the data phase's counts, and Table 1 when asked for or when handshake losses lead."""
+def print_answer(result: Analysis, doc: dict[str, Any], *, worst: list[Connection], asked: int, table1: bool,
+                 filter_expr: str | None) -> None:
+    """The answer first: what was read, the time account, the `asked` worst connections
+    (`worst`, ranked); then each file, the data phase's counts, and Table 1 when asked for
+    or when handshake losses lead."""
     from shortflow.cli.answer import main_lost_cause, print_headline, print_time_account, print_worst
-    from shortflow.worst import worst_connections
 
     print_headline(doc, filter_expr=filter_expr, packets_read=sum(f["packets"] for f in result.files))
     print_time_account(doc)
-    if worst > 0:
-        print_worst(worst_connections(result.table, worst), asked=worst, filter_expr=filter_expr)
+    print_worst(worst, asked=asked, filter_expr=filter_expr)
     print_files(doc)
     print_diagnosis(doc)
     if table1 or main_lost_cause(doc) == "handshake":
@@ -251,6 +252,7 @@ def register(app: typer.Typer) -> None:
 
         from shortflow.analyze import analyze, import_in_background, summary_document
         from shortflow.output import write_table
+        from shortflow.worst import worst_connections
 
         if out_dir is not None and not table_to_stdout and fmt == "parquet":
             import_in_background("pyarrow.parquet")  # while the core reads
@@ -277,6 +279,8 @@ def register(app: typer.Typer) -> None:
             if out_dir is not None and not table_to_stdout:
                 writing = pool.submit(write_table, result.table, out_dir, fmt, metadata=_metadata(result, traces))
             doc = summary_document(result)
+            # Ranked while the table is written, for the answer printed below.
+            ranked = worst_connections(result.table, worst) if show and worst > 0 else []
             if writing is not None:
                 written.append(f"table: {writing.result()} ({result.table.num_rows:,} connections)")
         if table_to_stdout:
@@ -311,7 +315,7 @@ def register(app: typer.Typer) -> None:
 
             print_listing(result.table, fmt if fmt != "parquet" else None)
         if show:
-            print_answer(result, doc, worst=worst, table1=table1, filter_expr=filter_expr)
+            print_answer(result, doc, worst=ranked, asked=worst, table1=table1, filter_expr=filter_expr)
             for line in written:
                 say(line)
         if scheduler is None:
