@@ -85,7 +85,7 @@ fn the_time_account_matches_the_simulators_truth_on_random_scenarios() {
         let mut pcap = Vec::new();
         cap.write_pcap(&mut pcap, &sc).unwrap();
         let reader = CaptureReader::from_bytes("sim.pcap", pcap).unwrap();
-        let (t, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+        let (t, _, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
         assert!(stats.error.is_none());
         let by = t.time_by_cause_s(0);
         let why = format!("scenario {k} {:?}: {by:?}", d.sets);

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::diag::table::TableBuilder;
-use crate::diag::{ConnectionTable, Summary};
+use crate::diag::{ConnectionTable, ExchangeTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
@@ -21,6 +21,8 @@ use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 pub struct Analysis {
     pub table: ConnectionTable,
+    /// One row per exchange of the table's connections (`crate::track::exchange`).
+    pub exchanges: ExchangeTable,
     pub summary: Summary,
     pub files: Vec<FileStats>,
 }
@@ -39,10 +41,10 @@ pub fn analyze_file(
     trace: u32,
     opts: &Options,
     progress: &Progress,
-) -> (ConnectionTable, Summary, FileStats) {
+) -> (ConnectionTable, ExchangeTable, Summary, FileStats) {
     let unread = |error| {
         let stats = FileStats { path: path.to_owned(), error: Some(error), ..Default::default() };
-        (ConnectionTable::default(), Summary::default(), stats)
+        (ConnectionTable::default(), ExchangeTable::default(), Summary::default(), stats)
     };
     if progress.cancel.load(Ordering::Relaxed) {
         return unread(ReadError { path: path.to_owned(), offset: 0, decompressed: false, kind: ReadErrorKind::Interrupted });
@@ -132,7 +134,7 @@ pub fn analyze_capture(
     trace: u32,
     opts: &Options,
     progress: &Progress,
-) -> (ConnectionTable, Summary, FileStats) {
+) -> (ConnectionTable, ExchangeTable, Summary, FileStats) {
     if opts.shards > 1 {
         return crate::shard::analyze_sharded(reader, trace, opts, progress);
     }
@@ -153,9 +155,10 @@ pub fn analyze_capture(
     let late = serial.tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `rows`
     // and `summary`) ends here.
-    let _ = serial.tracker.finish();
+    let (_, exchange_rows) = serial.tracker.finish_exchanges();
     stats.peak_open_connections = peak;
     let mut table = rows.finish();
+    let exchanges = if build_table { ExchangeTable::from_rows(trace, exchange_rows) } else { ExchangeTable::default() };
     summary.late_packets += late.len() as u64;
     if build_table {
         for p in &late {
@@ -167,7 +170,7 @@ pub fn analyze_capture(
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;
-    (table, summary, stats)
+    (table, exchanges, summary, stats)
 }
 
 /// Tracker threads per core given to one file (see `analyze_paths`).
@@ -178,7 +181,7 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
     crate::mem::return_large_blocks();
     let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     progress.bytes_total.store(total, Ordering::Relaxed);
-    let results: Vec<Mutex<Option<(ConnectionTable, Summary, FileStats)>>> = paths.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<(ConnectionTable, ExchangeTable, Summary, FileStats)>>> = paths.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicU64::new(0);
     let workers = opts.workers.clamp(1, paths.len().max(1));
     // Cores left over when there are fewer files than workers track each file's
@@ -200,10 +203,16 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
             });
         }
     });
-    let mut out = Analysis { table: ConnectionTable::default(), summary: Summary::default(), files: Vec::new() };
+    let mut out = Analysis {
+        table: ConnectionTable::default(),
+        exchanges: ExchangeTable::default(),
+        summary: Summary::default(),
+        files: Vec::new(),
+    };
     for r in results {
-        let (table, summary, stats) = r.into_inner().expect("not poisoned").expect("every file analyzed");
+        let (table, exchanges, summary, stats) = r.into_inner().expect("not poisoned").expect("every file analyzed");
         out.table.append(table);
+        out.exchanges.append(exchanges);
         out.summary.add(&summary);
         out.files.push(stats);
     }

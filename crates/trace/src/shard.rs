@@ -16,10 +16,10 @@
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
 use crate::diag::table::TableBuilder;
-use crate::diag::{ConnectionTable, Summary};
+use crate::diag::{ConnectionTable, ExchangeTable, Summary};
 use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::read::CaptureReader;
-use crate::track::{shard_of, shard_of_pair, LatePacket, SweepClock, Tracker, TrackerConfig};
+use crate::track::{shard_of, shard_of_pair, ExchangeRow, LatePacket, SweepClock, Tracker, TrackerConfig};
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 enum Msg {
@@ -129,6 +129,8 @@ struct ShardResult {
     samples: Vec<usize>,
     /// Packets after their connection's linger, by the shard's ids (opening segments' indices).
     late: Vec<LatePacket>,
+    /// Its connections' exchanges, by the shard's ids.
+    exchanges: Vec<ExchangeRow>,
 }
 
 fn run_shard(
@@ -189,8 +191,8 @@ fn run_shard(
     }
     let end = *last_ts.lock().expect("the reader does not panic holding it");
     let late = tracker.take_late_packets();
-    let _ = tracker.finish_at(end);
-    ShardResult { chunks: rows.into_chunks(), summary, samples, late }
+    let (_, exchanges) = tracker.finish_at(end);
+    ShardResult { chunks: rows.into_chunks(), summary, samples, late, exchanges }
 }
 
 /// `analyze_capture` with `opts.shards` tracker threads.
@@ -199,7 +201,7 @@ pub(crate) fn analyze_sharded(
     trace: u32,
     opts: &Options,
     progress: &Progress,
-) -> (ConnectionTable, Summary, FileStats) {
+) -> (ConnectionTable, ExchangeTable, Summary, FileStats) {
     let n = opts.shards.max(1);
     let mut stats = FileStats { path: reader.path().to_owned(), gzip: reader.is_gzip(), ..Default::default() };
     let last_ts = std::sync::Mutex::new(0u64);
@@ -231,10 +233,12 @@ pub(crate) fn analyze_sharded(
         (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
     let mut chunks = Vec::new();
     let mut late = Vec::new();
+    let mut exchange_rows = Vec::new();
     for r in results {
         summary.add(&r.summary);
         chunks.extend(r.chunks);
         late.extend(r.late);
+        exchange_rows.extend(r.exchanges);
     }
     summary.late_packets += late.len() as u64;
     let mut table = ConnectionTable::merge_by_conn_id(chunks, n);
@@ -245,6 +249,11 @@ pub(crate) fn analyze_sharded(
             debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
         }
     }
+    let mut exchanges = ExchangeTable::default();
+    if opts.table {
+        exchanges = ExchangeTable::from_rows(trace, exchange_rows);
+        exchanges.renumber(&table.conn_id);
+    }
     // Ids were the opening segments' indices; in that order they are 0, 1, 2 …
     for (i, id) in table.conn_id.iter_mut().enumerate() {
         *id = i as u64;
@@ -252,5 +261,5 @@ pub(crate) fn analyze_sharded(
     summary.packets = stats.packets;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;
-    (table, summary, stats)
+    (table, exchanges, summary, stats)
 }
