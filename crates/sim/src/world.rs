@@ -401,7 +401,12 @@ impl<'s> World<'s> {
         if let Some(max) = self.sc.path.rtt_max {
             // Uniform in [rtt, rtt_max] (a draw only when the scenario asks for one).
             let span = max.0 - self.sc.path.rtt.0;
-            self.extra_rtt.push(Duration(if span == 0 { 0 } else { self.rtt_rng.random_range(0..=span) }));
+            let drawn = Duration(if span == 0 { 0 } else { self.rtt_rng.random_range(0..=span) });
+            self.extra_rtt.push(c.spec.extra_rtt.unwrap_or(drawn));
+        } else if let Some(own) = c.spec.extra_rtt {
+            // Ids are dense: the connections before without a delay of their own get none.
+            self.extra_rtt.resize(id as usize, Duration::ZERO);
+            self.extra_rtt.push(own);
         }
         self.conns.insert(id, c);
         self.peak_open = self.peak_open.max(self.conns.len());

@@ -186,6 +186,27 @@ def _metadata(result: Analysis, traces: list[Path]) -> dict[str, str]:
     }
 
 
+def write_exchanges(result: Analysis, out_dir: Path, fmt: str, metadata: dict[str, str]) -> str:
+    """The exchanges table beside the connections table in `out_dir`; says what was written."""
+    from shortflow.output import write_table
+
+    x = result.exchanges
+    return f"exchanges: {write_table(x, out_dir, fmt, metadata=metadata, name='exchanges')} ({x.num_rows:,} exchanges)"
+
+
+def check_abt(path: Path | None) -> None:
+    if path is not None and not is_stdout(path):
+        check_output_file(path, "--abt")
+
+
+def write_abt(result: Analysis, path: Path) -> str:
+    """The connection vectors in tmix's text (`shortflow.abt`); says what was written."""
+    from shortflow.abt import write_abt as write
+
+    n = write(result, path)
+    return f"connection vectors: {path} ({n:,} connections, tmix's ns-2 format)"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("analyze", epilog=examples(
         "shortflow analyze capture.pcap",
@@ -194,7 +215,8 @@ def register(app: typer.Typer) -> None:
         "tcpdump -w - -i eth0 port 80 | shortflow analyze -"))
     def analyze_cmd(
         traces: Annotated[Optional[list[Path]], typer.Argument(help="pcap or pcapng files, plain or gzip; - reads standard input")] = None,
-        out_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write the per-connection table into this directory (created if missing); - writes it to standard output (--format csv or jsonl)")] = None,
+        out_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write the per-connection table (connections.FORMAT) and the per-exchange table (exchanges.FORMAT: each request and response) into this directory (created if missing); - writes the connections table to standard output (--format csv or jsonl)")] = None,
+        abt: Annotated[Optional[Path], typer.Option("--abt", metavar="FILE", help="write each connection's requests, responses and quiet times as tmix connection vectors (ns-2's text format: SEQ/CONC, w, r, l, >, <, t lines), for `simulate` (workload kind = \"abt\"), the testbed or ns-2/ns-3's tmix; - for standard output")] = None,
         fmt: Annotated[str, typer.Option("--format", help="table format: parquet, csv or jsonl")] = "parquet",
         summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 and the diagnosis as JSON to this file (- for standard output)")] = None,
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
@@ -235,6 +257,9 @@ def register(app: typer.Typer) -> None:
             check_output_dir(out_dir, "--out")
         if report is not None:
             check_output_dir(report, "--report")
+        check_abt(abt)
+        if is_stdout(abt) and (table_to_stdout or is_stdout(summary_json)):
+            fail("--abt -: standard output is already given to another output", USAGE)
         if summary_json is not None:
             check_output_file(summary_json, "--summary-json")
         if plot is not None:
@@ -242,10 +267,11 @@ def register(app: typer.Typer) -> None:
                 fail("--plot -: a PNG is not written to standard output; give a file name", USAGE)
             check_output_file(plot, "--plot")
         # JSON or the table on standard output is the whole output: the text stays away from it.
-        show = not quiet and not is_stdout(summary_json) and not table_to_stdout
+        show = not quiet and not is_stdout(summary_json) and not table_to_stdout and not is_stdout(abt)
         # The per-connection table is built only when something uses it (the summary's
         # percentiles do).
-        need_table = out_dir is not None or plot is not None or summary_json is not None or report is not None
+        need_table = (out_dir is not None or plot is not None or summary_json is not None or report is not None
+                      or abt is not None)
         from concurrent.futures import ThreadPoolExecutor
 
         from shortflow.analyze import analyze, import_in_background, summary_document
@@ -276,8 +302,13 @@ def register(app: typer.Typer) -> None:
             if out_dir is not None and not table_to_stdout:
                 writing = pool.submit(write_table, result.table, out_dir, fmt, metadata=_metadata(result, traces))
             doc = summary_document(result)
+            if out_dir is not None and not table_to_stdout:
+                exchanges_written = write_exchanges(result, out_dir, fmt, _metadata(result, traces))
             if writing is not None:
                 written.append(f"table: {writing.result()} ({result.table.num_rows:,} connections)")
+                written.append(exchanges_written)
+        if abt is not None:
+            written.append(write_abt(result, abt))
         if table_to_stdout:
             from shortflow.output import write_table_stdout
 
