@@ -12,13 +12,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
 use shortflow_sim::Budget;
-use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::exchanges::EXCHANGE_SCHEMA;
+use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::SCHEMA;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
 use shortflow_trace::{
-    analyze_paths, Analysis, ConnectionTable, ExchangeTable, GapClass, LinkType, Options, Progress, ReadErrorKind, Summary, Vantage,
+    analyze_paths, Analysis, ConnectionTable, ExchangeTable, GapClass, LinkType, Options, Progress, ReadErrorKind, Summary,
+    Vantage,
 };
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
 

@@ -165,7 +165,12 @@ pub fn parse(text: &str) -> Result<Vec<ConnVector>, AbtError> {
                     (">" | "<" | "t" | "c>" | "c<" | "t>" | "t<", _) => {
                         return Err(err(line, format!("{tag}: not a line of a {} vector", kind(&v.units))))
                     }
-                    _ => return Err(err(line, format!("unknown line {tag:?}: expected SEQ, CONC, w, r, l, >, <, t, c>, c<, t>, t<"))),
+                    _ => {
+                        return Err(err(
+                            line,
+                            format!("unknown line {tag:?}: expected SEQ, CONC, w, r, l, >, <, t, c>, c<, t>, t<"),
+                        ))
+                    }
                 }
             }
         }

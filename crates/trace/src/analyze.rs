@@ -173,6 +173,9 @@ pub fn analyze_capture(
     (table, exchanges, summary, stats)
 }
 
+/// What one file gave: its tables, its summary, what was read.
+type FileResult = (ConnectionTable, ExchangeTable, Summary, FileStats);
+
 /// Tracker threads per core given to one file (see `analyze_paths`).
 const TRACKERS_PER_CORE: usize = 2;
 
@@ -181,7 +184,7 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
     crate::mem::return_large_blocks();
     let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     progress.bytes_total.store(total, Ordering::Relaxed);
-    let results: Vec<Mutex<Option<(ConnectionTable, ExchangeTable, Summary, FileStats)>>> = paths.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<FileResult>>> = paths.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicU64::new(0);
     let workers = opts.workers.clamp(1, paths.len().max(1));
     // Cores left over when there are fewer files than workers track each file's

@@ -97,7 +97,12 @@ fn a_keep_alive_connection_is_its_exchanges() {
     // Idle: the client's pause, and the 50 ms of rest before its FIN.
     near(e.time_idle_s[1], 2.05);
     near(e.time_idle_s[0], 0.010); // the client's 10 ms before its first request
-    assert!(e.time_teardown_s[1] > 0.0, "the last exchange carries the teardown: {:?} {:?}", e.time_by_cause_s(1), t.time_by_cause_s(0));
+    assert!(
+        e.time_teardown_s[1] > 0.0,
+        "the last exchange carries the teardown: {:?} {:?}",
+        e.time_by_cause_s(1),
+        t.time_by_cause_s(0)
+    );
     accounts_tile(&t, &e);
 }
 

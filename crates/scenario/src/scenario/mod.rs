@@ -1036,11 +1036,14 @@ fn abt_vectors(w: &RawWorkload, src: &str) -> Result<AbtConfig, ScenarioError> {
         (Some(file), None) => {
             let base = std::path::Path::new(src).parent().unwrap_or(std::path::Path::new("."));
             let path = base.join(file);
-            let text = std::fs::read_to_string(&path).map_err(|e| err(src, "workload.file", format!("{}: {e}", path.display())))?;
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| err(src, "workload.file", format!("{}: {e}", path.display())))?;
             ("workload.file", text)
         }
         (None, Some(text)) => ("workload.vectors", text.clone()),
-        (None, None) => return Err(err(src, "workload.file", "an abt workload needs file = \"vectors.abt\" or vectors = \"SEQ …\"")),
+        (None, None) => {
+            return Err(err(src, "workload.file", "an abt workload needs file = \"vectors.abt\" or vectors = \"SEQ …\""))
+        }
     };
     let vectors = crate::abt::parse(&text).map_err(|e| err(src, key, e.to_string()))?;
     if vectors.is_empty() {
@@ -1049,7 +1052,11 @@ fn abt_vectors(w: &RawWorkload, src: &str) -> Result<AbtConfig, ScenarioError> {
     for v in &vectors {
         match &v.units {
             crate::abt::Units::Concurrent(_) => {
-                return Err(err(src, key, format!("connection {}: CONC vectors are not replayed by the simulator (only SEQ)", v.id)))
+                return Err(err(
+                    src,
+                    key,
+                    format!("connection {}: CONC vectors are not replayed by the simulator (only SEQ)", v.id),
+                ))
             }
             crate::abt::Units::Sequential(epochs) => {
                 if epochs.is_empty() {
@@ -1059,7 +1066,10 @@ fn abt_vectors(w: &RawWorkload, src: &str) -> Result<AbtConfig, ScenarioError> {
                     return Err(err(
                         src,
                         key,
-                        format!("connection {}, epoch {k}: the simulator replays epochs with a request and a response (> and <)", v.id),
+                        format!(
+                            "connection {}, epoch {k}: the simulator replays epochs with a request and a response (> and <)",
+                            v.id
+                        ),
                     ));
                 }
             }

@@ -4,9 +4,9 @@
 //! two-way delay (the vector's minimum RTT, as tmix's DelayBox gives each flow its own).
 
 use super::{ConnSpec, Exchange, Workload};
-use shortflow_scenario::abt::{ConnVector, Units};
 use crate::scenario::{AbtConfig, WorkloadConfig};
 use crate::time::{Duration, Instant};
+use shortflow_scenario::abt::{ConnVector, Units};
 
 pub struct Abt {
     vectors: Vec<ConnVector>,

@@ -139,7 +139,13 @@ impl Exchange {
 
     /// Ends this exchange at `end_ts`, the connection's account being `account` then;
     /// returns its row and leaves the next exchange in its place.
-    pub fn finish(&mut self, conn_id: u64, [origin_ts, ready_ts]: [u64; 2], end_ts: u64, account: &[u64; Cause::COUNT]) -> ExchangeRow {
+    pub fn finish(
+        &mut self,
+        conn_id: u64,
+        [origin_ts, ready_ts]: [u64; 2],
+        end_ts: u64,
+        account: &[u64; Cause::COUNT],
+    ) -> ExchangeRow {
         let end_ts = end_ts.max(self.start_ts);
         let row = ExchangeRow {
             conn_id,
