@@ -60,13 +60,15 @@ def _sequential(rows: list[dict[str, Any]], server_leg: float, client_leg: float
     return epochs
 
 
-def _concurrent(rows: list[dict[str, Any]], server_leg: float, client_leg: float) -> tuple[list[tuple[int, int]], ...]:
+def _concurrent(rows: list[dict[str, Any]]) -> tuple[list[tuple[int, int]], ...]:
+    """Each side's ADUs and its wait after each: the gap between its own ADUs, the same
+    wherever it is seen (both crossed the same path)."""
     sides: list[list[tuple[int, int]]] = [[], []]
-    for side, (size, start, end, leg) in enumerate((("request_bytes", "request_start_s", "request_end_s", client_leg),
-                                                     ("response_bytes", "response_start_s", "response_end_s", server_leg))):
+    for side, (size, start, end) in enumerate((("request_bytes", "request_start_s", "request_end_s"),
+                                               ("response_bytes", "response_start_s", "response_end_s"))):
         mine = [x for x in rows if x[size]]
         for k, x in enumerate(mine):
-            wait = _us(mine[k + 1][start] - x[end] - leg) if k + 1 < len(mine) else 0
+            wait = _us(mine[k + 1][start] - x[end]) if k + 1 < len(mine) else 0
             sides[side].append((int(x[size]), wait))
     return tuple(sides)
 
@@ -100,7 +102,7 @@ def vectors(a: Analysis) -> list[dict[str, Any]]:
             "loss": (_loss(c, "c2s"), _loss(c, "s2c")),
         }
         if any(x["concurrent"] for x in rows):
-            v["concurrent"] = _concurrent(rows, server_leg, client_leg)
+            v["concurrent"] = _concurrent(rows)
         else:
             v["epochs"] = _sequential(rows, server_leg, client_leg)
         out.append(v)

@@ -289,6 +289,8 @@ impl<'s> World<'s> {
     /// A run that keeps totals only holds the open connections alone (counted as the run
     /// goes, `check_budget`).
     pub fn check_connections(sc: &Scenario, opts: RunOptions, budget: &Budget) -> Result<u64, LimitError> {
+        // Vectors the simulator's applications cannot replay are refused before the run.
+        workload::abt::check_replayable(sc, "the scenario").map_err(|e| LimitError(e.to_string()))?;
         let n = u64::from(sc.workload.connections);
         let open_at_once = if sc.workload.parallel { n } else { 1 };
         let timeline = if opts.timeline { 64 * std::mem::size_of::<(f64, u64)>() } else { 0 };

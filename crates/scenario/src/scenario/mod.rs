@@ -93,6 +93,8 @@ pub struct BulkConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AbtConfig {
     pub vectors: Vec<crate::abt::ConnVector>,
+    /// Where they were given (`workload.file` or `workload.vectors`), for errors.
+    pub key: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -1028,8 +1030,7 @@ fn dist(d: &Option<RawDist>, fixed: u64, src: &str, key: &str) -> Result<SizeDis
 }
 
 /// The vectors of an abt workload, from its file (relative to the scenario file) or inline
-/// text; the simulator replays sequential vectors whose every epoch has a request and a
-/// response.
+/// text.
 fn abt_vectors(w: &RawWorkload, src: &str) -> Result<AbtConfig, ScenarioError> {
     let (key, text) = match (&w.file, &w.vectors) {
         (Some(_), Some(_)) => return Err(err(src, "workload.vectors", "give either file or vectors")),
@@ -1049,33 +1050,7 @@ fn abt_vectors(w: &RawWorkload, src: &str) -> Result<AbtConfig, ScenarioError> {
     if vectors.is_empty() {
         return Err(err(src, key, "no connection vector (SEQ or CONC line)"));
     }
-    for v in &vectors {
-        match &v.units {
-            crate::abt::Units::Concurrent(_) => {
-                return Err(err(
-                    src,
-                    key,
-                    format!("connection {}: CONC vectors are not replayed by the simulator (only SEQ)", v.id),
-                ))
-            }
-            crate::abt::Units::Sequential(epochs) => {
-                if epochs.is_empty() {
-                    return Err(err(src, key, format!("connection {}: no epoch", v.id)));
-                }
-                if let Some(k) = epochs.iter().position(|e| e.request == 0 || e.response == 0) {
-                    return Err(err(
-                        src,
-                        key,
-                        format!(
-                            "connection {}, epoch {k}: the simulator replays epochs with a request and a response (> and <)",
-                            v.id
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    Ok(AbtConfig { vectors })
+    Ok(AbtConfig { vectors, key: key.to_string() })
 }
 
 fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError> {

@@ -8,6 +8,33 @@ use crate::scenario::{AbtConfig, WorkloadConfig};
 use crate::time::{Duration, Instant};
 use shortflow_scenario::abt::{ConnVector, Units};
 
+/// Whether the simulator can replay `sc`'s vectors (when it has any): sequential ones whose
+/// every epoch has a request and a response (its applications answer each request; the
+/// testbed's replay the rest).
+pub fn check_replayable(sc: &crate::Scenario, source: &str) -> Result<(), crate::error::ScenarioError> {
+    let crate::scenario::WorkloadKind::Abt(a) = &sc.workload.kind else { return Ok(()) };
+    let refuse = |msg: String| Err(crate::error::ScenarioError::new(source, a.key.clone(), msg));
+    for v in &a.vectors {
+        match &v.units {
+            Units::Concurrent(_) => {
+                return refuse(format!("connection {}: CONC vectors are not replayed by the simulator (only SEQ)", v.id))
+            }
+            Units::Sequential(epochs) => {
+                if epochs.is_empty() {
+                    return refuse(format!("connection {}: no epoch", v.id));
+                }
+                if let Some(k) = epochs.iter().position(|e| e.request == 0 || e.response == 0) {
+                    return refuse(format!(
+                        "connection {}, epoch {k}: the simulator replays epochs with a request and a response (> and <)",
+                        v.id
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub struct Abt {
     vectors: Vec<ConnVector>,
     w: WorkloadConfig,

@@ -581,6 +581,13 @@ pub const NEVER: u64 = u64::MAX;
 /// round trip, far below a keep-alive connection's rests.
 const REST_NS: u64 = 1_000_000_000;
 
+/// A rest (nothing outstanding either way) at least this long ends the ADU of the side
+/// that sent before it, as the other side's data does: tmix's model tells one side's ADUs
+/// apart by such quiet times (a concurrent connection has no turns to tell them by). Half
+/// a second: longer than the round trip of nearly every path, shorter than a user's
+/// pause between requests.
+const ADU_QUIET_NS: u64 = 500_000_000;
+
 /// In a connection seen one way only, a silence before new data longer than this is its
 /// sender's choice, not the path's: no ACK clock, loss repair or round trip (the RTT of
 /// paths on Earth stays well below it) holds new data back a second.
@@ -731,7 +738,9 @@ impl Conn {
     /// progress: the start of the next exchange ends it where the connection last rested
     /// (`rest`: when nothing was left outstanding, and the account then), or, without a
     /// rest (pipelined), here.
-    fn note_exchange_data(&mut self, d: DataSeen, rest: Option<(u64, [u64; Cause::COUNT])>) {
+    fn note_exchange_data(&mut self, mut d: DataSeen, rest: Option<(u64, [u64; Cause::COUNT])>) {
+        // A long rest ends a side's ADU whoever waited (a server's pieces far apart).
+        d.after_rest |= rest.is_some_and(|(since, _)| d.ts.saturating_sub(since) >= ADU_QUIET_NS);
         if self.exchange.begins_next(&d) {
             let (end, account) = rest.unwrap_or((d.ts, self.lost_ns));
             let row = self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], end, &account);

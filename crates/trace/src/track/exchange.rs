@@ -116,9 +116,12 @@ impl Exchange {
     }
 
     /// Whether `d` begins the next exchange: the client speaking after the server's data,
-    /// or data after a rest once this exchange has any.
+    /// or data after a rest once this exchange has any. Once both sides have sent at once
+    /// (a concurrent exchange: both streaming), the turns say nothing: only a rest ends it
+    /// (tmix's concurrent ADUs are told apart by their quiet times, each side on its own).
     pub fn begins_next(&self, d: &DataSeen) -> bool {
-        d.new_bytes > 0 && ((d.dir == super::C2S && self.bytes[1] > 0) || (d.after_rest && self.has_data()))
+        let turn = d.dir == super::C2S && self.bytes[1] > 0 && !self.concurrent;
+        d.new_bytes > 0 && (turn || (d.after_rest && self.has_data()))
     }
 
     /// Counts `d`'s bytes in this exchange.
