@@ -738,9 +738,10 @@ impl Conn {
     /// progress: the start of the next exchange ends it where the connection last rested
     /// (`rest`: when nothing was left outstanding, and the account then), or, without a
     /// rest (pipelined), here.
-    fn note_exchange_data(&mut self, mut d: DataSeen, rest: Option<(u64, [u64; Cause::COUNT])>) {
-        // A long rest ends a side's ADU whoever waited (a server's pieces far apart).
-        d.after_rest |= rest.is_some_and(|(since, _)| d.ts.saturating_sub(since) >= ADU_QUIET_NS);
+    fn note_exchange_data(&mut self, mut d: DataSeen, rest: Option<(u64, [u64; Cause::COUNT])>, write_ended: bool) {
+        // A long rest after a write its side ended (PSH) ends that side's ADU, whoever
+        // waited; a write left open goes on after it (a sender stalled mid-answer).
+        d.after_rest |= write_ended && rest.is_some_and(|(since, _)| d.ts.saturating_sub(since) >= ADU_QUIET_NS);
         if self.exchange.begins_next(&d) {
             let (end, account) = rest.unwrap_or((d.ts, self.lost_ns));
             let row = self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], end, &account);
@@ -1212,7 +1213,7 @@ impl Conn {
         if seg.payload_len > 0 && !OUTSIDE {
             let new_bytes = (self.halves[dir].data_end() - data_end_before).max(0) as u64;
             let other_outstanding = !self.halves[other].data_acked();
-            self.note_exchange_data(DataSeen { ts, dir, new_bytes, other_outstanding, after_rest }, rest);
+            self.note_exchange_data(DataSeen { ts, dir, new_bytes, other_outstanding, after_rest }, rest, write_ended);
         }
         self.net_since_send[dir] = 0;
         self.last_dir = dir;
