@@ -167,6 +167,12 @@ def schema_rows() -> list[tuple[str, str, str, str]]:
     return [tuple(r) for r in _core.table_schema()]  # type: ignore[misc]
 
 
+def exchange_schema_rows() -> list[tuple[str, str, str, str]]:
+    """The exchanges table's columns as the Rust core defines them: (name, Arrow type,
+    unit, meaning)."""
+    return [tuple(r) for r in _core.exchange_schema()]  # type: ignore[misc]
+
+
 def _finite_or_none(x: float) -> float | None:
     return None if (math.isinf(x) or math.isnan(x)) else x
 

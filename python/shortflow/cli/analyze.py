@@ -133,10 +133,12 @@ def print_files(doc: dict[str, Any]) -> None:
 
 
 def print_columns() -> None:
-    from shortflow.analyze import schema_rows
+    from shortflow.analyze import exchange_schema_rows, schema_rows
 
     emit_table("Connection table columns (Arrow types, defined in crates/trace/src/diag/table.rs)",
                ["column", "Arrow type", "unit", "meaning"], [list(r) for r in schema_rows()])
+    emit_table("Exchanges table columns (defined in crates/trace/src/diag/exchanges.rs)",
+               ["column", "Arrow type", "unit", "meaning"], [list(r) for r in exchange_schema_rows()])
 
 
 def reading_progress(step: common.Step) -> Callable[[int, int, int], None]:
@@ -297,16 +299,16 @@ def register(app: typer.Typer) -> None:
         written: list[str] = []
         # The table is written on a thread (pyarrow's writer runs without the GIL) while
         # the summary is worked out here; its error, if any, is raised as if written here.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shortflow-table") as pool:
-            writing = None
+        # The exchanges table is written beside it, on a second thread.
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shortflow-table") as pool:
+            writing = []
             if out_dir is not None and not table_to_stdout:
-                writing = pool.submit(write_table, result.table, out_dir, fmt, metadata=_metadata(result, traces))
+                meta = _metadata(result, traces)
+                writing.append(pool.submit(lambda: f"table: {write_table(result.table, out_dir, fmt, metadata=meta)} "
+                                                   f"({result.table.num_rows:,} connections)"))
+                writing.append(pool.submit(write_exchanges, result, out_dir, fmt, meta))
             doc = summary_document(result)
-            if out_dir is not None and not table_to_stdout:
-                exchanges_written = write_exchanges(result, out_dir, fmt, _metadata(result, traces))
-            if writing is not None:
-                written.append(f"table: {writing.result()} ({result.table.num_rows:,} connections)")
-                written.append(exchanges_written)
+            written.extend(w.result() for w in writing)
         if abt is not None:
             written.append(write_abt(result, abt))
         if table_to_stdout:

@@ -83,10 +83,10 @@ def _budget_s(ps: list[dict[str, Any]]) -> float:
     transfers and their repairs."""
     def own(p: dict[str, Any]) -> float:
         if "epochs" in p:
-            waits = sum(e[1] + e[3] for e in p["epochs"]) / 1e6
+            waits = float(sum(e[1] + e[3] for e in p["epochs"])) / 1e6
             n = len(p["epochs"])
         else:
-            waits = sum(w for side in p["concurrent"] for _, w in side) / 1e6
+            waits = float(sum(w for side in p["concurrent"] for _, w in side)) / 1e6
             n = sum(len(side) for side in p["concurrent"])
         return float(p["start_s"]) + waits + n * (float(p.get("stall_ms", 0)) / 1e3 + 30)
 
