@@ -73,6 +73,10 @@ const WAITING: usize = 2 * PREFETCH_AHEAD;
 struct Serial<'a, F: FnMut(&Conn)> {
     tracker: Tracker<F>,
     peak: &'a mut usize,
+    /// The exchanges table, filled as exchanges end (None: no table asked for; the rows
+    /// are dropped as they come).
+    exchanges: Option<&'a mut ExchangeTable>,
+    trace: u32,
     /// Segments decoded and prefetched but not yet observed, oldest at `head`.
     ring: [Option<Waiting>; WAITING],
     head: usize,
@@ -118,6 +122,13 @@ impl<F: FnMut(&Conn)> SegmentSink for Serial<'_, F> {
     fn sample(&mut self) {
         self.drain();
         *self.peak = (*self.peak).max(self.tracker.open_connections());
+        // Every few thousand packets the exchanges that ended go into their columns, so
+        // the rows waiting stay few.
+        let trace = self.trace;
+        match self.exchanges.as_deref_mut() {
+            Some(t) => self.tracker.drain_exchanges(|r| t.push(trace, r)),
+            None => self.tracker.drain_exchanges(|_| {}),
+        }
     }
 
     fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
@@ -149,16 +160,28 @@ pub fn analyze_capture(
             rows.push(trace, c);
         }
     });
-    let mut serial = Serial { tracker, peak: &mut peak, ring: [None; WAITING], head: 0, len: 0 };
+    let mut exchanges = ExchangeTable::default();
+    let mut serial = Serial {
+        tracker,
+        peak: &mut peak,
+        exchanges: build_table.then_some(&mut exchanges),
+        trace,
+        ring: [None; WAITING],
+        head: 0,
+        len: 0,
+    };
     read_loop(&mut reader, &mut stats, progress, &mut serial);
     serial.drain(); // read_loop ends with a sample, which drains; this says it plainly
     let late = serial.tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `rows`
     // and `summary`) ends here.
-    let (_, exchange_rows) = serial.tracker.finish_exchanges();
+    let (_, last_exchanges) = serial.tracker.finish_exchanges();
     stats.peak_open_connections = peak;
     let mut table = rows.finish();
-    let exchanges = if build_table { ExchangeTable::from_rows(trace, exchange_rows) } else { ExchangeTable::default() };
+    if build_table {
+        last_exchanges.iter().for_each(|r| exchanges.push(trace, r));
+        exchanges.sort();
+    }
     summary.late_packets += late.len() as u64;
     if build_table {
         for p in &late {

@@ -19,7 +19,7 @@ use crate::diag::table::TableBuilder;
 use crate::diag::{ConnectionTable, ExchangeTable, Summary};
 use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::read::CaptureReader;
-use crate::track::{shard_of, shard_of_pair, ExchangeRow, LatePacket, SweepClock, Tracker, TrackerConfig};
+use crate::track::{shard_of, shard_of_pair, LatePacket, SweepClock, Tracker, TrackerConfig};
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
 
 enum Msg {
@@ -130,7 +130,7 @@ struct ShardResult {
     /// Packets after their connection's linger, by the shard's ids (opening segments' indices).
     late: Vec<LatePacket>,
     /// Its connections' exchanges, by the shard's ids.
-    exchanges: Vec<ExchangeRow>,
+    exchanges: ExchangeTable,
 }
 
 fn run_shard(
@@ -144,6 +144,7 @@ fn run_shard(
     let mut rows = TableBuilder::default();
     let mut summary = Summary::default();
     let mut samples = Vec::new();
+    let mut exchanges = ExchangeTable::default();
     let mut tracker = Tracker::new_shard(config, |c| {
         summary.add_conn(c);
         if build_table {
@@ -183,7 +184,15 @@ fn run_shard(
                 Msg::Icmp { ts, msg } => {
                     let _ = tracker.observe_icmp(*ts, msg);
                 }
-                Msg::Sample => samples.push(tracker.open_connections()),
+                Msg::Sample => {
+                    samples.push(tracker.open_connections());
+                    // The exchanges that ended go into their columns (or are dropped).
+                    tracker.drain_exchanges(|r| {
+                        if build_table {
+                            exchanges.push(trace, r);
+                        }
+                    });
+                }
             }
         }
         batch.clear();
@@ -191,7 +200,10 @@ fn run_shard(
     }
     let end = *last_ts.lock().expect("the reader does not panic holding it");
     let late = tracker.take_late_packets();
-    let (_, exchanges) = tracker.finish_at(end);
+    let (_, last) = tracker.finish_at(end);
+    if build_table {
+        last.iter().for_each(|r| exchanges.push(trace, r));
+    }
     ShardResult { chunks: rows.into_chunks(), summary, samples, late, exchanges }
 }
 
@@ -233,12 +245,12 @@ pub(crate) fn analyze_sharded(
         (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
     let mut chunks = Vec::new();
     let mut late = Vec::new();
-    let mut exchange_rows = Vec::new();
+    let mut exchanges = ExchangeTable::default();
     for r in results {
         summary.add(&r.summary);
         chunks.extend(r.chunks);
         late.extend(r.late);
-        exchange_rows.extend(r.exchanges);
+        exchanges.append(r.exchanges);
     }
     summary.late_packets += late.len() as u64;
     let mut table = ConnectionTable::merge_by_conn_id(chunks, n);
@@ -249,10 +261,9 @@ pub(crate) fn analyze_sharded(
             debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
         }
     }
-    let mut exchanges = ExchangeTable::default();
     if opts.table {
-        exchanges = ExchangeTable::from_rows(trace, exchange_rows);
         exchanges.renumber(&table.conn_id);
+        exchanges.sort();
     }
     // Ids were the opening segments' indices; in that order they are 0, 1, 2 …
     for (i, id) in table.conn_id.iter_mut().enumerate() {

@@ -229,7 +229,8 @@ pub struct Tracker<F: FnMut(&Conn)> {
     last_ts: u64,
     next_tomb_sweep_ns: u64,
     late: Vec<LatePacket>,
-    /// Exchanges finished and not yet taken (`take_exchanges`), of every connection.
+    /// Exchanges finished and not yet taken (`drain_exchanges`, `take_exchanges`), of every
+    /// connection.
     exchanges: Vec<ExchangeRow>,
     sink: F,
 }
@@ -513,7 +514,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         self.finish_exchanges().0
     }
 
-    /// Like `finish`, with the exchanges not yet taken (`take_exchanges`): the open
+    /// Like `finish`, with the exchanges not yet taken (`drain_exchanges`): the open
     /// connections' last ones among them.
     pub fn finish_exchanges(mut self) -> (F, Vec<ExchangeRow>) {
         // In order of appearance, each ended where it lies (see `Conn::end_at`).
@@ -533,5 +534,11 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// The exchanges finished so far (`exchange`), handed over once.
     pub fn take_exchanges(&mut self) -> Vec<ExchangeRow> {
         std::mem::take(&mut self.exchanges)
+    }
+
+    /// Hands each exchange finished so far to `f`, once; the buffer is kept for the next.
+    pub fn drain_exchanges(&mut self, f: impl FnMut(&ExchangeRow)) {
+        self.exchanges.iter().for_each(f);
+        self.exchanges.clear();
     }
 }
