@@ -111,6 +111,9 @@ macro_rules! exchange_columns {
     };
 }
 
+/// Rows a table makes room for at its first row: a column of 8-byte values is 512 kB.
+const FIRST_ROWS: usize = 1 << 16;
+
 /// Seconds from `origin` to `ts`; NaN for a time that did not come.
 fn after(origin: u64, ts: u64) -> f64 {
     if ts == NEVER {
@@ -148,6 +151,16 @@ impl ExchangeTable {
 
     /// Adds one exchange of trace `trace` (rows in any order: `sort` orders them).
     pub fn push(&mut self, trace: u32, r: &ExchangeRow) {
+        if self.conn_id.capacity() == 0 {
+            // Room for many rows at once: columns above the allocator's mmap threshold
+            // (`crate::mem`) grow in place, where small ones doubling on the heap copied
+            // themselves at every step (22,000 page faults more on the benchmark trace).
+            // Pages not written are never touched.
+            macro_rules! reserve {
+                ($($f:ident),*) => { $( self.$f.reserve_exact(FIRST_ROWS); )* };
+            }
+            crate::exchange_columns!(reserve);
+        }
         let o = r.origin_ts;
         self.trace.push(trace);
         self.conn_id.push(r.conn_id);

@@ -563,8 +563,8 @@ pub struct Conn {
     rtt_side: Option<u8>,
     /// The exchange in progress (`super::exchange`).
     exchange: Exchange,
-    /// Exchanges finished and not yet taken (`Tracker` takes them after each packet, and
-    /// its sink finds the last ones here when the connection ends).
+    /// Exchanges finished while the connection goes on, not yet taken (`Tracker` takes
+    /// them after each packet); the last one is `take_last_exchange`'s.
     pub exchanges_done: Vec<ExchangeRow>,
 }
 
@@ -693,11 +693,6 @@ impl Conn {
         if let Some((_, amount)) = self.pending_delack.take() {
             self.revert_delack(amount);
         }
-        if self.exchange.has_data() {
-            // The last exchange runs to the connection's end, its teardown with it.
-            let row = self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], self.last_ts, &self.lost_ns);
-            self.exchanges_done.push(row);
-        }
         self.handshake = if !self.syn_seen {
             Handshake::NotSeen
         } else if self.established_ts.is_some() || self.synacks.count > 0 {
@@ -729,6 +724,15 @@ impl Conn {
         }
     }
 
+    /// The ended connection's last exchange (none without data, or once taken): it runs to
+    /// the connection's end, its teardown with it. Handed out apart from `exchanges_done`
+    /// so that a connection of one exchange allocates nothing for it.
+    pub fn take_last_exchange(&mut self) -> Option<ExchangeRow> {
+        self.exchange
+            .has_data()
+            .then(|| self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], self.last_ts, &self.lost_ns, true))
+    }
+
     /// When the connection could first carry data: the handshake's end, else its first packet.
     fn ready_ts(&self) -> u64 {
         self.established_ts.unwrap_or(self.first_ts)
@@ -744,7 +748,7 @@ impl Conn {
         d.after_rest |= write_ended && rest.is_some_and(|(since, _)| d.ts.saturating_sub(since) >= ADU_QUIET_NS);
         if self.exchange.begins_next(&d) {
             let (end, account) = rest.unwrap_or((d.ts, self.lost_ns));
-            let row = self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], end, &account);
+            let row = self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], end, &account, false);
             self.exchanges_done.push(row);
         }
         self.exchange.add(&d);

@@ -67,12 +67,14 @@ impl ExchangeRow {
 }
 
 /// The exchange in progress on a connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Exchange {
     index: u32,
     start_ts: u64,
-    /// The connection's time account when the span began.
-    start_account: [u64; Cause::COUNT],
+    /// The connection's time account when the span began; none for the first exchange,
+    /// which begins with the connection (all zero). Boxed: most connections carry one
+    /// exchange, and every byte of a connection's state costs the tracker's cache.
+    start_account: Option<Box<[u64; Cause::COUNT]>>,
     bytes: [u64; 2],
     first_ts: [u64; 2],
     last_ts: [u64; 2],
@@ -84,7 +86,7 @@ impl Default for Exchange {
         Self {
             index: 0,
             start_ts: 0,
-            start_account: [0; Cause::COUNT],
+            start_account: None,
             bytes: [0; 2],
             first_ts: [super::NEVER; 2],
             last_ts: [super::NEVER; 2],
@@ -141,13 +143,15 @@ impl Exchange {
     }
 
     /// Ends this exchange at `end_ts`, the connection's account being `account` then;
-    /// returns its row and leaves the next exchange in its place.
+    /// returns its row and leaves the next exchange in its place (`last`: none follows,
+    /// the connection ended).
     pub fn finish(
         &mut self,
         conn_id: u64,
         [origin_ts, ready_ts]: [u64; 2],
         end_ts: u64,
         account: &[u64; Cause::COUNT],
+        last: bool,
     ) -> ExchangeRow {
         let end_ts = end_ts.max(self.start_ts);
         let row = ExchangeRow {
@@ -161,9 +165,17 @@ impl Exchange {
             origin_ts,
             ready_ts,
             concurrent: self.concurrent,
-            time_ns: span_account(&self.start_account, account, end_ts - self.start_ts),
+            time_ns: span_account(self.start_account.as_deref().unwrap_or(&[0; Cause::COUNT]), account, end_ts - self.start_ts),
         };
-        *self = Self { index: self.index + 1, start_ts: end_ts, start_account: *account, ..Self::default() };
+        // The next one's reading of the account, in this one's box if it had one.
+        let start_account = if last {
+            None
+        } else {
+            let mut b = self.start_account.take().unwrap_or_default();
+            *b = *account;
+            Some(b)
+        };
+        *self = Self { index: self.index + 1, start_ts: end_ts, start_account, ..Self::default() };
         row
     }
 }

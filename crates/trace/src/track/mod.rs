@@ -376,6 +376,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             let buffers = conn.take_flight_buffers();
             (self.sink)(conn);
             self.exchanges.append(&mut conn.exchanges_done);
+            self.exchanges.extend(conn.take_last_exchange());
             *conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
             let out = (conn.id, conn.last_note);
             self.last_seen[slot as usize] = conn.last_ts;
@@ -501,6 +502,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 }
                 (self.sink)(c);
                 self.exchanges.append(&mut c.exchanges_done);
+                self.exchanges.extend(c.take_last_exchange());
                 slot.live = false;
                 self.last_seen[i] = u64::MAX;
                 self.free.push(i as u32);
@@ -527,6 +529,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             c.end_at(reason, Some(self.last_ts));
             (self.sink)(c);
             self.exchanges.append(&mut c.exchanges_done);
+            self.exchanges.extend(c.take_last_exchange());
         }
         (self.sink, self.exchanges)
     }
