@@ -99,8 +99,10 @@ def _connection(c: dict[str, Any]) -> dict[str, Any]:
     steps = c.get("exchanges") or []
     start = c.get("start")
     if start is not None and steps:
-        c["request_sent_s"] = round(steps[0]["request_sent"] - start, 6)
-        c["complete_s"] = round(steps[-1]["response_received"] - start, 6)
+        # A concurrent vector's one step says when both sides were done.
+        first, last = steps[0].get("request_sent"), steps[-1].get("response_received", steps[-1].get("done"))
+        c["request_sent_s"] = None if first is None else round(first - start, 6)
+        c["complete_s"] = None if last is None else round(last - start, 6)
     return c
 
 
