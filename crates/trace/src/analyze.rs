@@ -368,7 +368,10 @@ impl<F: FnMut(&Conn)> SegmentSink for Recorder<F> {
         }
     }
 
-    fn sample(&mut self) {}
+    fn sample(&mut self) {
+        // The graph needs no exchanges: those that ended are dropped as they come.
+        self.tracker.drain_exchanges(|_| {});
+    }
 
     fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
         let _ = self.tracker.observe_icmp(ts, msg);
