@@ -4,8 +4,8 @@
 //!
 //! The format followed is tmix's for ns-2 (Weigle, Adurthi, Hernández-Campos, Jeffay,
 //! Smith, "Tmix: a tool for generating realistic TCP application workloads in ns-2",
-//! SIGCOMM CCR 36(3), 2006; in ns-2 since 2.34, and read by the tmix module of ns-3). One
-//! vector per connection, times in microseconds:
+//! SIGCOMM CCR 36(3), 2006), as tmix's own connection-vector dump writes it. One vector
+//! per connection, times in microseconds:
 //!
 //! ```text
 //! SEQ <start> <epochs> <id> <id2>      a sequential vector: request/response epochs
