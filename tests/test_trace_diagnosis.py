@@ -122,6 +122,10 @@ def test_columns_flag_prints_the_schema():
     text = r.stdout.decode()
     for name, *_ in schema_rows():
         assert name in text
+    # The exchanges table's own, after the connections'.
+    exchanges = text[text.index("Exchanges table columns"):]
+    for name in ("request_bytes", "response_bytes", "think_before_s", "ttfb_s", "ttlb_s", "time_idle_s"):
+        assert f"\n{name}" in exchanges or f"│ {name}" in exchanges, name
 
 
 def test_dash_reads_stdin_and_writes_stdout(doc003):

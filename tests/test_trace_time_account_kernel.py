@@ -86,6 +86,18 @@ def test_a_clients_pause_is_idle_and_the_servers_think_time_application(tmp_path
     assert row["time_slow_start_s"] < SLACK and row["time_timeout_s"] == 0, row
     # The last byte's ACK completes the response; only the close follows it.
     assert row["response_complete_s"] == pytest.approx(row["duration_s"], abs=SLACK), row
+    # Exchange by exchange: the scripts' sizes exactly, the pause the second exchange's
+    # idle and the think time its application; the exchanges' spans and causes add up to
+    # the connection's.
+    x = shortflow.analyze(str(tmp_path / "conv.pcap")).exchanges.to_pylist()
+    assert [(e["request_bytes"], e["response_bytes"]) for e in x] == [(200, 30000), (200, 30000)]
+    assert x[1]["time_idle_s"] == pytest.approx(pause, abs=SLACK), x[1]
+    assert x[1]["think_before_s"] == pytest.approx(pause, abs=SLACK), x[1]
+    assert x[1]["time_application_s"] == pytest.approx(0.25, abs=SLACK), x[1]
+    assert x[0]["time_application_s"] < SLACK and x[0]["time_idle_s"] < SLACK, x[0]
+    assert x[1]["ttfb_s"] == pytest.approx(0.25, abs=SLACK), x[1]
+    for c in CAUSES:
+        assert sum(e[f"time_{c}_s"] for e in x) == pytest.approx(row[f"time_{c}_s"], abs=1e-9), c
 
 
 def test_a_reset_after_a_rest_is_idle(tmp_path):

@@ -50,6 +50,23 @@ def empty_columns() -> dict[str, Any]:
     """The table's columns without rows (numpy arrays), as `analyze`'s ``columns`` would
     be: for an analysis made with ``table=False``, whose ``columns`` is None."""
 
+def exchange_schema() -> list[tuple[str, str, str, str]]:
+    """The exchanges table's columns (one row per request and response of a connection),
+    as defined once in Rust: (name, Arrow type, unit, meaning), in order."""
+
+def empty_exchange_columns() -> dict[str, Any]:
+    """The exchanges table's columns without rows (numpy arrays)."""
+
+def abt_parse(text: str) -> list[dict[str, Any]]:
+    """The connection vectors of a tmix text (ns-2's format: SEQ/CONC, w, r, l, >, <, t,
+    c>, c<, t>, t< lines); each a dict with ``start_us``, ``id``, ``window``,
+    ``min_rtt_us``, ``loss`` and ``epochs`` (request, response_delay_us, response,
+    interval_us) or ``concurrent`` (the initiator's and acceptor's (bytes, wait_us)).
+    A ValueError names the line at fault."""
+
+def abt_format(vectors: list[dict[str, Any]]) -> str:
+    """tmix's text of `vectors` (dicts as `abt_parse` returns them)."""
+
 def table_dictionaries() -> dict[str, list[str]]:
     """The names the table's dictionary columns' codes index: ``vantage``, ``outcome``,
     ``handshake``, ``gap_class``."""

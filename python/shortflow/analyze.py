@@ -120,7 +120,8 @@ ProgressFn = Callable[[int, int, int], None]
 class Analysis:
     """What `analyze()` found.
 
-    ``table`` has one row per connection; ``summary`` is Table 1 with the keys of
+    ``table`` has one row per connection, ``exchanges`` one per request and response of
+    each (the a-b-t connection vectors); ``summary`` is Table 1 with the keys of
     `TABLE1_KEYS`; ``synack`` is the same table for SYN/ACKs; ``files`` has one dict per
     trace (packets, skipped packets, ``error`` with the file and byte offset, or None).
     Unpacks as ``table, summary = shortflow.analyze(paths)``.
@@ -141,6 +142,9 @@ class Analysis:
     #: most of a command that prints a small trace's summary).
     built_table: pa.Table | None = field(default=None, repr=False)
     make_table: Callable[[], pa.Table] | None = field(default=None, repr=False, compare=False)
+    #: The exchanges table, or None until `exchanges` makes it.
+    built_exchanges: pa.Table | None = field(default=None, repr=False)
+    make_exchanges: Callable[[], pa.Table] | None = field(default=None, repr=False, compare=False)
 
     @property
     def table(self) -> pa.Table:
@@ -149,6 +153,15 @@ class Analysis:
             assert self.make_table is not None, "an Analysis has its table or a way to make it"
             self.built_table = self.make_table()
         return self.built_table
+
+    @property
+    def exchanges(self) -> pa.Table:
+        """One row per exchange (request and response) of the table's connections, joined to
+        it by ``trace`` and ``conn_id`` (none, with every column, after ``table=False``)."""
+        if self.built_exchanges is None:
+            assert self.make_exchanges is not None, "an Analysis has its exchanges or a way to make them"
+            self.built_exchanges = self.make_exchanges()
+        return self.built_exchanges
 
     @property
     def rows(self) -> int:
@@ -168,6 +181,12 @@ def schema_rows() -> list[tuple[str, str, str, str]]:
     """The connection table's columns as the Rust core defines them: (name, Arrow type,
     unit, meaning)."""
     return [tuple(r) for r in _core.table_schema()]  # type: ignore[misc]
+
+
+def exchange_schema_rows() -> list[tuple[str, str, str, str]]:
+    """The exchanges table's columns as the Rust core defines them: (name, Arrow type,
+    unit, meaning)."""
+    return [tuple(r) for r in _core.exchange_schema()]  # type: ignore[misc]
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -339,18 +358,26 @@ def analyze(
     if not table:
         # Nothing made of numpy or pyarrow is needed: the (empty) table waits until asked.
         raw = _core.analyze([Path(p) for p in names], progress=progress, **options)
-        return _analysis(lambda: _arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
+        return _analysis(lambda: _arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"],
+                         lambda: _exchanges_table(raw, names))
     # numpy and pyarrow load (~0.13 s) while the core reads, which runs without the GIL.
     loading = import_in_background("shortflow.arrow_table")
     raw = _core.analyze([Path(p) for p in names], progress=progress, **options)
     loading.join()
-    return _analysis(_arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"])
+    return _analysis(_arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"],
+                     lambda: _exchanges_table(raw, names))
 
 
 def _arrow_table(raw: dict[str, Any], names: list[str]) -> pa.Table:
     from shortflow.arrow_table import table as arrow_table
 
     return arrow_table(raw, names)
+
+
+def _exchanges_table(raw: dict[str, Any], names: list[str]) -> pa.Table:
+    from shortflow.arrow_table import exchanges
+
+    return exchanges(raw, names)
 
 
 _BACKGROUND_IMPORTS = threading.Lock()
@@ -377,12 +404,15 @@ def import_in_background(*modules: str) -> threading.Thread:
 
 
 def _analysis(table: pa.Table | Callable[[], pa.Table], s: dict[str, Any], files: list[dict[str, Any]],
-              interrupted: bool) -> Analysis:
-    """`table` is the table, or what makes it when first asked for."""
+              interrupted: bool, exchanges: pa.Table | Callable[[], pa.Table]) -> Analysis:
+    """`table` and `exchanges` are the tables, or what makes each when first asked for."""
     built, make = (None, table) if callable(table) else (table, None)
+    built_x, make_x = (None, exchanges) if callable(exchanges) else (exchanges, None)
     return Analysis(
         built_table=built,
         make_table=make,
+        built_exchanges=built_x,
+        make_exchanges=make_x,
         summary=table1(s),
         synack=synack_table(s),
         vantage=s["vantage"],
@@ -394,13 +424,14 @@ def _analysis(table: pa.Table | Callable[[], pa.Table], s: dict[str, Any], files
     )
 
 
-def _analyze_one(path: str, options: dict[str, Any]) -> tuple[pa.Table, list[dict[str, Any]]]:
-    """One trace on a Dask worker: its table (trace column as if it were the only file) and
+def _analyze_one(path: str, options: dict[str, Any]) -> tuple[pa.Table, pa.Table, list[dict[str, Any]]]:
+    """One trace on a Dask worker: its tables (trace column as if it were the only file) and
     its file record (with the core's summary state, merged by the client)."""
+    from shortflow.arrow_table import exchanges
     from shortflow.arrow_table import table as arrow_table
 
     raw = _core.analyze([Path(path)], **options)
-    return arrow_table(raw, [path]), raw["files"]
+    return arrow_table(raw, [path]), exchanges(raw, [path]), raw["files"]
 
 
 def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: str,
@@ -418,7 +449,7 @@ def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: st
 
     sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in names]
     total = sum(sizes)
-    parts: list[tuple[pa.Table, list[dict[str, Any]]] | None] = [None] * len(names)
+    parts: list[tuple[pa.Table, pa.Table, list[dict[str, Any]]] | None] = [None] * len(names)
     with dask_client(scheduler, None) as client:
         futures: dict[Any, int] = {}
         try:
@@ -430,27 +461,31 @@ def _analyze_on_cluster(names: list[str], options: dict[str, Any], scheduler: st
                 part = fut.result()
                 parts[i] = part
                 done_bytes += sizes[i]
-                done_packets += sum(f["packets"] for f in part[1])
+                done_packets += sum(f["packets"] for f in part[2])
                 if progress is not None:
                     progress(done_bytes, total, done_packets)
         finally:
             # On Ctrl-C or an error the tasks still queued are taken back from the cluster.
             client.cancel([f for f in futures if not f.done()])
     trace_names = string_array(names)
-    tables, files = [], []
-    for i, part in enumerate(parts):
-        assert part is not None, "every task's result was gathered"
-        t, fs = part
+    tables, exchange_tables, files = [], [], []
+
+    def retrace(t: pa.Table, i: int) -> pa.Table:
         # The row's trace is its index among all the traces, as in a local run.
         col = t.schema.get_field_index("trace")
         codes = buffer_array(np.full(t.num_rows, i, np.int32), pa.int32())
-        t = t.set_column(col, t.schema.field(col), pa.DictionaryArray.from_arrays(codes, trace_names))
-        tables.append(t)
+        return t.set_column(col, t.schema.field(col), pa.DictionaryArray.from_arrays(codes, trace_names))
+
+    for i, part in enumerate(parts):
+        assert part is not None, "every task's result was gathered"
+        t, x, fs = part
+        tables.append(retrace(t, i))
+        exchange_tables.append(retrace(x, i))
         for f in fs:
             f["path"] = names[i]  # as the user named it (the worker was sent the absolute path)
             files.append(f)
     s = _core.merge_summaries([f["summary_state"] for f in files])
-    return _analysis(pa.concat_tables(tables), s, files, False)
+    return _analysis(pa.concat_tables(tables), s, files, False, pa.concat_tables(exchange_tables))
 
 
 def generate(path: str | os.PathLike[str], **options: Any) -> dict[str, int]:

@@ -106,6 +106,23 @@ def table(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+def exchanges(raw: dict[str, Any], paths: Sequence[str]) -> pa.Table:
+    """The exchanges table of one `_core.analyze` result over the traces `paths`: one row
+    per request and response of each connection, its columns as the core's
+    `exchange_schema` names and documents them."""
+    c = raw.get("exchange_columns")
+    if c is None:
+        c = _core.empty_exchange_columns()
+    trace_names = string_array([str(p) for p in paths])
+    arrays, fields = [], []
+    for name, arrow_type, unit, doc in _core.exchange_schema():
+        arr = _column(name, arrow_type, c, {}, trace_names)
+        arrays.append(arr)
+        meta = {"doc": doc, **({"unit": unit} if unit else {})}
+        fields.append(pa.field(name, arr.type, metadata=meta))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
 def _present_values(col: pa.ChunkedArray) -> np.ndarray:
     """A numeric column's non-null values as floats, read from its buffers (`to_numpy`
     on a column with nulls imports pandas: ~0.3 s of the CLI's start)."""

@@ -70,15 +70,17 @@ def _write_jsonl(table: pa.Table, f: TextIO) -> None:
             f.write("\n")
 
 
-def write_table(table: pa.Table, out_dir: Path, fmt: str, metadata: dict[str, str] | None = None) -> Path:
-    """Writes `table` to `out_dir/connections.<fmt>` and returns the path. `metadata`
-    becomes the Parquet file's key-value metadata (beside each column's unit and meaning)."""
+def write_table(table: pa.Table, out_dir: Path, fmt: str, metadata: dict[str, str] | None = None,
+                name: str = "connections") -> Path:
+    """Writes `table` to `out_dir/<name>.<fmt>` (``connections``, ``exchanges``) and returns
+    the path. `metadata` becomes the Parquet file's key-value metadata (beside each column's
+    unit and meaning)."""
     import pyarrow as pa
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"connections.{fmt}"
+    path = out_dir / f"{name}.{fmt}"
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

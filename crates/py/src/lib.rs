@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+mod abt;
 mod bpf;
 mod daemons;
 mod error;
@@ -15,6 +16,7 @@ mod units;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
+    abt::register(m)?;
     daemons::register(m)?;
     bpf::register(m)?;
     trace::register(m)?;

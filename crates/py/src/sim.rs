@@ -120,6 +120,7 @@ fn simulate(
     totals_only: bool,
 ) -> PyResult<String> {
     let sc = scenario::load(scenario_text, source_name, &overrides).map_err(|e| scenario_error(py, e))?;
+    shortflow_sim::workload::abt::check_replayable(&sc, source_name).map_err(|e| scenario_error(py, e))?;
     if rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         return Err(pyo3::exceptions::PyValueError::new_err("rate: connections per second must be above 0"));
     }

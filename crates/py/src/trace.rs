@@ -12,12 +12,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
 use shortflow_sim::Budget;
+use shortflow_trace::diag::exchanges::EXCHANGE_SCHEMA;
 use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::SCHEMA;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
 use shortflow_trace::{
-    analyze_paths, Analysis, ConnectionTable, GapClass, LinkType, Options, Progress, ReadErrorKind, Summary, Vantage,
+    analyze_paths, Analysis, ConnectionTable, ExchangeTable, GapClass, LinkType, Options, Progress, ReadErrorKind, Summary,
+    Vantage,
 };
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
 use shortflow_wire::filter::Filter;
@@ -135,8 +137,10 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'
         // as itself; the numpy crate's own import of it would panic instead.
         py.import("numpy")?;
         out.set_item("columns", columns(py, a.table)?)?;
+        out.set_item("exchange_columns", exchange_columns(py, a.exchanges)?)?;
     } else {
         out.set_item("columns", py.None())?;
+        out.set_item("exchange_columns", py.None())?;
     }
     out.set_item("summary", summary(py, &a.summary)?)?;
     out.set_item("dictionaries", table_dictionaries(py)?)?;
@@ -214,6 +218,22 @@ pub(crate) fn columns<'py>(py: Python<'py>, t: ConnectionTable) -> PyResult<Boun
 #[pyfunction]
 fn empty_columns(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     columns(py, ConnectionTable::default())
+}
+
+/// The exchanges table's columns as numpy arrays.
+fn exchange_columns<'py>(py: Python<'py>, t: ExchangeTable) -> PyResult<Bound<'py, PyDict>> {
+    let cols = PyDict::new(py);
+    macro_rules! num {
+        ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
+    }
+    shortflow_trace::exchange_columns!(num);
+    Ok(cols)
+}
+
+/// The exchanges table's columns without rows.
+#[pyfunction]
+fn empty_exchange_columns(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    exchange_columns(py, ExchangeTable::default())
 }
 
 /// (offsets, data) as numpy arrays: the Python side wraps them as an Arrow string array.
@@ -491,8 +511,16 @@ fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str
     SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc)).collect()
 }
 
+/// The exchanges table's columns: (name, Arrow type, unit, meaning), in order.
+#[pyfunction]
+fn exchange_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    EXCHANGE_SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc)).collect()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(exchange_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(empty_exchange_columns, m)?)?;
     m.add_function(wrap_pyfunction!(empty_columns, m)?)?;
     m.add_function(wrap_pyfunction!(table_dictionaries, m)?)?;
     m.add_function(wrap_pyfunction!(connection_packets, m)?)?;

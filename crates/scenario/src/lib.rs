@@ -4,6 +4,7 @@
 //! `Scenario`; the testbed and the emulator receive it serialised (serde, JSON): nothing
 //! else reads a scenario file.
 
+pub mod abt;
 pub mod error;
 pub mod kernel;
 pub mod profile;

@@ -73,6 +73,7 @@ pub fn simulate(
     opts: RunOptions,
 ) -> Result<(RunReport, Capture, Scenario), ScenarioError> {
     let scenario = scenario::load(text, source, overrides)?;
+    workload::abt::check_replayable(&scenario, source)?;
     let (report, capture) = run(scenario.clone(), opts);
     Ok((report, capture, scenario))
 }

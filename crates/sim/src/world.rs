@@ -292,6 +292,8 @@ impl<'s> World<'s> {
     /// A run that keeps totals only holds the open connections alone (counted as the run
     /// goes, `check_budget`).
     pub fn check_connections(sc: &Scenario, opts: RunOptions, budget: &Budget) -> Result<u64, LimitError> {
+        // Vectors the simulator's applications cannot replay are refused before the run.
+        workload::abt::check_replayable(sc, "the scenario").map_err(|e| LimitError(e.to_string()))?;
         let n = u64::from(sc.workload.connections);
         let open_at_once = if sc.workload.parallel { n } else { 1 };
         let timeline = if opts.timeline { 64 * std::mem::size_of::<(f64, u64)>() } else { 0 };
@@ -407,7 +409,12 @@ impl<'s> World<'s> {
         if let Some(max) = self.sc.path.rtt_max {
             // Uniform in [rtt, rtt_max] (a draw only when the scenario asks for one).
             let span = max.0 - self.sc.path.rtt.0;
-            self.extra_rtt.push(Duration(if span == 0 { 0 } else { self.rtt_rng.random_range(0..=span) }));
+            let drawn = Duration(if span == 0 { 0 } else { self.rtt_rng.random_range(0..=span) });
+            self.extra_rtt.push(c.spec.extra_rtt.unwrap_or(drawn));
+        } else if let Some(own) = c.spec.extra_rtt {
+            // Ids are dense: the connections before without a delay of their own get none.
+            self.extra_rtt.resize(id as usize, Duration::ZERO);
+            self.extra_rtt.push(own);
         }
         self.conns.insert(id, c);
         self.peak_open = self.peak_open.max(self.conns.len());

@@ -33,7 +33,7 @@ fn simulate_and_analyze(point: &str) -> (Vec<ConnReport>, ConnectionTable) {
     let mut pcap = Vec::new();
     cap.write_pcap(&mut pcap, &sc).unwrap();
     let reader = CaptureReader::from_bytes("sim.pcap", pcap).unwrap();
-    let (table, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+    let (table, _, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
     assert!(stats.error.is_none(), "{:?}", stats.error);
     (report.connections, table)
 }

@@ -83,7 +83,7 @@ fn lossy_sack_run_shows_sack_blocks_and_timestamps() {
     assert!(echoed * 10 >= non_syn * 9, "TSecr echoes the peer's TSval: {echoed} of {non_syn}");
     // The analyzer reads the same pcap (options and all) without complaint.
     let reader = CaptureReader::from_bytes("sim.pcap", pcap).unwrap();
-    let (table, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+    let (table, _, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
     assert!(stats.error.is_none(), "{:?}", stats.error);
     assert_eq!(table.len(), 6);
 }

@@ -39,7 +39,7 @@ fn run(text: &str, sets: &[&str]) -> (Vec<ConnReport>, ConnectionTable, Summary)
     let mut pcap = Vec::new();
     cap.write_pcap(&mut pcap, &sc).unwrap();
     let reader = CaptureReader::from_bytes("sim.pcap", pcap).unwrap();
-    let (table, summary, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+    let (table, _, summary, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
     assert!(stats.error.is_none(), "{:?}", stats.error);
     assert_eq!(table.len(), report.connections.len());
     check_breakdown(&table);

@@ -107,7 +107,7 @@ fn every_link_type_reads_back_through_the_analyzer() {
         let mut reader = CaptureReader::from_bytes("gen.pcap", pcap.clone()).unwrap();
         let p = reader.next_packet().unwrap().expect("a packet");
         assert_eq!(p.link, want, "{link}");
-        let (table, summary, stats) =
+        let (table, _, summary, stats) =
             analyze_capture(CaptureReader::from_bytes("gen.pcap", pcap).unwrap(), 0, &Options::default(), &Progress::default());
         let t = r.summary.totals;
         assert_eq!(stats.packets, t.packets_captured, "{link}: every packet read");

@@ -85,7 +85,7 @@ fn the_time_account_matches_the_simulators_truth_on_random_scenarios() {
         let mut pcap = Vec::new();
         cap.write_pcap(&mut pcap, &sc).unwrap();
         let reader = CaptureReader::from_bytes("sim.pcap", pcap).unwrap();
-        let (t, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+        let (t, x, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
         assert!(stats.error.is_none());
         let by = t.time_by_cause_s(0);
         let why = format!("scenario {k} {:?}: {by:?}", d.sets);
@@ -102,6 +102,23 @@ fn the_time_account_matches_the_simulators_truth_on_random_scenarios() {
         assert!((t.time_idle_s[0] - idle).abs() <= slack, "{why}: idle {} vs {idle}", t.time_idle_s[0]);
         let think = f64::from(d.requests) * d.think_s;
         assert!((t.time_application_s[0] - think).abs() <= slack, "{why}: application {} vs {think}", t.time_application_s[0]);
+        // Exchange by exchange: the simulator's requests and responses, exactly; the
+        // client's pause before each request idle and the server's think its application,
+        // each within the exchange's round trip (and delayed ACK) of the truth.
+        assert_eq!(x.len(), d.requests as usize, "{why}: exchanges {:?}", x.request_bytes);
+        let one = d.rtt_s + 0.045 + 0.002;
+        for i in 0..x.len() {
+            let by = x.time_by_cause_s(i);
+            assert!((by.iter().sum::<f64>() - x.duration_s[i]).abs() < 1e-6, "{why}: exchange {i}");
+            assert_eq!(x.request_bytes[i], report.connections[0].request_bytes / u64::from(d.requests), "{why}");
+            assert_eq!(x.response_bytes[i], report.connections[0].response_bytes / u64::from(d.requests), "{why}");
+            if i > 0 {
+                assert!((x.time_idle_s[i].min(x.think_before_s[i]) - d.idle_s).abs() <= one, "{why}: exchange {i} idle {by:?}");
+            }
+            assert!((x.time_application_s[i] - d.think_s).abs() <= one, "{why}: exchange {i} application {by:?}");
+        }
+        let spans: f64 = x.duration_s.iter().sum();
+        assert!((spans - t.duration_s[0]).abs() < 1e-6, "{why}: the exchanges tile the connection");
         checked += 1;
     }
     assert!(checked * 8 >= n * 7, "only {checked} of {n} scenarios completed");

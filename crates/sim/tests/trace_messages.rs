@@ -43,7 +43,7 @@ fn read_all(name: &str, bytes: Vec<u8>) -> usize {
             1
         }
         Ok(reader) => {
-            let (_, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+            let (_, _, _, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
             let msgs: Vec<String> = stats.error.iter().map(|e| e.to_string()).chain(stats.warnings).collect();
             for m in &msgs {
                 assert_plain_words(name, m);

@@ -17,7 +17,7 @@ use shortflow_wire::capture::{ByteOrder, PcapWriter, SegmentOptions, TsResolutio
 
 /// Everything the analysis of one file says, as comparable text.
 fn outcome(path: &Path, opts: &Options) -> String {
-    let (table, summary, stats) = analyze_file(path, 0, opts, &Progress::default());
+    let (table, _, summary, stats) = analyze_file(path, 0, opts, &Progress::default());
     assert!(stats.error.is_none(), "{}: {:?}", path.display(), stats.error);
     format!(
         "{table:?}\n{summary:?}\npeak {} first {:?} last {:?}",

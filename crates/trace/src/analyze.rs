@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::diag::table::TableBuilder;
-use crate::diag::{ConnectionTable, Summary};
+use crate::diag::{ConnectionTable, ExchangeTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
@@ -22,6 +22,8 @@ use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra};
 
 pub struct Analysis {
     pub table: ConnectionTable,
+    /// One row per exchange of the table's connections (`crate::track::exchange`).
+    pub exchanges: ExchangeTable,
     pub summary: Summary,
     pub files: Vec<FileStats>,
 }
@@ -40,10 +42,10 @@ pub fn analyze_file(
     trace: u32,
     opts: &Options,
     progress: &Progress,
-) -> (ConnectionTable, Summary, FileStats) {
+) -> (ConnectionTable, ExchangeTable, Summary, FileStats) {
     let unread = |error| {
         let stats = FileStats { path: path.to_owned(), error: Some(error), ..Default::default() };
-        (ConnectionTable::default(), Summary::default(), stats)
+        (ConnectionTable::default(), ExchangeTable::default(), Summary::default(), stats)
     };
     if progress.cancel.load(Ordering::Relaxed) {
         return unread(ReadError { path: path.to_owned(), offset: 0, decompressed: false, kind: ReadErrorKind::Interrupted });
@@ -72,6 +74,10 @@ const WAITING: usize = 2 * PREFETCH_AHEAD;
 struct Serial<'a, F: FnMut(&Conn)> {
     tracker: Tracker<F>,
     peak: &'a mut usize,
+    /// The exchanges table, filled as exchanges end (None: no table asked for; the rows
+    /// are dropped as they come).
+    exchanges: Option<&'a mut ExchangeTable>,
+    trace: u32,
     /// Segments decoded and prefetched but not yet observed, oldest at `head`.
     ring: [Option<Waiting>; WAITING],
     head: usize,
@@ -117,6 +123,13 @@ impl<F: FnMut(&Conn)> SegmentSink for Serial<'_, F> {
     fn sample(&mut self) {
         self.drain();
         *self.peak = (*self.peak).max(self.tracker.open_connections());
+        // Every few thousand packets the exchanges that ended go into their columns, so
+        // the rows waiting stay few.
+        let trace = self.trace;
+        match self.exchanges.as_deref_mut() {
+            Some(t) => self.tracker.drain_exchanges(|r| t.push(trace, r)),
+            None => self.tracker.drain_exchanges(|_| {}),
+        }
     }
 
     fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
@@ -133,7 +146,7 @@ pub fn analyze_capture(
     trace: u32,
     opts: &Options,
     progress: &Progress,
-) -> (ConnectionTable, Summary, FileStats) {
+) -> (ConnectionTable, ExchangeTable, Summary, FileStats) {
     if opts.shards > 1 {
         return crate::shard::analyze_sharded(reader, trace, opts, progress);
     }
@@ -148,15 +161,28 @@ pub fn analyze_capture(
             rows.push(trace, c);
         }
     });
-    let mut serial = Serial { tracker, peak: &mut peak, ring: [None; WAITING], head: 0, len: 0 };
+    let mut exchanges = ExchangeTable::default();
+    let mut serial = Serial {
+        tracker,
+        peak: &mut peak,
+        exchanges: build_table.then_some(&mut exchanges),
+        trace,
+        ring: [None; WAITING],
+        head: 0,
+        len: 0,
+    };
     read_loop(&mut reader, &mut stats, progress, opts.filter.as_ref(), &mut serial);
     serial.drain(); // read_loop ends with a sample, which drains; this says it plainly
     let late = serial.tracker.take_late_packets();
     // Flushes the connections still open; the returned sink (and its borrows of `rows`
     // and `summary`) ends here.
-    let _ = serial.tracker.finish();
+    let (_, last_exchanges) = serial.tracker.finish_exchanges();
     stats.peak_open_connections = peak;
     let mut table = rows.finish();
+    if build_table {
+        last_exchanges.iter().for_each(|r| exchanges.push(trace, r));
+        exchanges.sort();
+    }
     summary.late_packets += late.len() as u64;
     if build_table {
         for p in &late {
@@ -169,8 +195,11 @@ pub fn analyze_capture(
     summary.packets = stats.packets - stats.filtered_out;
     summary.tcp_packets = stats.tcp_packets;
     stats.summary = summary;
-    (table, summary, stats)
+    (table, exchanges, summary, stats)
 }
+
+/// What one file gave: its tables, its summary, what was read.
+type FileResult = (ConnectionTable, ExchangeTable, Summary, FileStats);
 
 /// Tracker threads per core given to one file (see `analyze_paths`).
 const TRACKERS_PER_CORE: usize = 2;
@@ -180,7 +209,7 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
     crate::mem::return_large_blocks();
     let total: u64 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
     progress.bytes_total.store(total, Ordering::Relaxed);
-    let results: Vec<Mutex<Option<(ConnectionTable, Summary, FileStats)>>> = paths.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<FileResult>>> = paths.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicU64::new(0);
     let workers = opts.workers.clamp(1, paths.len().max(1));
     // Cores left over when there are fewer files than workers track each file's
@@ -202,10 +231,16 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
             });
         }
     });
-    let mut out = Analysis { table: ConnectionTable::default(), summary: Summary::default(), files: Vec::new() };
+    let mut out = Analysis {
+        table: ConnectionTable::default(),
+        exchanges: ExchangeTable::default(),
+        summary: Summary::default(),
+        files: Vec::new(),
+    };
     for r in results {
-        let (table, summary, stats) = r.into_inner().expect("not poisoned").expect("every file analyzed");
+        let (table, exchanges, summary, stats) = r.into_inner().expect("not poisoned").expect("every file analyzed");
         out.table.append(table);
+        out.exchanges.append(exchanges);
         out.summary.add(&summary);
         out.files.push(stats);
     }
@@ -344,7 +379,10 @@ impl<F: FnMut(&Conn)> SegmentSink for Recorder<F> {
         }
     }
 
-    fn sample(&mut self) {}
+    fn sample(&mut self) {
+        // The graph needs no exchanges: those that ended are dropped as they come.
+        self.tracker.drain_exchanges(|_| {});
+    }
 
     fn icmp(&mut self, ts: u64, msg: &IcmpUnreachable) {
         let _ = self.tracker.observe_icmp(ts, msg);

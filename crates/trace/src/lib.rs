@@ -16,7 +16,7 @@ mod shard;
 pub mod track;
 
 pub use analyze::{analyze_capture, analyze_file, analyze_paths, Analysis, FileStats, Options, Progress};
-pub use diag::{ConnectionTable, GapClass, Summary, Vantage};
+pub use diag::{ConnectionTable, ExchangeTable, GapClass, Summary, Vantage};
 pub use error::{ReadError, ReadErrorKind};
 pub use read::{CaptureReader, RawPacket};
 /// The wire layer (link types, IP, TCP) is its own crate, one floor down; re-exported so

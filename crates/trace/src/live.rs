@@ -165,6 +165,9 @@ impl Watcher {
         self.last_tick = Instant::now();
         self.bound();
         let tracker = &mut self.sink.tracker;
+        // The live analysis reports connections, not their exchanges: those the tracker
+        // hands out are let go, so that they do not pile up for as long as it watches.
+        tracker.drain_exchanges(|_| {});
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
         tracker.tick(now);
     }

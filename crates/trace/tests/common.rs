@@ -34,6 +34,16 @@ pub fn pcap_of(packets: &[(u64, Segment)]) -> Vec<u8> {
 
 /// Writes `bytes` to a temporary file and analyzes it.
 pub fn analyze_bytes(name: &str, bytes: &[u8]) -> (ConnectionTable, Summary, shortflow_trace::FileStats) {
+    let (t, _, s, f) = analyze_bytes_with_exchanges(name, bytes);
+    (t, s, f)
+}
+
+/// Like `analyze_bytes`, with the exchanges table.
+#[allow(dead_code)] // not every test file asks for exchanges
+pub fn analyze_bytes_with_exchanges(
+    name: &str,
+    bytes: &[u8],
+) -> (ConnectionTable, shortflow_trace::ExchangeTable, Summary, shortflow_trace::FileStats) {
     // One directory per call (tests run on several threads), removed with the file: the
     // suite leaves nothing in /tmp.
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

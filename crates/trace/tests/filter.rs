@@ -46,7 +46,7 @@ fn only_the_selected_packets_are_analyzed() {
     for shards in [1, 3] {
         let reader = CaptureReader::from_bytes("f.pcap", capture()).unwrap();
         let opts = Options { shards, filter: Some(filter.clone()), ..Default::default() };
-        let (table, summary, stats) = analyze_capture(reader, 0, &opts, &Progress::default());
+        let (table, _, summary, stats) = analyze_capture(reader, 0, &opts, &Progress::default());
         assert_eq!(table.server_port, vec![8080], "shards {shards}");
         assert_eq!(table.conn_id, vec![0], "the kept connection is the first: ids count what the filter kept");
         assert_eq!((stats.packets, stats.filtered_out, summary.packets), (24, 16, 8), "shards {shards}");
@@ -54,7 +54,7 @@ fn only_the_selected_packets_are_analyzed() {
     }
     // Without the filter: all three.
     let reader = CaptureReader::from_bytes("f.pcap", capture()).unwrap();
-    let (table, summary, _) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+    let (table, _, summary, _) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
     assert_eq!((table.server_port.len(), summary.packets), (3, 24));
 }
 
@@ -93,7 +93,7 @@ fn a_link_type_the_expression_does_not_fit_is_the_files_error() {
     }
     let reader = CaptureReader::from_bytes("raw.pcap", w.into_inner()).unwrap();
     let opts = Options { filter: Some(filter), ..Default::default() };
-    let (table, _, stats) = analyze_capture(reader, 0, &opts, &Progress::default());
+    let (table, _, _, stats) = analyze_capture(reader, 0, &opts, &Progress::default());
     let e = stats.error.expect("a filter error").to_string();
     assert!(e.starts_with("raw.pcap: byte ") && e.contains("--filter: libpcap:") && e.contains("RAW"), "{e}");
     assert_eq!((stats.packets, table.conn_id.len()), (0, 0));

@@ -64,11 +64,12 @@ fn sharded_tracking_ends_them_alike() {
     let path = dir.join("stray.pcapng");
     std::fs::write(&path, w.into_inner()).unwrap();
     let run = |shards| analyze_file(&path, 0, &Options { shards, ..Default::default() }, &Progress::default());
-    let (t1, s1, f1) = run(1);
-    let (t3, s3, f3) = run(3);
+    let (t1, e1, s1, f1) = run(1);
+    let (t3, e3, s3, f3) = run(3);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(t1.len(), usize::from(CONNECTIONS) + 1);
     assert_eq!((format!("{t1:?}"), format!("{s1:?}")), (format!("{t3:?}"), format!("{s3:?}")));
+    assert_eq!(format!("{e1:?}"), format!("{e3:?}"), "the exchanges, tracked on one thread or three");
     assert_eq!(f1.peak_open_connections, f3.peak_open_connections);
     assert!(f1.peak_open_connections < 1000, "peak {}", f1.peak_open_connections);
 }

@@ -114,10 +114,12 @@ def print_answer(result: Analysis, doc: dict[str, Any], *, worst: list[Connectio
 
 
 def print_columns() -> None:
-    from shortflow.analyze import schema_rows
+    from shortflow.analyze import exchange_schema_rows, schema_rows
 
     emit_table("Connection table columns (Arrow types, defined in crates/trace/src/diag/table.rs)",
                ["column", "Arrow type", "unit", "meaning"], [list(r) for r in schema_rows()])
+    emit_table("Exchanges table columns (defined in crates/trace/src/diag/exchanges.rs)",
+               ["column", "Arrow type", "unit", "meaning"], [list(r) for r in exchange_schema_rows()])
 
 
 def reading_progress(step: common.Step) -> Callable[[int, int, int], None]:
@@ -167,6 +169,27 @@ def _metadata(result: Analysis, traces: list[Path]) -> dict[str, str]:
     }
 
 
+def write_exchanges(result: Analysis, out_dir: Path, fmt: str, metadata: dict[str, str]) -> str:
+    """The exchanges table beside the connections table in `out_dir`; says what was written."""
+    from shortflow.output import write_table
+
+    x = result.exchanges
+    return f"exchanges: {write_table(x, out_dir, fmt, metadata=metadata, name='exchanges')} ({x.num_rows:,} exchanges)"
+
+
+def check_abt(path: Path | None) -> None:
+    if path is not None and not is_stdout(path):
+        check_output_file(path, "--abt")
+
+
+def write_abt(result: Analysis, path: Path) -> str:
+    """The connection vectors in tmix's text (`shortflow.abt`); says what was written."""
+    from shortflow.abt import write_abt as write
+
+    n = write(result, path)
+    return f"connection vectors: {path} ({n:,} connections, tmix's ns-2 format)"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("analyze", epilog=examples(
         "shortflow analyze capture.pcap",
@@ -176,7 +199,8 @@ def register(app: typer.Typer) -> None:
         "tcpdump -w - -i eth0 port 80 | shortflow analyze -"))
     def analyze_cmd(
         traces: Annotated[Optional[list[Path]], typer.Argument(help="pcap or pcapng files, plain or gzip; - reads standard input")] = None,
-        out_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write the per-connection table into this directory (created if missing); - writes it to standard output (--format csv or jsonl)")] = None,
+        out_dir: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write the per-connection table (connections.FORMAT) and the per-exchange table (exchanges.FORMAT: each request and response) into this directory (created if missing); - writes the connections table to standard output (--format csv or jsonl)")] = None,
+        abt: Annotated[Optional[Path], typer.Option("--abt", metavar="FILE", help="write each connection's requests, responses and quiet times as tmix connection vectors (ns-2's text format: SEQ/CONC, w, r, l, >, <, t lines), for `simulate` (workload kind = \"abt\"), the testbed or ns-2/ns-3's tmix; - for standard output")] = None,
         fmt: Annotated[str, typer.Option("--format", help="table format: parquet, csv or jsonl")] = "parquet",
         summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write Table 1 and the diagnosis as JSON to this file (- for standard output)")] = None,
         plot: Annotated[Optional[Path], typer.Option("--plot", help="draw the histogram of duplicate-SYN gaps (PNG)")] = None,
@@ -235,6 +259,9 @@ def register(app: typer.Typer) -> None:
             fail("--list and --summary-json -: one of them can have standard output", USAGE)
         if report is not None:
             check_output_dir(report, "--report")
+        check_abt(abt)
+        if is_stdout(abt) and (table_to_stdout or is_stdout(summary_json) or listing):
+            fail("--abt -: standard output is already given to another output", USAGE)
         if summary_json is not None:
             check_output_file(summary_json, "--summary-json")
         if plot is not None:
@@ -243,11 +270,11 @@ def register(app: typer.Typer) -> None:
             check_output_file(plot, "--plot")
         # JSON, the table or the listing on standard output is the whole output: the text
         # stays away from it.
-        show = not quiet and not is_stdout(summary_json) and not table_to_stdout and not listing
+        show = not quiet and not is_stdout(summary_json) and not table_to_stdout and not listing and not is_stdout(abt)
         # The per-connection table is built only when something uses it (the summary's
-        # percentiles, the listing and the worst connections do).
+        # percentiles, the listing, the worst connections and the connection vectors do).
         need_table = (out_dir is not None or plot is not None or summary_json is not None or report is not None
-                      or listing or worst > 0)
+                      or listing or worst > 0 or abt is not None)
         from concurrent.futures import ThreadPoolExecutor
 
         from shortflow.analyze import analyze, import_in_background, summary_document
@@ -274,15 +301,20 @@ def register(app: typer.Typer) -> None:
         written: list[str] = []
         # The table is written on a thread (pyarrow's writer runs without the GIL) while
         # the summary is worked out here; its error, if any, is raised as if written here.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shortflow-table") as pool:
-            writing = None
+        # The exchanges table is written beside it, on a second thread.
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="shortflow-table") as pool:
+            writing = []
             if out_dir is not None and not table_to_stdout:
-                writing = pool.submit(write_table, result.table, out_dir, fmt, metadata=_metadata(result, traces))
+                meta = _metadata(result, traces)
+                writing.append(pool.submit(lambda: f"table: {write_table(result.table, out_dir, fmt, metadata=meta)} "
+                                                   f"({result.table.num_rows:,} connections)"))
+                writing.append(pool.submit(write_exchanges, result, out_dir, fmt, meta))
             doc = summary_document(result)
-            # Ranked while the table is written, for the answer printed below.
+            # Ranked while the tables are written, for the answer printed below.
             ranked = worst_connections(result.table, worst) if show and worst > 0 else []
-            if writing is not None:
-                written.append(f"table: {writing.result()} ({result.table.num_rows:,} connections)")
+            written.extend(w.result() for w in writing)
+        if abt is not None:
+            written.append(write_abt(result, abt))
         if table_to_stdout:
             from shortflow.output import write_table_stdout
 

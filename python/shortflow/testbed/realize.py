@@ -204,7 +204,9 @@ class _Realizer:
             raise self.refuse("path.access_bandwidth", "the testbed's hosts sit on veths with no rate of their own: "
                                                        "only the router's egress (path.bandwidth) is shaped")
         w = r["workload"]
-        if w["kind"] != "http":
+        # Connection vectors are replayed by the testbed's own client and server (abt_run).
+        abt = isinstance(w["kind"], dict) and "abt" in w["kind"]
+        if w["kind"] != "http" and not abt:
             kind = w["kind"] if isinstance(w["kind"], str) else next(iter(w["kind"]))
             raise self.refuse("workload.kind", f"{kind!r}: the testbed runs only http (nginx serving a body, one request per connection)")
         for key, ok, why in (
@@ -217,9 +219,12 @@ class _Realizer:
             ("request", w["request"] >= 64, f"{w['request']} B: an HTTP GET with its headers needs at least 64B"),
             ("connections", 1 <= w["connections"] <= 1000, "expected 1 to 1000 sequential connections"),
         ):
-            if not ok:
+            if not ok and not abt:
                 raise self.refuse(f"workload.{key}", why)
-        self.decide("workload", "set", "nginx + the testbed's client", f"{w['connections']} × GET {w['request']}B → {w['response']}B")
+        if abt:
+            self.decide("workload", "set", "the testbed's a-b-t client and server", f"{w['connections']} connection vectors")
+        else:
+            self.decide("workload", "set", "nginx + the testbed's client", f"{w['connections']} × GET {w['request']}B → {w['response']}B")
         for key in ("sfr", "min_rto_004"):
             if r[key] is not None:
                 raise self.refuse(f"mechanisms.{key}", "the testbed does not apply this mechanism on the kernel yet")

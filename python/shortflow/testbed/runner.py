@@ -33,6 +33,10 @@ def run(s: RealScenario, pcap_dir: Path | None = None, cgroup: Path | None = Non
     `cgroup`, the processes of `cgroup_roles` run in that cgroup (unless the stack needs its
     own for a SYN RTO): where `shortflow tune`'s program is attached. `sysctls`: per role,
     set in its namespace after the stack's own."""
+    from shortflow.testbed import abt_run
+
+    if abt_run.is_abt(s):
+        return abt_run.run(s, pcap_dir)
     plan = s.plan if s.plan is not None else realize(s)
     with Topology() as topo:
         stack.apply(topo, "client", plan.client)

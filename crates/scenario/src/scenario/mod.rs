@@ -88,6 +88,15 @@ pub struct BulkConfig {
     pub spacing: Duration,
 }
 
+/// Connections replayed from tmix connection vectors (`crate::abt`): each at its start
+/// time, with its requests, responses and quiet times, over its own RTT.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbtConfig {
+    pub vectors: Vec<crate::abt::ConnVector>,
+    /// Where they were given (`workload.file` or `workload.vectors`), for errors.
+    pub key: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkloadKind {
@@ -96,6 +105,7 @@ pub enum WorkloadKind {
     Poisson(PoissonConfig),
     PackMime(PackMimeConfig),
     Bulk(BulkConfig),
+    Abt(AbtConfig),
 }
 
 impl WorkloadKind {
@@ -1028,6 +1038,30 @@ fn dist(d: &Option<RawDist>, fixed: u64, src: &str, key: &str) -> Result<SizeDis
     }
 }
 
+/// The vectors of an abt workload, from its file (relative to the scenario file) or inline
+/// text.
+fn abt_vectors(w: &RawWorkload, src: &str) -> Result<AbtConfig, ScenarioError> {
+    let (key, text) = match (&w.file, &w.vectors) {
+        (Some(_), Some(_)) => return Err(err(src, "workload.vectors", "give either file or vectors")),
+        (Some(file), None) => {
+            let base = std::path::Path::new(src).parent().unwrap_or(std::path::Path::new("."));
+            let path = base.join(file);
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| err(src, "workload.file", format!("{}: {e}", path.display())))?;
+            ("workload.file", text)
+        }
+        (None, Some(text)) => ("workload.vectors", text.clone()),
+        (None, None) => {
+            return Err(err(src, "workload.file", "an abt workload needs file = \"vectors.abt\" or vectors = \"SEQ …\""))
+        }
+    };
+    let vectors = crate::abt::parse(&text).map_err(|e| err(src, key, e.to_string()))?;
+    if vectors.is_empty() {
+        return Err(err(src, key, "no connection vector (SEQ or CONC line)"));
+    }
+    Ok(AbtConfig { vectors, key: key.to_string() })
+}
+
 fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError> {
     let kind_name = w.kind.as_deref().unwrap_or("http");
     let rate = || -> Result<ArrivalRate, ScenarioError> {
@@ -1053,6 +1087,8 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
     only((w.request_dist.is_some() || w.response_dist.is_some()) && kind_name != "poisson", "response_dist", "\"poisson\"")?;
     only(w.response_headers.is_some() && kind_name != "http", "response_headers", "\"http\"")?;
     only(w.max_connections.is_some() && kind_name != "poisson", "max_connections", "\"poisson\"")?;
+    only(w.file.is_some() && kind_name != "abt", "file", "\"abt\"")?;
+    only(w.vectors.is_some() && kind_name != "abt", "vectors", "\"abt\"")?;
     let open_loop = matches!(kind_name, "poisson" | "packmime");
     only(
         (w.connections_per_second.is_some() || w.load.is_some() || w.duration.is_some()) && !open_loop,
@@ -1074,8 +1110,13 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
             size: w.size.map_or(1 << 40, |s| s.0),
             spacing: w.spacing.map_or(Duration::ZERO, |d| d.0),
         }),
+        "abt" => WorkloadKind::Abt(abt_vectors(w, src)?),
         other => {
-            return Err(err(src, "workload.kind", format!("{other:?}: expected \"http\", \"poisson\", \"packmime\" or \"bulk\"")))
+            return Err(err(
+                src,
+                "workload.kind",
+                format!("{other:?}: expected \"http\", \"poisson\", \"packmime\", \"bulk\" or \"abt\""),
+            ))
         }
     };
     if open_loop && w.duration.is_none() && w.max_connections.is_none() {
@@ -1112,7 +1153,11 @@ fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError>
         return Err(err(src, "workload.request", "must be at least 1B"));
     }
     let requests = w.requests.unwrap_or(1);
-    let connections = w.connections.unwrap_or(1);
+    let connections = match &kind {
+        // Every vector is a connection; they may all be open at once.
+        WorkloadKind::Abt(a) => a.vectors.len() as u32,
+        _ => w.connections.unwrap_or(1),
+    };
     if requests == 0 || connections == 0 {
         return Err(err(src, if requests == 0 { "workload.requests" } else { "workload.connections" }, "must be at least 1"));
     }

@@ -403,8 +403,12 @@ pub struct RawDist {
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
-    /// "http" (default), "poisson", "packmime" or "bulk".
+    /// "http" (default), "poisson", "packmime", "bulk" or "abt".
     pub kind: Option<String>,
+    /// abt: a file of tmix connection vectors (`shortflow analyze --abt`), relative to the scenario file.
+    pub file: Option<String>,
+    /// abt: the connection vectors themselves, in tmix's text (instead of file).
+    pub vectors: Option<String>,
     /// New connections per second (poisson, packmime).
     pub connections_per_second: Option<f64>,
     /// Target utilisation of the bottleneck's server-to-client direction, "50%": the

@@ -37,6 +37,7 @@ impl Workload for Bulk {
             }],
             close: Closer::Server,
             port: self.port,
+            extra_rtt: None,
         };
         (spec, (self.started < self.cfg.flows).then(|| now + self.cfg.spacing))
     }

@@ -8,7 +8,9 @@
 //! * `poisson`: Poisson arrivals with fixed, Pareto or empirical (CSV) sizes.
 //! * `packmime`: PackMime-HTTP as ns-2.35 implements it (`packmime`).
 //! * `bulk`: long-lived transfers (FTP) that run until the time limit.
+//! * `abt`: tmix connection vectors, each connection over its own RTT (`abt`).
 
+pub mod abt;
 pub mod bulk;
 pub mod http;
 pub mod packmime;
@@ -45,6 +47,9 @@ pub struct ConnSpec {
     pub exchanges: Vec<Exchange>,
     pub close: Closer,
     pub port: u16,
+    /// Two-way delay of its own beyond the path's (`abt`'s per-connection RTT); None:
+    /// the path's, or `path.rtt_max`'s draw.
+    pub extra_rtt: Option<Duration>,
 }
 
 /// An arrival process and the connections it starts.
@@ -69,5 +74,6 @@ pub fn build(sc: &Scenario, pairs: u32, rate: Option<f64>) -> Box<dyn Workload> 
         WorkloadKind::Poisson(p) => Box::new(poisson::Poisson::new(w, p, pairs, rate, sc.seed)),
         WorkloadKind::PackMime(p) => Box::new(packmime::PackMime::new(w, p, pairs, rate, sc.seed)),
         WorkloadKind::Bulk(b) => Box::new(bulk::Bulk::new(w, b, pairs)),
+        WorkloadKind::Abt(a) => Box::new(abt::Abt::new(w, a, pairs, sc.path.rtt)),
     }
 }

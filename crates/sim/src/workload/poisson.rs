@@ -64,6 +64,7 @@ impl Workload for Poisson {
             exchanges: vec![Exchange { request, response_writes: vec![response], think: self.w.think_time, gap: Duration::ZERO }],
             close: self.w.close,
             port: self.w.port,
+            extra_rtt: None,
         };
         self.left = self.left.saturating_sub(1);
         let next = now + self.gap();

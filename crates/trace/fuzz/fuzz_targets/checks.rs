@@ -8,7 +8,7 @@ use shortflow_trace::{analyze_capture, CaptureReader, ConnectionTable, Options, 
 pub fn check_capture(name: &str, bytes: Vec<u8>) {
     match CaptureReader::from_bytes(name, bytes) {
         Ok(reader) => {
-            let (table, summary, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+            let (table, _, summary, stats) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
             assert_eq!(summary.packets, stats.packets);
             assert!(table.len() as u64 <= stats.tcp_packets);
             check_breakdown(&table);

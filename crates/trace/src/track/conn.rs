@@ -1,6 +1,7 @@
 //! One TCP connection as seen from the capture point: its handshake, each direction's
 //! sender (`Half`) and where its time went (`Cause`).
 
+use super::exchange::{DataSeen, Exchange, ExchangeRow};
 use super::half::{AckOutcome, FlightBuffer, Half, PathTimes, RetxClass, SendEvent, MAX_ID_STEP, MS};
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
@@ -158,6 +159,8 @@ impl PacketNote {
 /// connection makes it idle and teardown (`Conn::end_at`).
 #[derive(Debug, Clone, Copy, Default)]
 struct Quiet {
+    /// When it began.
+    since: u64,
     /// Time of the stretch so far.
     ns: u64,
     /// Of which after a side began to close (a FIN or a RST).
@@ -558,6 +561,11 @@ pub struct Conn {
     /// from one side only are kept, the far receiver's (`is_far_side_sample`).
     raw_rtt_min: [u32; 2],
     rtt_side: Option<u8>,
+    /// The exchange in progress (`super::exchange`).
+    exchange: Exchange,
+    /// Exchanges finished while the connection goes on, not yet taken (`Tracker` takes
+    /// them after each packet); the last one is `take_last_exchange`'s.
+    pub exchanges_done: Vec<ExchangeRow>,
 }
 
 pub const C2S: usize = 0;
@@ -572,6 +580,13 @@ pub const NEVER: u64 = u64::MAX;
 /// tolerates a wait (Nielsen, "Usability Engineering", 1993, 5.5), far beyond any path's
 /// round trip, far below a keep-alive connection's rests.
 const REST_NS: u64 = 1_000_000_000;
+
+/// A rest (nothing outstanding either way) at least this long ends the ADU of the side
+/// that sent before it, as the other side's data does: tmix's model tells one side's ADUs
+/// apart by such quiet times (a concurrent connection has no turns to tell them by). Half
+/// a second: longer than the round trip of nearly every path, shorter than a user's
+/// pause between requests.
+const ADU_QUIET_NS: u64 = 500_000_000;
 
 /// In a connection seen one way only, a silence before new data longer than this is its
 /// sender's choice, not the path's: no ACK clock, loss repair or round trip (the RTT of
@@ -607,6 +622,7 @@ impl Conn {
             last_ts: ts,
             response_complete_ts: NEVER,
             teardown_from_ts: NEVER,
+            exchange: Exchange::starting_at(ts),
             ..Default::default()
         };
         let [b0, b1] = buffers;
@@ -706,6 +722,36 @@ impl Conn {
         {
             self.response_complete_ts = self.last_data_ts;
         }
+    }
+
+    /// The ended connection's last exchange (none without data, or once taken): it runs to
+    /// the connection's end, its teardown with it. Handed out apart from `exchanges_done`
+    /// so that a connection of one exchange allocates nothing for it.
+    pub fn take_last_exchange(&mut self) -> Option<ExchangeRow> {
+        self.exchange
+            .has_data()
+            .then(|| self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], self.last_ts, &self.lost_ns, true))
+    }
+
+    /// When the connection could first carry data: the handshake's end, else its first packet.
+    fn ready_ts(&self) -> u64 {
+        self.established_ts.unwrap_or(self.first_ts)
+    }
+
+    /// A packet of `d.dir` that brought data (new, or resent) meets the exchange in
+    /// progress: the start of the next exchange ends it where the connection last rested
+    /// (`rest`: when nothing was left outstanding, and the account then), or, without a
+    /// rest (pipelined), here.
+    fn note_exchange_data(&mut self, mut d: DataSeen, rest: Option<(u64, [u64; Cause::COUNT])>, write_ended: bool) {
+        // A long rest after a write its side ended (PSH) ends that side's ADU, whoever
+        // waited; a write left open goes on after it (a sender stalled mid-answer).
+        d.after_rest |= write_ended && rest.is_some_and(|(since, _)| d.ts.saturating_sub(since) >= ADU_QUIET_NS);
+        if self.exchange.begins_next(&d) {
+            let (end, account) = rest.unwrap_or((d.ts, self.lost_ns));
+            let row = self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], end, &account, false);
+            self.exchanges_done.push(row);
+        }
+        self.exchange.add(&d);
     }
 
     /// How long after its last SYN the client's next retry would come: twice the last gap
@@ -958,6 +1004,13 @@ impl Conn {
     ) {
         let other = 1 - dir;
         let prev_data_dir = self.last_data_dir;
+        let data_end_before = self.halves[dir].data_end();
+        // Where the connection rested before this data, for the exchange it may end.
+        let rest = match &self.quiet {
+            Some(q) if seg.payload_len > 0 => Some((q.since, self.lost_ns)),
+            _ => None,
+        };
+        let mut after_rest = false;
         let id_before = self.halves[dir].last_ip_id();
         let len_before = std::mem::replace(&mut self.last_len[dir], seg.payload_len);
         let write_ended = self.data_pushed[dir];
@@ -1075,7 +1128,8 @@ impl Conn {
                 // Judged on the steps before this packet's (counted below).
                 let resent = self.ids_per_connection(dir) && self.ids_skipped(dir, extra.ip_id, id_before, len_before);
                 let leg = legs[dir].or(full_rtt).unwrap_or(0);
-                let (settled, path) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
+                let (settled, path, idle) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
+                after_rest = idle;
                 cause = settled;
                 network = path;
                 revise |= PacketNote::SETTLES;
@@ -1160,6 +1214,11 @@ impl Conn {
                 self.data_pushed[dir] = seg.flags.0 & crate::wire::TcpFlags::PSH != 0;
             }
         }
+        if seg.payload_len > 0 && !OUTSIDE {
+            let new_bytes = (self.halves[dir].data_end() - data_end_before).max(0) as u64;
+            let other_outstanding = !self.halves[other].data_acked();
+            self.note_exchange_data(DataSeen { ts, dir, new_bytes, other_outstanding, after_rest }, rest, write_ended);
+        }
         self.net_since_send[dir] = 0;
         self.last_dir = dir;
         if self.quiet.is_some() {
@@ -1222,7 +1281,7 @@ impl Conn {
             return;
         }
         let closing = self.fin_from_client || self.fin_from_server || self.rst || flags.fin() || flags.rst();
-        self.quiet = Some(Quiet { closing_since: if closing { ts } else { NEVER }, ..Quiet::default() });
+        self.quiet = Some(Quiet { since: ts, closing_since: if closing { ts } else { NEVER }, ..Quiet::default() });
         if self.last_data_dir.is_some() {
             self.response_complete_ts = ts;
         }
@@ -1264,8 +1323,8 @@ impl Conn {
         resent: bool,
         leg_ns: u64,
         full_rtt: Option<u64>,
-    ) -> (Cause, u64) {
-        let Some(q) = self.quiet.take() else { return (Cause::Network, 0) };
+    ) -> (Cause, u64, bool) {
+        let Some(q) = self.quiet.take() else { return (Cause::Network, 0, false) };
         let held = q.zero_window_ns[dir].min(q.ns);
         self.lost_ns[Cause::ZeroWindow as usize] += held;
         let same_side = prev_data_dir == Some(dir as u8);
@@ -1287,6 +1346,7 @@ impl Conn {
                 self.move_time(Cause::Network, Cause::Application, before);
             }
         }
+        let idle = cause == Cause::Idle;
         let cause = if held >= rest.max(path) {
             Cause::ZeroWindow
         } else if path > rest {
@@ -1294,7 +1354,7 @@ impl Conn {
         } else {
             cause
         };
-        (cause, path)
+        (cause, path, idle)
     }
 
     /// Without a timed handshake, an RTT sample of half `h`'s data is kept only from the

@@ -945,6 +945,12 @@ impl Half {
                 .any(|s| s.start == start && s.end == end && s.id_last == id && ts.saturating_sub(s.ts_last) <= window)
     }
 
+    /// One past the highest data byte sent (FIN excluded), relative to the ISN: new data
+    /// moves it on, a resend does not.
+    pub fn data_end(&self) -> i64 {
+        self.data_max
+    }
+
     /// No data of this half is outstanding (its FIN may be): everything it sent was
     /// acknowledged, or it sent none.
     pub fn data_acked(&self) -> bool {

@@ -9,6 +9,7 @@
 //! size of the file.
 
 mod conn;
+pub mod exchange;
 mod flows;
 pub mod half;
 mod probe;
@@ -16,6 +17,7 @@ mod probe;
 use flows::FlowTable;
 
 pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, NEVER, S2C};
+pub use exchange::ExchangeRow;
 pub use half::{FlightBuffer, Half, RetxClass};
 
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra};
@@ -227,6 +229,9 @@ pub struct Tracker<F: FnMut(&Conn)> {
     last_ts: u64,
     next_tomb_sweep_ns: u64,
     late: Vec<LatePacket>,
+    /// Exchanges finished and not yet taken (`drain_exchanges`, `take_exchanges`), of every
+    /// connection.
+    exchanges: Vec<ExchangeRow>,
     sink: F,
 }
 
@@ -246,6 +251,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             last_ts: 0,
             next_tomb_sweep_ns: 0,
             late: Vec::new(),
+            exchanges: Vec::new(),
             sink,
         }
     }
@@ -277,10 +283,10 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         self.sweep(now);
     }
 
-    /// Like `finish`, for a shard: `last_ts` is the whole file's latest timestamp.
-    pub(crate) fn finish_at(mut self, last_ts: u64) -> F {
+    /// Like `finish_exchanges`, for a shard: `last_ts` is the whole file's latest timestamp.
+    pub(crate) fn finish_at(mut self, last_ts: u64) -> (F, Vec<ExchangeRow>) {
         self.last_ts = last_ts;
-        self.finish()
+        self.finish_exchanges()
     }
 
     /// The first of two steps that load the state of `seg`'s connection into the cache,
@@ -370,6 +376,9 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             if !(syn_only && conn.is_new_try(seg)) {
                 conn.observe_ext(ts_ns, seg, extra);
                 self.last_seen[slot as usize] = conn.last_ts;
+                if !conn.exchanges_done.is_empty() {
+                    self.exchanges.append(&mut conn.exchanges_done);
+                }
                 return (conn.id, conn.last_note);
             }
             // Port reuse or a new ISN: the old connection ends here (in place, see
@@ -377,6 +386,8 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             conn.end_at(EndReason::Reused, None);
             let buffers = conn.take_flight_buffers();
             (self.sink)(conn);
+            self.exchanges.append(&mut conn.exchanges_done);
+            self.exchanges.extend(conn.take_last_exchange());
             *conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
             let out = (conn.id, conn.last_note);
             self.last_seen[slot as usize] = conn.last_ts;
@@ -514,6 +525,8 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             }
         }
         (self.sink)(c);
+        self.exchanges.append(&mut c.exchanges_done);
+        self.exchanges.extend(c.take_last_exchange());
         slot.live = false;
         self.last_seen[i] = u64::MAX;
         self.free.push(i as u32);
@@ -552,7 +565,13 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     }
 
     /// Ends every connection still open (end of the trace, or of what could be read).
-    pub fn finish(mut self) -> F {
+    pub fn finish(self) -> F {
+        self.finish_exchanges().0
+    }
+
+    /// Like `finish`, with the exchanges not yet taken (`drain_exchanges`): the open
+    /// connections' last ones among them.
+    pub fn finish_exchanges(mut self) -> (F, Vec<ExchangeRow>) {
         // In order of appearance, each ended where it lies (see `Conn::end_at`).
         let mut rest: Vec<(u64, u32)> =
             self.slab.iter().enumerate().filter(|(_, s)| s.live).map(|(i, s)| (s.conn.id, i as u32)).collect();
@@ -562,7 +581,20 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             let reason = if c.closed() { c.close_reason() } else { EndReason::Open };
             c.end_at(reason, Some(self.last_ts));
             (self.sink)(c);
+            self.exchanges.append(&mut c.exchanges_done);
+            self.exchanges.extend(c.take_last_exchange());
         }
-        self.sink
+        (self.sink, self.exchanges)
+    }
+
+    /// The exchanges finished so far (`exchange`), handed over once.
+    pub fn take_exchanges(&mut self) -> Vec<ExchangeRow> {
+        std::mem::take(&mut self.exchanges)
+    }
+
+    /// Hands each exchange finished so far to `f`, once; the buffer is kept for the next.
+    pub fn drain_exchanges(&mut self, f: impl FnMut(&ExchangeRow)) {
+        self.exchanges.iter().for_each(f);
+        self.exchanges.clear();
     }
 }

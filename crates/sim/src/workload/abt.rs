@@ -1,0 +1,94 @@
+//! Connections replayed from tmix connection vectors (`shortflow_scenario::abt`, written by
+//! `shortflow analyze --abt`): each starts at its vector's start time and carries its
+//! epochs — request, the server's wait, response, the client's wait — over its own
+//! two-way delay (the vector's minimum RTT, as tmix's DelayBox gives each flow its own).
+
+use super::{ConnSpec, Exchange, Workload};
+use crate::scenario::{AbtConfig, WorkloadConfig};
+use crate::time::{Duration, Instant};
+use shortflow_scenario::abt::{ConnVector, Units};
+
+/// Whether the simulator can replay `sc`'s vectors (when it has any): sequential ones whose
+/// every epoch has a request and a response (its applications answer each request; the
+/// testbed's replay the rest).
+pub fn check_replayable(sc: &crate::Scenario, source: &str) -> Result<(), crate::error::ScenarioError> {
+    let crate::scenario::WorkloadKind::Abt(a) = &sc.workload.kind else { return Ok(()) };
+    let refuse = |msg: String| Err(crate::error::ScenarioError::new(source, a.key.clone(), msg));
+    for v in &a.vectors {
+        match &v.units {
+            Units::Concurrent(_) => {
+                return refuse(format!("connection {}: CONC vectors are not replayed by the simulator (only SEQ)", v.id))
+            }
+            Units::Sequential(epochs) => {
+                if epochs.is_empty() {
+                    return refuse(format!("connection {}: no epoch", v.id));
+                }
+                if let Some(k) = epochs.iter().position(|e| e.request == 0 || e.response == 0) {
+                    return refuse(format!(
+                        "connection {}, epoch {k}: the simulator replays epochs with a request and a response (> and <)",
+                        v.id
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub struct Abt {
+    vectors: Vec<ConnVector>,
+    w: WorkloadConfig,
+    pairs: u32,
+    /// The path's own two-way delay: a vector's RTT beyond it is the connection's extra.
+    base_rtt: Duration,
+    next: usize,
+}
+
+impl Abt {
+    pub fn new(w: &WorkloadConfig, a: &AbtConfig, pairs: u32, base_rtt: Duration) -> Self {
+        let mut vectors = a.vectors.clone();
+        vectors.sort_by_key(|v| v.start_us);
+        Self { vectors, w: w.clone(), pairs: pairs.max(1), base_rtt, next: 0 }
+    }
+
+    fn spec(&self, i: usize) -> ConnSpec {
+        let v = &self.vectors[i];
+        let Units::Sequential(epochs) = &v.units else { unreachable!("the scenario admits SEQ vectors only") };
+        let us = |x: u64| Duration(x.saturating_mul(1000));
+        let exchanges = epochs
+            .iter()
+            .enumerate()
+            .map(|(k, e)| Exchange {
+                request: e.request,
+                response_writes: vec![e.response],
+                think: us(e.response_delay_us),
+                gap: if k == 0 { Duration::ZERO } else { us(epochs[k - 1].interval_us) },
+            })
+            .collect();
+        let extra = us(v.min_rtt_us).0.saturating_sub(self.base_rtt.0);
+        ConnSpec {
+            pair: i as u32 % self.pairs,
+            exchanges,
+            close: self.w.close,
+            port: self.w.port,
+            extra_rtt: (extra > 0).then_some(Duration(extra)),
+        }
+    }
+
+    fn at(&self, i: usize) -> Option<Instant> {
+        let first = self.vectors.first()?.start_us;
+        self.vectors.get(i).map(|v| Instant::ZERO + Duration((v.start_us - first).saturating_mul(1000)))
+    }
+}
+
+impl Workload for Abt {
+    fn first(&mut self) -> Option<Instant> {
+        self.at(0)
+    }
+
+    fn arrive(&mut self, _now: Instant) -> (ConnSpec, Option<Instant>) {
+        let i = self.next;
+        self.next += 1;
+        (self.spec(i), self.at(self.next))
+    }
+}

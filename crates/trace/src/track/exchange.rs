@@ -1,0 +1,239 @@
+//! A connection's exchanges: its application data units (ADUs) split from sequence numbers
+//! and ACKs alone, the a-b-t model of Hernández-Campos, Jeffay and Smith (tmix's connection
+//! vectors). An exchange is what the client sends (a, the request) and what the server
+//! sends back (b, the response); the client sending again after the server's data begins
+//! the next one, and so does a side sending again of its own accord after a rest (a server
+//! push, a request that got no answer).
+//!
+//! The exchanges tile their connection's time: each one's span runs from the end of the
+//! one before (the connection's first packet for the first) to its own end, the moment
+//! its last byte was acknowledged and nothing was outstanding (or, pipelined, the moment
+//! the next one began); the last one runs to the connection's end. Each span carries its
+//! share of the connection's time account (`Cause`), so the exchanges' accounts add up to
+//! the connection's.
+//!
+//! A connection keeps one exchange's state, of fixed size; a finished exchange leaves as a
+//! row (`ExchangeRow`) at once, so a keep-alive connection of any length holds no more.
+
+use super::conn::Cause;
+
+/// One finished exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ExchangeRow {
+    pub conn_id: u64,
+    /// 0, 1, … within its connection.
+    pub index: u32,
+    /// Its span, in capture time (ns).
+    pub start_ts: u64,
+    pub end_ts: u64,
+    /// New bytes each way (retransmissions counted once): [request, response].
+    pub bytes: [u64; 2],
+    /// First and last packet carrying each side's bytes (`super::NEVER`: none).
+    pub first_ts: [u64; 2],
+    pub last_ts: [u64; 2],
+    /// The connection's first packet: the table's times are counted from it.
+    pub origin_ts: u64,
+    /// When the connection could first carry data (the handshake's end, or its first
+    /// packet when the handshake was not seen): the first exchange's think time runs from it.
+    pub ready_ts: u64,
+    /// Both sides had data outstanding at once (pipelining, both talking): tmix's concurrent.
+    pub concurrent: bool,
+    /// Its time by cause (ns), indexed by `Cause`; adds up to `end_ts - start_ts`.
+    pub time_ns: [u64; Cause::COUNT],
+}
+
+impl ExchangeRow {
+    /// The quiet time before its first byte: from the end of the exchange before (for the
+    /// first, from the handshake's end).
+    pub fn think_before_ns(&self) -> Option<u64> {
+        let first = self.first_ts[0].min(self.first_ts[1]);
+        let from = if self.index == 0 { self.ready_ts.max(self.start_ts) } else { self.start_ts };
+        (first != super::NEVER).then(|| first.saturating_sub(from))
+    }
+
+    /// Last request byte → first response byte (none without both).
+    pub fn ttfb_ns(&self) -> Option<u64> {
+        self.after_request(self.first_ts[1])
+    }
+
+    /// Last request byte → last response byte (none without both).
+    pub fn ttlb_ns(&self) -> Option<u64> {
+        self.after_request(self.last_ts[1])
+    }
+
+    fn after_request(&self, t: u64) -> Option<u64> {
+        (self.bytes[0] > 0 && self.bytes[1] > 0).then(|| t.saturating_sub(self.last_ts[0]))
+    }
+}
+
+/// The exchange in progress on a connection.
+#[derive(Debug, Clone)]
+pub(crate) struct Exchange {
+    index: u32,
+    start_ts: u64,
+    /// The connection's time account when the span began; none for the first exchange,
+    /// which begins with the connection (all zero). Boxed: most connections carry one
+    /// exchange, and every byte of a connection's state costs the tracker's cache.
+    start_account: Option<Box<[u64; Cause::COUNT]>>,
+    bytes: [u64; 2],
+    first_ts: [u64; 2],
+    last_ts: [u64; 2],
+    concurrent: bool,
+}
+
+impl Default for Exchange {
+    fn default() -> Self {
+        Self {
+            index: 0,
+            start_ts: 0,
+            start_account: None,
+            bytes: [0; 2],
+            first_ts: [super::NEVER; 2],
+            last_ts: [super::NEVER; 2],
+            concurrent: false,
+        }
+    }
+}
+
+/// How a packet with data from one side meets the exchange in progress.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DataSeen {
+    pub ts: u64,
+    pub dir: usize,
+    /// New bytes it brought (0 for a retransmission).
+    pub new_bytes: u64,
+    /// The other side had data outstanding when it was sent.
+    pub other_outstanding: bool,
+    /// It ended a quiet stretch its side began of its own accord (`Cause::Idle`).
+    pub after_rest: bool,
+}
+
+impl Exchange {
+    pub fn starting_at(ts: u64) -> Self {
+        Self { start_ts: ts, ..Self::default() }
+    }
+
+    pub fn has_data(&self) -> bool {
+        self.bytes[0] > 0 || self.bytes[1] > 0
+    }
+
+    /// Whether `d` begins the next exchange: the client speaking after the server's data,
+    /// or data after a rest once this exchange has any. Once both sides have sent at once
+    /// (a concurrent exchange: both streaming), the turns say nothing: only a rest ends it
+    /// (tmix's concurrent ADUs are told apart by their quiet times, each side on its own).
+    pub fn begins_next(&self, d: &DataSeen) -> bool {
+        let turn = d.dir == super::C2S && self.bytes[1] > 0 && !self.concurrent;
+        d.new_bytes > 0 && (turn || (d.after_rest && self.has_data()))
+    }
+
+    /// Counts `d`'s bytes in this exchange.
+    pub fn add(&mut self, d: &DataSeen) {
+        let k = d.dir;
+        if d.new_bytes > 0 {
+            if self.bytes[k] == 0 {
+                self.first_ts[k] = d.ts;
+            }
+            self.bytes[k] += d.new_bytes;
+        }
+        if self.bytes[k] > 0 {
+            // A resend of its bytes is the last of them the receiver may have waited for.
+            self.last_ts[k] = d.ts;
+        }
+        self.concurrent |= d.other_outstanding && d.new_bytes > 0;
+    }
+
+    /// Ends this exchange at `end_ts`, the connection's account being `account` then;
+    /// returns its row and leaves the next exchange in its place (`last`: none follows,
+    /// the connection ended).
+    pub fn finish(
+        &mut self,
+        conn_id: u64,
+        [origin_ts, ready_ts]: [u64; 2],
+        end_ts: u64,
+        account: &[u64; Cause::COUNT],
+        last: bool,
+    ) -> ExchangeRow {
+        let end_ts = end_ts.max(self.start_ts);
+        let row = ExchangeRow {
+            conn_id,
+            index: self.index,
+            start_ts: self.start_ts,
+            end_ts,
+            bytes: self.bytes,
+            first_ts: self.first_ts,
+            last_ts: self.last_ts,
+            origin_ts,
+            ready_ts,
+            concurrent: self.concurrent,
+            time_ns: span_account(self.start_account.as_deref().unwrap_or(&[0; Cause::COUNT]), account, end_ts - self.start_ts),
+        };
+        // The next one's reading of the account, in this one's box if it had one.
+        let start_account = if last {
+            None
+        } else {
+            let mut b = self.start_account.take().unwrap_or_default();
+            *b = *account;
+            Some(b)
+        };
+        *self = Self { index: self.index + 1, start_ts: end_ts, start_account, ..Self::default() };
+        row
+    }
+}
+
+/// The account of a span: what each cause gained between two readings of the connection's
+/// account. A cause can lose time after the span began (time given to the path at first is
+/// later found to be the server's, `Conn::move_time`): its loss is taken from the span's
+/// largest shares, so no share is negative and the shares still add up to `span_ns`.
+fn span_account(from: &[u64; Cause::COUNT], to: &[u64; Cause::COUNT], span_ns: u64) -> [u64; Cause::COUNT] {
+    let mut out = [0u64; Cause::COUNT];
+    let mut owed: u64 = 0;
+    for i in 0..Cause::COUNT {
+        match to[i].checked_sub(from[i]) {
+            Some(d) => out[i] = d,
+            None => owed += from[i] - to[i],
+        }
+    }
+    while owed > 0 {
+        let (i, &largest) = out.iter().enumerate().max_by_key(|&(_, v)| *v).expect("causes");
+        if largest == 0 {
+            break;
+        }
+        let take = owed.min(largest);
+        out[i] -= take;
+        owed -= take;
+    }
+    // Readings taken where the connection's account was whole add up to the span; a
+    // stretch still unsettled (an ICMP message's gap) is the path's.
+    let sum: u64 = out.iter().sum();
+    if sum < span_ns {
+        out[Cause::Network as usize] += span_ns - sum;
+    } else {
+        let mut extra = sum - span_ns;
+        for v in out.iter_mut() {
+            let take = extra.min(*v);
+            *v -= take;
+            extra -= take;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_that_lost_time_takes_it_from_the_largest_share() {
+        let mut from = [0; Cause::COUNT];
+        from[Cause::Network as usize] = 100;
+        let mut to = from;
+        to[Cause::Network as usize] = 60; // 40 moved to application, of time before the span
+        to[Cause::Application as usize] = 40 + 300;
+        to[Cause::Idle as usize] = 50;
+        let out = span_account(&from, &to, 350);
+        assert_eq!(out.iter().sum::<u64>(), 350);
+        assert_eq!(out[Cause::Network as usize], 0);
+        assert_eq!(out[Cause::Application as usize], 300);
+        assert_eq!(out[Cause::Idle as usize], 50);
+    }
+}

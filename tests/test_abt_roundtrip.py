@@ -1,0 +1,135 @@
+"""Connection vectors round the simulator and back, as a user runs them: a tmix vector file
+→ `shortflow simulate` (workload kind = "abt") with `--pcap` → `shortflow analyze --abt`
+→ the same vectors: every request and response size exact, every quiet time within one
+round trip, each connection's RTT its own; with losses too. And `analyze --out` writes the
+exchanges table beside the connections table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from shortflow import _core
+
+SHORTFLOW = [sys.executable, "-m", "shortflow"]
+
+#: Three keep-alive connections over 20, 80 and 200 ms, one with a single exchange.
+VECTORS = """\
+SEQ 0 3 0 0
+w 0 0
+r 20000
+l 0.000000 0.000000
+> 350
+t 25000
+< 14000
+t 400000
+> 420
+t 0
+< 90000
+t 1200000
+> 200
+t 150000
+< 3000
+SEQ 300000 1 1 0
+w 0 0
+r 80000
+l 0.000000 0.000000
+> 700
+t 60000
+< 250000
+SEQ 900000 2 2 0
+w 0 0
+r 200000
+l 0.000000 0.000000
+> 120
+t 10000
+< 5000
+t 2500000
+> 90
+t 300000
+< 800
+"""
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run([*SHORTFLOW, *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:{r.stdout}\nstderr:{r.stderr}"
+    return r
+
+
+def roundtrip(tmp_path: Path, extra: str, point: str) -> tuple[list[dict], list[dict]]:
+    (tmp_path / "in.abt").write_text(VECTORS)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f"""
+[path]
+rtt = "2ms"
+bandwidth = "20Mbit"
+[capture]
+point = "{point}"
+[client]
+quickack = true
+[workload]
+kind = "abt"
+file = "in.abt"
+close = "client"
+{extra}
+""")
+    run("-q", "simulate", scenario, "--pcap", tmp_path / "x.pcap")
+    run("-q", "analyze", tmp_path / "x.pcap", "--abt", tmp_path / "out.abt", "--out", tmp_path / "out")
+    return _core.abt_parse(VECTORS), _core.abt_parse((tmp_path / "out.abt").read_text())
+
+
+def check(sent: list[dict], got: list[dict]) -> None:
+    assert len(got) == len(sent)
+    for a, b in zip(sent, got):
+        rtt = a["min_rtt_us"] + 2000
+        assert [(e[0], e[2]) for e in b["epochs"]] == [(e[0], e[2]) for e in a["epochs"]], "sizes exact"
+        # The RTT seen is the vector's (path and its own delay), serialization aside.
+        assert abs(b["min_rtt_us"] - rtt) <= 0.1 * rtt + 2000, (a, b)
+        # Start times as sent; quiet times within one round trip.
+        assert abs(b["start_us"] - a["start_us"]) <= rtt, (a, b)
+        for ea, eb in zip(a["epochs"], b["epochs"]):
+            assert abs(eb[1] - ea[1]) <= rtt, f"server's wait {eb} vs {ea}"
+        for ea, eb in zip(a["epochs"][:-1], b["epochs"][:-1]):
+            assert abs(eb[3] - ea[3]) <= rtt, f"client's wait {eb} vs {ea}"
+
+
+@pytest.mark.parametrize("point", ["client", "server"])
+def test_vectors_come_back_from_the_simulator(tmp_path: Path, point: str) -> None:
+    sent, got = roundtrip(tmp_path, "", point)
+    check(sent, got)
+    # The exchanges table beside the connections table, one row per epoch.
+    x = pq.read_table(tmp_path / "out" / "exchanges.parquet")
+    c = pq.read_table(tmp_path / "out" / "connections.parquet")
+    assert x.num_rows == sum(len(v["epochs"]) for v in sent)
+    assert c.num_rows == len(sent)
+    assert x.schema.field("ttfb_s").metadata[b"unit"] == b"s"
+
+
+def test_vectors_come_back_through_losses(tmp_path: Path) -> None:
+    # Data segments lost at the router: sizes stay exact (a resend counts once), the
+    # repairs' time lands in the exchanges' time account, not in the quiet times.
+    sent, got = roundtrip(tmp_path, "[drop]\ndata = [3, 9, 40]", "server")
+    assert [(e[0], e[2]) for v in got for e in v["epochs"]] == [(e[0], e[2]) for v in sent for e in v["epochs"]]
+    x = pq.read_table(tmp_path / "out" / "exchanges.parquet").to_pydict()
+    repaired = sum(x["time_timeout_s"]) + sum(x["time_fast_retransmit_s"]) + sum(x["time_tlp_s"])
+    assert repaired > 0, "the losses' repairs are in the exchanges' account"
+    c = pq.read_table(tmp_path / "out" / "connections.parquet").to_pydict()
+    assert sum(c["retx_timeout_s2c"]) + sum(c["retx_fast_s2c"]) + sum(c["retx_tlp_s2c"]) >= 1
+
+
+def test_a_vector_file_the_simulator_cannot_replay_is_refused_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.abt").write_text("SEQ 0 1 0 0\n> 10\nt x\n< 20\n")
+    s = tmp_path / "s.toml"
+    s.write_text('[path]\nrtt = "10ms"\n[workload]\nkind = "abt"\nfile = "bad.abt"\n')
+    r = subprocess.run([*SHORTFLOW, "simulate", str(s)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "workload.file" in r.stderr and "line 3" in r.stderr and "not a whole number" in r.stderr
+    (tmp_path / "conc.abt").write_text("CONC 0 1 1 7 0\nc> 10\nt> 0\nc< 20\nt< 0\n")
+    s.write_text('[path]\nrtt = "10ms"\n[workload]\nkind = "abt"\nfile = "conc.abt"\n')
+    r = subprocess.run([*SHORTFLOW, "simulate", str(s)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "connection 7: CONC vectors are not replayed" in r.stderr, r.stderr
