@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import time
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from shortflow.host import sockets
+from shortflow.host.daemon import DEVNULL, PIPE, Process
 from shortflow.testbed import names as N
 from shortflow.testbed import stack
 from shortflow.testbed.capture import Captures
 from shortflow.testbed.link import Link
 from shortflow.testbed.realize import realize
 from shortflow.testbed.scenario_real import NS, RealScenario
-from shortflow.testbed.system import TestbedError, in_ns
+from shortflow.testbed.system import TestbedError
 from shortflow.testbed.topology import Topology
 
 PEER = Path(__file__).with_name("abt_peer.py")
@@ -66,13 +67,13 @@ def _copy_vectors_file(s: RealScenario, workdir: Path) -> None:
         shutil.copyfile(Path(s.scenario.source).parent / name, dst)
 
 
-def _wait_listening(topo: Topology, proc: subprocess.Popen[str], port: int, timeout: float = 10.0) -> None:
+def _wait_listening(topo: Topology, proc: Process[str], port: int, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             err = proc.stderr.read() if proc.stderr else ""
             raise TestbedError(f"the a-b-t server exited at start ({proc.returncode}): {err.strip()}")
-        if in_ns(topo.names.ns("server"), "ss", "-Hltn", f"sport = :{port}", check=False).stdout.strip():
+        if sockets.listening(port, topo.names.ns("server")):
             return
         time.sleep(0.05)
     raise TestbedError(f"the a-b-t server did not listen on {N.SERVER_IP}:{port} within {timeout:g} s")
@@ -120,12 +121,12 @@ def run(s: RealScenario, pcap_dir: Path | None = None, options: dict[str, Any] |
         plan_path = topo.workdir / "abt-plan.json"
         plan_path.write_text(json.dumps(ps))
         server = topo.spawn("abt-server", "server", [sys.executable, str(PEER), "server", N.SERVER_IP, str(s.port),
-                                                     str(plan_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                                     str(plan_path)], stdout=DEVNULL, stderr=PIPE)
         _wait_listening(topo, server, s.port)
         caps = Captures(topo, pcap_dir or topo.workdir / "pcap")
         caps.start()
         client = topo.spawn("abt-client", "client", [sys.executable, str(PEER), "client", N.SERVER_IP, str(s.port),
-                                                     str(plan_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                                     str(plan_path)], stdout=PIPE, stderr=PIPE)
         budget = _budget_s(ps)
         deadline = time.monotonic() + budget
         while client.poll() is None:
