@@ -94,3 +94,19 @@ proptest! {
         prop_assert!(pa == pb, "pcaps differ");
     }
 }
+
+/// A case the property above once drew: a Linux server without SACK from its peer (an
+/// RFC 2988 client) loses segments while duplicate ACKs are counted as SACKs; the count's
+/// cap fell below the count (segments marked lost meanwhile) and the delivered difference
+/// went negative (an overflow in a debug build, a wrapped count in a release one).
+#[test]
+fn reno_sacked_capped_below_its_count_delivers_nothing_and_the_run_completes() {
+    let text = "seed = 6775866662989821065\ntime_limit = \"2000s\"\n[path]\nrtt = \"1ms\"\nbandwidth = \"1Gbit\"\n\
+        queue = { kind = \"droptail\", packets = 2 }\n[client]\nstack = \"rfc2988\"\n[server]\nstack = \"linux\"\n\
+        [drop]\nsyn = []\ndata = [18, 8, 26]\n[random_loss]\nforward = 0.02322990678548942\nreverse = 0.1373284391284948\n\
+        [workload]\nrequest = \"300B\"\nresponse = \"97821B\"\nrequests = 1\nidle = \"0ms\"\nconnections = 1\nparallel = false\n";
+    let (report, _) = run(text, false);
+    let c = &report.connections[0];
+    assert!(c.complete_s.is_some(), "{c:?}");
+    assert_eq!(c.bytes_received, response_bytes(text));
+}

@@ -237,7 +237,10 @@ impl Tcb {
         let out = self.sb.len() as u64;
         let holes = (self.sb.segments().filter(|s| s.lost).count() as u64).max(1).min(out);
         self.reno_sacked = (self.reno_sacked + 1).min(out - holes);
-        self.reno_sacked - prior
+        // The cap (tcp_limit_reno_sacked) can take the count below where it was, when
+        // segments were marked lost meanwhile: tcp_add_reno_sack counts only a positive
+        // difference as delivered.
+        self.reno_sacked.saturating_sub(prior)
     }
 
     /// tcp_newreno_mark_lost: the head is lost once `dupack_threshold` duplicate ACKs came
