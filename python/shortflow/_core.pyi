@@ -78,9 +78,11 @@ class Watcher:
 
     def __new__(cls, interface: str, *, snaplen: int = 256, promiscuous: bool = False,
                 buffer_bytes: int = 67108864, filter: str | None = None, idle_timeout_s: float | None = None,
-                close_linger_s: float | None = None, max_connections: int = 200_000) -> Watcher:
+                close_linger_s: float | None = None, max_connections: int = 200_000,
+                pcap: str | PathLike[str] | None = None) -> Watcher:
         """Opens the interface; raises `CaptureError` (no such interface, no CAP_NET_RAW,
-        no libpcap) or `CaptureError` with libpcap's message for a filter it refuses."""
+        no libpcap) or `CaptureError` with libpcap's message for a filter it refuses. With
+        `pcap`, every packet read is kept there as it was read (nanosecond timestamps)."""
     def run_for(self, seconds: float) -> None:
         """Reads packets for about ``seconds`` (the GIL released)."""
     def take_ended(self) -> dict[str, Any]:

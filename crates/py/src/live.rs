@@ -52,7 +52,7 @@ impl Watcher {
     // prints an expression as `...`. 67108864 is 64 MiB.
     #[new]
     #[pyo3(signature = (interface, *, snaplen=256, promiscuous=false, buffer_bytes=67108864, filter=None,
-                        idle_timeout_s=None, close_linger_s=None, max_connections=200_000))]
+                        idle_timeout_s=None, close_linger_s=None, max_connections=200_000, pcap=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         interface: &str,
@@ -63,6 +63,7 @@ impl Watcher {
         idle_timeout_s: Option<f64>,
         close_linger_s: Option<f64>,
         max_connections: usize,
+        pcap: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let defaults = TrackerConfig::default();
         let tracker = TrackerConfig {
@@ -71,7 +72,7 @@ impl Watcher {
             ..defaults
         };
         let capture = LiveOptions { snaplen, promiscuous, buffer_bytes, filter, ..LiveOptions::default() };
-        let o = WatchOptions { capture, tracker, max_connections };
+        let o = WatchOptions { capture, tracker, max_connections, pcap };
         let w = CoreWatcher::open(interface, &o).map_err(|e| CaptureError::new_err(e.to_string()))?;
         Ok(Self { inner: Mutex::new(Some(w)) })
     }

@@ -18,8 +18,16 @@ use crate::diag::{ConnectionTable, Summary};
 use crate::feed::{decode_into, FileStats, SegmentSink};
 use crate::read::live::{LiveCapture, LiveError, LiveOptions};
 use crate::track::{Conn, Tracker, TrackerConfig};
+use crate::wire::capture::{ByteOrder, PcapWriter, TsResolution};
 use crate::wire::defrag::Reassembly;
 use crate::wire::{IcmpUnreachable, Segment, SegmentExtra};
+
+use std::fs::File;
+use std::io::BufWriter;
+
+fn keep_error(interface: &str, e: std::io::Error) -> LiveError {
+    LiveError { interface: interface.to_owned(), message: format!("writing the packets kept: {e}") }
+}
 
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
@@ -28,11 +36,14 @@ pub struct WatchOptions {
     /// Open connections kept at most; beyond, the least recently seen are ended (as idle)
     /// and counted in `LiveStats::evicted`.
     pub max_connections: usize,
+    /// Where to keep every packet read, as it was read (a pcap with nanosecond
+    /// timestamps): `analyze` on it gives the rows this analysis gave.
+    pub pcap: Option<std::path::PathBuf>,
 }
 
 impl Default for WatchOptions {
     fn default() -> Self {
-        Self { capture: LiveOptions::default(), tracker: TrackerConfig::default(), max_connections: 200_000 }
+        Self { capture: LiveOptions::default(), tracker: TrackerConfig::default(), max_connections: 200_000, pcap: None }
     }
 }
 
@@ -91,6 +102,9 @@ pub struct Watcher {
     /// The wall clock against the capture's: packets carry the kernel's time, quiet
     /// stretches are swept by this process's.
     last_tick: Instant,
+    /// Every packet read, kept (`WatchOptions::pcap`).
+    keep: Option<PcapWriter<BufWriter<File>>>,
+    interface: String,
 }
 
 /// How often open connections are checked against the bound and the clock when packets
@@ -100,6 +114,20 @@ const TICK: Duration = Duration::from_millis(200);
 impl Watcher {
     pub fn open(interface: &str, o: &WatchOptions) -> Result<Self, LiveError> {
         let capture = LiveCapture::open(interface, &o.capture)?;
+        let keep = match &o.pcap {
+            None => None,
+            Some(path) => {
+                let cannot = |e: std::io::Error| LiveError {
+                    interface: interface.to_owned(),
+                    message: format!("{}: {e}", path.display()),
+                };
+                let f = File::create(path).map_err(cannot)?;
+                Some(
+                    PcapWriter::pcap(BufWriter::new(f), capture.link(), TsResolution::Nano, ByteOrder::Little, o.capture.snaplen)
+                        .map_err(cannot)?,
+                )
+            }
+        };
         let ended = Arc::new(Mutex::new(Ended::default()));
         let shared = ended.clone();
         let sink: Sink = Box::new(move |c: &Conn| {
@@ -118,6 +146,8 @@ impl Watcher {
             stats,
             max_connections: o.max_connections.max(1),
             last_tick: Instant::now(),
+            keep,
+            interface: interface.to_owned(),
         })
     }
 
@@ -127,6 +157,9 @@ impl Watcher {
         while !stop.load(Ordering::Relaxed) {
             if let Some(pkt) = self.capture.next_packet()? {
                 self.stats.read.packets += 1;
+                if let Some(w) = &mut self.keep {
+                    w.write_captured(0, pkt.ts_ns, pkt.data, pkt.orig_len).map_err(|e| keep_error(&self.interface, e))?;
+                }
                 decode_into(&mut self.fragments, pkt.link, pkt.ts_ns, pkt.data, &mut self.stats.read, &mut self.sink);
                 self.bound();
             }
@@ -155,6 +188,9 @@ impl Watcher {
     pub fn drain(&mut self) -> Result<(), LiveError> {
         while let Some(pkt) = self.capture.next_ready()? {
             self.stats.read.packets += 1;
+            if let Some(w) = &mut self.keep {
+                w.write_captured(0, pkt.ts_ns, pkt.data, pkt.orig_len).map_err(|e| keep_error(&self.interface, e))?;
+            }
             decode_into(&mut self.fragments, pkt.link, pkt.ts_ns, pkt.data, &mut self.stats.read, &mut self.sink);
             self.bound();
         }
@@ -193,6 +229,9 @@ impl Watcher {
     /// summary of every connection.
     pub fn finish(mut self) -> Result<(ConnectionTable, Summary, LiveStats), LiveError> {
         self.drain()?;
+        if let Some(w) = &mut self.keep {
+            w.flush().map_err(|e| keep_error(&self.interface, e))?;
+        }
         let stats = self.stats();
         let Self { sink, ended, .. } = self;
         drop(sink.tracker.finish());

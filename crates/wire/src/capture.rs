@@ -119,8 +119,15 @@ impl<W: Write> PcapWriter<W> {
 
     /// Writes one captured frame, cut to the snap length.
     pub fn write_frame(&mut self, interface: u32, ts_ns: u64, frame: &[u8]) -> io::Result<()> {
-        let caplen = frame.len().min(self.snaplen as usize);
-        let data = &frame[..caplen];
+        self.write_captured(interface, ts_ns, frame, frame.len() as u32)
+    }
+
+    /// Writes a frame as another capture took it: `captured` (cut to the snap length too)
+    /// of a packet `orig_len` bytes long on the wire.
+    pub fn write_captured(&mut self, interface: u32, ts_ns: u64, captured: &[u8], orig_len: u32) -> io::Result<()> {
+        let caplen = captured.len().min(self.snaplen as usize);
+        let data = &captured[..caplen];
+        let frame_len = orig_len.max(caplen as u32) as usize;
         match &self.format {
             Format::Pcap { res, order } => {
                 let (secs, frac) = match res {
@@ -132,7 +139,7 @@ impl<W: Write> PcapWriter<W> {
                 put32(&mut v, *order, secs as u32);
                 put32(&mut v, *order, frac as u32);
                 put32(&mut v, *order, caplen as u32);
-                put32(&mut v, *order, frame.len() as u32);
+                put32(&mut v, *order, frame_len as u32);
                 h.copy_from_slice(&v);
                 self.out.write_all(&h)?;
                 self.out.write_all(data)
@@ -143,7 +150,7 @@ impl<W: Write> PcapWriter<W> {
                 body.extend_from_slice(&((ts_ns >> 32) as u32).to_le_bytes());
                 body.extend_from_slice(&(ts_ns as u32).to_le_bytes());
                 body.extend_from_slice(&(caplen as u32).to_le_bytes());
-                body.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+                body.extend_from_slice(&(frame_len as u32).to_le_bytes());
                 body.extend_from_slice(data);
                 while body.len() % 4 != 0 {
                     body.push(0);

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import FAILURE, USAGE, check_output_dir, clip, examples, fail, note, write_json
+from shortflow.cli.common import FAILURE, USAGE, check_output_dir, check_output_file, clip, examples, fail, note, write_json
 
 DEFAULT_METRICS = "127.0.0.1:9108"
 
@@ -52,6 +52,7 @@ def register(app: typer.Typer) -> None:
         idle_timeout: Annotated[str, typer.Option("--idle-timeout", metavar="DURATION", help="a connection with no packet this long ends as idle")] = "300s",
         close_linger: Annotated[str, typer.Option("--close-linger", metavar="DURATION", help="after both FINs or a RST, late packets still belong to the connection this long")] = "5s",
         duration: Annotated[Optional[str], typer.Option("--duration", metavar="DURATION", help="stop after this long (default: until SIGTERM or Ctrl-C)")] = None,
+        pcap: Annotated[Optional[Path], typer.Option("--pcap", metavar="FILE", help="keep every packet read in this pcap file (nanosecond timestamps): `analyze` on it gives the rows the watch gave")] = None,
         summary_json: Annotated[Optional[Path], typer.Option("--summary-json", metavar="FILE", help="at the end, write the summary of every connection seen (as analyze's) and the capture's counts")] = None,
     ) -> None:
         """Watch an interface: every connection's time account as it ends, as Prometheus
@@ -87,16 +88,17 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             check_output_dir(out, "--out")
             out.mkdir(parents=True, exist_ok=True)
+        if pcap is not None:
+            check_output_file(pcap, "--pcap")
         if summary_json is not None and str(summary_json) != "-":
-            from shortflow.cli.common import check_output_file
-
             check_output_file(summary_json, "--summary-json")
         from shortflow.watch.live import LiveAnalysis, WatchConfig
         from shortflow.watch.metrics import Ports, WatchMetrics
         from shortflow.watch.rotate import RotatingParquet
         from shortflow.watch.run import run
 
-        config = WatchConfig(interface, filter_expr, snaplen, promiscuous, buffer_bytes, idle_s, linger_s, max_connections)
+        config = WatchConfig(interface, filter_expr, snaplen, promiscuous, buffer_bytes, idle_s, linger_s, max_connections,
+                             str(pcap) if pcap is not None else None)
         try:
             analysis = LiveAnalysis(config)
         except ShortflowError as e:

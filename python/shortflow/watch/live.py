@@ -22,6 +22,9 @@ class WatchConfig:
     idle_timeout_s: float | None = None
     close_linger_s: float | None = None
     max_connections: int = 200_000
+    #: Keep every packet read here (pcap, nanosecond timestamps): `analyze` on it gives
+    #: the rows the watch gave.
+    pcap: str | None = None
 
 
 class LiveAnalysis:
@@ -34,7 +37,7 @@ class LiveAnalysis:
         self._core = _core.Watcher(
             config.interface, snaplen=config.snaplen, promiscuous=config.promiscuous,
             buffer_bytes=config.buffer_bytes, filter=config.filter, idle_timeout_s=config.idle_timeout_s,
-            close_linger_s=config.close_linger_s, max_connections=config.max_connections)
+            close_linger_s=config.close_linger_s, max_connections=config.max_connections, pcap=config.pcap)
 
     def _table(self, columns: dict[str, Any]) -> pa.Table:
         raw = {"columns": columns, "dictionaries": _dictionaries()}
