@@ -22,7 +22,7 @@ sometimes the router's drop-tail queue; its seed is apart from the defaults suit
 
     sudo .venv/bin/python benches/sim_vs_real.py --knobs 300 --out /tmp/sf-knobs
 
-With --cc-mix (issue 40), every third draw of the knob suite (0, 3, 6, ...) sends its
+With --cc-mix, every third draw of the knob suite (0, 3, 6, ...) sends its
 response with BBR: the server's congestion control becomes "bbr", the client's too with
 an even chance drawn apart from the suite's stream; every other draw, and every other key
 of a BBR draw, is what the knob suite alone draws, so the non-BBR draws stay comparable.

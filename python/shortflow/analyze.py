@@ -38,7 +38,7 @@ TABLE1_KEYS = (
     "connections",
 )
 
-#: Whole-trace counts of the data phase and the handshake's corner cases (issue 10).
+#: Whole-trace counts of the data phase and the handshake's corner cases.
 DIAGNOSIS_KEYS = (
     "open_tries",
     "refused_rst",

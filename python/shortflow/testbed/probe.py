@@ -10,7 +10,7 @@ as the kernel queues it, as the simulator's application does. What the kernel's 
 announces depends on when the application reads: a read frees buffer space and may send
 the ACK that `__tcp_ack_snd_check` held back (`tcp_cleanup_rbuf`), and autotuning runs in
 the read (`tcp_rcv_space_adjust`). On a loaded machine a normal-priority reader woke up
-after 4-18 segments (issue 14's random suite), which held ACKs and autotuning back by a
+after 4-18 segments (in the random agreement suite), which held ACKs and autotuning back by a
 flight. Each result line says which priority the client got (`realtime`).
 """
 
