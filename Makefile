@@ -85,9 +85,6 @@ bench-deps:
 	if [ -n "$$missing" ]; then \
 	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
-	  case " $$missing " in *" prometheus "*) \
-	    echo "the tests start their own Prometheus: the service the package enabled is stopped and disabled"; \
-	    $$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true;; esac; \
 	fi
 
 # The simulator beside ns-3 (100,000 sequential short transfers).
