@@ -95,6 +95,12 @@ def test_apply_warns_what_a_knob_will_not_do():
     assert "bbr" in b
     (f,) = notices(TuneSettings(sfr_factor=2.5), None, "bbr")
     assert "--sfr-factor 2.5" in f and "2 x handshake RTT" in f
+    # A SYN RTO shorter than any WAN's round trip is said, not applied in silence.
+    (r,) = notices(TuneSettings(syn_rto_s=0.005), None, "cubic")
+    assert r.startswith("--syn-rto 5ms is shorter than the round trip to most peers"), r
+    assert notices(TuneSettings(syn_rto_s=0.2), None, "cubic") == []
+    (r,) = notices(TuneSettings(prefixes=[PrefixRule(ipaddress.ip_network("10.0.0.0/8"), None, 0.01)]), None, "cubic")
+    assert "10.0.0.0/8: syn_rto 10ms" in r
 
 
 def test_status_explains_each_refused_knob():

@@ -90,6 +90,12 @@ def scope_refusals(s: TuneSettings) -> list[str]:
     return why
 
 
+#: A SYN RTO below this is shorter than the round trip to most Internet peers (tens to
+#: hundreds of ms); refused outright only when an RTT measured on this host says so
+#: (`unsafe`), said otherwise.
+SHORT_SYN_RTO_S = 0.05
+
+
 def notices(s: TuneSettings, default_routes: list[tuple[str, str]] | None = None, congestion_control: str = "") -> list[str]:
     """What the settings will not do although asked, measured on this kernel (README)."""
     out = []
@@ -100,6 +106,11 @@ def notices(s: TuneSettings, default_routes: list[tuple[str, str]] | None = None
     if s.slow_start_after_idle is not None and congestion_control == "bbr":
         out.append("--slow-start-after-idle: this namespace's congestion control is bbr, which keeps its window "
                    "after idle either way; the sysctl changes only CUBIC/Reno connections")
+    for label, rto in [("--syn-rto", s.syn_rto_s)] + [(f"{p.network}: syn_rto", p.syn_rto_s) for p in s.prefixes]:
+        if rto is not None and rto < SHORT_SYN_RTO_S:
+            out.append(f"{label} {rto * 1000:g}ms is shorter than the round trip to most peers: a SYN to any "
+                       f"farther than that is sent again before its SYN/ACK can return (twice the SYNs, and "
+                       f"each such handshake counted as lost); no RTT measured here showed a peer that close")
     if s.sfr_factor is not None and s.sfr_factor > 2:
         out.append(f"--sfr-factor {s.sfr_factor:g}: a connection whose destination has no RTT remembered yet, "
                    "and every answering (passive) connection, starts from Linux's first-sample rule, "
