@@ -88,6 +88,31 @@ def test_the_printed_graph_command_draws_the_worst_connection(lossy: Path, tmp_p
     assert (tmp_path / f"conn-{conn}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_graph_command_carries_the_timeouts_that_decide_the_ids(tmp_path: Path) -> None:
+    # A keep-alive capture with rests over half a second: with --idle-timeout 0.5s a rest
+    # ends a connection and the next packets start another, so the ids are not the
+    # default's. The printed command says so, and draws the row the analysis meant.
+    capture = DATA / "pcap2har-pcapr-losses-keepalive.pcap"
+    short = shortflow.analyze(str(capture), idle_timeout_s=0.5).table
+    assert short.num_rows > shortflow.analyze(str(capture)).table.num_rows
+    out = run("analyze", str(capture), "--idle-timeout", "500ms", "--worst", "3").stdout
+    commands = [shlex.split(ln.strip())[1:] for ln in out.splitlines() if ln.strip().startswith("shortflow graph")]
+    assert commands and all(w[w.index("--idle-timeout") + 1] == "0.5s" for w in commands), out
+    for words in commands:
+        conn = int(words[words.index("--conn") + 1])
+        svg = tmp_path / f"conn-{conn}.svg"
+        r = run(*words, "-o", str(svg))
+        row = short.slice(conn, 1).to_pylist()[0]
+        title = f"connection {conn}: {row['client_ip']}:{row['client_port']} → {row['server_ip']}:{row['server_port']}"
+        assert title in svg.read_text(), (title, r.stdout)
+        # The same command without the timeout draws another connection's packets (or
+        # another stretch of this one's): the option is what makes the id this row's.
+        from shortflow.plot.tsg import packets
+
+        drawn = packets(capture, [conn], idle_timeout_s=0.5)[conn]
+        assert len(drawn["ts_ns"]) == row["packets_c2s"] + row["packets_s2c"] + row["capture_duplicates"]
+
+
 def test_handshake_losses_leading_bring_table1(tmp_path: Path) -> None:
     path = tmp_path / "syn.pcap"
     shortflow.generate(path, connections=200, seed=2, syn_loss=0.3)

@@ -97,7 +97,8 @@ def check_filter(text: str) -> None:
     """Raises `FilterError` with libpcap's message when it does not accept ``text`` (or
     cannot be loaded); reads nothing."""
 
-def connection_packets(path: PathLike[str], ids: list[int], *, filter: str | None = None) -> tuple[
+def connection_packets(path: PathLike[str], ids: list[int], *, filter: str | None = None,
+                       idle_timeout_s: float | None = None, close_linger_s: float | None = None) -> tuple[
         dict[str, list[Any]], dict[int, tuple[tuple[str, int], tuple[str, int]]], str | None]:
     """Every packet of the connections ``ids`` (the table's ``conn_id``) of one trace, with
     the analyzer's event (new data, retransmission class) and the cause of the gap before it;

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from shortflow import _core
 from shortflow.analyze import CAUSE_WORDS, CAUSES, WAITED_CAUSES, Analysis, share_not_the_paths
 from shortflow.units import format_seconds
 
@@ -157,8 +158,13 @@ def cdf_figure(table: Any) -> Any:
 
 
 def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: list[Path], worst: int = 3,
-                 filter_expr: str | None = None) -> Path:
-    """Writes `out_dir/report.html` and returns its path."""
+                 filter_expr: str | None = None, idle_timeout_s: float | None = None,
+                 close_linger_s: float | None = None) -> Path:
+    """Writes `out_dir/report.html` and returns its path; the filter and timeouts are the
+    analysis' (they decide the ids of the connections it draws)."""
+    tracking = [w for flag, v, d in (("--idle-timeout", idle_timeout_s, _core.DEFAULT_IDLE_TIMEOUT_S),
+                                     ("--close-linger", close_linger_s, _core.DEFAULT_CLOSE_LINGER_S))
+                if v is not None and v != d for w in (flag, f"{v:g}s")]
     import jinja2
     import pyarrow.compute as pc
 
@@ -198,7 +204,8 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
         ids = [w.conn_id for w in chosen]
         # A trace read only in part (cut short, damaged) gives the packets before the bad
         # byte; its error is the analysis' own, already in `a.errors`.
-        pk = packets(traces[0], ids, errors=[], filter_expr=filter_expr) if ids else {}
+        pk = packets(traces[0], ids, errors=[], filter_expr=filter_expr, idle_timeout_s=idle_timeout_s,
+                     close_linger_s=close_linger_s) if ids else {}
         rows = {int(c): i for i, c in enumerate(t.column("conn_id").to_pylist())
                 if str(t.column("trace")[i]) == first and int(c) in ids}
         for w in chosen:
@@ -210,7 +217,7 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
                               for c in CAUSES if c != "network" and t.column(f"time_{c}_s")[i].as_py() > 0)
             worst_rows.append({"id": w.conn_id, "title": f"connection {w.conn_id} ({w.client} → {w.server})",
                                "lost": f"lasted {format_seconds(w.duration_s)}: {parts}",
-                               "command": w.graph_command(filter_expr=filter_expr),
+                               "command": w.graph_command(filter_expr=filter_expr, tracking=tracking),
                                "png": base64.b64encode(png.read_bytes()).decode()})
             png.unlink()
 

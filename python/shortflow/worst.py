@@ -5,6 +5,7 @@ that draws it. `analyze` prints them first, its report draws them."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,14 +40,17 @@ class Connection:
     #: draws the client's sequence.
     client_data: bool
 
-    def graph_command(self, *, filter_expr: str | None = None, output: str | None = None) -> str:
+    def graph_command(self, *, filter_expr: str | None = None, output: str | None = None,
+                      tracking: Sequence[str] = ()) -> str:
         """The shell command that draws this connection's time-sequence graph; with the
-        analysis' filter, since the filter decides the connections' ids."""
+        analysis' filter and its timeouts given other than their defaults (`tracking`, as
+        options), since they decide the connections' ids."""
         words = ["shortflow", "graph", self.trace, "--conn", str(self.conn_id)]
         if self.client_data:
             words.append("--client-data")
         if filter_expr is not None:
             words += ["--filter", filter_expr]
+        words += tracking
         if output is not None:
             words += ["-o", output]
         return shlex.join(words)

@@ -448,16 +448,26 @@ fn generate<'py>(
 /// connection's ((client ip, port), (server ip, port)) by id, and the error that stopped
 /// the reading before the file's end (file and byte offset), or None.
 #[pyfunction]
-#[pyo3(signature = (path, ids, *, filter=None))]
+#[pyo3(signature = (path, ids, *, filter=None, idle_timeout_s=None, close_linger_s=None))]
 fn connection_packets<'py>(
     py: Python<'py>,
     path: PathBuf,
     ids: Vec<u64>,
     filter: Option<&str>,
+    idle_timeout_s: Option<f64>,
+    close_linger_s: Option<f64>,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, Option<String>)> {
     let filter = compile_filter(filter)?;
+    // The analysis' own timeouts: they decide where one connection ends and the next
+    // begins, and so the ids.
+    let defaults = TrackerConfig::default();
+    let config = TrackerConfig {
+        idle_timeout_ns: idle_timeout_s.map_or(defaults.idle_timeout_ns, |s| (s * 1e9) as u64),
+        close_linger_ns: close_linger_s.map_or(defaults.close_linger_ns, |s| (s * 1e9) as u64),
+        ..defaults
+    };
     let read = py
-        .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids, filter.as_ref()))
+        .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids, filter.as_ref(), config))
         .map_err(|e| TraceReadError::new_err(e.to_string()))?;
     let recs = &read.packets;
     let d = PyDict::new(py);

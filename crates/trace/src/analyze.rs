@@ -283,14 +283,19 @@ pub struct ConnectionPackets {
 /// A file that cannot be opened as a trace is an error; one cut short or damaged later
 /// gives the packets before the bad byte, and the error beside them (as `analyze` keeps
 /// what it read).
-pub fn connection_packets(path: &std::path::Path, ids: &[u64], filter: Option<&Filter>) -> Result<ConnectionPackets, ReadError> {
+pub fn connection_packets(
+    path: &std::path::Path,
+    ids: &[u64],
+    filter: Option<&Filter>,
+    config: TrackerConfig,
+) -> Result<ConnectionPackets, ReadError> {
     let mut reader = CaptureReader::open(path)?;
     // Where each wanted connection's teardown began, told when it ends.
     let mut ends: rustc_hash::FxHashMap<u64, u64> = Default::default();
     let mut endpoints = Vec::new();
     let wanted: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
     let mut sink = Recorder {
-        tracker: Tracker::new(TrackerConfig::default(), |c: &Conn| {
+        tracker: Tracker::new(config, |c: &Conn| {
             if wanted.contains(&c.id) {
                 ends.insert(c.id, c.teardown_from_ts);
                 endpoints.push((c.id, c.client, c.server));

@@ -95,7 +95,7 @@ def print_files(doc: dict[str, Any]) -> None:
 
 
 def print_answer(result: Analysis, doc: dict[str, Any], *, worst: list[Connection], asked: int, table1: bool,
-                 filter_expr: str | None) -> None:
+                 filter_expr: str | None, tracking: list[str]) -> None:
     """The answer first: what was read, the time account, the `asked` worst connections
     (`worst`, ranked); then each file, the data phase's counts, and Table 1 when asked for
     or when handshake losses lead."""
@@ -103,7 +103,7 @@ def print_answer(result: Analysis, doc: dict[str, Any], *, worst: list[Connectio
 
     print_headline(doc, filter_expr=filter_expr, packets_read=sum(f["packets"] for f in result.files))
     print_time_account(doc)
-    print_worst(worst, asked=asked, filter_expr=filter_expr)
+    print_worst(worst, asked=asked, filter_expr=filter_expr, tracking=tracking)
     print_files(doc)
     print_diagnosis(doc)
     if table1 or main_lost_cause(doc) == "handshake":
@@ -111,6 +111,17 @@ def print_answer(result: Analysis, doc: dict[str, Any], *, worst: list[Connectio
     elif doc["multiple_syns"] or doc["unsuccessful"]:
         say(f"document 000's Table 1 (--table1): {doc['multiple_syns']:,} connections with repeated SYNs, "
             f"{doc['unsuccessful']:,} tries without a completed handshake")
+
+
+def _tracking(timeouts: dict[str, float]) -> list[str]:
+    """The analysis' timeouts given other than their defaults, as `graph`'s options: they
+    decide where a connection ends, and so the ids its command names."""
+    out = []
+    for flag, key, default in (("--idle-timeout", "idle_timeout_s", _core.DEFAULT_IDLE_TIMEOUT_S),
+                               ("--close-linger", "close_linger_s", _core.DEFAULT_CLOSE_LINGER_S)):
+        if timeouts[key] != default:
+            out += [flag, f"{timeouts[key]:g}s"]
+    return out
 
 
 def print_columns() -> None:
@@ -337,7 +348,9 @@ def register(app: typer.Typer) -> None:
             from shortflow.report import write_report
 
             files = [p for p in traces if not is_stdout(p)]
-            written.append(f"report: {write_report(result, doc, report, traces=files, filter_expr=filter_expr)}")
+            page = write_report(result, doc, report, traces=files, filter_expr=filter_expr,
+                                idle_timeout_s=timeouts["idle_timeout_s"], close_linger_s=timeouts["close_linger_s"])
+            written.append(f"report: {page}")
         # Files that could not be read at all (not a trace): their error is the whole
         # answer, not a Table 1 of zeros beside it.
         if all(f["error"] and not f["packets"] for f in result.files):
@@ -347,7 +360,8 @@ def register(app: typer.Typer) -> None:
 
             print_listing(result.table, fmt if fmt != "parquet" else None)
         if show:
-            print_answer(result, doc, worst=ranked, asked=worst, table1=table1, filter_expr=filter_expr)
+            print_answer(result, doc, worst=ranked, asked=worst, table1=table1, filter_expr=filter_expr,
+                         tracking=_tracking(timeouts))
             for line in written:
                 say(line)
         if scheduler is None:

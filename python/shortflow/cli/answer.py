@@ -3,6 +3,7 @@ time account) and the worst connections, each with the command that draws it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from shortflow.analyze import CAUSE_WORDS
@@ -65,9 +66,10 @@ def print_time_account(doc: dict[str, Any]) -> None:
         say("apart, nobody waiting: " + ", ".join(f"{CAUSE_WORDS[k]} {format_seconds(v)}" for v, k in apart))
 
 
-def print_worst(worst: list[Connection], *, asked: int, filter_expr: str | None) -> None:
+def print_worst(worst: list[Connection], *, asked: int, filter_expr: str | None, tracking: Sequence[str] = ()) -> None:
     """The worst connections, each on two lines: who, how long, what it lost to, and the
-    command that draws its time-sequence graph."""
+    command that draws its time-sequence graph (with `tracking`: the analysis' timeouts
+    given other than their defaults, as options)."""
     if asked <= 0:
         return
     if not worst:
@@ -81,4 +83,4 @@ def print_worst(worst: list[Connection], *, asked: int, filter_expr: str | None)
         rest = f" (and {format_seconds(other)} to other causes)" if other > 0.001 * w.lost_s else ""
         say(f"  conn {w.conn_id:<{width}}  {w.client} → {w.server}  lasted {format_seconds(w.duration_s)}: "
             f"{CAUSE_WORDS[w.main_cause]} {format_seconds(w.main_cause_s)}{rest}")
-        say(f"  {' ' * (width + 5)}  {w.graph_command(filter_expr=filter_expr)}")
+        say(f"  {' ' * (width + 5)}  {w.graph_command(filter_expr=filter_expr, tracking=tracking)}")

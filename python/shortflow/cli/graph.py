@@ -36,6 +36,8 @@ def register(app: typer.Typer) -> None:
         filter_expr: Annotated[Optional[str], typer.Option("--filter", metavar="EXPR", help="the libpcap filter the analysis had (it decides the connections' ids); it matches the outer headers of tunnelled packets")] = None,
         start: Annotated[Optional[str], typer.Option("--from", metavar="TIME", help="zoom: from this long after the connection's first packet (e.g. 1.2s, 300ms)")] = None,
         end: Annotated[Optional[str], typer.Option("--to", metavar="TIME", help="zoom: to this long after the connection's first packet")] = None,
+        idle_timeout: Annotated[Optional[str], typer.Option("--idle-timeout", metavar="DURATION", help="the --idle-timeout the analysis had (it decides where a connection ends, and so the ids)")] = None,
+        close_linger: Annotated[Optional[str], typer.Option("--close-linger", metavar="DURATION", help="the --close-linger the analysis had (likewise)")] = None,
     ) -> None:
         """Draw a connection's Stevens time-sequence graph: data, ACKs and the receive
         window, SACK blocks and duplicate ACKs, SYN/FIN/RST, retransmissions by class, and
@@ -46,6 +48,9 @@ def register(app: typer.Typer) -> None:
         if not trace.is_file():
             fail(f"{clip(trace)}: no such file", USAGE)
         lo, hi = _seconds(start, "--from"), _seconds(end, "--to")
+        idle_s, linger_s = _seconds(idle_timeout, "--idle-timeout"), _seconds(close_linger, "--close-linger")
+        if idle_s == 0:
+            fail("--idle-timeout 0: a connection must be allowed some time without packets", USAGE)
         if lo is not None and hi is not None and hi <= lo:
             fail(f"--from {clip(start)} --to {clip(end)}: the end must come after the start", USAGE)
         path = out or Path(f"conn-{conn}.png")
@@ -56,7 +61,8 @@ def register(app: typer.Typer) -> None:
         # drawn, and the error said after (the status is still a failure).
         errors: list[str] = []
         try:
-            pk = packets(trace, [conn], errors=errors, filter_expr=filter_expr)[conn]
+            pk = packets(trace, [conn], errors=errors, filter_expr=filter_expr, idle_timeout_s=idle_s,
+                         close_linger_s=linger_s)[conn]
         except FilterError as e:
             fail(f"--filter {clip(filter_expr)!r}: {e}", USAGE)
         except ShortflowError as e:

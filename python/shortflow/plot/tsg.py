@@ -55,13 +55,15 @@ _SYN, _FIN, _RST, _ACK = 0x02, 0x01, 0x04, 0x10
 
 
 def packets(trace: str | Path, conn_ids: list[int], *, errors: list[str] | None = None,
-            filter_expr: str | None = None) -> dict[int, dict[str, list[Any]]]:
+            filter_expr: str | None = None, idle_timeout_s: float | None = None,
+            close_linger_s: float | None = None) -> dict[int, dict[str, list[Any]]]:
     """The packets of each connection in `conn_ids`, as lists per field (and ``endpoints``:
-    [(client ip, port), (server ip, port)]); with the filter
-    the analysis had (it decides the ids). A trace cut short or damaged part-way gives the
+    [(client ip, port), (server ip, port)]); with the filter and the timeouts the analysis
+    had (they decide the ids). A trace cut short or damaged part-way gives the
     packets before the bad byte: its error (file and byte offset) is appended to `errors`,
     or raised as `TraceReadError` when no list is given."""
-    raw, ends, error = _core.connection_packets(Path(trace), list(conn_ids), filter=filter_expr)
+    raw, ends, error = _core.connection_packets(Path(trace), list(conn_ids), filter=filter_expr,
+                                                idle_timeout_s=idle_timeout_s, close_linger_s=close_linger_s)
     if error is not None:
         if errors is None:
             raise TraceReadError(error)
