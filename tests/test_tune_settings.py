@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from shortflow.exceptions import TuneError
-from shortflow.tune import notices, program, refusals, routes, scope_refusals
+from shortflow.tune import Plan, notices, program, refusals, routes, scope_refusals
 from shortflow.tune.settings import PrefixRule, TuneSettings, hard_limits, unsafe
 
 HZ = 250  # 4 ms jiffies
@@ -180,3 +180,12 @@ def test_prefix_file_edges(tmp_path):
     assert load_prefixes(p) == [PrefixRule(net("10.0.0.0/8"), 1, None)]
     with pytest.raises(TuneError, match="cannot read"):
         load_prefixes(tmp_path / "missing.toml")
+
+
+def test_a_dry_run_shows_each_bpf_knob_beside_the_kernels_own_value():
+    # The values the kernel table carries (TCP_TIMEOUT_INIT, TCP_INIT_CWND, TCP_RTO_MIN,
+    # TCP_DELACK_MAX): what the connections in scope had before.
+    p = Plan(TuneSettings(syn_rto_s=0.2, iw=4, rto_min_s=0.05, delack_max_s=0.04, port=443), Path("/sys/fs/cgroup/web"))
+    (line,) = p.lines()
+    assert line == ("attach BPF sock_ops `tune` to cgroup /sys/fs/cgroup/web: syn_rto=200ms (kernel: 1000ms), "
+                    "iw=4 (kernel: 10), rto_min=50ms (kernel: 200ms), delack_max=40ms (kernel: 200ms), port=443"), line

@@ -21,6 +21,9 @@ pub const TCP_RTO_MIN: Duration = Duration::from_millis(200);
 pub const TCP_RTO_MAX: Duration = Duration::from_secs(120);
 /// TCP_DELACK_MAX: the longest delayed-ACK timer.
 pub const TCP_DELACK_MAX: Duration = Duration::from_millis(200);
+/// TCP_INIT_CWND (include/net/tcp.h, RFC 6928): the initial window in segments, where no
+/// route's `initcwnd` says otherwise.
+pub const TCP_INIT_CWND: u32 = 10;
 /// TCP_TIMEOUT_MIN, in jiffies: the smallest timer `bpf_setsockopt` takes.
 pub const TCP_TIMEOUT_MIN_JIFFIES: u64 = 2;
 /// The timer frequency of the `linux` stack profile (a property of the modelled stack: a
@@ -197,6 +200,7 @@ pub fn table_json() -> serde_json::Value {
             "TCP_RTO_MIN_ns": TCP_RTO_MIN.as_nanos(),
             "TCP_RTO_MAX_ns": TCP_RTO_MAX.as_nanos(),
             "TCP_DELACK_MAX_ns": TCP_DELACK_MAX.as_nanos(),
+            "TCP_INIT_CWND": TCP_INIT_CWND,
             "TCP_TIMEOUT_MIN_jiffies": TCP_TIMEOUT_MIN_JIFFIES,
             "PROFILE_HZ": PROFILE_HZ,
         },

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import TuneError
-from shortflow.host import cgroup2_root, kernel_hz, require_root, sockets, sysctl
+from shortflow.host import cgroup2_root, kernel_hz, knobs, require_root, sockets, sysctl
 from shortflow.host.runid import fresh_run_id
 from shortflow.tune import journal, orphans, program, routes, selfcheck
 from shortflow.tune.program import refusals
@@ -49,9 +49,14 @@ class Plan:
         out = []
         s = self.settings
         if self.cgroup is not None:
-            what = [f"{k}={v}" for k, v in (("syn_rto", _ms(s.syn_rto_s)), ("iw", s.iw), ("rto_min", _ms(s.rto_min_s)),
-                                            ("delack_max", _ms(s.delack_max_s)), ("sfr_factor", s.sfr_factor),
-                                            ("port", s.port)) if v is not None]
+            # Each knob beside the kernel's own value, which the connections in scope had
+            # (a route's initcwnd or rto_min metric, where one is set, comes before it).
+            what = [f"{name}={new}" + (f" (kernel: {now})" if now else "") for name, new, now in (
+                ("syn_rto", _ms(s.syn_rto_s), _ms(knobs.seconds("TCP_TIMEOUT_INIT"))),
+                ("iw", s.iw, knobs.constant("TCP_INIT_CWND")),
+                ("rto_min", _ms(s.rto_min_s), _ms(knobs.seconds("TCP_RTO_MIN"))),
+                ("delack_max", _ms(s.delack_max_s), _ms(knobs.seconds("TCP_DELACK_MAX"))),
+                ("sfr_factor", s.sfr_factor, None), ("port", s.port, None)) if new is not None]
             out.append(f"attach BPF sock_ops `tune` to cgroup {self.cgroup}: {', '.join(what) or 'counters only'}")
             out += [f"  prefix {p.network}: iw={p.iw} syn_rto={_ms(p.syn_rto_s)}" for p in s.prefixes]
         for c in self.changes:

@@ -322,7 +322,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             // machine's kernel (`shortflow testbed run`, six SYNs dropped): gaps of
             // 1, 1, 1, 1, 1, 2 s. SYN/ACKs still double.
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
-            c.initial_window = InitialWindow::Segments(10);
+            c.initial_window = InitialWindow::Segments(crate::kernel::TCP_INIT_CWND);
             // The testbed's veths (and Ethernet): a 1500-byte MTU, advmss 1460 (mtu − 40).
             c.mtu = Some(1500);
             c.linux_handshake = true;
