@@ -1,7 +1,7 @@
 """Document 001's load: our calibrated rate at 50 % against PackMime's nominal offered load
 (rate x the response-size distribution's mean), and the rates at which Reno's mean duration
 reaches the paper's 297 ms. Run: .venv/bin/python benches/doc001_load.py [SECONDS]
-(BENCHMARKS.md, issue 9): SECONDS of arrivals (300, the paper's; the long uncongested run
+(figures in BENCHMARKS.md): SECONDS of arrivals (300, the paper's; the long uncongested run
 is ten times as long); the test suite's smoke run gives a few."""
 import statistics
 import sys
