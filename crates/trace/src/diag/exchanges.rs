@@ -123,6 +123,8 @@ fn after(origin: u64, ts: u64) -> f64 {
     }
 }
 
+cause_columns!(ExchangeTable);
+
 impl ExchangeTable {
     pub fn len(&self) -> usize {
         self.conn_id.len()
@@ -177,37 +179,7 @@ impl ExchangeTable {
         self.ttfb_s.push(r.ttfb_ns().map_or(f64::NAN, secs));
         self.ttlb_s.push(r.ttlb_ns().map_or(f64::NAN, secs));
         self.concurrent.push(r.concurrent);
-        let t = r.time_ns.map(secs);
-        self.time_network_s.push(t[Cause::Network as usize]);
-        self.time_handshake_s.push(t[Cause::Handshake as usize]);
-        self.time_slow_start_s.push(t[Cause::SlowStart as usize]);
-        self.time_timeout_s.push(t[Cause::Timeout as usize]);
-        self.time_fast_retransmit_s.push(t[Cause::FastRetransmit as usize]);
-        self.time_delayed_ack_s.push(t[Cause::DelayedAck as usize]);
-        self.time_zero_window_s.push(t[Cause::ZeroWindow as usize]);
-        self.time_application_s.push(t[Cause::Application as usize]);
-        self.time_tlp_s.push(t[Cause::Tlp as usize]);
-        self.time_idle_s.push(t[Cause::Idle as usize]);
-        self.time_teardown_s.push(t[Cause::Teardown as usize]);
-        self.time_receive_window_s.push(t[Cause::ReceiveWindow as usize]);
-    }
-
-    /// Row `i`'s time by cause (s), indexed by `Cause`.
-    pub fn time_by_cause_s(&self, i: usize) -> [f64; Cause::COUNT] {
-        Cause::ALL.map(|c| match c {
-            Cause::Network => self.time_network_s[i],
-            Cause::Handshake => self.time_handshake_s[i],
-            Cause::SlowStart => self.time_slow_start_s[i],
-            Cause::Timeout => self.time_timeout_s[i],
-            Cause::FastRetransmit => self.time_fast_retransmit_s[i],
-            Cause::DelayedAck => self.time_delayed_ack_s[i],
-            Cause::ZeroWindow => self.time_zero_window_s[i],
-            Cause::Application => self.time_application_s[i],
-            Cause::Tlp => self.time_tlp_s[i],
-            Cause::Idle => self.time_idle_s[i],
-            Cause::Teardown => self.time_teardown_s[i],
-            Cause::ReceiveWindow => self.time_receive_window_s[i],
-        })
+        self.push_causes(&r.time_ns.map(secs));
     }
 
     /// Gives each row the connection table's id of its connection: `ids` are the ids the

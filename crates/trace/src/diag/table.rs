@@ -440,26 +440,9 @@ macro_rules! plain_columns {
     };
 }
 
-impl ConnectionTable {
-    /// Row `i`'s time by cause (s), indexed by `Cause`: the `time_*_s` columns, which add
-    /// up to its `duration_s`.
-    pub fn time_by_cause_s(&self, i: usize) -> [f64; Cause::COUNT] {
-        Cause::ALL.map(|c| match c {
-            Cause::Network => self.time_network_s[i],
-            Cause::Handshake => self.time_handshake_s[i],
-            Cause::SlowStart => self.time_slow_start_s[i],
-            Cause::Timeout => self.time_timeout_s[i],
-            Cause::FastRetransmit => self.time_fast_retransmit_s[i],
-            Cause::DelayedAck => self.time_delayed_ack_s[i],
-            Cause::ZeroWindow => self.time_zero_window_s[i],
-            Cause::Application => self.time_application_s[i],
-            Cause::Tlp => self.time_tlp_s[i],
-            Cause::Idle => self.time_idle_s[i],
-            Cause::Teardown => self.time_teardown_s[i],
-            Cause::ReceiveWindow => self.time_receive_window_s[i],
-        })
-    }
+cause_columns!(ConnectionTable);
 
+impl ConnectionTable {
     pub fn len(&self) -> usize {
         self.conn_id.len()
     }
@@ -573,19 +556,7 @@ impl ConnectionTable {
         self.delack_stalls.push(cs.delack_stalls + sc.delack_stalls);
         self.delack_tick_200ms.push(cs.tick_receiver() || sc.tick_receiver());
         self.zero_window_stalls.push(cs.zw_stalls + sc.zw_stalls);
-        let t = |cause: Cause| secs(c.lost_ns[cause as usize]);
-        self.time_network_s.push(t(Cause::Network));
-        self.time_handshake_s.push(t(Cause::Handshake));
-        self.time_slow_start_s.push(t(Cause::SlowStart));
-        self.time_timeout_s.push(t(Cause::Timeout));
-        self.time_fast_retransmit_s.push(t(Cause::FastRetransmit));
-        self.time_delayed_ack_s.push(t(Cause::DelayedAck));
-        self.time_zero_window_s.push(t(Cause::ZeroWindow));
-        self.time_application_s.push(t(Cause::Application));
-        self.time_tlp_s.push(t(Cause::Tlp));
-        self.time_idle_s.push(t(Cause::Idle));
-        self.time_teardown_s.push(t(Cause::Teardown));
-        self.time_receive_window_s.push(t(Cause::ReceiveWindow));
+        self.push_causes(&c.lost_ns.map(secs));
     }
 
     /// The rows of `parts` (the chunks of one file's tracker, or of its shards' trackers,
