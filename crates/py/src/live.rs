@@ -13,7 +13,7 @@ use shortflow_trace::read::live::LiveOptions;
 use shortflow_trace::track::TrackerConfig;
 
 use crate::error::CaptureError;
-use crate::trace::{columns, summary};
+use crate::trace::{columns, read_counts, summary};
 
 /// A live analysis of one interface (see `shortflow.watch`).
 #[pyclass(module = "shortflow._core")]
@@ -28,15 +28,7 @@ fn closed() -> PyErr {
 
 fn stats_dict<'py>(py: Python<'py>, s: &LiveStats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    let r = &s.read;
-    d.set_item("packets", r.packets)?;
-    d.set_item("tcp_packets", r.tcp_packets)?;
-    d.set_item("skipped_not_ip", r.skipped_not_ip)?;
-    d.set_item("skipped_not_tcp", r.skipped_not_tcp)?;
-    d.set_item("skipped_fragment", r.skipped_fragment)?;
-    d.set_item("skipped_malformed", r.skipped_malformed)?;
-    d.set_item("first_ts_s", r.first_ts_ns.map(|t| t as f64 / 1e9))?;
-    d.set_item("last_ts_s", r.last_ts_ns.map(|t| t as f64 / 1e9))?;
+    read_counts(&d, &s.read)?;
     d.set_item("kernel_received", s.kernel_received)?;
     d.set_item("ring_drops", s.ring_drops)?;
     d.set_item("interface_drops", s.interface_drops)?;
