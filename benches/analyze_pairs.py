@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import DATA, ROOT, run  # the script beside this one
+from run import DATA, ROOT, bench_trace, run  # the script beside this one
 
 
 def pairs(name: str, ours: list[str], peer: list[str], trace: Path, n: int) -> None:
@@ -47,15 +47,8 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     args = ap.parse_args()
 
-    import shortflow
-
     data: Path = args.data
-    data.mkdir(exist_ok=True)
-    conns = max(1, args.packets // 28)
-    trace = data / f"bench-{conns}.pcap"
-    if not trace.exists():
-        shortflow.generate(trace, connections=conns, snaplen=96, arrivals_per_s=3000, seed=7, syn_loss=0.01,
-                           synack_loss=0.005, ack_loss=0.002)
+    trace = bench_trace(data, args.packets)
     sf = [str(ROOT / ".venv" / "bin" / "shortflow"), "analyze", str(trace), "--summary-json", str(data / "s.json"),
           "--out", str(data / "bench-out")]
     load = Path("/proc/loadavg").read_text().split()[:3]

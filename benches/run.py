@@ -57,6 +57,22 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, {mem} GiB, Linux {platform.release()}"
 
 
+def bench_trace(data: Path, packets: int) -> Path:
+    """The benchmark's trace of about `packets` packets in `data`, generated the first time
+    (interleaved short flows with SYN, SYN/ACK and ACK losses; the same seed each time)."""
+    import shortflow
+
+    data.mkdir(exist_ok=True)
+    # ~28 packets per connection with the generator's defaults (the simulator's linux stacks).
+    conns = max(1, packets // 28)
+    trace = data / f"bench-{conns}.pcap"
+    if not trace.exists():
+        truth = shortflow.generate(trace, connections=conns, snaplen=96, arrivals_per_s=3000, seed=7, syn_loss=0.01,
+                                   synack_loss=0.005, ack_loss=0.002)
+        print(f"generated {trace} ({truth['packets']:,} packets)")
+    return trace
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--packets", type=int, default=5_000_000)
@@ -68,14 +84,7 @@ def main() -> None:
     import shortflow
 
     data: Path = args.data
-    data.mkdir(exist_ok=True)
-    # ~28 packets per connection with the generator's defaults (the simulator's linux stacks;
-    # gen.rs's own model, before issue 9 item 0, wrote ~21: 238,095 connections then).
-    conns = max(1, args.packets // 28)
-    trace = data / f"bench-{conns}.pcap"
-    if not trace.exists():
-        truth = shortflow.generate(trace, connections=conns, snaplen=96, arrivals_per_s=3000, seed=7, syn_loss=0.01, synack_loss=0.005, ack_loss=0.002)
-        print(f"generated {trace} ({truth['packets']:,} packets)")
+    trace = bench_trace(data, args.packets)
     # The package's bytecode, as a user's Python caches it on the first run (pip compiles
     # a wheel's at install): where PYTHONDONTWRITEBYTECODE is set (CI sandboxes), every run
     # would otherwise compile the CLI's modules again, 20-30 ms of each end-to-end figure.
