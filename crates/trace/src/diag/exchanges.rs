@@ -4,14 +4,9 @@
 use super::table::{secs, ColumnDef};
 use crate::track::{Cause, ExchangeRow, NEVER};
 
-macro_rules! schema {
-    ($( $name:literal : $ty:literal , $unit:literal , $doc:literal ;)*) => {
-        /// The exchanges table's columns, in order.
-        pub const EXCHANGE_SCHEMA: &[ColumnDef] = &[ $( ColumnDef { name: $name, arrow: $ty, unit: $unit, doc: $doc }, )* ];
-    };
-}
-
 schema! {
+    /// The exchanges table's columns, in order.
+    EXCHANGE_SCHEMA;
     "trace": "dictionary<values=string, indices=int32, ordered=0>", "", "the capture file the connection was read from";
     "conn_id": "uint64", "", "the connection (the connection table's conn_id)";
     "exchange": "uint32", "", "order within its connection: 0, 1, …";

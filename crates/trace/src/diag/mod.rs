@@ -1,5 +1,13 @@
 //! Per-connection diagnostics and the trace summary (document 000's Table 1).
 
+/// A table's columns as `ColumnDef`s: `schema! { /// doc \n NAME; "column": "arrow type", "unit", "meaning"; … }`.
+macro_rules! schema {
+    ($(#[$meta:meta])* $table:ident; $( $name:literal : $ty:literal , $unit:literal , $doc:literal ;)*) => {
+        $(#[$meta])*
+        pub const $table: &[ColumnDef] = &[ $( ColumnDef { name: $name, arrow: $ty, unit: $unit, doc: $doc }, )* ];
+    };
+}
+
 /// Implements, on a table with the time account's columns (connections, exchanges), the
 /// two ways between a row's time by cause and those columns. The columns and the cause
 /// each holds are listed here once.

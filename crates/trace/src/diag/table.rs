@@ -148,14 +148,9 @@ pub struct ColumnDef {
     pub doc: &'static str,
 }
 
-macro_rules! schema {
-    ($( $name:literal : $ty:literal , $unit:literal , $doc:literal ;)*) => {
-        /// The connection table's columns, in order.
-        pub const SCHEMA: &[ColumnDef] = &[ $( ColumnDef { name: $name, arrow: $ty, unit: $unit, doc: $doc }, )* ];
-    };
-}
-
 schema! {
+    /// The connection table's columns, in order.
+    SCHEMA;
     "trace": "dictionary<values=string, indices=int32, ordered=0>", "", "the capture file the connection was read from";
     "conn_id": "uint64", "", "order of first appearance in its file";
     "client_ip": "string", "", "the client's address (sender of the SYN, else the higher port's side)";
