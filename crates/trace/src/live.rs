@@ -155,14 +155,7 @@ impl Watcher {
     pub fn run_for(&mut self, wait: Duration, stop: &AtomicBool) -> Result<(), LiveError> {
         let until = Instant::now() + wait;
         while !stop.load(Ordering::Relaxed) {
-            if let Some(pkt) = self.capture.next_packet()? {
-                self.stats.read.packets += 1;
-                if let Some(w) = &mut self.keep {
-                    w.write_captured(0, pkt.ts_ns, pkt.data, pkt.orig_len).map_err(|e| keep_error(&self.interface, e))?;
-                }
-                decode_into(&mut self.fragments, pkt.link, pkt.ts_ns, pkt.data, &mut self.stats.read, &mut self.sink);
-                self.bound();
-            }
+            self.read_one(true)?;
             if self.last_tick.elapsed() >= TICK {
                 self.tick();
             }
@@ -186,15 +179,23 @@ impl Watcher {
     /// What the ring still holds, read without waiting (before the end: a stop asked for
     /// while the analysis was behind loses none of what the kernel already captured).
     pub fn drain(&mut self) -> Result<(), LiveError> {
-        while let Some(pkt) = self.capture.next_ready()? {
-            self.stats.read.packets += 1;
-            if let Some(w) = &mut self.keep {
-                w.write_captured(0, pkt.ts_ns, pkt.data, pkt.orig_len).map_err(|e| keep_error(&self.interface, e))?;
-            }
-            decode_into(&mut self.fragments, pkt.link, pkt.ts_ns, pkt.data, &mut self.stats.read, &mut self.sink);
-            self.bound();
-        }
+        while self.read_one(false)? {}
         Ok(())
+    }
+
+    /// Reads one packet (waiting up to the ring's timeout for it, or not at all), keeps it
+    /// with `--pcap`, analyses it and holds the bound; false when none came.
+    #[inline]
+    fn read_one(&mut self, wait: bool) -> Result<bool, LiveError> {
+        let next = if wait { self.capture.next_packet()? } else { self.capture.next_ready()? };
+        let Some(pkt) = next else { return Ok(false) };
+        self.stats.read.packets += 1;
+        if let Some(w) = &mut self.keep {
+            w.write_captured(0, pkt.ts_ns, pkt.data, pkt.orig_len).map_err(|e| keep_error(&self.interface, e))?;
+        }
+        decode_into(&mut self.fragments, pkt.link, pkt.ts_ns, pkt.data, &mut self.stats.read, &mut self.sink);
+        self.bound();
+        Ok(true)
     }
 
     fn tick(&mut self) {
