@@ -21,6 +21,7 @@ from shortflow.cli.common import (
     check_output_dir,
     check_output_file,
     clip,
+    duration_option,
     emit_table,
     error,
     examples,
@@ -32,7 +33,6 @@ from shortflow.cli.common import (
     write_json,
 )
 from shortflow.output import FORMATS
-from shortflow.units import parse_duration
 
 if TYPE_CHECKING:
     from shortflow.analyze import Analysis
@@ -146,16 +146,6 @@ def reading_progress(step: common.Step) -> Callable[[int, int, int], None]:
     return report
 
 
-def _duration(text: str, flag: str, *, zero_ok: bool) -> float:
-    try:
-        v = parse_duration(text, what=flag)
-    except ValueError as e:
-        fail(clip(e), USAGE)
-    if v < 0 or (v == 0 and not zero_ok):
-        fail(f"{flag} {clip(text)!r}: must be {'at least 0' if zero_ok else 'more than 0'}", USAGE)
-    return v
-
-
 def _check_traces(traces: list[Path]) -> None:
     if sum(1 for p in traces if is_stdout(p)) > 1:
         fail("'-' (standard input) can be given once", USAGE)
@@ -253,8 +243,8 @@ def register(app: typer.Typer) -> None:
         if scheduler is not None and any(is_stdout(p) for p in traces):
             fail("--scheduler: standard input ('-') cannot be sent to the cluster's workers; give files", USAGE)
         timeouts = {
-            "idle_timeout_s": _duration(idle_timeout, "--idle-timeout", zero_ok=False),
-            "close_linger_s": _duration(close_linger, "--close-linger", zero_ok=True),
+            "idle_timeout_s": duration_option(idle_timeout, "--idle-timeout", zero_ok=False),
+            "close_linger_s": duration_option(close_linger, "--close-linger"),
         }
         table_to_stdout = is_stdout(out_dir)
         if table_to_stdout:

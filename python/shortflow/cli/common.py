@@ -143,6 +143,20 @@ def is_stdout(path: Path | str | None) -> bool:
     return path is not None and str(path) == "-"
 
 
+def duration_option(text: str, flag: str, *, zero_ok: bool = True) -> float:
+    """Seconds in an option's value (`300ms`, `5s`); a usage error naming the option when
+    it has no unit, an unknown one, or is below 0 (or is 0, unless `zero_ok`)."""
+    from shortflow.units import parse_duration
+
+    try:
+        v = parse_duration(text, what=flag)
+    except ValueError as e:
+        fail(clip(e), USAGE)
+    if v < 0 or (v == 0 and not zero_ok):
+        fail(f"{flag} {clip(text)!r}: must be {'at least 0' if zero_ok else 'more than 0'}", USAGE)
+    return v
+
+
 def check_output_file(path: Path, flag: str) -> None:
     """Refuses, as a usage error, an output file that cannot be written: a directory, or
     a file in a directory that does not exist (never created silently)."""

@@ -7,21 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import FAILURE, USAGE, check_output_file, clip, error, examples, fail, say
+from shortflow.cli.common import FAILURE, USAGE, check_output_file, clip, duration_option, error, examples, fail, say
 
 
-def _seconds(text: str | None, flag: str) -> float | None:
-    from shortflow.units import parse_duration
-
-    if text is None:
-        return None
-    try:
-        v = parse_duration(text, what=flag)
-    except ValueError as e:
-        fail(clip(e), USAGE)
-    if v < 0:
-        fail(f"{flag} {clip(text)!r}: must be at least 0", USAGE)
-    return v
+def _seconds(text: str | None, flag: str, *, zero_ok: bool = True) -> float | None:
+    return None if text is None else duration_option(text, flag, zero_ok=zero_ok)
 
 
 def register(app: typer.Typer) -> None:
@@ -48,9 +38,8 @@ def register(app: typer.Typer) -> None:
         if not trace.is_file():
             fail(f"{clip(trace)}: no such file", USAGE)
         lo, hi = _seconds(start, "--from"), _seconds(end, "--to")
-        idle_s, linger_s = _seconds(idle_timeout, "--idle-timeout"), _seconds(close_linger, "--close-linger")
-        if idle_s == 0:
-            fail("--idle-timeout 0: a connection must be allowed some time without packets", USAGE)
+        idle_s = _seconds(idle_timeout, "--idle-timeout", zero_ok=False)
+        linger_s = _seconds(close_linger, "--close-linger")
         if lo is not None and hi is not None and hi <= lo:
             fail(f"--from {clip(start)} --to {clip(end)}: the end must come after the start", USAGE)
         path = out or Path(f"conn-{conn}.png")

@@ -7,7 +7,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from shortflow.cli.common import FAILURE, USAGE, check_output_dir, check_output_file, clip, examples, fail, note, write_json
+from shortflow.cli.common import (
+    FAILURE,
+    USAGE,
+    check_output_dir,
+    check_output_file,
+    clip,
+    duration_option,
+    examples,
+    fail,
+    note,
+    write_json,
+)
 
 DEFAULT_METRICS = "127.0.0.1:9108"
 
@@ -59,22 +70,20 @@ def register(app: typer.Typer) -> None:
         metrics, rotated Parquet files and a one-screen view. SIGTERM or Ctrl-C ends the
         open connections, counts and writes them, and exits 0."""
         from shortflow.exceptions import ShortflowError
-        from shortflow.units import parse_duration, parse_size
+        from shortflow.units import parse_size
 
+        rotate_s = duration_option(rotate, "--rotate")
+        idle_s = duration_option(idle_timeout, "--idle-timeout", zero_ok=False)
+        linger_s = duration_option(close_linger, "--close-linger")
+        duration_s = duration_option(duration, "--duration") if duration is not None else None
         try:
-            rotate_s = parse_duration(rotate, what="--rotate")
             buffer_bytes = parse_size(buffer, what="--buffer")
-            idle_s = parse_duration(idle_timeout, what="--idle-timeout")
-            linger_s = parse_duration(close_linger, what="--close-linger")
-            duration_s = parse_duration(duration, what="--duration") if duration is not None else None
         except ValueError as e:
             fail(clip(e), USAGE)
         if rotate_s < 1:
             fail(f"--rotate {clip(rotate)}: at least 1s", USAGE)
         if not 1 << 16 <= buffer_bytes <= 1 << 31:
             fail(f"--buffer {clip(buffer)}: from 64KiB to 2GiB", USAGE)
-        if idle_s <= 0:
-            fail(f"--idle-timeout {clip(idle_timeout)}: must be more than 0", USAGE)
         if filter_expr is not None:
             from shortflow import _core
             from shortflow.exceptions import FilterError
