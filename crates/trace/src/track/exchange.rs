@@ -15,7 +15,7 @@
 //! A connection keeps one exchange's state, of fixed size; a finished exchange leaves as a
 //! row (`ExchangeRow`) at once, so a keep-alive connection of any length holds no more.
 
-use super::conn::Cause;
+use super::cause::Cause;
 
 /// One finished exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

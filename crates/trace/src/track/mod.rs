@@ -8,6 +8,7 @@
 //! at the end of the trace — so memory follows the number of open connections, not the
 //! size of the file.
 
+mod cause;
 mod conn;
 pub mod exchange;
 mod flows;
@@ -16,7 +17,8 @@ mod probe;
 
 use flows::FlowTable;
 
-pub use conn::{Cause, Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, NEVER, S2C};
+pub use cause::Cause;
+pub use conn::{Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, NEVER, S2C};
 pub use exchange::ExchangeRow;
 pub use half::{FlightBuffer, Half, RetxClass};
 
