@@ -295,12 +295,14 @@ pub fn connection_packets(
     let mut endpoints = Vec::new();
     let wanted: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
     let mut sink = Recorder {
+        // Every packet's note is wanted, a try's SYNs' too.
         tracker: Tracker::new(config, |c: &Conn| {
             if wanted.contains(&c.id) {
                 ends.insert(c.id, c.teardown_from_ts);
                 endpoints.push((c.id, c.client, c.server));
             }
-        }),
+        })
+        .noting_every_packet(),
         wanted: wanted.clone(),
         out: Vec::new(),
     };

@@ -342,7 +342,8 @@ pub enum EndReason {
     Fin = 0,
     /// A RST was seen.
     Rst = 1,
-    /// No packet for the idle timeout.
+    /// No packet for the idle timeout; or a try nothing answered, given up by its client
+    /// (`Conn::try_given_up_at`).
     Idle = 2,
     /// A new SYN with another ISN reused the 4-tuple.
     Reused = 3,
@@ -516,6 +517,25 @@ const ONE_WAY_IDLE_NS: u64 = 1_000_000_000;
 /// retry is ever due later than this after the last.
 const SYN_GIVE_UP_NS: u64 = 127 * 1_000_000_000;
 
+/// How long after its last SYN a client's next retry would come, given the gap before that
+/// SYN (none: it was the first): twice that gap (RFC 6298 5.5), or 3 s after a single SYN
+/// (RFC 2988's initial RTO, the longest).
+fn next_syn_due_ns(last_gap_ns: Option<u64>) -> u64 {
+    let next = match last_gap_ns {
+        Some(g) => g.saturating_mul(2),
+        None => 3 * 1_000_000_000,
+    };
+    next.min(SYN_GIVE_UP_NS)
+}
+
+/// How long after its last SYN a try nothing answered is given up: when twice the wait
+/// for its next retry has passed without one (the retry would be overdue by a whole
+/// back-off). Tries held until the idle timeout made the memory of a SYN flood follow the
+/// flood; a client's ladder never leaves more than one back-off between its SYNs.
+pub(super) fn try_given_up_after_ns(last_gap_ns: Option<u64>) -> u64 {
+    next_syn_due_ns(last_gap_ns).saturating_mul(2)
+}
+
 impl Conn {
     /// A connection first seen in `seg`: its client is the SYN's sender, or, for a
     /// connection seen mid-way, the side with the higher (ephemeral) port.
@@ -676,11 +696,19 @@ impl Conn {
     /// How long after its last SYN the client's next retry would come: twice the last gap
     /// (RFC 6298 5.5), or 3 s after a single SYN (RFC 2988's initial RTO, the longest).
     fn next_syn_due_ns(&self) -> u64 {
-        let next = match self.syns.gaps_ns.last() {
-            Some(&g) => g.saturating_mul(2),
-            None => 3 * 1_000_000_000,
-        };
-        next.min(SYN_GIVE_UP_NS)
+        next_syn_due_ns(self.syns.gaps_ns.last().copied())
+    }
+
+    /// When the client gave this try up, if it is a try only its SYNs have shown (no
+    /// answer, no refusal, nothing else from the client): its next retry overdue.
+    pub fn try_given_up_at(&self) -> Option<u64> {
+        let only_syns = self.syn_seen
+            && self.packets[S2C] == 0
+            && self.packets[C2S] == self.syns.count
+            && self.established_ts.is_none()
+            && !self.refused_rst
+            && self.refused_icmp.is_none();
+        only_syns.then(|| self.last_ts.saturating_add(try_given_up_after_ns(self.syns.gaps_ns.last().copied())))
     }
 
     fn move_time(&mut self, from: Cause, to: Cause, amount: u64) {

@@ -11,17 +11,28 @@
 use std::hash::BuildHasher;
 
 use super::probe::{Entry, ProbeTable};
+use super::syn_try::SynTry;
 use super::{FlowKey, Slot, Tomb};
 
-/// Marks an entry's number as a tomb's (else it is a slab slot's).
+/// Marks an entry's number as a tomb's (else it is an open connection's).
 const TOMB: u32 = 1 << 31;
+
+/// Marks an open connection's number as a held try's (`super::syn_try`), else it is a
+/// slab slot's.
+pub(super) const TRY: u32 = 1 << 30;
 
 fn is_tomb(e: Entry) -> bool {
     e.value & TOMB != 0
 }
 
+/// Whether an open connection's number is a held try's.
+#[inline(always)]
+pub(super) fn is_try(value: u32) -> bool {
+    value & TRY != 0
+}
+
 fn index(e: Entry) -> usize {
-    (e.value & !TOMB) as usize
+    (e.value & !(TOMB | TRY)) as usize
 }
 
 /// The bits of a 4-tuple's hash its entry keeps: the low ones, which `crate::shard` does
@@ -78,11 +89,21 @@ impl FlowTable {
         self.refs.prefetch(tag(hash));
     }
 
-    /// The slot of the open connection on `key`.
+    /// The number of the open connection on `key`: its slab slot, or its held try's
+    /// number with `TRY` set.
     #[inline]
-    pub(super) fn find_open(&self, key: &FlowKey, hash: u64, slab: &[Slot]) -> Option<u32> {
-        let at = self.refs.find(tag(hash), |e| !is_tomb(e) && slab[index(e)].key == *key)?;
+    pub(super) fn find_open(&self, key: &FlowKey, hash: u64, slab: &[Slot], tries: &[SynTry]) -> Option<u32> {
+        let at = self.refs.find(tag(hash), |e| {
+            !is_tomb(e) && if is_try(e.value) { tries[index(e)].key == *key } else { slab[index(e)].key == *key }
+        })?;
         Some(self.refs.get(at).value)
+    }
+
+    /// The open connection numbered `from` is now numbered `to` (a held try became a
+    /// connection in the slab).
+    pub(super) fn renumber(&mut self, key: &FlowKey, from: u32, to: u32) {
+        let entry = self.refs.find(tag(hash(key)), |e| e.value == from).expect("an open connection has its entry");
+        self.refs.set_value(entry, to);
     }
 
     /// The tomb on `key`, if its connection closed and is still in TIME-WAIT.

@@ -4,9 +4,10 @@
 //! new ISN on a known 4-tuple (port reuse, or a client that picked a new ISN for its retry)
 //! ends the old connection and starts a new one (document 000 section 3: a duplicate is the
 //! same addresses, ports *and* sequence number). Connections leave the table when both
-//! sides have closed (after a linger for the last ACKs), on RST, after an idle timeout, or
-//! at the end of the trace — so memory follows the number of open connections, not the
-//! size of the file.
+//! sides have closed (after a linger for the last ACKs), on RST, after an idle timeout, when
+//! a try nothing answered is overdue for its next SYN, or at the end of the trace — so
+//! memory follows the number of open connections, not the size of the file. A try only
+//! its client's SYNs have shown is held in 128 bytes (`syn_try`), not a connection's 2 kB.
 
 mod cause;
 mod conn;
@@ -14,8 +15,10 @@ pub mod exchange;
 mod flows;
 pub mod half;
 mod probe;
+mod syn_try;
 
 use flows::FlowTable;
+use syn_try::SynTry;
 
 pub use cause::Cause;
 pub use conn::{Conn, EndReason, Handshake, PacketNote, RttStats, Transmissions, C2S, NEVER, S2C};
@@ -193,6 +196,20 @@ fn prefetch_bytes<T>(x: &T) {
     let _ = x;
 }
 
+/// Gives an ended connection to the `sink`, its exchanges to `exchanges` and its in-flight
+/// buffers to the `spare` ones.
+#[inline]
+fn hand_over<F: FnMut(&Conn)>(spare: &mut Vec<FlightBuffer>, sink: &mut F, exchanges: &mut Vec<ExchangeRow>, c: &mut Conn) {
+    for b in c.take_flight_buffers() {
+        if b.capacity() > 0 && spare.len() < MAX_SPARE_BUFFERS {
+            spare.push(b);
+        }
+    }
+    sink(c);
+    exchanges.append(&mut c.exchanges_done);
+    exchanges.extend(c.take_last_exchange());
+}
+
 /// One slot of the connection slab.
 struct Slot {
     key: FlowKey,
@@ -219,6 +236,16 @@ pub struct Tracker<F: FnMut(&Conn)> {
     free: Vec<u32>,
     /// In-flight buffers of ended connections, for new ones (see `Half::take_flight_buffer`).
     spare: Vec<FlightBuffer>,
+    /// Tries only their client's SYNs have shown, held compactly (`syn_try`); the flow
+    /// table numbers them with `flows::TRY` set.
+    tries: Vec<SynTry>,
+    /// When each held try ends (`u64::MAX` for a free number; `try_ends_at`), beside
+    /// `tries` as `last_seen` is beside the slab.
+    try_ends: Vec<u64>,
+    free_tries: Vec<u32>,
+    /// Whether new tries are held compactly: not when every packet's note is wanted (a
+    /// held try's SYNs are noted as nothing, see `observe_hinted`).
+    hold_tries: bool,
     /// The slots a sweep looks into (kept between sweeps for its allocation).
     due: Vec<u32>,
     config: TrackerConfig,
@@ -245,6 +272,10 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             last_seen: Vec::new(),
             free: Vec::new(),
             spare: Vec::new(),
+            tries: Vec::new(),
+            try_ends: Vec::new(),
+            free_tries: Vec::new(),
+            hold_tries: true,
             due: Vec::new(),
             config,
             next_id: 0,
@@ -267,6 +298,12 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         t.slab.reserve_exact(connections);
         t.last_seen.reserve_exact(connections);
         t
+    }
+
+    /// A tracker that gives every packet its note (`observe_ext`), a held try's SYNs
+    /// included: it holds no try compactly, so a SYN flood costs it a `Conn` a try.
+    pub fn noting_every_packet(self) -> Self {
+        Self { hold_tries: false, ..self }
     }
 
     /// A tracker for one shard of a file's connections (see `crate::shard`): it sweeps
@@ -327,6 +364,14 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             }
             return None;
         };
+        if flows::is_try(slot) {
+            // Its next packet most often makes it a connection, in the free slot on top.
+            prefetch_bytes(self.tries.get((slot & !flows::TRY) as usize)?);
+            if let Some(free) = self.free.last().and_then(|&f| self.slab.get(f as usize)) {
+                prefetch_bytes(free);
+            }
+            return None;
+        }
         prefetch_bytes(self.slab.get(slot as usize)?);
         Some(slot)
     }
@@ -371,9 +416,17 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         let syn_only = seg.flags.syn() && !seg.flags.ack();
         let found = match hint {
             Some(slot) if self.slab.get(slot as usize).is_some_and(|s| s.live && s.key == key) => Some(slot),
-            _ => self.flows.find_open(&key, hash, &self.slab),
+            _ => self.flows.find_open(&key, hash, &self.slab, &self.tries),
         };
-        if let Some(slot) = found {
+        if let Some(mut slot) = found {
+            if flows::is_try(slot) {
+                let t = (slot & !flows::TRY) as usize;
+                if syn_only && self.tries[t].absorb(ts_ns, seg, extra) {
+                    self.try_ends[t] = self.try_ends_at(&self.tries[t]);
+                    return (self.tries[t].id, PacketNote::default());
+                }
+                slot = self.promote(t);
+            }
             let conn = &mut self.slab[slot as usize].conn;
             if !(syn_only && conn.is_new_try(seg)) {
                 conn.observe_ext(ts_ns, seg, extra);
@@ -401,12 +454,40 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 return note;
             }
         }
+        if self.hold_tries {
+            if let Some(t) = SynTry::hold(self.next_id, ts_ns, key, seg, extra) {
+                self.next_id += 1;
+                let given_up = self.try_ends_at(&t);
+                let n = match self.free_tries.pop() {
+                    Some(n) => {
+                        self.tries[n as usize] = t;
+                        self.try_ends[n as usize] = given_up;
+                        n
+                    }
+                    None => {
+                        self.tries.push(t);
+                        self.try_ends.push(given_up);
+                        (self.tries.len() - 1) as u32
+                    }
+                };
+                self.flows.insert_open(hash, n | flows::TRY);
+                return (t.id, PacketNote::default());
+            }
+        }
         let buffers = [self.spare.pop().unwrap_or_default(), self.spare.pop().unwrap_or_default()];
         let conn = Conn::start_with(self.next_id, ts_ns, seg, extra, buffers);
         let out = (conn.id, conn.last_note);
         self.next_id += 1;
+        let slot = self.place(key, conn);
+        self.flows.insert_open(hash, slot);
+        out
+    }
+
+    /// Puts an open connection into a free slot of the slab; returns the slot.
+    #[inline]
+    fn place(&mut self, key: FlowKey, conn: Conn) -> u32 {
         let last_ts = conn.last_ts;
-        let slot = match self.free.pop() {
+        match self.free.pop() {
             Some(i) => {
                 self.slab[i as usize] = Slot { key, conn, live: true };
                 self.last_seen[i as usize] = last_ts;
@@ -417,9 +498,48 @@ impl<F: FnMut(&Conn)> Tracker<F> {
                 self.last_seen.push(last_ts);
                 (self.slab.len() - 1) as u32
             }
-        };
-        self.flows.insert_open(hash, slot);
+        }
+    }
+
+    /// The held try numbered `t` leaves its number, as the connection that saw its SYNs
+    /// (in spare buffers).
+    fn unhold(&mut self, t: usize) -> (FlowKey, Conn) {
+        let buffers = [self.spare.pop().unwrap_or_default(), self.spare.pop().unwrap_or_default()];
+        let held = &self.tries[t];
+        let out = (held.key, held.replay(buffers));
+        self.try_ends[t] = u64::MAX;
+        self.free_tries.push(t as u32);
         out
+    }
+
+    /// Makes the held try numbered `t` a connection in the slab (something else than a
+    /// repeat of its SYN came); returns its slot.
+    #[cold]
+    fn promote(&mut self, t: usize) -> u32 {
+        let (key, conn) = self.unhold(t);
+        let slot = self.place(key, conn);
+        self.flows.renumber(&key, t as u32 | flows::TRY, slot);
+        slot
+    }
+
+    /// When a sweep ends the held try `t`: when the client gave it up or it was idle too
+    /// long, but not before a sweep would look into the `Conn` it stands for (`sweep`), so
+    /// that it ends at the same sweep as that `Conn` would.
+    fn try_ends_at(&self, t: &SynTry) -> u64 {
+        let TrackerConfig { idle_timeout_ns, close_linger_ns, .. } = self.config;
+        let last = t.last_ts();
+        let ends = t.given_up_at().min(last.saturating_add(idle_timeout_ns));
+        // `u64::MAX` marks a free number: a try at the top of the clock ends one before it.
+        ends.max(last.saturating_add(close_linger_ns.min(idle_timeout_ns))).min(u64::MAX - 1)
+    }
+
+    /// Ends the held try numbered `t` for `reason` (`trace_end`: the capture's end, for
+    /// one still open then): the connection that saw its SYNs goes to the sink.
+    fn end_try(&mut self, t: usize, reason: EndReason, trace_end: Option<u64>) {
+        let (key, mut c) = self.unhold(t);
+        self.flows.remove_open(&key, t as u32 | flows::TRY);
+        c.end_at(reason, trace_end);
+        hand_over(&mut self.spare, &mut self.sink, &mut self.exchanges, &mut c);
     }
 
     /// A packet on the 4-tuple of a connection closed and gone: its late packet (a SYN
@@ -451,7 +571,10 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     pub fn observe_icmp(&mut self, ts_ns: u64, msg: &IcmpUnreachable) -> Option<u64> {
         self.last_ts = self.last_ts.max(ts_ns);
         let key = FlowKey::pair(msg.quoted.src, msg.quoted.dst);
-        let slot = self.flows.find_open(&key, flows::hash(&key), &self.slab)?;
+        let mut slot = self.flows.find_open(&key, flows::hash(&key), &self.slab, &self.tries)?;
+        if flows::is_try(slot) {
+            slot = self.promote((slot & !flows::TRY) as usize);
+        }
         let conn = &mut self.slab[slot as usize].conn;
         conn.on_unreachable(ts_ns, msg);
         self.last_seen[slot as usize] = conn.last_ts;
@@ -490,7 +613,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             let c = &mut slot.conn;
             let end = if c.closed() && now.saturating_sub(c.last_ts) > c.close_linger_ns(close_linger_ns, idle_timeout_ns) {
                 Some(c.close_reason())
-            } else if now.saturating_sub(c.last_ts) > idle_timeout_ns {
+            } else if now.saturating_sub(c.last_ts) > idle_timeout_ns || c.try_given_up_at().is_some_and(|at| now > at) {
                 Some(EndReason::Idle)
             } else {
                 None
@@ -500,6 +623,11 @@ impl<F: FnMut(&Conn)> Tracker<F> {
             }
         }
         self.due = due;
+        for t in 0..self.try_ends.len() {
+            if now > self.try_ends[t] && self.try_ends[t] != u64::MAX {
+                self.end_try(t, EndReason::Idle, None);
+            }
+        }
     }
 
     /// Ends the open connection in slot `i` for `reason`: its 4-tuple becomes a tomb (if
@@ -521,14 +649,7 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         }
         // Ended in place (see `Conn::end_at`); the slot keeps it until reused.
         c.end_at(reason, None);
-        for b in c.take_flight_buffers() {
-            if b.capacity() > 0 && self.spare.len() < MAX_SPARE_BUFFERS {
-                self.spare.push(b);
-            }
-        }
-        (self.sink)(c);
-        self.exchanges.append(&mut c.exchanges_done);
-        self.exchanges.extend(c.take_last_exchange());
+        hand_over(&mut self.spare, &mut self.sink, &mut self.exchanges, c);
         slot.live = false;
         self.last_seen[i] = u64::MAX;
         self.free.push(i as u32);
@@ -550,9 +671,11 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         if open <= keep {
             return 0;
         }
+        let held = (0..self.tries.len()).filter(|&t| self.try_ends[t] != u64::MAX);
         let mut by_age: Vec<(u64, u32)> = (0..self.last_seen.len() as u32)
             .filter(|&i| self.slab[i as usize].live)
             .map(|i| (self.last_seen[i as usize], i))
+            .chain(held.map(|t| (self.tries[t].last_ts(), t as u32 | flows::TRY)))
             .collect();
         let n = open - keep;
         if n < by_age.len() {
@@ -561,7 +684,11 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         }
         by_age.sort_unstable();
         for &(_, i) in &by_age {
-            self.end_slot(i as usize, EndReason::Idle);
+            if flows::is_try(i) {
+                self.end_try((i & !flows::TRY) as usize, EndReason::Idle, None);
+            } else {
+                self.end_slot(i as usize, EndReason::Idle);
+            }
         }
         by_age.len()
     }
@@ -575,10 +702,21 @@ impl<F: FnMut(&Conn)> Tracker<F> {
     /// connections' last ones among them.
     pub fn finish_exchanges(mut self) -> (F, Vec<ExchangeRow>) {
         // In order of appearance, each ended where it lies (see `Conn::end_at`).
-        let mut rest: Vec<(u64, u32)> =
-            self.slab.iter().enumerate().filter(|(_, s)| s.live).map(|(i, s)| (s.conn.id, i as u32)).collect();
+        let held = (0..self.tries.len()).filter(|&t| self.try_ends[t] != u64::MAX);
+        let mut rest: Vec<(u64, u32)> = self
+            .slab
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.live)
+            .map(|(i, s)| (s.conn.id, i as u32))
+            .chain(held.map(|t| (self.tries[t].id, t as u32 | flows::TRY)))
+            .collect();
         rest.sort_unstable();
         for (_, i) in rest {
+            if flows::is_try(i) {
+                self.end_try((i & !flows::TRY) as usize, EndReason::Open, Some(self.last_ts));
+                continue;
+            }
             let c = &mut self.slab[i as usize].conn;
             let reason = if c.closed() { c.close_reason() } else { EndReason::Open };
             c.end_at(reason, Some(self.last_ts));

@@ -11,7 +11,7 @@
 //! hash's group lies.
 
 /// `Entry::value` of a free place. No number `flows` keeps reaches it: slots stay below
-/// 2^31 (the top bit marks tombs), and a tomb's would take 2^31 - 1 tombs.
+/// 2^30 (the top bits mark tombs and held tries), and a tomb's would take 2^31 - 1 tombs.
 const EMPTY: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
