@@ -140,8 +140,10 @@ TSHARK_WRONG = {
     # The server's FIN, never acknowledged, resent 6 times by timeout (0.39 ... 12.5 s
     # apart: RTO doubling); each is recorded twice, the second copy one hop later (TTL one
     # lower, same IP ID), and one resend once more through the NAT's other mapping. tshark
-    # calls the copies retransmissions too (14); they are capture duplicates.
-    "sv-erspan-nat-fin-retries.pcap": {"retransmissions": (6, 14)},
+    # calls the copies retransmissions too (14); they are capture duplicates. The ladder
+    # goes on through that other mapping (66 and 116 s), on the 4-tuple of a try given up
+    # by then: a connection of its own, whose FIN is resent once (the seventh).
+    "sv-erspan-nat-fin-retries.pcap": {"retransmissions": (7, 14)},
     # Every packet recorded twice, the copies interleaved (A, B, A', B') where a burst
     # crossed the router: tshark calls the data copies retransmissions (8) and one, behind
     # its neighbour's original, out of order; all are copies (test_capture_duplicates...).
@@ -734,12 +736,17 @@ def test_a_fin_resent_on_a_ladder_after_the_response_is_teardown():
     assert r["time_teardown_s"] > 40
 
 
-def test_a_try_given_up_then_a_stray_fin_is_idle_not_the_path():
+def test_a_try_given_up_then_a_stray_fin_is_a_connection_of_its_own():
     # SYNs 1, 2, 4 and 8 s apart, unanswered; 50 and 100 s after the last one a FIN of
-    # some other connection on the 4-tuple: the try was over.
+    # some other connection on the 4-tuple. The client gave the try up when its next SYN,
+    # due 16 s after the last, had not come in 32: the try ends at its last SYN, and the
+    # FIN and its resend are a connection seen mid-way, all teardown.
     r = _row("sv-erspan-nat-fin-retries.pcap", 7)
-    assert r["time_handshake_s"] == pytest.approx(15.027, abs=0.01)
-    assert r["time_idle_s"] > 100 and r["time_network_s"] == 0
+    assert r["time_handshake_s"] == pytest.approx(15.027, abs=0.01) == r["duration_s"]
+    assert (r["outcome"], r["handshake"]) == ("idle", "never_answered")
+    fin = _row("sv-erspan-nat-fin-retries.pcap", 8)
+    assert (fin["server_ip"], fin["client_port"], fin["packets_s2c"], fin["handshake"]) == ("196.25.212.207", 54530, 2, "not_seen")
+    assert fin["time_teardown_s"] == pytest.approx(50.0, abs=0.01) == fin["duration_s"]
 
 
 @needs_tshark
