@@ -41,6 +41,10 @@ DEFAULT_CLOSE_LINGER_S: float
 CAUSES: list[str]
 #: The causes a user waits through (all but idle and teardown, reported apart).
 WAITED_CAUSES: list[str]
+#: The waited causes but the path's own time: what a connection lost (the worst are ranked by it).
+LOST_CAUSES: list[str]
+#: The connection table's columns the summary's percentiles are taken over.
+PERCENTILE_COLUMNS: list[str]
 
 def table_schema() -> list[tuple[str, str, str, str]]:
     """The connection table's columns, as defined once in Rust: (name, Arrow type, unit,
@@ -112,11 +116,15 @@ def analyze(
     close_linger_s: float | None = None,
     workers: int = 1,
     table: bool = True,
+    worst: int | None = None,
     progress: Callable[[int, int, int], object] | None = None,
     filter: str | None = None,
 ) -> dict[str, Any]:
-    """Analyze captures: ``{"columns", "summary", "dictionaries", "files", "interrupted"}``;
-    ``columns`` is None with ``table=False`` (no numpy array is made, so numpy is not imported).
+    """Analyze captures: ``{"columns", "worst_columns", "summary", "dictionaries", "files",
+    "interrupted"}``; ``columns`` is None with ``table=False`` (no numpy array is made, so
+    numpy is not imported). With ``table=False`` and ``worst`` set, a digest is kept instead
+    of the table: ``worst_columns`` holds the rows of the ``worst`` connections that lost the
+    most time (in table order), and each file ``percentile_values`` (column name to array).
 
     Runs with the GIL released; ``progress(done_bytes, total_bytes, packets)`` is called every
     100 ms; Ctrl-C stops reading and keeps what was read.

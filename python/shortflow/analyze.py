@@ -110,7 +110,7 @@ CAUSE_WORDS = {
 }
 
 #: Columns whose p50/p90/p99 the summary gives.
-PERCENTILE_COLUMNS = ("duration_s", "handshake_rtt_s", "rtt_ratio", "max_idle_s")
+PERCENTILE_COLUMNS: tuple[str, ...] = tuple(_core.PERCENTILE_COLUMNS)
 
 #: ``progress(bytes_done, bytes_total, packets_done)``, called every 100 ms while reading.
 ProgressFn = Callable[[int, int, int], None]
@@ -145,6 +145,9 @@ class Analysis:
     #: The exchanges table, or None until `exchanges` makes it.
     built_exchanges: pa.Table | None = field(default=None, repr=False)
     make_exchanges: Callable[[], pa.Table] | None = field(default=None, repr=False, compare=False)
+    #: With ``table=False, worst=N``: the rows of the N connections of each trace that lost
+    #: the most time to causes other than the path, in table order (None otherwise).
+    worst_rows: pa.Table | None = field(default=None, repr=False)
 
     @property
     def table(self) -> pa.Table:
@@ -250,7 +253,7 @@ def summary_document(a: Analysis) -> dict[str, Any]:
 
     doc: dict[str, Any] = dict(a.summary)
     doc.update(diagnosis(a.raw_summary))
-    doc["percentiles"] = _percentiles(a.table) if a.rows else {}
+    doc["percentiles"] = _percentiles_of(a, a.files)
     doc["synack"] = a.synack
     doc["vantage"] = a.vantage
     doc["vantage_basis"] = a.vantage_basis
@@ -266,6 +269,8 @@ def summary_document(a: Analysis) -> dict[str, Any]:
         section["vantage_basis"] = fs["vantage_basis"]
         if len(a.files) == 1:
             section["percentiles"] = doc["percentiles"]
+        elif "percentile_values" in f:
+            section["percentiles"] = _percentiles_of(a, [f])
         elif a.rows:
             import pyarrow as pa
             import pyarrow.compute as pc
@@ -278,6 +283,21 @@ def summary_document(a: Analysis) -> dict[str, Any]:
         files.append(section)
     doc["files"] = files
     return {k: doc[k] for k in SUMMARY_KEYS}
+
+
+def _percentiles_of(a: Analysis, files: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """The summary's percentiles over the connections of `files`: from the table, or from
+    the values a digest kept (`analyze(..., worst=N)`)."""
+    if a.rows:
+        return _percentiles(a.table)
+    kept = [f["percentile_values"] for f in files if "percentile_values" in f]
+    if not kept or not any(len(v[PERCENTILE_COLUMNS[0]]) for v in kept):
+        return {}
+    import numpy as np
+    import pyarrow as pa
+
+    columns = {name: pa.array(np.concatenate([v[name] for v in kept]), from_pandas=True) for name in PERCENTILE_COLUMNS}
+    return _percentiles(pa.table(columns))
 
 
 def _percentiles(table: pa.Table) -> dict[str, dict[str, float | None]]:
@@ -310,6 +330,7 @@ def analyze(
     close_linger_s: float | None = None,
     workers: int = 1,
     table: bool = True,
+    worst: int | None = None,
     progress: ProgressFn | None = None,
     scheduler: str | None = None,
     filter: str | None = None,
@@ -321,7 +342,11 @@ def analyze(
 
     With ``table=False`` only the summary is computed: faster and lighter when Table 1
     is all that is wanted; ``Analysis.table`` is then an empty table with every column,
-    made only if asked for, so numpy and pyarrow are not imported until then.
+    made only if asked for, so numpy and pyarrow are not imported until then. With
+    ``table=False`` and ``worst=N`` the core keeps a digest instead of the table, in
+    ~40 bytes a connection: ``Analysis.worst_rows`` holds the rows of each trace's N
+    connections that lost the most time, and `summary_document` its percentiles, as the
+    whole table would give them (on a cluster, the whole table is made).
 
     With ``scheduler`` (a Dask scheduler's address) each trace is one task on that
     cluster, analysed with ``workers`` threads, and the results are merged into the same
@@ -354,7 +379,17 @@ def analyze(
     if filter is not None:
         _core.check_filter(filter)  # a bad expression is refused before the cluster or the files
     if scheduler is not None:
+        if worst is not None:
+            options["table"] = True  # each worker's table comes back whole: no digest to merge
         return _analyze_on_cluster(names, options, scheduler, progress)
+    if not table and worst is not None:
+        loading = import_in_background("shortflow.arrow_table")
+        raw = _core.analyze([Path(p) for p in names], progress=progress, worst=worst, **options)
+        loading.join()
+        digest = _analysis(lambda: _arrow_table(raw, names), raw["summary"], raw["files"], raw["interrupted"],
+                           lambda: _exchanges_table(raw, names))
+        digest.worst_rows = _arrow_table({**raw, "columns": raw["worst_columns"]}, names)
+        return digest
     if not table:
         # Nothing made of numpy or pyarrow is needed: the (empty) table waits until asked.
         raw = _core.analyze([Path(p) for p in names], progress=progress, **options)

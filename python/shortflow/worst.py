@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shortflow.analyze import WAITED_CAUSES
+from shortflow import _core
 
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
 #: The causes a connection can lose time to: what users waited through, but the path.
-LOST_CAUSES: tuple[str, ...] = tuple(c for c in WAITED_CAUSES if c != "network")
+LOST_CAUSES: tuple[str, ...] = tuple(_core.LOST_CAUSES)
 
 #: Causes whose time is spent on one side's data: the graph shows that side's sequence.
 _DATA_CAUSES = ("timeout", "fast_retransmit", "tlp", "slow_start", "receive_window", "zero_window", "delayed_ack")

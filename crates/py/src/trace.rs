@@ -14,8 +14,8 @@ use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
 use shortflow_sim::Budget;
 use shortflow_trace::diag::exchanges::EXCHANGE_SCHEMA;
 use shortflow_trace::diag::summary::HandshakeCounts;
-use shortflow_trace::diag::table::SCHEMA;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
+use shortflow_trace::diag::table::{PERCENTILE_COLUMNS, SCHEMA};
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
 use shortflow_trace::{
     analyze_paths, Analysis, ConnectionTable, ExchangeTable, FileStats, GapClass, LinkType, Options, Progress, ReadErrorKind,
@@ -35,7 +35,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// 100 ms to call `progress(done_bytes, total_bytes, packets)` and to honour Ctrl-C, which stops
 /// reading but keeps what was read.
 #[pyfunction]
-#[pyo3(signature = (paths, *, idle_timeout_s=None, close_linger_s=None, workers=1, table=true, progress=None, filter=None))]
+#[pyo3(signature = (paths, *, idle_timeout_s=None, close_linger_s=None, workers=1, table=true, worst=None, progress=None, filter=None))]
 #[allow(clippy::too_many_arguments)]
 fn analyze<'py>(
     py: Python<'py>,
@@ -44,6 +44,7 @@ fn analyze<'py>(
     close_linger_s: Option<f64>,
     workers: usize,
     table: bool,
+    worst: Option<usize>,
     progress: Option<Bound<'py, PyAny>>,
     filter: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -66,6 +67,7 @@ fn analyze<'py>(
         },
         workers: workers.max(1),
         table,
+        digest: worst.filter(|_| !table),
         // `analyze_paths` gives the workers left over by fewer files to each file's tracking.
         shards: 1,
         filter,
@@ -123,16 +125,24 @@ fn analyze<'py>(
     if py.check_signals().is_err() {
         interrupted = true;
     }
-    let out = to_python(py, analysis, table)?;
+    let out = to_python(py, analysis, table, opts.digest.is_some())?;
     out.set_item("interrupted", interrupted)?;
     Ok(out)
 }
 
 /// `columns` is None when no table was asked for: the columns are numpy arrays, and
 /// converting even empty ones imports numpy (~0.08 s of a command that prints a summary).
-fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'py, PyDict>> {
+/// With a digest kept instead (`digest`), `worst_columns` holds the worst connections'
+/// rows and each file `percentile_values` (a column name to numpy array each).
+fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: bool) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-    if table {
+    out.set_item("worst_columns", py.None())?;
+    if digest {
+        py.import("numpy")?;
+        out.set_item("columns", py.None())?;
+        out.set_item("exchange_columns", py.None())?;
+        out.set_item("worst_columns", columns(py, a.table)?)?;
+    } else if table {
         // Imported here, so that an exception in its import (a second Ctrl-C) is raised
         // as itself; the numpy crate's own import of it would panic instead.
         py.import("numpy")?;
@@ -153,6 +163,13 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool) -> PyResult<Bound<'
         d.set_item("gzip", f.gzip)?;
         d.set_item("warnings", f.warnings)?;
         d.set_item("summary", summary(py, &f.summary)?)?;
+        if let Some(values) = f.percentile_values {
+            let by_name = PyDict::new(py);
+            for (name, column) in PERCENTILE_COLUMNS.iter().zip(values.columns) {
+                by_name.set_item(name, column.into_pyarray(py))?;
+            }
+            d.set_item("percentile_values", by_name)?;
+        }
         // The core's own counts, for `merge_summaries` when files were analysed apart.
         let state = serde_json::to_string(&f.summary).map_err(|e| PyValueError::new_err(e.to_string()))?;
         d.set_item("summary_state", state)?;
@@ -547,6 +564,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;
     m.add("CAUSES", Cause::NAMES.to_vec())?;
     m.add("WAITED_CAUSES", Cause::ALL.iter().filter(|c| c.waited()).map(|&c| Cause::NAMES[c as usize]).collect::<Vec<_>>())?;
+    m.add("LOST_CAUSES", Cause::ALL.iter().filter(|c| c.lost()).map(|&c| Cause::NAMES[c as usize]).collect::<Vec<_>>())?;
+    m.add("PERCENTILE_COLUMNS", PERCENTILE_COLUMNS.to_vec())?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(merge_summaries, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;

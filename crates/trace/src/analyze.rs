@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::diag::table::TableBuilder;
+use crate::diag::digest::Rows;
 use crate::diag::{ConnectionTable, ExchangeTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
@@ -151,15 +151,13 @@ pub fn analyze_capture(
         return crate::shard::analyze_sharded(reader, trace, opts, progress);
     }
     let mut stats = FileStats { path: reader.path().to_owned(), gzip: reader.is_gzip(), ..Default::default() };
-    let mut rows = TableBuilder::default();
+    let mut rows = Rows::new(opts);
     let mut summary = Summary::default();
     let build_table = opts.table;
     let mut peak = 0;
     let tracker = Tracker::new(opts.tracker, |c| {
         summary.add_conn(c);
-        if build_table {
-            rows.push(trace, c);
-        }
+        rows.push(trace, c);
     });
     let mut exchanges = ExchangeTable::default();
     let mut serial = Serial {
@@ -178,18 +176,25 @@ pub fn analyze_capture(
     // and `summary`) ends here.
     let (_, last_exchanges) = serial.tracker.finish_exchanges();
     stats.peak_open_connections = peak;
-    let mut table = rows.finish();
+    let mut table = match rows {
+        Rows::Table(t) => t.finish(),
+        Rows::Digest(d) => {
+            let (worst, values) = d.finish(trace);
+            stats.percentile_values = Some(values);
+            worst
+        }
+        Rows::Nothing => ConnectionTable::default(),
+    };
     if build_table {
         last_exchanges.iter().for_each(|r| exchanges.push(trace, r));
         exchanges.sort();
     }
     summary.late_packets += late.len() as u64;
-    if build_table {
-        for p in &late {
-            // Every late packet's connection left the tracker before it, so has a row.
-            let found = table.add_late_packet(p.conn_id);
-            debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
-        }
+    for p in &late {
+        // Every late packet's connection left the tracker before it, so has a row in a
+        // whole table (a digest keeps a few).
+        let found = table.add_late_packet(p.conn_id);
+        debug_assert!(found || !build_table, "late packet of connection {} without a row", p.conn_id);
     }
     // The packets analyzed: those a filter left out are only counted in `stats`.
     summary.packets = stats.packets - stats.filtered_out;

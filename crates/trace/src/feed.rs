@@ -23,6 +23,10 @@ pub struct Options {
     pub workers: usize,
     /// Build the per-connection table (false: the summary only, which is all Table 1 needs).
     pub table: bool,
+    /// Without the table, keep a digest of the connections instead (`diag::digest`): the
+    /// table returned holds the rows of this many that lost the most time, and each file's
+    /// stats the values its summary's percentiles are taken over.
+    pub digest: Option<usize>,
     /// Threads tracking the connections of one file (sharded by 4-tuple) beside the one
     /// that reads and decodes it; 1 tracks on the reading thread. `analyze_paths` gives
     /// each file at least two a core of the `workers / files in parallel` it has.
@@ -34,7 +38,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self { tracker: TrackerConfig::default(), workers: 1, table: true, shards: 1, filter: None }
+        Self { tracker: TrackerConfig::default(), workers: 1, table: true, digest: None, shards: 1, filter: None }
     }
 }
 
@@ -69,6 +73,9 @@ pub struct FileStats {
     pub warnings: Vec<String>,
     /// This file's own summary (the analysis' summary adds them all up).
     pub summary: Summary,
+    /// The values its summary's percentiles are taken over, when a digest was kept
+    /// instead of the table (`Options::digest`).
+    pub percentile_values: Option<crate::diag::digest::PercentileValues>,
 }
 
 /// Progress shared by all workers: bytes of the input files consumed so far.

@@ -15,7 +15,7 @@
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 
-use crate::diag::table::TableBuilder;
+use crate::diag::digest::{Digest, Rows};
 use crate::diag::{ConnectionTable, ExchangeTable, Summary};
 use crate::feed::{read_loop, FileStats, Options, Progress, SegmentSink, PREFETCH_AHEAD};
 use crate::read::CaptureReader;
@@ -136,8 +136,8 @@ impl SegmentSink for Router {
 
 /// What one shard found.
 struct ShardResult {
-    /// The shard's rows, in chunks (see `TableBuilder`).
-    chunks: Vec<ConnectionTable>,
+    /// The shard's rows (the table's in chunks, see `TableBuilder`), or its digest.
+    rows: Rows,
     summary: Summary,
     /// Open connections at each `Msg::Sample`.
     samples: Vec<usize>,
@@ -148,20 +148,18 @@ struct ShardResult {
 fn run_shard(
     config: TrackerConfig,
     trace: u32,
-    build_table: bool,
+    mut table_rows: Rows,
     rx: Receiver<Vec<Msg>>,
     back: Sender<Vec<Msg>>,
     rows: Sender<Vec<ExchangeRow>>,
     last_ts: &std::sync::Mutex<u64>,
 ) -> ShardResult {
-    let mut table_rows = TableBuilder::default();
+    let build_table = matches!(table_rows, Rows::Table(_));
     let mut summary = Summary::default();
     let mut samples = Vec::new();
     let mut tracker = Tracker::new_shard(config, |c| {
         summary.add_conn(c);
-        if build_table {
-            table_rows.push(trace, c);
-        }
+        table_rows.push(trace, c);
     });
     // A segment's connection is loaded in two steps while earlier messages are observed
     // (`Tracker::prefetch_entry`, `prefetch_slot`): the hash found for message i waits at
@@ -215,7 +213,7 @@ fn run_shard(
     if build_table && !last.is_empty() {
         let _ = rows.send(last);
     }
-    ShardResult { chunks: table_rows.into_chunks(), summary, samples, late }
+    ShardResult { rows: table_rows, summary, samples, late }
 }
 
 /// `analyze_capture` with `opts.shards` tracker threads.
@@ -238,9 +236,9 @@ pub(crate) fn analyze_sharded(
             let back = back_tx.clone();
             let last_ts = &last_ts;
             let config = opts.tracker;
-            let build_table = opts.table;
+            let table_rows = Rows::new(opts);
             let rows = rows_tx.clone();
-            handles.push(s.spawn(move || run_shard(config, trace, build_table, rx, back, rows, last_ts)));
+            handles.push(s.spawn(move || run_shard(config, trace, table_rows, rx, back, rows, last_ts)));
             shards.push(Shard { tx, batch: Vec::with_capacity(BATCH) });
         }
         drop((back_tx, rows_tx));
@@ -269,28 +267,51 @@ pub(crate) fn analyze_sharded(
     stats.peak_open_connections =
         (0..samples).map(|k| results.iter().map(|r| r.samples.get(k).copied().unwrap_or(0)).sum::<usize>()).max().unwrap_or(0);
     let mut chunks = Vec::new();
+    let mut digest: Option<Digest> = None;
     let mut late = Vec::new();
     for r in results {
         summary.add(&r.summary);
-        chunks.extend(r.chunks);
+        match r.rows {
+            Rows::Table(t) => chunks.extend(t.into_chunks()),
+            Rows::Digest(d) => match &mut digest {
+                Some(all) => all.merge(d),
+                None => digest = Some(d),
+            },
+            Rows::Nothing => {}
+        }
         late.extend(r.late);
     }
     summary.late_packets += late.len() as u64;
-    let mut table = ConnectionTable::merge_by_conn_id(chunks, n);
-    // Late packets are counted on their rows while the ids are still the shards' own.
-    if opts.table {
-        for p in &late {
-            let found = table.add_late_packet(p.conn_id);
-            debug_assert!(found, "late packet of connection {} without a row", p.conn_id);
+    // A digest's ids, sorted: a row's id becomes its rank among them.
+    let mut ids = Vec::new();
+    let mut table = match digest {
+        Some(mut d) => {
+            ids = std::mem::take(&mut d.ids);
+            ids.sort_unstable();
+            let (worst, values) = d.finish(trace);
+            stats.percentile_values = Some(values);
+            worst
         }
+        None => ConnectionTable::merge_by_conn_id(chunks, n),
+    };
+    // Late packets are counted on their rows while the ids are still the shards' own.
+    for p in &late {
+        let found = table.add_late_packet(p.conn_id);
+        debug_assert!(found || !opts.table, "late packet of connection {} without a row", p.conn_id);
     }
     if opts.table {
         exchanges.renumber(&table.conn_id);
         exchanges.sort();
     }
     // Ids were the opening segments' indices; in that order they are 0, 1, 2 …
-    for (i, id) in table.conn_id.iter_mut().enumerate() {
-        *id = i as u64;
+    if ids.is_empty() {
+        for (i, id) in table.conn_id.iter_mut().enumerate() {
+            *id = i as u64;
+        }
+    } else {
+        for id in table.conn_id.iter_mut() {
+            *id = ids.binary_search(id).expect("a digest's rows are among its connections") as u64;
+        }
     }
     // The packets analyzed: those a filter left out are only counted in `stats`.
     summary.packets = stats.packets - stats.filtered_out;

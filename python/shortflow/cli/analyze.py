@@ -213,7 +213,7 @@ def register(app: typer.Typer) -> None:
         columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,
         listing: Annotated[bool, typer.Option("--list", "-l", help="list the connections, one a line, as tcptrace -l does (in a pipe: a tab-separated table; with --format csv or jsonl: that) instead of the time account")] = False,
         filter_expr: Annotated[Optional[str], typer.Option("--filter", metavar="EXPR", help="analyze only the packets this libpcap filter expression selects (tcpdump's syntax: 'tcp port 443', 'host 10.0.0.1'); it matches the outer headers of tunnelled packets (GRE, VXLAN, GTP-U); needs libpcap")] = None,
-        worst: Annotated[int, typer.Option("--worst", metavar="N", min=0, max=1000, help="show the N connections that lost the most time to something other than the path (0: none; with nothing to write, no table is built then, which is faster)")] = 5,
+        worst: Annotated[int, typer.Option("--worst", metavar="N", min=0, max=1000, help="show the N connections that lost the most time to something other than the path (0: none)")] = 5,
         table1: Annotated[bool, typer.Option("--table1", help="print document 000's Table 1 (connection tries and duplicate SYNs) even when handshake losses do not lead")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors and warnings")] = False,
     ) -> None:
@@ -272,10 +272,11 @@ def register(app: typer.Typer) -> None:
         # JSON, the table or the listing on standard output is the whole output: the text
         # stays away from it.
         show = not quiet and not is_stdout(summary_json) and not table_to_stdout and not listing and not is_stdout(abt)
-        # The per-connection table is built only when something uses it (the summary's
-        # percentiles, the listing, the worst connections and the connection vectors do).
-        need_table = (out_dir is not None or plot is not None or summary_json is not None or report is not None
-                      or listing or worst > 0 or abt is not None)
+        # The per-connection table is built only when something uses it (the written tables,
+        # the listing, the plot, the report and the connection vectors do); the summary's
+        # percentiles and the worst connections take a digest of it, ~40 bytes a connection.
+        need_table = out_dir is not None or plot is not None or report is not None or listing or abt is not None
+        digest = not need_table and (summary_json is not None or worst > 0)
         from concurrent.futures import ThreadPoolExecutor
 
         from shortflow.analyze import analyze, import_in_background, summary_document
@@ -286,7 +287,7 @@ def register(app: typer.Typer) -> None:
             import_in_background("pyarrow.parquet")  # while the core reads
         threads = workers or (1 if scheduler else common.cores())
         with progress("reading") as step:
-            result = analyze(traces, workers=threads, table=need_table, scheduler=scheduler,
+            result = analyze(traces, workers=threads, table=need_table, worst=worst if digest else None, scheduler=scheduler,
                              progress=reading_progress(step), filter=filter_expr, **timeouts)
         for f in result.files:
             for w in f.get("warnings") or ():
@@ -312,7 +313,8 @@ def register(app: typer.Typer) -> None:
                 writing.append(pool.submit(write_exchanges, result, out_dir, fmt, meta))
             doc = summary_document(result)
             # Ranked while the tables are written, for the answer printed below.
-            ranked = worst_connections(result.table, worst) if show and worst > 0 else []
+            rows = result.worst_rows if result.worst_rows is not None else result.table
+            ranked = worst_connections(rows, worst) if show and worst > 0 else []
             written.extend(w.result() for w in writing)
         if abt is not None:
             written.append(write_abt(result, abt))

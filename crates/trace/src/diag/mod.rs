@@ -45,6 +45,7 @@ macro_rules! cause_columns {
     };
 }
 
+pub mod digest;
 pub mod exchanges;
 pub mod ladder;
 pub mod summary;

@@ -347,6 +347,23 @@ impl TableBuilder {
     }
 }
 
+/// The columns the summary's percentiles are taken over (`percentile_values`).
+pub const PERCENTILE_COLUMNS: [&str; 4] = ["duration_s", "handshake_rtt_s", "rtt_ratio", "max_idle_s"];
+
+/// A connection's values of `PERCENTILE_COLUMNS`, as its row has them: the table's and a
+/// digest's (`super::digest`) one definition.
+pub fn percentile_values(c: &Conn) -> [f64; PERCENTILE_COLUMNS.len()] {
+    let hs = match (c.synack_delay_ns(), c.ack_delay_ns()) {
+        (Some(a), Some(b)) => Some(a + b),
+        _ => None,
+    };
+    let rtt_ratio = match hs {
+        Some(h) if c.rtt.n > 0 && h > 0 => c.rtt.mean / h as f64,
+        _ => f64::NAN,
+    };
+    [secs(c.last_ts.saturating_sub(c.first_ts)), opt_secs(hs), rtt_ratio, secs(c.max_idle_ns)]
+}
+
 pub(crate) fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
@@ -480,7 +497,8 @@ impl ConnectionTable {
         self.syn_seen.push(c.syn_seen);
         self.client_isn.push(c.client_isn);
         self.first_seen.push(c.first_ts);
-        self.duration_s.push(secs(c.last_ts.saturating_sub(c.first_ts)));
+        let [duration_s, handshake_rtt_s, rtt_ratio, max_idle_s] = percentile_values(c);
+        self.duration_s.push(duration_s);
         let complete = c.response_complete_ts;
         self.response_complete_s.push(if complete == NEVER { f64::NAN } else { secs(complete.saturating_sub(c.first_ts)) });
         self.syn_count.push(c.syns.count);
@@ -490,11 +508,7 @@ impl ConnectionTable {
         let (a, b) = (c.synack_delay_ns(), c.ack_delay_ns());
         self.synack_delay_s.push(opt_secs(a));
         self.ack_delay_s.push(opt_secs(b));
-        let hs = match (a, b) {
-            (Some(a), Some(b)) => Some(a + b),
-            _ => None,
-        };
-        self.handshake_rtt_s.push(opt_secs(hs));
+        self.handshake_rtt_s.push(handshake_rtt_s);
         self.vantage.push(Vantage::of(c) as u8);
         push_gaps(&mut self.syn_gaps_s, &mut self.syn_gap_class, &c.syns.gaps_ns, 0);
         push_gaps(&mut self.synack_gaps_s, &mut self.synack_gap_class, &c.synacks.gaps_ns, c.synacks.answer_mask);
@@ -520,10 +534,7 @@ impl ConnectionTable {
         self.rtt_mean_s.push(if have { r.mean / 1e9 } else { f64::NAN });
         self.rtt_max_s.push(if have { secs(r.max) } else { f64::NAN });
         self.rtt_std_s.push(if have { r.std() / 1e9 } else { f64::NAN });
-        self.rtt_ratio.push(match hs {
-            Some(h) if have && h > 0 => r.mean / h as f64,
-            _ => f64::NAN,
-        });
+        self.rtt_ratio.push(rtt_ratio);
         let (cs, sc) = (&c.halves[C2S], &c.halves[S2C]);
         self.retx_timeout_c2s.push(cs.retx_timeout);
         self.retx_timeout_s2c.push(sc.retx_timeout);
@@ -542,7 +553,7 @@ impl ConnectionTable {
         self.rto_events.push(cs.rto_events + sc.rto_events);
         self.rto_backoff_max.push(cs.backoff_max.max(sc.backoff_max));
         self.fast_recoveries.push(cs.fast_recoveries + sc.fast_recoveries);
-        self.max_idle_s.push(secs(c.max_idle_ns));
+        self.max_idle_s.push(max_idle_s);
         self.iw_segments.push(sc.iw_segments);
         self.iw_bytes.push(sc.iw_bytes);
         self.rounds.push(sc.rounds);

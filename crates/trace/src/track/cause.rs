@@ -67,6 +67,12 @@ impl Cause {
         !matches!(self, Cause::Idle | Cause::Teardown)
     }
 
+    /// The causes a user waited through beyond the path's own time: what a connection
+    /// lost, by which the worst are ranked.
+    pub fn lost(self) -> bool {
+        self.waited() && self != Cause::Network
+    }
+
     pub const ALL: [Cause; Self::COUNT] = [
         Cause::Network,
         Cause::Handshake,

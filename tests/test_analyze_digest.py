@@ -1,0 +1,99 @@
+"""Without a table to write, `analyze` keeps a digest of the connections (the worst
+connections' rows, the values of the summary's percentiles) instead of the table: the same
+answer and `--summary-json`, in memory that does not grow ~800 bytes a connection."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import shortflow
+from shortflow.analyze import summary_document
+from shortflow.worst import worst_connections
+
+DATA = Path(__file__).parent / "data" / "real"
+REAL = sorted(p for p in DATA.iterdir() if p.suffix in (".pcap", ".pcapng", ".gz"))
+
+
+def _same_answer(paths: list[Path], worst: int = 5) -> None:
+    # The digest tracked on one thread and sharded over four trackers (two workers).
+    whole = shortflow.analyze(paths, workers=2)
+    for workers in (1, 2):
+        digest = shortflow.analyze(paths, workers=workers, table=False, worst=worst)
+        assert digest.rows == 0, "no table was built"
+        assert summary_document(digest) == summary_document(whole)
+        assert worst_connections(digest.worst_rows, worst) == worst_connections(whole.table, worst)
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+def test_a_digest_gives_the_answer_the_table_gives_on_real_captures(path):
+    _same_answer([path])
+
+
+def test_a_digest_gives_the_answer_the_table_gives_over_several_traces(tmp_path):
+    # Two generated traces with losses (their worst connections are ranked together) and
+    # real ones, tracked on two threads each.
+    a = tmp_path / "a.pcap"
+    b = tmp_path / "b.pcap"
+    shortflow.generate(a, connections=3000, syn_loss=0.05, seed=3)
+    shortflow.generate(b, connections=2000, syn_loss=0.02, seed=4)
+    for worst in (1, 5, 40):
+        _same_answer([a, b, DATA / "pcap2har-pcapr-losses-keepalive.pcap"], worst)
+
+
+def test_the_command_prints_and_writes_the_same_with_and_without_the_table(tmp_path):
+    trace = tmp_path / "t.pcap"
+    shortflow.generate(trace, connections=2000, syn_loss=0.05, seed=9)
+
+    def run(*extra: str) -> tuple[str, str]:
+        summary = tmp_path / f"s{len(extra)}.json"
+        out = subprocess.run([sys.executable, "-m", "shortflow", "analyze", str(trace), "--summary-json", str(summary),
+                              "--worst", "7", *extra], capture_output=True, text=True, check=True).stdout
+        # The lines saying what was written differ; the answer above them must not.
+        return "\n".join(line for line in out.splitlines() if not line.startswith(("table:", "exchanges:", "summary:"))), \
+            summary.read_text()
+
+    digest = run()
+    whole = run("--out", str(tmp_path / "tables"))
+    assert "the 7 worst connections" in digest[0]
+    assert digest == whole
+
+
+def _unanswered_syns(path: Path, n: int, seconds: int) -> Path:
+    """`n` SYNs over `seconds` s, each its own 4-tuple, none answered."""
+    with path.open("wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 256, 1))
+        step_us = seconds * 1_000_000 // n
+        for i in range(n):
+            src = bytes([10, 200 + (i >> 16) % 50, (i >> 8) & 0xFF, i & 0xFF])
+            tcp = struct.pack("!HHIIBBHHH", 1024 + i % 60000, 80, i, 0, 5 << 4, 0x02, 64240, 0, 0)
+            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), i & 0xFFFF, 0, 64, 6, 0, src,
+                             bytes([10, 231, 0, 2]))
+            frame = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + tcp
+            us = i * step_us
+            f.write(struct.pack("<IIII", 1_700_000_000 + us // 1_000_000, us % 1_000_000, len(frame), len(frame)))
+            f.write(frame)
+    return path
+
+
+def test_a_million_unanswered_syns_take_little_memory(tmp_path):
+    # Each try is held in 128 bytes while only its SYN is seen and ends when its next SYN
+    # is overdue; the summary keeps a digest, not a table: the whole command's peak RSS.
+    trace = _unanswered_syns(tmp_path / "syns.pcap", 1_000_000, 200)
+    summary = tmp_path / "s.json"
+    # Measured by a fresh process of its own: RUSAGE_CHILDREN is the largest child so far.
+    measure = ("import resource, subprocess, sys; "
+               "subprocess.run(sys.argv[1:], capture_output=True, check=True); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "shortflow", "analyze", str(trace),
+                          "--summary-json", str(summary)], capture_output=True, text=True, check=True).stdout
+    peak_mib = int(out) / 1024
+    assert 50 < peak_mib < 300, f"{peak_mib:.0f} MiB"
+    doc = json.loads(summary.read_text())
+    assert (doc["connection_tries"], doc["successful"]) == (1_000_000, 0)
+    assert doc["percentiles"]["duration_s"]["n"] == 1_000_000
