@@ -761,7 +761,7 @@ def test_resends_of_data_lost_before_the_capture_point_are_retransmissions(tmp_p
     assert [f[1] for f in frames] == ["0x446e", "0x1921"]
     table = shortflow.analyze(path).table.to_pylist()
     ids = [r["conn_id"] for r in table if r["server_ip"] == "74.125.19.82"]
-    pk, _, _ = _core.connection_packets(str(path), ids)
+    pk, _, _, _ = _core.connection_packets(str(path), ids)
     for epoch, _ in frames:
         # The capture's µs times, read exactly (no float rounding): seconds and micros.
         sec, frac = epoch.split(".")

@@ -102,12 +102,18 @@ def check_filter(text: str) -> None:
     cannot be loaded); reads nothing."""
 
 def connection_packets(path: PathLike[str], ids: list[int], *, filter: str | None = None,
-                       idle_timeout_s: float | None = None, close_linger_s: float | None = None) -> tuple[
-        dict[str, list[Any]], dict[int, tuple[tuple[str, int], tuple[str, int]]], str | None]:
-    """Every packet of the connections ``ids`` (the table's ``conn_id``) of one trace, with
-    the analyzer's event (new data, retransmission class) and the cause of the gap before it;
-    each connection's ((client ip, port), (server ip, port)); and the error (file and byte offset) that stopped the reading before the file's end, or
-    None. A file that cannot be read as a trace at all raises `TraceReadError`."""
+                       idle_timeout_s: float | None = None, close_linger_s: float | None = None,
+                       from_s: float | None = None, to_s: float | None = None, max_packets: int | None = None) -> tuple[
+        dict[str, list[Any]], dict[int, tuple[tuple[str, int], tuple[str, int]]], dict[int, tuple[int, bool]], str | None]:
+    """The packets a graph draws of the connections ``ids`` (the table's ``conn_id``) of one
+    trace, with the analyzer's event (new data, retransmission class), the cause of the gap
+    before each and whether it is a duplicate ACK; ``from_s``/``to_s`` zoom (after each
+    connection's first packet, which stays, as do its SYNs), and a connection with more than
+    ``max_packets`` (default 10,000) is thinned to the first, last, lowest and highest of
+    each kind of mark in each of 1,000 time columns. Also each connection's ((client ip,
+    port), (server ip, port)); its (packets in the zoom, thinned); and the error (file and
+    byte offset) that stopped the reading before the file's end, or None. A file that cannot
+    be read as a trace at all raises `TraceReadError`."""
 
 def analyze(
     paths: Sequence[str | PathLike[str]],

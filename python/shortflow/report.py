@@ -42,7 +42,8 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; } img { max-width:
 <h2 id="worst">The worst connections</h2>
 <p class="small">The connections with the most time lost to something other than the path, each with its time-sequence graph and the command that draws it.</p>
 {% for w in worst %}<h3 id="conn-{{ w.id }}">{{ w.title }}</h3><p class="small">{{ w.lost }}</p>
-<p><code>{{ w.command }}</code></p>
+<p><code>{{ w.command }}</code></p>{% if w.thinned %}
+<p class="small">{{ w.thinned }}</p>{% endif %}
 <img alt="time-sequence graph of connection {{ w.id }}" src="data:image/png;base64,{{ w.png }}">{% else %}<p>No connection lost time to anything but the path.</p>{% endfor %}
 <h2 id="data-phase">Data phase</h2>
 <table>{% for k, v in counts %}<tr><td>{{ k }}</td><td class="n">{{ "{:,}".format(v) }}</td></tr>{% endfor %}</table>
@@ -169,7 +170,7 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
     import pyarrow.compute as pc
 
     from shortflow.analyze import table1_rows
-    from shortflow.plot.tsg import draw, packets
+    from shortflow.plot.tsg import draw, packets, thinned_note
     from shortflow.worst import worst_connections
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -218,6 +219,7 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
             worst_rows.append({"id": w.conn_id, "title": f"connection {w.conn_id} ({w.client} → {w.server})",
                                "lost": f"lasted {format_seconds(w.duration_s)}: {parts}",
                                "command": w.graph_command(filter_expr=filter_expr, tracking=tracking),
+                               "thinned": thinned_note(pk[w.conn_id]) if pk[w.conn_id]["thinned"] else "",
                                "png": base64.b64encode(png.read_bytes()).decode()})
             png.unlink()
 

@@ -16,6 +16,7 @@ use shortflow_trace::diag::exchanges::EXCHANGE_SCHEMA;
 use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::diag::table::{PERCENTILE_COLUMNS, SCHEMA};
+use shortflow_trace::graph::GraphView;
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
 use shortflow_trace::{
     analyze_paths, Analysis, ConnectionTable, ExchangeTable, FileStats, GapClass, LinkType, Options, Progress, ReadErrorKind,
@@ -467,12 +468,20 @@ fn generate<'py>(
     Ok(d)
 }
 
-/// Every packet of connections `ids` of one trace: a dict of equal-length lists (ts_ns,
-/// conn_id, from_client, seq, ack, len, flags, window, wscale, event, cause, sack), each
-/// connection's ((client ip, port), (server ip, port)) by id, and the error that stopped
-/// the reading before the file's end (file and byte offset), or None.
+/// `connection_packets`' answer: the packets' columns, the endpoints, what each connection
+/// had, the error.
+type GraphPackets<'py> = (Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>, Option<String>);
+
+/// The packets a graph draws of connections `ids` of one trace (`from_s`/`to_s`: a zoom
+/// after each one's first packet; a connection with more than `max_packets` thinned to
+/// what a figure shows, see `shortflow_trace::graph`): a dict of equal-length lists (ts_ns,
+/// conn_id, from_client, seq, ack, len, flags, window, wscale, event, cause, sack, dupack),
+/// each connection's ((client ip, port), (server ip, port)) by id, each one's packets in
+/// the zoom and whether they were thinned by id, and the error that stopped the reading before the
+/// file's end (file and byte offset), or None.
 #[pyfunction]
-#[pyo3(signature = (path, ids, *, filter=None, idle_timeout_s=None, close_linger_s=None))]
+#[pyo3(signature = (path, ids, *, filter=None, idle_timeout_s=None, close_linger_s=None, from_s=None, to_s=None, max_packets=None))]
+#[allow(clippy::too_many_arguments)]
 fn connection_packets<'py>(
     py: Python<'py>,
     path: PathBuf,
@@ -480,8 +489,17 @@ fn connection_packets<'py>(
     filter: Option<&str>,
     idle_timeout_s: Option<f64>,
     close_linger_s: Option<f64>,
-) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, Option<String>)> {
+    from_s: Option<f64>,
+    to_s: Option<f64>,
+    max_packets: Option<usize>,
+) -> PyResult<GraphPackets<'py>> {
     let filter = compile_filter(filter)?;
+    let ns = |s: f64| (s.max(0.0) * 1e9) as u64;
+    let view = GraphView {
+        from_ns: from_s.map(ns),
+        to_ns: to_s.map(ns),
+        max_packets: max_packets.unwrap_or(GraphView::default().max_packets),
+    };
     // The analysis' own timeouts: they decide where one connection ends and the next
     // begins, and so the ids.
     let defaults = TrackerConfig::default();
@@ -491,7 +509,7 @@ fn connection_packets<'py>(
         ..defaults
     };
     let read = py
-        .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids, filter.as_ref(), config))
+        .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids, filter.as_ref(), config, &view))
         .map_err(|e| TraceReadError::new_err(e.to_string()))?;
     let recs = &read.packets;
     let d = PyDict::new(py);
@@ -507,11 +525,16 @@ fn connection_packets<'py>(
     d.set_item("event", recs.iter().map(|r| PacketNote::EVENTS[usize::from(r.note.event)]).collect::<Vec<_>>())?;
     d.set_item("cause", recs.iter().map(|r| Cause::NAMES[usize::from(r.note.cause)]).collect::<Vec<_>>())?;
     d.set_item("sack", recs.iter().map(|r| r.sack[..usize::from(r.sack_len)].to_vec()).collect::<Vec<_>>())?;
+    d.set_item("dupack", recs.iter().map(|r| r.dupack).collect::<Vec<_>>())?;
     let ends = PyDict::new(py);
     for (id, client, server) in &read.endpoints {
         ends.set_item(id, ((client.ip().to_string(), client.port), (server.ip().to_string(), server.port)))?;
     }
-    Ok((d, ends, read.error.map(|e| e.to_string())))
+    let seen = PyDict::new(py);
+    for c in &read.seen {
+        seen.set_item(c.conn_id, (c.packets, c.thinned))?;
+    }
+    Ok((d, ends, seen, read.error.map(|e| e.to_string())))
 }
 
 /// A libpcap filter expression, checked by libpcap (`FilterError` with its message).

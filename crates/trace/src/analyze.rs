@@ -269,6 +269,8 @@ pub struct PacketRecord {
     pub note: crate::track::PacketNote,
     pub sack: [(u32, u32); 4],
     pub sack_len: u8,
+    /// A duplicate ACK (`crate::graph::mark_duplicate_acks`).
+    pub dupack: bool,
 }
 
 /// `connection_packets`' answer: the packets read, and what stopped the reading before
@@ -278,11 +280,15 @@ pub struct ConnectionPackets {
     pub packets: Vec<PacketRecord>,
     /// Each wanted connection's client and server, as the table's row names them.
     pub endpoints: Vec<(u64, Endpoint, Endpoint)>,
+    /// Each wanted connection's packets in the view's zoom, and whether they were thinned
+    /// (`crate::graph::Records`), by connection id.
+    pub seen: Vec<crate::graph::Seen>,
     pub error: Option<ReadError>,
 }
 
-/// Every packet of the connections `ids` (ids as in the table's `conn_id`) of one file,
-/// in capture order, with what the tracker made of each. Read by the analysis' own loop
+/// The packets of the connections `ids` (ids as in the table's `conn_id`) of one file that
+/// a graph draws (`view`: a zoom, and long connections thinned, see `crate::graph`), in
+/// capture order, with what the tracker made of each. Read by the analysis' own loop
 /// (`feed::read_loop`), ICMP messages included, so the ids and the notes are the table's.
 /// With the `filter` the analysis had, the ids are that analysis's.
 /// A file that cannot be opened as a trace is an error; one cut short or damaged later
@@ -293,6 +299,7 @@ pub fn connection_packets(
     ids: &[u64],
     filter: Option<&Filter>,
     config: TrackerConfig,
+    view: &crate::graph::GraphView,
 ) -> Result<ConnectionPackets, ReadError> {
     let mut reader = CaptureReader::open(path)?;
     // Where each wanted connection's teardown began, told when it ends.
@@ -309,15 +316,24 @@ pub fn connection_packets(
         })
         .noting_every_packet(),
         wanted: wanted.clone(),
-        out: Vec::new(),
+        view: *view,
+        out: Default::default(),
     };
     let mut stats = FileStats::default();
     read_loop(&mut reader, &mut stats, &Progress::default(), filter, &mut sink);
-    let Recorder { tracker, mut out, .. } = sink;
+    let Recorder { tracker, out, .. } = sink;
     // The tracker's sink holds `ends` until it is gone.
     let _ = tracker.finish();
-    settle_at_end(&mut out, &ends);
-    Ok(ConnectionPackets { packets: out, endpoints, error: stats.error })
+    let mut out: Vec<(u64, crate::graph::Records)> = out.into_iter().collect();
+    out.sort_unstable_by_key(|(id, _)| *id);
+    let (mut packets, mut seen) = (Vec::new(), Vec::new());
+    for (id, mut records) in out {
+        settle_at_end(&mut records.packets, &ends);
+        let (mine, had) = records.finish(id);
+        packets.extend(mine);
+        seen.push(had);
+    }
+    Ok(ConnectionPackets { packets, endpoints, seen, error: stats.error })
 }
 
 /// The gaps still pending when their connection ended: idle before its teardown began,
@@ -335,7 +351,8 @@ fn settle_at_end(out: &mut [PacketRecord], ends: &rustc_hash::FxHashMap<u64, u64
 fn apply_revision(out: &mut [PacketRecord], rec: &PacketRecord) {
     let mine = |r: &&mut PacketRecord| r.conn_id == rec.conn_id;
     if rec.note.revise & PacketNote::SETTLES != 0 {
-        let stretch = out.iter_mut().rev().filter(mine).take_while(|r| r.note.cause == Cause::PENDING || r.note.event == 5);
+        let stretch =
+            out.iter_mut().rev().filter(mine).take_while(|r| r.note.cause == Cause::PENDING || r.note.event == PacketNote::COPY);
         for r in stretch.filter(|r| r.note.cause == Cause::PENDING) {
             r.note.cause = rec.note.cause;
         }
@@ -359,11 +376,13 @@ fn apply_revision(out: &mut [PacketRecord], rec: &PacketRecord) {
     }
 }
 
-/// `connection_packets`' sink: each segment of a wanted connection, with its note.
+/// `connection_packets`' sink: each segment of a wanted connection, with its note, kept
+/// as its graph keeps them (`crate::graph::Records`).
 struct Recorder<F: FnMut(&Conn)> {
     tracker: Tracker<F>,
     wanted: rustc_hash::FxHashSet<u64>,
-    out: Vec<PacketRecord>,
+    view: crate::graph::GraphView,
+    out: rustc_hash::FxHashMap<u64, crate::graph::Records>,
 }
 
 impl<F: FnMut(&Conn)> SegmentSink for Recorder<F> {
@@ -383,11 +402,14 @@ impl<F: FnMut(&Conn)> SegmentSink for Recorder<F> {
                 note,
                 sack: extra.opts.sack,
                 sack_len: extra.opts.sack_len,
+                dupack: false,
             };
+            let view = self.view;
+            let records = self.out.entry(id).or_insert_with(|| crate::graph::Records::new(view));
             if note.revise != 0 {
-                apply_revision(&mut self.out, &rec);
+                apply_revision(&mut records.packets, &rec);
             }
-            self.out.push(rec);
+            records.push(rec);
         }
     }
 

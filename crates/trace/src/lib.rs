@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod diag;
 pub mod error;
 mod feed;
+pub mod graph;
 pub mod live;
 mod mem;
 pub mod read;

@@ -66,8 +66,8 @@ fn a_graph_reads_with_the_analysis_filter() {
     std::fs::write(&path, capture()).unwrap();
     let filter = Filter::new("tcp port 80").unwrap();
     // Filtered, id 1 is the second port-80 connection (client port 40002).
-    let read = connection_packets(&path, &[1], Some(&filter), Default::default()).unwrap();
-    let unfiltered = connection_packets(&path, &[1], None, Default::default()).unwrap();
+    let read = connection_packets(&path, &[1], Some(&filter), Default::default(), &Default::default()).unwrap();
+    let unfiltered = connection_packets(&path, &[1], None, Default::default(), &Default::default()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(read.endpoints.len(), 1);
     assert_eq!(read.endpoints[0].1.port, 40002);

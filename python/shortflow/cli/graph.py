@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         window, SACK blocks and duplicate ACKs, SYN/FIN/RST, retransmissions by class, and
         its long gaps labelled with their cause."""
         from shortflow.exceptions import FilterError, ShortflowError
-        from shortflow.plot.tsg import draw, four_tuple, packets
+        from shortflow.plot.tsg import draw, four_tuple, packets, thinned_note
 
         if not trace.is_file():
             fail(f"{clip(trace)}: no such file", USAGE)
@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
         errors: list[str] = []
         try:
             pk = packets(trace, [conn], errors=errors, filter_expr=filter_expr, idle_timeout_s=idle_s,
-                         close_linger_s=linger_s)[conn]
+                         close_linger_s=linger_s, time_range_s=(lo, hi))[conn]
         except FilterError as e:
             fail(f"--filter {clip(filter_expr)!r}: {e}", USAGE)
         except ShortflowError as e:
@@ -69,6 +69,8 @@ def register(app: typer.Typer) -> None:
             say(f"no -o given: wrote the time-sequence graph of connection {conn} to {path.resolve()}")
         else:
             say(f"time-sequence graph of connection {conn}: {path.resolve()}")
+        if pk["thinned"]:
+            say(f"thinned: {thinned_note(pk)} (zoom in with --from/--to for every packet)")
         for message in errors:
             error(f"{message} — the connection's {len(pk['ts_ns']):,} packets before it are drawn")
         if errors:

@@ -56,29 +56,36 @@ _SYN, _FIN, _RST, _ACK = 0x02, 0x01, 0x04, 0x10
 
 def packets(trace: str | Path, conn_ids: list[int], *, errors: list[str] | None = None,
             filter_expr: str | None = None, idle_timeout_s: float | None = None,
-            close_linger_s: float | None = None) -> dict[int, dict[str, list[Any]]]:
-    """The packets of each connection in `conn_ids`, as lists per field (and ``endpoints``:
-    [(client ip, port), (server ip, port)]); with the filter and the timeouts the analysis
-    had (they decide the ids). A trace cut short or damaged part-way gives the
-    packets before the bad byte: its error (file and byte offset) is appended to `errors`,
-    or raised as `TraceReadError` when no list is given."""
-    raw, ends, error = _core.connection_packets(Path(trace), list(conn_ids), filter=filter_expr,
-                                                idle_timeout_s=idle_timeout_s, close_linger_s=close_linger_s)
+            close_linger_s: float | None = None,
+            time_range_s: tuple[float | None, float | None] = (None, None)) -> dict[int, dict[str, Any]]:
+    """The packets a graph draws of each connection in `conn_ids`, as lists per field (and
+    ``endpoints``: [(client ip, port), (server ip, port)]; ``packets_seen``: its packets in
+    `time_range_s`; ``thinned``: whether there were too many to draw each, and those of each
+    kind first, last, lowest and highest in each time column were kept); with the filter and
+    the timeouts the analysis had (they decide the ids). A trace cut short or damaged
+    part-way gives the packets before the bad byte: its error (file and byte offset) is
+    appended to `errors`, or raised as `TraceReadError` when no list is given."""
+    lo_s, hi_s = time_range_s
+    raw, ends, seen, error = _core.connection_packets(Path(trace), list(conn_ids), filter=filter_expr,
+                                                      idle_timeout_s=idle_timeout_s, close_linger_s=close_linger_s,
+                                                      from_s=lo_s, to_s=hi_s)
     if error is not None:
         if errors is None:
             raise TraceReadError(error)
         errors.append(error)
-    out: dict[int, dict[str, list[Any]]] = {i: {k: [] for k in raw} for i in conn_ids}
+    out: dict[int, dict[str, Any]] = {i: {k: [] for k in raw} for i in conn_ids}
     for row in range(len(raw["ts_ns"])):
         d = out[raw["conn_id"][row]]
         for k, v in raw.items():
             d[k].append(v[row])
     for i, (client, server) in ends.items():
         out[i]["endpoints"] = [client, server]
+    for i, d in out.items():
+        d["packets_seen"], d["thinned"] = seen.get(i, (0, False))
     return out
 
 
-def four_tuple(pk: dict[str, list[Any]]) -> str:
+def four_tuple(pk: dict[str, Any]) -> str:
     """``client:port → server:port`` of a connection from `packets` ('' if unknown)."""
     from shortflow.worst import endpoint
 
@@ -88,7 +95,7 @@ def four_tuple(pk: dict[str, list[Any]]) -> str:
     return f"{endpoint(cip, cport)} → {endpoint(sip, sport)}"
 
 
-def window_shifts(pk: dict[str, list[Any]]) -> tuple[int, int]:
+def window_shifts(pk: dict[str, Any]) -> tuple[int, int]:
     """The window scale shifts (client, server) in force after the handshake: each side's
     SYN option, when both SYNs carried one (RFC 7323), else none."""
     client = next((w for w, c, f in zip(pk["wscale"], pk["from_client"], pk["flags"]) if c and f & _SYN), None)
@@ -98,22 +105,7 @@ def window_shifts(pk: dict[str, list[Any]]) -> tuple[int, int]:
     return min(client, 14), min(server, 14)
 
 
-def duplicate_acks(pk: dict[str, list[Any]], acks: list[int]) -> list[int]:
-    """Of the receiver's packets `acks`, the duplicate ACKs (RFC 5681's definition): no
-    data, no SYN/FIN/RST, the same ACK number and window as the ACK before."""
-    out = []
-    prev: tuple[int, int] | None = None
-    for i in acks:
-        key = (pk["ack"][i], pk["window"][i])
-        plain = pk["len"][i] == 0 and not pk["flags"][i] & (_SYN | _FIN | _RST)
-        if plain and prev == key:
-            out.append(i)
-        if not pk["flags"][i] & (_SYN | _RST):
-            prev = key
-    return out
-
-
-def draw(pk: dict[str, list[Any]], path: Path, *, title: str = "", server_data: bool = True,
+def draw(pk: dict[str, Any], path: Path, *, title: str = "", server_data: bool = True,
          time_range_s: tuple[float | None, float | None] = (None, None)) -> Path:
     """Draws one connection's time-sequence graph (server → client data by default) to
     `path` (PNG or SVG by its suffix); `time_range_s` zooms to (from, to) seconds since
@@ -183,7 +175,7 @@ def draw(pk: dict[str, list[Any]], path: Path, *, title: str = "", server_data: 
             for i in acks:
                 for left, right in pk["sack"][i]:
                     line("sack", i, [ms(i), ms(i)], [rel(left), rel(right)], MARK_STYLE["sack"], lw=3, alpha=0.7)
-            for i in duplicate_acks(pk, acks):
+            for i in (i for i in acks if pk["dupack"][i]):
                 line("dupack", i, [ms(i)], [rel(pk["ack"][i])], MARK_STYLE["dupack"], marker="_", ms=9, mew=1.5, ls="none")
         # SYN, FIN and RST of both sides, at the sequence number they take (the receiver's
         # at the ACK line, where its ACK number places them).
@@ -216,6 +208,9 @@ def draw(pk: dict[str, list[Any]], path: Path, *, title: str = "", server_data: 
         ax.set_xlabel("time since the connection's first packet (ms)")
         ax.set_ylabel(f"{'server' if server_data else 'client'} sequence offset (bytes)")
         ax.set_title(title or "time-sequence graph", fontsize=10, loc="left")
+        if pk.get("thinned"):
+            note = ax.annotate(thinned_note(pk), (0, -0.13), xycoords="axes fraction", fontsize=7, color="#555555")
+            note.set_gid("thinned-note")
         order = [c for c in ("data", *RETX_STYLE, "ack", "rwin", "sack", "dupack", "syn", "fin", "rst") if c in legend]
         leg = ax.legend([legend[c][0] for c in order], [legend[c][1] for c in order], loc="upper left",
                         bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0)
@@ -229,7 +224,13 @@ def draw(pk: dict[str, list[Any]], path: Path, *, title: str = "", server_data: 
     return path
 
 
-def _zoom(ax: Any, pk: dict[str, list[Any]], data: list[int], acks: list[int], ms: Any, rel: Any,
+def thinned_note(pk: dict[str, Any]) -> str:
+    """What a thinned graph drew (see `packets`)."""
+    return (f"{len(pk['ts_ns']):,} of {pk['packets_seen']:,} packets drawn: of each kind, the first, last, "
+            "lowest and highest in each time column")
+
+
+def _zoom(ax: Any, pk: dict[str, Any], data: list[int], acks: list[int], ms: Any, rel: Any,
           lo_s: float | None, hi_s: float | None) -> None:
     """Shows `lo_s`..`hi_s` seconds, the y axis fitted to the sequence numbers seen there."""
     last = ms(len(pk["ts_ns"]) - 1)

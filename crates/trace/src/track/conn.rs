@@ -62,6 +62,8 @@ impl PacketNote {
     ];
     pub const RETX_TIMEOUT: u8 = 2;
     pub const TLP: u8 = 4;
+    /// A copy the capture made of a packet it already had (`Conn::is_capture_duplicate`).
+    pub const COPY: u8 = 5;
     pub const LATE: u8 = 6;
     /// The connection's packets noted `Cause::PENDING` take this packet's cause.
     pub const SETTLES: u8 = 1;
@@ -863,7 +865,7 @@ impl Conn {
         }
         if self.is_capture_duplicate(dir, ts, seg, extra) {
             self.capture_duplicates += 1;
-            self.last_note = PacketNote { event: 5, cause: Cause::Network as u8, from_client, revise: 0 };
+            self.last_note = PacketNote { event: PacketNote::COPY, cause: Cause::Network as u8, from_client, revise: 0 };
             return;
         }
         // Captures merged from several interfaces may step back in time: the gap is then
