@@ -331,7 +331,7 @@ def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path, force: bool) ->
     # Before the scope sees it: does the kernel take every knob for one connection?
     ns, cg = selfcheck.objects(w.journal.id)
     step = w.intend("selfcheck", ns=ns, cgroup=str(cg))
-    refused = selfcheck.check(pin_dir, w.journal.id, s.port)
+    refused = selfcheck.check(pin_dir, w.journal.id, s.port, started=lambda: w.during(step))
     w.done(step)
     if refused and not force:
         raise TuneError("the kernel refused settings for a test connection (use --force to apply anyway): "
@@ -365,8 +365,9 @@ def found_on_host() -> list[str]:
     """Every tuner object of shortflow's on this host, each with whose it is as far as
     shortflow can prove it (an apply's registration and journal), for `status`."""
     known = orphans.claims()
-    lines = [f"{what}: {c.words() if c else 'no journal of shortflow accounts for it (an orphan)'}"
-             for what, c in orphans.survey(known)]
+    lines = [f"apply {i}: {c.words()}" for i, c in sorted(known.items()) if c.status in ("interrupted", "in progress")]
+    lines += [f"{what}: {c.words() if c else 'no journal of shortflow accounts for it (an orphan)'}"
+              for what, c in orphans.survey(known)]
     return lines + orphans.foreign_pin_dirs()
 
 

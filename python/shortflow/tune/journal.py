@@ -60,8 +60,9 @@ def selfcheck_name(run_id: str) -> str:
     return f"sf-{run_id}-tcheck"
 #: The sysctls the tuner may change.
 SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle"}
-#: Fault injection for the tests: `STEP:before|after:SIGNAL` kills this process with SIGNAL
-#: just before step STEP is made (its intent already journalled) or just after (before its
+#: Fault injection for the tests: `STEP:before|during|after:SIGNAL` sends this process
+#: SIGNAL just before step STEP is made (its intent already journalled), while it is made
+#: (for the self-check: once its namespace, cgroup and link exist) or just after (before its
 #: `done` record).
 FAULT_ENV = "SHORTFLOW_TUNE_FAULT"
 
@@ -149,6 +150,9 @@ class Writer:
         self.journal.steps.append(step)
         _failpoint(step.n, "before")
         return step
+
+    def during(self, step: Step) -> None:
+        _failpoint(step.n, "during")
 
     def done(self, step: Step, **result: Any) -> None:
         _failpoint(step.n, "after")

@@ -11,6 +11,7 @@ stopped, and from the journal after a SIGKILL."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from shortflow.exceptions import TuneError
@@ -40,9 +41,10 @@ def objects(run_id: str) -> tuple[str, Path]:
     return selfcheck_name(run_id), cgroup2_root() / selfcheck_name(run_id)
 
 
-def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
+def check(pin_dir: Path, run_id: str, port: int | None, started: Callable[[], None] = lambda: None) -> list[str]:
     """The refusals (as `tune status` words them) the kernel made for one probe connection;
-    empty when it took every knob."""
+    empty when it took every knob. `started` is called once the probe runs (the journal's
+    fault injection)."""
     ns, cg = objects(run_id)
     before = program.counters(pin_dir)
     link = None
@@ -52,7 +54,9 @@ def check(pin_dir: Path, run_id: str, port: int | None) -> list[str]:
         link = program.attach_held(cg, pin_dir)
         probe = Daemon("the self-check connection", [sys.executable, "-c", _PROBE, str(port or 8)], ns=ns, cgroup=cg)
         try:
-            probe.start().wait(30)
+            probe.start()
+            started()
+            probe.wait(30)
         except HostError as e:
             probe.signal_stop()
             raise TuneError(f"the self-check connection failed: {str(e)[-300:]}") from None
