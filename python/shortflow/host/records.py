@@ -22,6 +22,8 @@ from pathlib import Path
 RUN_DIR = Path("/run/shortflow")
 #: Owner records of testbed runs: one file per run id.
 OWNERS = RUN_DIR / "runs"
+#: The lock `shortflow tune` holds while it applies, reloads or reverts.
+TUNE_LOCK = "tune"
 
 
 class HostLock:
@@ -92,31 +94,29 @@ def process_identity(pid: int) -> str | None:
 _RUN_ID = re.compile(r"^[0-9a-f]{6}$")
 
 
-def _owner_file(run_id: str) -> Path:
+def run_owner(run_id: str) -> Path:
+    """Where the owner record of testbed run `run_id` lives."""
     if not _RUN_ID.match(run_id):
         raise ValueError(f"run id {run_id!r}: expected 6 hex digits")
     return OWNERS / run_id
 
 
-def write_owner(run_id: str) -> None:
-    """Records this process as the owner of run `run_id`."""
-    OWNERS.mkdir(mode=0o755, parents=True, exist_ok=True)
-    path = _owner_file(run_id)
-    tmp = path.with_suffix(".new")
+def write_owner(path: Path) -> None:
+    """Records this process (pid and start time) as the owner of what `path` stands for
+    (replaced whole: a reader never sees half a record)."""
+    path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.new")
     tmp.write_text(f"{process_identity(os.getpid())}\n")
     tmp.replace(path)
 
 
-def remove_owner(run_id: str) -> None:
-    _owner_file(run_id).unlink(missing_ok=True)
-
-
-def live_owner(run_id: str) -> int | None:
-    """The pid of the process that owns run `run_id` while it still runs (the same pid
-    *and* start time, not a zombie); None when there is no record or its process ended."""
+def live_owner(path: Path) -> int | None:
+    """The pid of the process the owner record at `path` names while it still runs (the
+    same pid *and* start time, not a zombie); None when there is no record or its process
+    ended."""
     try:
-        owner = _owner_file(run_id).read_text(errors="replace").strip()
-    except (OSError, ValueError):
+        owner = path.read_text(errors="replace")[:64].strip()
+    except OSError:
         return None
     first = owner.split()[0] if owner.split() else ""
     pid = int(first) if first.isdigit() else 0
@@ -124,7 +124,7 @@ def live_owner(run_id: str) -> int | None:
 
 
 def owner_records() -> list[str]:
-    """The run ids that have an owner record, live or not."""
+    """The testbed run ids that have an owner record, live or not."""
     try:
         return sorted(p.name for p in OWNERS.iterdir() if _RUN_ID.match(p.name))
     except OSError:

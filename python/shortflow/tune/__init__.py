@@ -26,7 +26,7 @@ from typing import Any
 from shortflow.exceptions import TuneError
 from shortflow.host import cgroup2_root, kernel_hz, knobs, require_root, sockets, sysctl
 from shortflow.host.kernel import cgroup2_mounts
-from shortflow.host.records import HostLock, lock_holder
+from shortflow.host.records import TUNE_LOCK, HostLock, lock_holder
 from shortflow.host.runid import fresh_run_id
 from shortflow.tune import journal, orphans, program, routes, selfcheck
 from shortflow.tune.program import refusals
@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_STATE", "Plan", "PrefixRule", "TuneSettings", "apply", "load
 
 DEFAULT_STATE = Path("/run/shortflow/tune-state.json")
 #: The host's lock for apply, reload and revert (`shortflow.host.records.HostLock`).
-LOCK = "tune"
+LOCK = TUNE_LOCK
 #: How long apply, reload and revert wait for the lock: a `status` holds it for the moment
 #: it takes to look; another apply is not waited for.
 LOCK_WAIT_S = 3.0
