@@ -2,7 +2,8 @@
 prefix — namespaces (with their processes, veths, iptables rules and qdiscs), veths or
 iptables rules in the root namespace, BPF pins under /sys/fs/bpf, cgroups, work
 directories in the temp directory, and the nftables table (`inet sf-<id>-synopt`) of a
-killed `shortflow synopt` daemon in the root namespace or any other named namespace. Each
+killed `shortflow synopt` daemon in the root namespace or any other named namespace, and
+the Dask scratch directory (`sf-dask-*`) of a killed sweep (`shortflow.cluster`). Each
 removal is reported.
 
 A run still running is never touched. Liveness is read from the run's own record in the
@@ -22,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from shortflow.cluster import remove_stale_scratch
 from shortflow.host import bpf, cgroups, nft
 from shortflow.host.commands import in_ns
 from shortflow.host.kernel import cgroup2_mounts, mounts
@@ -199,4 +201,6 @@ def clean(force: bool = False, only: str | None = None) -> list[str]:
     for run_id in owner_records():
         if run_id not in live and (only is None or run_id == only):
             run_owner(run_id).unlink(missing_ok=True)
+    if only is None:
+        done += [f"Dask scratch directory {d} (its sweep was killed)" for d in remove_stale_scratch()]
     return done
