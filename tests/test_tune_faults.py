@@ -246,6 +246,14 @@ def test_a_stopped_apply_is_in_progress_for_status_and_blocks_a_second_apply(hos
         assert not other.exists()
         r = host.tune("revert", "--orphans", "--scope", f"cgroup={host.cgroup}")
         assert r.returncode == 2 and f"in progress (pid {apply.pid})" in r.stderr, r.stderr
+        # Nor does `testbed clean` take the self-check's namespace and cgroup from under it.
+        run_id = json.loads(state.read_text().splitlines()[0])["id"]
+        check = f"{PREFIX}{run_id}-tcheck"
+        assert check in host.snapshot()["netns"] and check in host.snapshot()["cgroups"]
+        r = subprocess.run([sys.executable, "-m", "shortflow", "testbed", "clean", "--run", run_id], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0 and f"an apply is in progress (pid {apply.pid})" in r.stdout, (r.stdout, r.stderr)
+        assert check in host.snapshot()["netns"] and check in host.snapshot()["cgroups"]
     finally:
         apply.send_signal(signal.SIGCONT)
     out, err = apply.communicate(timeout=60)

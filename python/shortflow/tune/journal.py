@@ -321,7 +321,8 @@ def load(path: Path) -> Journal:
     if not isinstance(head.get("settings"), dict):
         raise _bad(path, 1, "settings: expected an object")
     owner = registered().get(head["id"])
-    if owner is not None and owner != path.absolute():
+    if owner is not None and owner != path.absolute() and owner.exists():
+        # (A state file moved since its apply is still that apply's: its old place is empty.)
         raise _bad(path, 1, f"id {head['id']} is the apply journalled in {owner}, not this file's")
     j = Journal(path, head)
     for i, rec in records[1:]:
