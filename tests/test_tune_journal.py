@@ -292,6 +292,8 @@ def test_schema_errors_name_the_line_and_the_reason(tmp_path: Path) -> None:
                                     "after": route + " quickack 1"},
         "is not a default route": {"n": 1, "op": "route", "family": "-4", "before": "10.0.0.0/8 via 192.0.2.66",
                                    "after": "10.0.0.0/8 via 192.0.2.66 quickack 1"},
+        "holds quoting": {"n": 1, "op": "route", "family": "-4", "before": route + " proto 'static'",
+                          "after": route + " proto 'static' quickack 1"},
         "sets none of the tuner's metrics": {"n": 1, "op": "route", "family": "-4", "before": route,
                                              "after": route + " mtu 1200"},
     }

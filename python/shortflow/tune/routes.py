@@ -117,6 +117,9 @@ def _shown_route_why_not(line: str) -> str | None:
         return f"{line!r} does not split into words ({e})"
     if not tokens or tokens[0] != "default":
         return f"{line!r} is not a default route"
+    if " ".join(tokens) != " ".join(line.split()):
+        # Re-rendered from its words, it must read the same: `ip` prints no quotes or escapes.
+        return f"{line!r} holds quoting `ip route show` never prints"
     i = 1
     while i < len(tokens):
         word = tokens[i]
