@@ -396,3 +396,21 @@ def test_input_files_are_read_with_a_cap_and_refused_clearly(tmp_path: Path) -> 
     code, err, secs, peak = _peak_rss_mb([*shortflow, "status", "--state", str(huge)])
     assert code == 1 and "the state file is longer than 16 MiB: refused" in err, err
     assert peak < 100 and secs < 3, (peak, secs)
+
+
+def test_status_names_another_state_files_program_as_its_and_revert_orphans_leaves_it(host: Host, tmp_path: Path) -> None:
+    before = host.snapshot()
+    other = tmp_path / "other.json"
+    r = host.tune(*APPLY, state=other)
+    assert r.returncode == 0, r.stderr
+    prog = json.loads([x for x in other.read_text().splitlines() if '"prog_id"' in x][0])["done"]["prog_id"]
+    r = host.tune("status", state=tmp_path / "mine.json")
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0, r.stderr
+    assert f"program {prog} " in text and f"applied with state file {other}" in text, text
+    assert "orphan" not in text and "revert --orphans" not in text, text
+    r = host.tune("revert", "--orphans", "--scope", f"cgroup={host.cgroup}")
+    assert r.returncode == 0 and f"program {prog} on {host.cgroup}: applied with state file {other}" in r.stdout, r.stdout
+    assert host.snapshot()["attached"] != before["attached"], "a committed apply's program is not an orphan"
+    assert host.tune("revert", state=other).returncode == 0
+    assert host.snapshot() == before
