@@ -17,7 +17,7 @@ hierarchy, and a route change that alters only the metrics the tuner sets. A dam
 hand-edited journal is refused with the line and the reason, never obeyed.
 
 Every apply is also registered, before its journal is created, in `/run/shortflow/tune/<id>`
-(the state file's path): how `status` and `revert --orphans` tell another state file's
+(the state file's path and the applying process): how `status` and `revert --orphans` tell another state file's
 apply — live, committed or interrupted — from objects no journal accounts for.
 """
 
@@ -45,19 +45,6 @@ PIN_DIR = re.compile(r"^/sys/fs/bpf/sf-[0-9a-f]{6}-tune$")
 BUILD_DIR = re.compile(r"^sf-[0-9a-f]{6}-tune-build$")
 #: Every apply's id and state file (see the module's docstring).
 REGISTRY = RUN_DIR / "tune"
-
-
-def pin_dir(run_id: str) -> Path:
-    return BPF_FS / f"sf-{run_id}-tune"
-
-
-def build_dir(run_id: str) -> Path:
-    return RUN_DIR / f"sf-{run_id}-tune-build"
-
-
-def selfcheck_name(run_id: str) -> str:
-    """The self-check's network namespace, and its cgroup's name under a cgroup v2 root."""
-    return f"sf-{run_id}-tcheck"
 #: The sysctls the tuner may change.
 SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle"}
 #: Fault injection for the tests: `STEP:before|during|after:SIGNAL` sends this process
@@ -79,6 +66,19 @@ OPS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 #: What a `done` record may add, with types.
 DONE: dict[str, type | tuple[type, ...]] = {"prog_id": int, "tag": str, "name": str, "mounted": bool, "shown": str}
+
+
+def pin_dir(run_id: str) -> Path:
+    return BPF_FS / f"sf-{run_id}-tune"
+
+
+def build_dir(run_id: str) -> Path:
+    return RUN_DIR / f"sf-{run_id}-tune-build"
+
+
+def selfcheck_name(run_id: str) -> str:
+    """The self-check's network namespace, and its cgroup's name under a cgroup v2 root."""
+    return f"sf-{run_id}-tcheck"
 
 
 @dataclass
