@@ -414,3 +414,31 @@ def test_status_names_another_state_files_program_as_its_and_revert_orphans_leav
     assert host.snapshot()["attached"] != before["attached"], "a committed apply's program is not an orphan"
     assert host.tune("revert", state=other).returncode == 0
     assert host.snapshot() == before
+
+
+def test_a_journal_edited_to_another_applys_id_is_refused_and_that_apply_untouched(host: Host, tmp_path: Path) -> None:
+    before = host.snapshot()
+    second = cgroup2_root() / f"{PREFIX}{(_tag() + 'fa17ed')[:6]}-foreign"
+    second.mkdir()
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert host.tune(*APPLY, state=a).returncode == 0
+    r = subprocess.run([*host.cmd("apply", "--syn-rto", "100ms", "--force", state=b)[:-1], f"cgroup={second}"],
+                       capture_output=True, text=True, env=host.env())
+    assert r.returncode == 0, r.stderr
+    a_id = json.loads(a.read_text().splitlines()[0])["id"]
+    b_id = json.loads(b.read_text().splitlines()[0])["id"]
+    # B's journal rewritten to name A's id (and so A's pins): revert would remove A's program.
+    b.write_text(b.read_text().replace(b_id, a_id))
+    attached = host.snapshot()["attached"]
+    r = host.tune("revert", state=b)
+    assert r.returncode == 2 and f"line 1: id {a_id} is the apply journalled in {a}, not this file's" in r.stderr, r.stderr
+    assert host.snapshot()["attached"] == attached and Path(f"/sys/fs/bpf/sf-{a_id}-tune").is_dir()
+    # B's objects are orphans now (its journal cannot be trusted): removed; A's stay A's.
+    r = host.tune("revert", "--orphans", "--scope", f"cgroup={second}")
+    assert r.returncode == 0 and "detached" in r.stdout and not Path(f"/sys/fs/bpf/sf-{b_id}-tune").exists(), r.stdout
+    assert Path(f"/sys/fs/bpf/sf-{a_id}-tune").is_dir()
+    assert host.tune("revert", state=a).returncode == 0
+    # Nothing of B's is left: its registration went with the orphan pass.
+    assert b_id not in journal.registered()
+    second.rmdir()
+    assert host.snapshot() == before

@@ -437,11 +437,10 @@ def _revert_orphans(cgroup: Path | None) -> list[str]:
                 journal.remove(j)
     known = orphans.claims()
     done += orphans.remove_all(known, cgroup)
-    if cgroup is None:
-        # Registrations whose journal is gone or unreadable: their objects are removed now.
-        for run_id, claim in known.items():
-            if not claim.owns and claim.status != "interrupted":
-                journal.unregister(run_id)
+    # Registrations whose journal is gone or cannot be trusted, with nothing of theirs left.
+    for run_id, claim in known.items():
+        if not claim.owns and claim.status != "interrupted" and not orphans.left_of(run_id):
+            journal.unregister(run_id)
     return done or ["no tuner program, pin or build directory of shortflow's found"]
 
 

@@ -299,6 +299,13 @@ def survey(known: dict[str, Claim]) -> list[tuple[str, Claim | None]]:
     return out
 
 
+def left_of(run_id: str) -> bool:
+    """Whether anything of apply `run_id` is still on the host (pins, build directory,
+    self-check namespace or cgroup)."""
+    return (os.path.lexists(journal.pin_dir(run_id)) or os.path.lexists(journal.build_dir(run_id))
+            or bool(selfcheck_objects({run_id})))
+
+
 def remove_all(known: dict[str, Claim], cgroup: Path | None = None) -> list[str]:
     """`tune revert --orphans`: removes every tuner object no live or committed apply
     claims (`Claim.owns`); with `cgroup`, only the programs attached there and their pins.
