@@ -200,7 +200,7 @@ def status_cmd(
 def revert_cmd(
     state: Annotated[Path, STATE_OPTION] = DEFAULT_STATE,
     force: Annotated[bool, typer.Option("--force", help="Restore routes and sysctls changed since apply too.")] = False,
-    orphans: Annotated[bool, typer.Option("--orphans", help="Without a state file: remove shortflow's own tuner programs, pins and build directories found on this host.")] = False,
+    orphans: Annotated[bool, typer.Option("--orphans", help="Without a state file: roll back interrupted applies and remove the tuner objects no apply's journal accounts for (a committed apply's are left).")] = False,
     scope: Annotated[Optional[str], typer.Option("--scope", help="With --orphans: cgroup=PATH, only the programs attached there (and their pins).")] = None,
 ) -> None:
     """Restore exactly what `apply` changed (last change first); `--orphans` needs no state file."""
