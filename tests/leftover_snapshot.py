@@ -87,8 +87,21 @@ def bpf_pins() -> list[str]:
     return sorted(p for p in os.listdir("/sys/fs/bpf") if not p.startswith(PREFIX) or p.startswith(ours))
 
 
+def run_records() -> list[str]:
+    """What the project keeps in /run/shortflow: testbed runs' owner records (named here
+    `sf-<id>-owner`), tune's registrations (`sf-<id>-registered`) and build directories
+    (`sf-<id>-tune-build`)."""
+    from shortflow.host.records import OWNERS, RUN_DIR
+    from shortflow.tune.journal import REGISTRY
+
+    found = [f"{PREFIX}{p.name}-registered" for p in REGISTRY.glob("*")] if REGISTRY.is_dir() else []
+    found += [f"{PREFIX}{p.name}-owner" for p in OWNERS.glob("*")] if OWNERS.is_dir() else []
+    return sorted(found + ([p.name for p in RUN_DIR.glob(f"{PREFIX}*")] if RUN_DIR.is_dir() else []))
+
+
 def snapshot() -> dict[str, list[str]]:
     snap = leftovers()
+    snap["run_records"] = run_records()
     snap["temp_dirs"] = temp_dirs()
     snap["attachments"] = attachments()
     snap["root_sysctls"] = sysctls()

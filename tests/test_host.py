@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import struct
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from shortflow.host import HostError, bpf, netns
+from shortflow.host import HostError, bpf, netns, records
 from shortflow.host.runid import TESTBED_ROLE_OBJECT, fresh_run_id
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="creating a network namespace needs root")
@@ -47,15 +49,54 @@ def test_namespaces_and_links_come_from_ip_json():
         subprocess.run(["ip", "link", "del", dev], capture_output=True)
 
 
-def test_owner_record_names_a_live_process_and_not_a_reused_pid(tmp_path):
-    netns.write_owner(tmp_path)
-    assert netns.owner_alive(tmp_path) == os.getpid()
-    pid, start = (tmp_path / netns.OWNER_FILE).read_text().split()
-    (tmp_path / netns.OWNER_FILE).write_text(f"{pid} {int(start) + 1}\n")  # same pid, another process
-    assert netns.owner_alive(tmp_path) is None
-    (tmp_path / netns.OWNER_FILE).write_text("garbage\n")
-    assert netns.owner_alive(tmp_path) is None
-    assert netns.owner_alive(tmp_path / "missing") is None
+def test_owner_record_names_a_live_process_and_not_a_reused_pid_nor_a_zombie(tmp_path):
+    record = tmp_path / "owner"
+    records.write_owner(record)
+    assert records.live_owner(record) == os.getpid()
+    pid, start = record.read_text().split()
+    record.write_text(f"{pid} {int(start) + 1}\n")  # same pid, another process
+    assert records.live_owner(record) is None
+    record.write_text("garbage\n")
+    assert records.live_owner(record) is None
+    assert records.live_owner(tmp_path / "missing") is None
+    # A child that has exited and is not reaped yet: a zombie is no owner.
+    child = subprocess.Popen([sys.executable, "-c", "import sys, pathlib; from shortflow.host import records; "
+                              "records.write_owner(pathlib.Path(sys.argv[1])); print('written', flush=True); "
+                              "sys.stdin.read()", str(record)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "written"
+    assert records.live_owner(record) == child.pid
+    assert child.stdin is not None
+    child.stdin.close()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert records.live_owner(record) is None, "a zombie runs nothing"
+    child.wait()
+    child.stdout.close()
+
+
+def test_a_host_lock_names_its_holder_and_goes_with_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "RUN_DIR", tmp_path)
+    lock = records.HostLock("t")
+    assert records.holder(lock.path) is None and lock.acquire() is None
+    assert records.holder(lock.path) == os.getpid()
+    # Another process finds it busy, named; then the holder is killed: free at once.
+    take = ("import sys, pathlib; from shortflow.host import records; records.RUN_DIR = pathlib.Path(sys.argv[1]); "
+            "print(records.HostLock('t').acquire(), flush=True); sys.stdin.read()")
+    with subprocess.Popen([sys.executable, "-c", take, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True) as other:
+        assert other.stdout is not None and other.stdout.readline().strip() == str(os.getpid())
+        other.kill()
+    lock.release()
+    assert records.holder(lock.path) is None
+    with subprocess.Popen([sys.executable, "-c", take, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True) as other:
+        assert other.stdout is not None and other.stdout.readline().strip() == "None"
+        assert records.holder(lock.path) == other.pid and lock.acquire() == other.pid
+        other.kill()
+    assert lock.acquire() is None, "SIGKILLed: the kernel dropped its lock"
+    lock.release()
 
 
 def test_config_packs_struct_config_and_refuses_what_does_not_fit():

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -117,4 +118,55 @@ def test_clean_leaves_a_live_run_alone_and_removes_it_with_force(tmp_path):
         p.kill()
         p.communicate(timeout=30)
         clean(only=run_id)  # the killed run's work directory, now stale
+    assert_nothing_new(before)
+
+
+def clean_cli(run_id: str, tmpdir: Path) -> subprocess.CompletedProcess[str]:
+    """`shortflow testbed clean` as another shell would run it: another $TMPDIR (as `sudo`
+    gives), only this run's objects (the tests stay off other people's runs)."""
+    return subprocess.run([sys.executable, "-m", "shortflow", "testbed", "clean", "--run", run_id], text=True,
+                          capture_output=True, env={**os.environ, "TMPDIR": str(tmpdir), "COLUMNS": "400"}, timeout=120)
+
+
+def test_clean_from_another_tmpdir_leaves_a_live_run_running(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    before = leftovers()
+    p = start_run(tmp_path)
+    try:
+        router = wait_for_router(before)
+        run_id = router.split("-")[1]
+        r = clean_cli(run_id, elsewhere)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert f"run {run_id}: it is still running (pid {p.pid})" in r.stdout, r.stdout
+        assert router in leftovers()["namespaces"]
+        # The run goes on to its end, untouched: its one connection completes.
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert "200" in out or "complete" in out.lower(), out
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate(timeout=30)
+    assert_nothing_new(before)
+
+
+def test_the_first_clean_after_a_sigkill_cleans_though_the_owner_is_a_zombie(tmp_path):
+    before = leftovers()
+    p = start_run(tmp_path)
+    router = wait_for_router(before)
+    run_id = router.split("-")[1]
+    p.send_signal(signal.SIGKILL)
+    # Not reaped yet: the owner is a zombie, and a zombie runs nothing.
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    try:
+        r = clean_cli(run_id, Path(tempfile.gettempdir()))
+        assert r.returncode == 0 and "still running" not in r.stdout, r.stdout
+        assert f"namespace {router}" in r.stdout, r.stdout
+        assert not any(run_id in x for objs in leftovers().values() for x in objs), leftovers()
+    finally:
+        p.communicate(timeout=30)
     assert_nothing_new(before)

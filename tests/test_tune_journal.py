@@ -36,7 +36,7 @@ SSAI = "/proc/sys/net/ipv4/tcp_slow_start_after_idle"
 #: already). Quick-ACK and slow start after idle act on the whole network namespace and are
 #: refused with a scope, so they are a second apply, unscoped, inside the test's namespace.
 APPLY = ["apply", "--syn-rto", "100ms", "--force"]
-STEPS = ["build_dir", "load", "attach", "remove_build_dir"]
+STEPS = ["build_dir", "load", "selfcheck", "attach", "remove_build_dir"]
 APPLY_NS = ["apply", "--quickack", "--slow-start-after-idle", "off", "--force"]
 STEPS_NS = ["route", "sysctl"]
 APPLIES = {"bpf": (APPLY, STEPS), "namespace": (APPLY_NS, STEPS_NS)}
@@ -111,7 +111,10 @@ def host(tmp_path: Path) -> Iterator[Host]:
                        check=True)
         yield h
     finally:
-        # Whatever a failed test left: only this test's cgroup and pins.
+        # Whatever a failed test left: its applies (each state file), then the orphans on
+        # this test's cgroup only.
+        for state in tmp_path.glob("*.json"):
+            h.tune("revert", "--force", state=state)
         h.tune("revert", "--orphans", "--scope", f"cgroup={cg}")
         subprocess.run(["ip", "netns", "del", ns])
         cg.rmdir()
@@ -227,11 +230,18 @@ def test_damaged_state_file_is_refused_and_the_program_still_found(host: Host, h
         return
     for cmd in ("revert", "status"):
         r = host.tune(cmd)
-        assert r.returncode != 0 and "Traceback" not in r.stderr, (how, cmd, r.stderr)
+        # A missing state file is an answer for status (nothing applied: exit 0); a damaged one
+        # is an error. Either way: the reason, and the program found on its cgroup, an orphan
+        # (no readable journal accounts for it).
+        assert r.returncode == (0 if (how, cmd) == ("deleted", "status") else 1 if cmd == "status" else 2), \
+            (how, cmd, r.returncode, r.stderr)
+        assert "Traceback" not in r.stderr, (how, cmd, r.stderr)
         assert (decoy / "keep").exists(), "nothing outside shortflow's objects is ever removed"
-        # The reason, and the program found by name on its cgroup.
-        text = " ".join(r.stderr.split())
-        assert f"on {host.cgroup}" in text and "revert --orphans" in text, (how, cmd, text)
+        text = " ".join((r.stdout + r.stderr).split())
+        if (how, cmd) == ("deleted", "revert"):
+            assert "nothing applied" in text, text
+            continue
+        assert f"on {host.cgroup}" in text and "an orphan" in text and "revert --orphans" in text, (how, cmd, text)
     r = host.tune("revert", "--orphans", "--scope", f"cgroup={host.cgroup}")
     assert r.returncode == 0 and "detached" in r.stdout, r
     assert host.snapshot() == before and no_pins_of({jid or ""}) == []
@@ -255,19 +265,51 @@ def test_wrong_program_id_detaches_the_pinned_one_only(host: Host) -> None:
 def test_schema_errors_name_the_line_and_the_reason(tmp_path: Path) -> None:
     state = tmp_path / "s.json"
     head = {"format": journal.FORMAT, "version": journal.VERSION, "id": "abcdef", "settings": {}}
+    route = "default via 10.231.9.254 dev d0"
     cases = {
-        "'/etc' is outside /sys/fs/bpf/sf-<id>-tune": {"n": 1, "op": "load", "pin_dir": "/etc"},
+        "'/etc' is not this apply's pins": {"n": 1, "op": "load", "pin_dir": "/etc"},
         "not a plain absolute path": {"n": 1, "op": "load", "pin_dir": "/sys/fs/bpf/sf-abcdef-tune/../.."},
-        "not a shortflow build directory": {"n": 1, "op": "build_dir", "path": "/home"},
+        # Another apply's pins, and a build directory elsewhere: never this journal's to remove.
+        "'/sys/fs/bpf/sf-123456-tune' is not this apply's pins": {"n": 1, "op": "load",
+                                                                 "pin_dir": "/sys/fs/bpf/sf-123456-tune"},
+        "not this apply's build directory": {"n": 1, "op": "build_dir", "path": "/home"},
+        "'/var/tmp/sf-abcdef-tune-build' is not this apply's build directory": {
+            "n": 1, "op": "build_dir", "path": "/var/tmp/sf-abcdef-tune-build"},
+        "selfcheck.ns 'sf-123456-tcheck' is not this apply's": {
+            "n": 1, "op": "selfcheck", "ns": "sf-123456-tcheck", "cgroup": str(cgroup2_root() / "sf-abcdef-tcheck")},
+        "is not this apply's self-check cgroup": {
+            "n": 1, "op": "selfcheck", "ns": "sf-abcdef-tcheck", "cgroup": str(cgroup2_root() / "sf-123456-tcheck")},
         "unknown step 'rm'": {"n": 1, "op": "rm", "path": "/"},
         "sysctl.key 'kernel.panic'": {"n": 1, "op": "sysctl", "key": "kernel.panic", "before": "0", "after": "1"},
+        "before and after must be 0 or 1": {"n": 1, "op": "sysctl", "key": "net.ipv4.tcp_slow_start_after_idle",
+                                            "before": "1; reboot", "after": "0"},
         "route.before: expected str": {"n": 1, "op": "route", "family": "-4", "before": 3, "after": "x"},
+        # A foreign route: another gateway in "before" than the one "after" was made from, a
+        # word `ip route show` never prints, a route that is not a default one.
+        "other words differ": {"n": 1, "op": "route", "family": "-4", "before": "default via 192.0.2.66 dev d0",
+                               "after": route + " quickack 1"},
+        "'nexthop' is not a word": {"n": 1, "op": "route", "family": "-4", "before": route + " nexthop via 192.0.2.66",
+                                    "after": route + " quickack 1"},
+        "is not a default route": {"n": 1, "op": "route", "family": "-4", "before": "10.0.0.0/8 via 192.0.2.66",
+                                   "after": "10.0.0.0/8 via 192.0.2.66 quickack 1"},
+        "holds quoting": {"n": 1, "op": "route", "family": "-4", "before": route + " proto 'static'",
+                          "after": route + " proto 'static' quickack 1"},
+        "sets none of the tuner's metrics": {"n": 1, "op": "route", "family": "-4", "before": route,
+                                             "after": route + " mtu 1200"},
     }
     for why, rec in cases.items():
         state.write_text(json.dumps(head) + "\n" + json.dumps(rec) + "\n")
         with pytest.raises(TuneError) as e:
             journal.load(state)
         assert "line 2: " in str(e.value) and why in str(e.value), (why, str(e.value))
+        assert "Traceback" not in str(e.value)
+    # What apply itself writes is taken.
+    good = [{"n": 1, "op": "route", "family": "-4", "before": route + " rto_min lock 300ms",
+             "after": route + " rto_min 300ms quickack 1"},
+            {"n": 2, "op": "selfcheck", "ns": "sf-abcdef-tcheck", "cgroup": str(cgroup2_root() / "sf-abcdef-tcheck")},
+            {"n": 3, "op": "build_dir", "path": "/run/shortflow/sf-abcdef-tune-build"}]
+    state.write_text("\n".join(json.dumps(r) for r in [head, *good]) + "\n")
+    assert [s.op for s in journal.load(state).steps] == ["route", "selfcheck", "build_dir"]
     state.write_text(json.dumps({**head, "id": "../x"}) + "\n")
     with pytest.raises(TuneError, match="line 1: id"):
         journal.load(state)

@@ -182,10 +182,12 @@ def test_prefix_file_edges(tmp_path):
         load_prefixes(tmp_path / "missing.toml")
 
 
-def test_a_dry_run_shows_each_bpf_knob_beside_the_kernels_own_value():
+def test_a_dry_run_shows_each_bpf_knob_as_current_to_new():
     # The values the kernel table carries (TCP_TIMEOUT_INIT, TCP_INIT_CWND, TCP_RTO_MIN,
     # TCP_DELACK_MAX): what the connections in scope had before.
-    p = Plan(TuneSettings(syn_rto_s=0.2, iw=4, rto_min_s=0.05, delack_max_s=0.04, port=443), Path("/sys/fs/cgroup/web"))
-    (line,) = p.lines()
-    assert line == ("attach BPF sock_ops `tune` to cgroup /sys/fs/cgroup/web: syn_rto=200ms (kernel: 1000ms), "
-                    "iw=4 (kernel: 10), rto_min=50ms (kernel: 200ms), delack_max=40ms (kernel: 200ms), port=443"), line
+    p = Plan(TuneSettings(syn_rto_s=0.2, iw=4, rto_min_s=0.05, delack_max_s=0.04, port=443,
+                          prefixes=[PrefixRule(net("10.0.0.0/8"), 20, None)]), Path("/sys/fs/cgroup/web"))
+    line, prefix = p.lines()
+    assert line == ("attach BPF sock_ops `tune` to cgroup /sys/fs/cgroup/web, port 443 only (kernel's value -> new): "
+                    "syn_rto 1000ms -> 200ms, iw 10 -> 4, rto_min 200ms -> 50ms, delack_max 200ms -> 40ms"), line
+    assert prefix == "  prefix 10.0.0.0/8: iw 10 -> 20, syn_rto 1000ms -> 200ms", prefix

@@ -150,26 +150,31 @@ def status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the state and counters as JSON.")] = False,
     state: Annotated[Path, STATE_OPTION] = DEFAULT_STATE,
 ) -> None:
-    """What is applied, whether the program is still attached, and its counters."""
+    """What is applied, whether the program is still attached, and its counters (exit 0
+    whenever it can say so; 1 when the state file cannot be read or trusted)."""
     from shortflow import tune
 
-    if not state.exists() and not _orphans_here():
-        # Nothing applied is an answer, not an error: as a JSON document too. (Tuner objects
-        # of shortflow's without a state file are not: tune.status names them, exit 1.)
-        if as_json:
-            write_json("-", {"applied": None, "state_file": str(state), "settings": None, "bpf": None, "changes": []})
-        else:
-            say(f"nothing applied ({state} does not exist)")
-        return
     try:
         st = tune.status(state_path=state)
     except TuneError as e:
         fail(e, 1)
     if as_json:
-        write_json("-", {**st, "state_file": str(state)})
+        write_json("-", st)
         return
     for note in st.get("notes", []):
         say(note)
+    if st.get("in_progress"):
+        say(f"apply in progress (pid {st['in_progress']}): what it has done so far is journalled; "
+            "status leaves it alone")
+    if st["applied"] is None:
+        found = st.get("found") or []
+        say(f"nothing applied ({state} does not exist)" + (": shortflow's tuner objects on this host:" if found else ""))
+        for line in found:
+            say(f"  {line}")
+        if any("an orphan" in line or "interrupted apply" in line for line in found):
+            say("`shortflow tune revert --orphans` removes the orphans and rolls back interrupted applies "
+                "(a committed apply's objects stay: revert it with its state file)")
+        return
     s = st["settings"]
     say(f"applied {st['applied']} (id {st['id']})")
     rows = [[k, str(s[k])] for k in ("syn_rto_s", "iw", "rto_min_s", "delack_max_s", "quickack", "slow_start_after_idle",
@@ -190,26 +195,12 @@ def status_cmd(
         warn(n)
 
 
-def _orphans_here() -> bool:
-    """Whether shortflow's tuner objects are on this host (bpftool needs root to look)."""
-    import os
-
-    if os.geteuid() != 0:
-        return False
-    from shortflow.tune import orphans
-
-    try:
-        return any(orphans.listing().values())
-    except ShortflowError:
-        return False
-
-
 @tune_app.command("revert", epilog=examples("sudo shortflow tune revert",
                                            "sudo shortflow tune revert --orphans --scope cgroup=/sys/fs/cgroup/web"))
 def revert_cmd(
     state: Annotated[Path, STATE_OPTION] = DEFAULT_STATE,
     force: Annotated[bool, typer.Option("--force", help="Restore routes and sysctls changed since apply too.")] = False,
-    orphans: Annotated[bool, typer.Option("--orphans", help="Without a state file: remove shortflow's own tuner programs, pins and build directories found on this host.")] = False,
+    orphans: Annotated[bool, typer.Option("--orphans", help="Without a state file: roll back interrupted applies and remove the tuner objects no apply's journal accounts for (a committed apply's are left).")] = False,
     scope: Annotated[Optional[str], typer.Option("--scope", help="With --orphans: cgroup=PATH, only the programs attached there (and their pins).")] = None,
 ) -> None:
     """Restore exactly what `apply` changed (last change first); `--orphans` needs no state file."""

@@ -12,6 +12,7 @@ SYN RTO) use it; neither knows the layout of its maps.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
 import struct
@@ -278,6 +279,16 @@ def map_name(map_id: int) -> str | None:
         return _core.bpf_map_name(map_id)
     except OSError:
         return None
+
+
+def pinned_map_name(pin: Path) -> str | None:
+    """The name of the map pinned at `pin`; None when what is pinned there is no map."""
+    r = run(["bpftool", "-j", "map", "show", "pinned", str(pin)], check=False)
+    try:
+        found = json.loads(r.stdout) if r.returncode == 0 else None
+    except json.JSONDecodeError:
+        return None
+    return str(found["name"]) if isinstance(found, dict) and "name" in found else None
 
 
 def cgroup_tree() -> list[dict[str, object]]:

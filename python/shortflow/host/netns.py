@@ -1,5 +1,5 @@
-"""Network namespaces, links and the processes that own a run, read through `ip -j` (JSON),
-never by scraping `ip`'s text output, whose layout changes between iproute2 versions."""
+"""Network namespaces and links, read through `ip -j` (JSON), never by scraping `ip`'s text
+output, whose layout changes between iproute2 versions."""
 
 from __future__ import annotations
 
@@ -7,13 +7,9 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 from shortflow.host.commands import HostError, in_ns, run
-
-#: The file in a run's work directory naming the process that owns the run (`owner_record`).
-OWNER_FILE = "owner"
 
 
 def _ip_json(*args: str) -> list[dict[str, Any]]:
@@ -108,31 +104,3 @@ def kill_namespace(ns: str) -> bool:
         pids = namespace_pids(ns) or []
     delete_namespace(ns)
     return True
-
-
-def process_identity(pid: int) -> str | None:
-    """`pid` and its start time (field 22 of /proc/PID/stat), which together name one
-    process even after the pid is reused; None when no such process runs."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
-
-
-def write_owner(workdir: Path) -> None:
-    """Records this process as the owner of the run whose work directory is `workdir`."""
-    (workdir / OWNER_FILE).write_text(f"{process_identity(os.getpid())}\n")
-
-
-def owner_alive(workdir: Path) -> int | None:
-    """The pid of the process that owns the run in `workdir` while it still runs (the same
-    pid *and* start time); None when there is no owner record or its process has ended."""
-    try:
-        owner = (workdir / OWNER_FILE).read_text().strip()
-    except OSError:
-        return None
-    first = owner.split()[0] if owner.split() else ""
-    pid = int(first) if first.isdigit() else 0
-    return pid if pid and process_identity(pid) == owner else None

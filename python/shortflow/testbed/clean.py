@@ -2,14 +2,20 @@
 prefix — namespaces (with their processes, veths, iptables rules and qdiscs), veths or
 iptables rules in the root namespace, BPF pins under /sys/fs/bpf, cgroups, work
 directories in the temp directory, and the nftables table (`inet sf-<id>-synopt`) of a
-killed `shortflow synopt` daemon in the root namespace or any other named namespace. Each
-removal is reported."""
+killed `shortflow synopt` daemon in the root namespace or any other named namespace, and
+the Dask scratch directory (`sf-dask-*`) of a killed sweep (`shortflow.cluster`). Each
+removal is reported.
+
+A run still running is never touched. Liveness is read from the run's own record in the
+fixed system place (`/run/shortflow/runs/<id>`, whatever `$TMPDIR` says: `sudo` may give
+another one than the run had): the pid *and* start time of the process that owns it, alive
+and not a zombie. `tune`'s self-check objects (`sf-<id>-tcheck`) are left while a `tune`
+apply holds the host's tune lock."""
 
 from __future__ import annotations
 
 import errno
 import json
-import os
 import re
 import shutil
 import socket
@@ -17,14 +23,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from shortflow.host import bpf, nft
+from shortflow.cluster import remove_stale_scratch
+from shortflow.host import bpf, cgroups, nft
 from shortflow.host.commands import in_ns
 from shortflow.host.kernel import cgroup2_mounts, mounts
-from shortflow.host.netns import delete_link, kill_namespace, links, namespaces, owner_alive
+from shortflow.host.netns import delete_link, kill_namespace, links, namespaces
+from shortflow.host.records import TUNE_LOCK, live_owner, lock_holder, owner_records, run_owner
 from shortflow.testbed.names import PREFIX, RUN_OBJECT
 from shortflow.testbed.system import require_root
 
 BPF_FS = bpf.BPF_FS
+#: The ending of `shortflow tune`'s self-check namespace and cgroup (`sf-<id>-tcheck`).
+TUNE_SELFCHECK = "-tcheck"
 #: A synopt daemon's own nftables table's name (crates/synopt/src/rules.rs).
 SYNOPT_TABLE = re.compile(r"^(sf-([0-9a-f]{6})-synopt)$")
 #: Exits 0 when a synopt daemon of run argv[1] is alive in this namespace: it holds the
@@ -125,16 +135,12 @@ def remove_stale_synopt_tables(namespaces: list[str | None] | None = None, run_i
 
 
 def live_runs() -> dict[str, int]:
-    """Run ids whose owning process still runs (from the `owner` file a topology writes
-    into its work directory), with that process's pid."""
+    """Run ids whose owning process still runs (from its owner record), with its pid."""
     live: dict[str, int] = {}
-    for d in Path(tempfile.gettempdir()).iterdir():
-        m = RUN_OBJECT.match(d.name)
-        if not m:
-            continue
-        pid = owner_alive(d)
+    for run_id in owner_records():
+        pid = live_owner(run_owner(run_id))
         if pid is not None:
-            live[d.name.split("-")[1]] = pid
+            live[run_id] = pid
     return live
 
 
@@ -151,6 +157,12 @@ def clean(force: bool = False, only: str | None = None) -> list[str]:
         marker = f"{PREFIX}{run_id}-"
         found = {kind: [x for x in objs if marker not in x] for kind, objs in found.items()}
         done.append(f"nothing of run {run_id}: it is still running (pid {pid}); --force removes it too")
+    tuning = None if force else lock_holder(TUNE_LOCK)
+    if tuning is not None:
+        checks = {kind: [x for x in objs if x.endswith(TUNE_SELFCHECK)] for kind, objs in found.items()}
+        if any(checks.values()):
+            found = {kind: [x for x in objs if not x.endswith(TUNE_SELFCHECK)] for kind, objs in found.items()}
+            done.append(f"nothing of `shortflow tune`'s self-check: an apply is in progress (pid {tuning})")
     for ns in found["namespaces"]:
         if kill_namespace(ns):
             done.append(f"namespace {ns} (its processes killed)")
@@ -178,17 +190,17 @@ def clean(force: bool = False, only: str | None = None) -> list[str]:
         done.append(f"BPF pin {target}")
     for cg in found["cgroups"]:
         # Removing a cgroup detaches and frees its BPF programs; it must be empty first.
-        for member in (Path(cg) / "cgroup.procs").read_text().split():
-            try:
-                os.kill(int(member), 9)
-            except ProcessLookupError:
-                pass
         try:
-            os.rmdir(cg)
-            done.append(f"cgroup {cg}")
+            if cgroups.remove(Path(cg)):
+                done.append(f"cgroup {cg}")
         except OSError as e:
             done.append(f"cgroup {cg} NOT removed: {e.strerror}")
     for d in found["work_dirs"]:
         shutil.rmtree(Path(tempfile.gettempdir()) / d, ignore_errors=True)
         done.append(f"work directory {Path(tempfile.gettempdir()) / d}")
+    for run_id in owner_records():
+        if run_id not in live and (only is None or run_id == only):
+            run_owner(run_id).unlink(missing_ok=True)
+    if only is None:
+        done += [f"Dask scratch directory {d} (its sweep was killed)" for d in remove_stale_scratch()]
     return done

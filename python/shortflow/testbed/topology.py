@@ -19,7 +19,8 @@ from typing import IO, Any
 
 from shortflow.host import knobs
 from shortflow.host.daemon import PIPE, Daemon, Process
-from shortflow.host.netns import add_veth, create_namespace, kill_namespace, set_up, write_owner
+from shortflow.host.netns import add_veth, create_namespace, kill_namespace, set_up
+from shortflow.host.records import run_owner, write_owner
 from shortflow.testbed import names as N
 from shortflow.testbed.system import TestbedError, require_root
 
@@ -43,8 +44,9 @@ class Topology:
         self.children: list[Daemon] = []
         self.workdir = Path(tempfile.mkdtemp(prefix=self.names.prefix))
         self.workdir.chmod(0o755)  # nginx workers (user nobody) read the bodies here
-        # Who owns this run: `testbed clean` leaves the objects of a live run alone.
-        write_owner(self.workdir)
+        # Who owns this run, in the fixed system place (not $TMPDIR, which another shell's
+        # `testbed clean` may not share): `testbed clean` leaves the objects of a live run alone.
+        write_owner(run_owner(self.names.run_id))
         self.cgroups: dict[str, Path] = {}
         self._cleanups: list[Callable[[], None]] = []
         self._closed = False
@@ -80,6 +82,7 @@ class Topology:
             for undo in reversed(self._cleanups):
                 undo()
             shutil.rmtree(self.workdir, ignore_errors=True)
+            run_owner(self.names.run_id).unlink(missing_ok=True)
         finally:
             signal.signal(signal.SIGINT, old_int)
             for sig, h in self._old_handlers.items():

@@ -4,23 +4,29 @@ set by a BPF sock_ops program (`bpf/tune.bpf.c`), with route-metric and sysctl f
 and a write-ahead journal (the state file, `journal.py`) from which `revert` restores
 exactly what was there before — also after an apply killed halfway (`undo.py`).
 
+One apply or revert at a time per host: each holds the lock `/run/shortflow/tune.lock`
+while it runs (the kernel drops it however the process ends). `status` never waits for it
+and never rolls back an apply that holds it: it says "apply in progress" with the pid.
+
 Python API: `apply(settings)`, `reload_prefixes(rules)`, `status()`, `revert()`,
 `revert(orphans=True)` (no state file needed: `orphans.py`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import secrets
 import signal
-import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import TuneError
 from shortflow.host import cgroup2_root, kernel_hz, knobs, require_root, sockets, sysctl
+from shortflow.host.kernel import cgroup2_mounts
+from shortflow.host.records import TUNE_LOCK, HostLock, lock_holder
 from shortflow.host.runid import fresh_run_id
 from shortflow.tune import journal, orphans, program, routes, selfcheck
 from shortflow.tune.program import refusals
@@ -31,6 +37,11 @@ __all__ = ["DEFAULT_STATE", "Plan", "PrefixRule", "TuneSettings", "apply", "load
            "reload_prefixes", "revert", "status"]
 
 DEFAULT_STATE = Path("/run/shortflow/tune-state.json")
+#: The host's lock for apply, reload and revert (`shortflow.host.records.HostLock`).
+LOCK = TUNE_LOCK
+#: How long apply, reload and revert wait for the lock: a `status` holds it for the moment
+#: it takes to look; another apply is not waited for.
+LOCK_WAIT_S = 3.0
 
 
 @dataclass
@@ -51,14 +62,18 @@ class Plan:
         if self.cgroup is not None:
             # Each knob beside the kernel's own value, which the connections in scope had
             # (a route's initcwnd or rto_min metric, where one is set, comes before it).
-            what = [f"{name}={new}" + (f" (kernel: {now})" if now else "") for name, new, now in (
+            what = [f"{name} {now} -> {new}" for name, new, now in (
                 ("syn_rto", _ms(s.syn_rto_s), _ms(knobs.seconds("TCP_TIMEOUT_INIT"))),
                 ("iw", s.iw, knobs.constant("TCP_INIT_CWND")),
                 ("rto_min", _ms(s.rto_min_s), _ms(knobs.seconds("TCP_RTO_MIN"))),
                 ("delack_max", _ms(s.delack_max_s), _ms(knobs.seconds("TCP_DELACK_MAX"))),
-                ("sfr_factor", s.sfr_factor, None), ("port", s.port, None)) if new is not None]
-            out.append(f"attach BPF sock_ops `tune` to cgroup {self.cgroup}: {', '.join(what) or 'counters only'}")
-            out += [f"  prefix {p.network}: iw={p.iw} syn_rto={_ms(p.syn_rto_s)}" for p in s.prefixes]
+                ("sfr_factor", s.sfr_factor, "off")) if new is not None]
+            port = f", port {s.port} only" if s.port is not None else ""
+            out.append(f"attach BPF sock_ops `tune` to cgroup {self.cgroup}{port} (kernel's value -> new): "
+                       f"{', '.join(what) or 'counters only'}")
+            init = (knobs.constant("TCP_INIT_CWND"), _ms(knobs.seconds("TCP_TIMEOUT_INIT")))
+            out += [f"  prefix {p.network}: iw {init[0]} -> {p.iw or s.iw or init[0]}, "
+                    f"syn_rto {init[1]} -> {_ms(p.syn_rto_s or s.syn_rto_s) or init[1]}" for p in s.prefixes]
         for c in self.changes:
             where = c.get("key") or f"ip {c.get('family')} route"
             out.append(f"{c['kind']} {where}: {c['before']!r} -> {c['after']!r}")
@@ -151,6 +166,10 @@ def plan(s: TuneSettings, *, fallback_routes: bool = False, force: bool = False)
     cgroup = s.cgroup or cgroup2_root()
     if not cgroup.is_dir():
         raise TuneError(f"--scope cgroup={cgroup}: no such cgroup v2 directory")
+    real = cgroup.resolve()
+    if not any(real == r or r in real.parents for r in cgroup2_mounts()):
+        raise TuneError(f"--scope cgroup={cgroup}: not inside a cgroup v2 hierarchy (mounted at "
+                        f"{', '.join(map(str, cgroup2_mounts())) or 'nowhere'}); BPF sock_ops programs attach to one")
     # quickack and slow start after idle have no sock_ops knob: routes and sysctls do them.
     return Plan(s, cgroup, routes.plan(s, with_iw_and_rto=False), why, told)
 
@@ -166,9 +185,32 @@ def _interruptible() -> dict[int, object]:
     return {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
 
 
+@contextlib.contextmanager
+def _locked(what: str) -> Iterator[None]:
+    """Holds the host's tune lock for `what`; TuneError naming the holder's pid when
+    another apply, reload or revert keeps it longer than `LOCK_WAIT_S`."""
+    lock = HostLock(LOCK)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while (pid := lock.acquire()) is not None:
+        if time.monotonic() > deadline:
+            raise TuneError(f"{what}: another `shortflow tune` apply, reload or revert is in progress "
+                            f"(pid {pid or 'unknown'}); wait for it to end")
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def in_progress() -> int | None:
+    """The pid of the apply, reload or revert running now, None when none is."""
+    return lock_holder(LOCK)
+
+
 def _settle(state_path: Path) -> list[str]:
     """Rolls back an interrupted apply left in `state_path` (journal without `committed`);
-    returns what it did. A committed journal is left as it is."""
+    returns what it did. A committed journal is left as it is. The caller holds the lock,
+    so an uncommitted journal is no live apply's."""
     if not state_path.exists():
         return []
     j = _read_journal(state_path)
@@ -178,7 +220,7 @@ def _settle(state_path: Path) -> list[str]:
     if out.left:
         raise TuneError(f"{state_path}: an interrupted apply could not be rolled back entirely: "
                         + "; ".join(out.left))
-    state_path.unlink()
+    journal.remove(j)
     return [f"interrupted apply {j.id} rolled back"] + out.done + [f"warning: {w}" for w in out.warnings]
 
 
@@ -188,24 +230,41 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
     SIGTERM and SIGHUP included) undoes what it did. An apply interrupted earlier (SIGKILL)
     is rolled back first. Returns the applied state (`status()`'s shape) with `notes`."""
     _require_root()
+    with _locked("apply"):
+        return _apply(s, state_path, fallback_routes, force, replace)
+
+
+def _apply(s: TuneSettings, state_path: Path, fallback_routes: bool, force: bool, replace: bool) -> dict[str, Any]:
     notes = _settle(state_path)
     if state_path.exists():
-        raise TuneError(f"already applied ({state_path}): `shortflow tune revert` first, "
-                        "or `shortflow tune reload --iw-map FILE` to change the prefixes")
+        again = "" if state_path == DEFAULT_STATE else f" --state {state_path}"
+        raise TuneError(f"already applied ({state_path}): `shortflow tune revert{again}` first, "
+                        f"or `shortflow tune reload{again} --iw-map FILE` to change the prefixes")
     p = plan(s, fallback_routes=fallback_routes, force=force)
     if p.cgroup is not None:
         there = orphans.on_cgroup(p.cgroup)
         if there and not replace:
-            ids = ", ".join(str(x.prog_id) for x in there)
-            raise TuneError(f"cgroup {p.cgroup} already carries shortflow's tuner program {ids} (applied with another "
-                            "state file?): --replace detaches it first; `shortflow tune revert --orphans` removes it")
-        if there:
-            notes += orphans.remove_all(p.cgroup)
+            known = orphans.claims()
+            whose = orphans.survey(known)
+            said = "; ".join(f"{what}: {c.words() if c else 'no journal of shortflow accounts for it'}"
+                             for what, c in whose if what.startswith("program ") and f" on {p.cgroup}" in what)
+            raise TuneError(f"cgroup {p.cgroup} already carries shortflow's tuner program ({said}): one program per "
+                            "cgroup; --replace detaches it first")
+        for prog in there:
+            notes.append(orphans.detach(prog))
+            pinned = [d for d in orphans.pin_dirs() if (orphans.pinned_prog(d) or {}).get("id") == prog.prog_id]
+            notes += [x for d in pinned for x in [orphans.remove_pin_dir(d)] if x]
     # A run id like the testbed's (`sf-<id>-tune` pins): `testbed clean` and the test
     # suite's leftover check recognise it, and it honours $SHORTFLOW_RUN_ID_PREFIX.
-    header = {"id": fresh_run_id(), "applied": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    run_id = fresh_run_id()
+    header = {"id": run_id, "applied": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "settings": s.as_json(), "hz": kernel_hz(), "notices": p.notices}
-    w = journal.Writer(state_path, header)
+    journal.register(run_id, state_path)
+    try:
+        w = journal.Writer(state_path, header)
+    except BaseException:
+        journal.unregister(run_id)
+        raise
     old = _interruptible()
     refused: list[str] = []
     try:
@@ -225,7 +284,7 @@ def apply(s: TuneSettings, *, state_path: Path = DEFAULT_STATE, fallback_routes:
             signal.signal(stop, signal.SIG_IGN)
         out = rollback(w.journal)
         if not out.left:
-            state_path.unlink(missing_ok=True)
+            journal.remove(w.journal)
         raise
     finally:
         for sig, handler in old.items():
@@ -253,7 +312,7 @@ def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path, force: bool) ->
     """Builds, loads, configures and attaches the program, each step journalled; returns the
     knobs the kernel refused for the self-check connection (applied anyway with --force)."""
     hz = kernel_hz()
-    build = Path(tempfile.gettempdir()) / f"{journal.BUILD_PREFIX}{secrets.token_hex(4)}"
+    build = journal.build_dir(w.journal.id)
     step = w.intend("build_dir", path=str(build))
     build.mkdir(mode=0o700)
     obj = program.compile_program(build)
@@ -262,7 +321,7 @@ def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path, force: bool) ->
         step = w.intend("mount_bpffs", path=str(program.BPF_FS))
         program.ensure_bpffs()
         w.done(step, mounted=True)
-    pin_dir = program.BPF_FS / f"sf-{w.journal.id}-tune"
+    pin_dir = journal.pin_dir(w.journal.id)
     step = w.intend("load", pin_dir=str(pin_dir))
     prog_id = program.load(obj, pin_dir)
     info = orphans.prog_info(prog_id) or {}
@@ -270,7 +329,10 @@ def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path, force: bool) ->
     program.write_config(pin_dir, s, hz)
     program.write_prefixes(pin_dir, s.prefixes, hz)
     # Before the scope sees it: does the kernel take every knob for one connection?
-    refused = selfcheck.check(pin_dir, w.journal.id, s.port)
+    ns, cg = selfcheck.objects(w.journal.id)
+    step = w.intend("selfcheck", ns=ns, cgroup=str(cg))
+    refused = selfcheck.check(pin_dir, w.journal.id, s.port, started=lambda: w.during(step))
+    w.done(step)
     if refused and not force:
         raise TuneError("the kernel refused settings for a test connection (use --force to apply anyway): "
                         + "; ".join(refused))
@@ -299,13 +361,24 @@ def _state(j: journal.Journal) -> dict[str, Any]:
     return st
 
 
+def found_on_host() -> list[str]:
+    """Every tuner object of shortflow's on this host, each with whose it is as far as
+    shortflow can prove it (an apply's registration and journal), for `status`."""
+    known = orphans.claims()
+    lines = [f"apply {i}: {c.words()}" for i, c in sorted(known.items()) if c.status in ("interrupted", "in progress")]
+    lines += [f"{what}: {c.words() if c else 'no journal of shortflow accounts for it (an orphan)'}"
+              for what, c in orphans.survey(known)]
+    return lines + orphans.foreign_pin_dirs()
+
+
 def _orphan_hint() -> str:
-    found = orphans.listing()
-    things = [f"program {x}" for x in found["programs"]] + found["pin_dirs"] + found["build_dirs"]
-    if not things:
+    found = found_on_host()
+    if not found:
         return "no tuner program, pin or build directory of shortflow's found on this host"
-    return ("shortflow's tuner objects found on this host: " + "; ".join(things)
-            + " (`shortflow tune revert --orphans` removes them)")
+    hint = "; ".join(found)
+    if any("an orphan" in line or "interrupted apply" in line for line in found):
+        hint += " (`shortflow tune revert --orphans` removes the orphans and rolls back interrupted applies)"
+    return "shortflow's tuner objects on this host: " + hint
 
 
 def _read_journal(state_path: Path) -> journal.Journal:
@@ -318,28 +391,68 @@ def _read_journal(state_path: Path) -> journal.Journal:
 def revert(*, state_path: Path = DEFAULT_STATE, force: bool = False, orphans_too: bool = False,
            cgroup: Path | None = None) -> list[str]:
     """Undoes the journal, last change first, and removes it. With `orphans_too`, needs no
-    state file: removes shortflow's own tuner programs, pins and build directories found on
-    the host (only those attached to `cgroup`, and their pins, when given)."""
+    state file: rolls back every interrupted apply registered on this host and removes the
+    tuner objects no apply's journal accounts for (only those attached to `cgroup`, and
+    their pins, when given); a committed apply's objects are named and left."""
     _require_root()
-    if orphans_too:
-        done = orphans.remove_all(cgroup)
-        return done or ["no tuner program, pin or build directory of shortflow's found"]
-    j = _read_journal(state_path)
-    out = rollback(j, force=force)
-    if not j.committed:
-        out.done.insert(0, f"interrupted apply {j.id} rolled back")
-    if out.left:
-        raise TuneError("not reverted entirely: " + "; ".join(out.left)
-                        + (f" (done: {'; '.join(out.done)})" if out.done else "")
-                        + f"; {state_path} kept")
-    state_path.unlink()
-    return out.done + [f"warning: {w}" for w in out.warnings]
+    with _locked("revert"):
+        if orphans_too:
+            return _revert_orphans(cgroup)
+        j = _read_journal(state_path)
+        out = rollback(j, force=force)
+        if not j.committed:
+            out.done.insert(0, f"interrupted apply {j.id} rolled back")
+        if out.left:
+            raise TuneError("not reverted entirely: " + "; ".join(out.left)
+                            + (f" (done: {'; '.join(out.done)})" if out.done else "")
+                            + f"; {state_path} kept")
+        journal.remove(j)
+        return out.done + [f"warning: {w}" for w in out.warnings]
+
+
+def _journal_cgroup(j: journal.Journal) -> Path | None:
+    """The cgroup an apply's program is (or was to be) attached to."""
+    for step in j.steps:
+        if step.op == "attach":
+            return Path(step.args["cgroup"]).resolve()
+    named = j.header["settings"].get("cgroup")
+    return Path(str(named)).resolve() if named else None
+
+
+def _revert_orphans(cgroup: Path | None) -> list[str]:
+    done: list[str] = []
+    known = orphans.claims()
+    for run_id, claim in sorted(known.items()):
+        if claim.status != "interrupted":
+            continue
+        try:
+            j = journal.load(claim.state)
+        except TuneError:
+            continue  # finished or damaged since: the survey below names what is left
+        if cgroup is None or _journal_cgroup(j) == cgroup.resolve():
+            out = rollback(j)
+            done.append(f"interrupted apply {run_id} ({claim.state}) rolled back")
+            done += out.done + [f"warning: {w}" for w in out.warnings] + out.left
+            if not out.left:
+                journal.remove(j)
+    known = orphans.claims()
+    done += orphans.remove_all(known, cgroup)
+    # Registrations whose journal is gone or cannot be trusted, with nothing of theirs left.
+    for run_id, claim in known.items():
+        if not claim.owns and claim.status != "interrupted" and not orphans.left_of(run_id):
+            journal.unregister(run_id)
+    return done or ["no tuner program, pin or build directory of shortflow's found"]
 
 
 def reload_prefixes(rules: list[PrefixRule], *, state_path: Path = DEFAULT_STATE, force: bool = False) -> int:
     """Replaces the per-prefix settings of the attached program without detaching it;
     returns the number of prefixes now held."""
     _require_root()
+    with _locked("reload"):
+        return _reload(rules, state_path, force)
+
+
+def _reload(rules: list[PrefixRule], state_path: Path, force: bool) -> int:
     _settle(state_path)
     st = _state(_read_journal(state_path))
     if not st.get("bpf"):
@@ -358,17 +471,37 @@ def reload_prefixes(rules: list[PrefixRule], *, state_path: Path = DEFAULT_STATE
 
 
 def status(*, state_path: Path = DEFAULT_STATE) -> dict[str, Any]:
-    """The journal, whether the program is still attached, and its counters. An interrupted
-    apply found here is rolled back first (and said so in `notes`). Without a usable state
-    file: TuneError listing shortflow's own tuner objects on the host."""
-    notes = _settle(state_path) if os.geteuid() == 0 else []
+    """The journal, whether the program is still attached, and its counters; `applied` is
+    None when nothing is applied with this state file (then `found` lists the tuner objects
+    on the host and whose they are). An interrupted apply found here is rolled back first
+    (said in `notes`) — unless an apply is running now: `in_progress` is then its pid and
+    nothing is touched. TuneError only for a state file that cannot be read or trusted."""
+    lock = HostLock(LOCK) if os.geteuid() == 0 else None
+    busy = lock.acquire() if lock is not None else in_progress()
+    try:
+        notes = _settle(state_path) if lock is not None and busy is None else []
+        st = _status(state_path, busy)
+    finally:
+        if lock is not None:
+            lock.release()
+    st["notes"] = notes + st.get("notes", [])
+    return st
+
+
+def _status(state_path: Path, busy: int | None) -> dict[str, Any]:
+    empty: dict[str, Any] = {"applied": None, "state_file": str(state_path), "settings": None, "bpf": None,
+                             "changes": [], "in_progress": busy, "notes": []}
     if not state_path.exists():
-        why = f"nothing applied ({state_path} does not exist)"
-        if notes:
-            why += ": " + "; ".join(notes)
-        raise TuneError(f"{why}\n{_orphan_hint()}")
-    st = _state(_read_journal(state_path))
-    st["notes"] = notes
+        empty["found"] = found_on_host() if os.geteuid() == 0 else []
+        return empty
+    j = _read_journal(state_path)
+    st = _state(j)
+    st["in_progress"] = busy
+    if not j.committed:
+        # An apply holding the lock is writing this journal now (or another file's, while
+        # this one waits for the next command to roll it back).
+        st["notes"] = [f"apply {j.id} not committed yet: " + (f"an apply is in progress (pid {busy})" if busy
+                       else "interrupted (the next apply, status or revert as root rolls it back)")]
     bpf = st.get("bpf")
     if bpf:
         attached = orphans.on_cgroup(Path(bpf["cgroup"])) if Path(bpf["cgroup"]).exists() else []
@@ -377,4 +510,3 @@ def status(*, state_path: Path = DEFAULT_STATE) -> dict[str, Any]:
         bpf["counters"] = program.counters(pins) if pins.exists() else None
         bpf["refusals"] = refusals(bpf["counters"], program.last_errors(pins)) if pins.exists() else []
     return st
-

@@ -8,10 +8,17 @@ cut), the journal names every change that may have happened, so `revert` can und
 all, last first; a journal without `committed` is an interrupted apply, which the next
 `apply`, `status` or `revert` rolls back.
 
-The file is JSON Lines: a header line, then one record per line. `load` checks every line
-against the schema and every path against the roots shortflow owns (pins under
-`/sys/fs/bpf/sf-<id>-tune`, its own temporary build directories, cgroup v2 directories):
-a damaged or hand-edited journal is refused with the line and the reason, never obeyed.
+The file is JSON Lines: a header line, then one record per line. `load` reads at most
+`files.STATE_CAP` bytes and checks every line against what `apply` itself writes: the
+schema, every name and path derived from the journal's own id (its pins
+`/sys/fs/bpf/sf-<id>-tune`, its build directory `/run/shortflow/sf-<id>-tune-build`, its
+self-check's namespace and cgroup `sf-<id>-tcheck`), attachments inside a cgroup v2
+hierarchy, and a route change that alters only the metrics the tuner sets. A damaged or
+hand-edited journal is refused with the line and the reason, never obeyed.
+
+Every apply is also registered, before its journal is created, in `/run/shortflow/tune/<id>`
+(the state file's path and the applying process): how `status` and `revert --orphans` tell another state file's
+apply — live, committed or interrupted — from objects no journal accounts for.
 """
 
 from __future__ import annotations
@@ -25,19 +32,24 @@ from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import TuneError
+from shortflow.host.bpf import BPF_FS
 from shortflow.host.kernel import cgroup2_mounts
+from shortflow.host.records import RUN_DIR, process_identity
+from shortflow.tune import files, routes
 
 FORMAT = "shortflow-tune-journal"
 VERSION = 1
 #: Where the tuner's pins may live: one directory per apply, named after its id.
 PIN_DIR = re.compile(r"^/sys/fs/bpf/sf-[0-9a-f]{6}-tune$")
-#: The tuner's temporary build directory (tempfile.mkdtemp(prefix=BUILD_PREFIX)).
-BUILD_PREFIX = "shortflow-tune-"
-BUILD_DIR = re.compile(r"^shortflow-tune-[A-Za-z0-9_]{1,16}$")
+#: The tuner's build directories: one per apply, in shortflow's own system place.
+BUILD_DIR = re.compile(r"^sf-[0-9a-f]{6}-tune-build$")
+#: Every apply's id and state file (see the module's docstring).
+REGISTRY = RUN_DIR / "tune"
 #: The sysctls the tuner may change.
 SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle"}
-#: Fault injection for the tests: `STEP:before|after:SIGNAL` kills this process with SIGNAL
-#: just before step STEP is made (its intent already journalled) or just after (before its
+#: Fault injection for the tests: `STEP:before|during|after:SIGNAL` sends this process
+#: SIGNAL just before step STEP is made (its intent already journalled), while it is made
+#: (for the self-check: once its namespace, cgroup and link exist) or just after (before its
 #: `done` record).
 FAULT_ENV = "SHORTFLOW_TUNE_FAULT"
 
@@ -46,6 +58,7 @@ OPS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "build_dir": {"path": str},
     "mount_bpffs": {"path": str},
     "load": {"pin_dir": str},
+    "selfcheck": {"ns": str, "cgroup": str},
     "attach": {"cgroup": str, "pin_dir": str},
     "remove_build_dir": {"path": str},
     "route": {"family": str, "before": str, "after": str},
@@ -53,6 +66,19 @@ OPS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 #: What a `done` record may add, with types.
 DONE: dict[str, type | tuple[type, ...]] = {"prog_id": int, "tag": str, "name": str, "mounted": bool, "shown": str}
+
+
+def pin_dir(run_id: str) -> Path:
+    return BPF_FS / f"sf-{run_id}-tune"
+
+
+def build_dir(run_id: str) -> Path:
+    return RUN_DIR / f"sf-{run_id}-tune-build"
+
+
+def selfcheck_name(run_id: str) -> str:
+    """The self-check's network namespace, and its cgroup's name under a cgroup v2 root."""
+    return f"sf-{run_id}-tcheck"
 
 
 @dataclass
@@ -119,11 +145,14 @@ class Writer:
 
     def intend(self, op: str, **args: Any) -> Step:
         step = Step(len(self.journal.steps) + 1, op, args)
-        _check_step(step, self.journal.path, 0)
+        _check_step(step, self.journal.path, len(self.journal.steps) + 2, self.journal.id)
         _fsync_append(self.journal.path, {"n": step.n, "op": op, **args})
         self.journal.steps.append(step)
         _failpoint(step.n, "before")
         return step
+
+    def during(self, step: Step) -> None:
+        _failpoint(step.n, "during")
 
     def done(self, step: Step, **result: Any) -> None:
         _failpoint(step.n, "after")
@@ -135,6 +164,60 @@ class Writer:
         self.journal.committed = True
 
 
+def register(run_id: str, state_path: Path) -> None:
+    """Records (fsynced) that apply `run_id` journals into `state_path`, and which process
+    runs it (pid and start time: `running`)."""
+    REGISTRY.mkdir(mode=0o700, parents=True, exist_ok=True)
+    entry = REGISTRY / run_id
+    fd = os.open(entry, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, f"{state_path.absolute()}\n{process_identity(os.getpid())}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(REGISTRY)
+
+
+def unregister(run_id: str) -> None:
+    if re.fullmatch(r"[0-9a-f]{6}", run_id):
+        (REGISTRY / run_id).unlink(missing_ok=True)
+
+
+def _registration(entry: Path) -> list[str]:
+    try:
+        return files.read_text(entry, 4096, "tune registry entry").splitlines()
+    except (OSError, TuneError):
+        return []
+
+
+def registered() -> dict[str, Path]:
+    """Every registered apply's id and the state file it named."""
+    try:
+        entries = list(REGISTRY.iterdir())
+    except OSError:
+        return {}
+    out = {}
+    for e in entries:
+        if re.fullmatch(r"[0-9a-f]{6}", e.name) and not e.is_symlink() and (lines := _registration(e)):
+            out[e.name] = Path(lines[0])
+    return out
+
+
+def running(run_id: str) -> bool:
+    """Whether the process that registered apply `run_id` still runs (the same pid and
+    start time, not a zombie)."""
+    lines = _registration(REGISTRY / run_id) if re.fullmatch(r"[0-9a-f]{6}", run_id) else []
+    if len(lines) < 2 or not lines[1].split()[:1] or not lines[1].split()[0].isdigit():
+        return False
+    return process_identity(int(lines[1].split()[0])) == lines[1]
+
+
+def remove(j: Journal) -> None:
+    """The journal is done with (reverted, or rolled back): its file and its registration."""
+    j.path.unlink(missing_ok=True)
+    unregister(j.id)
+
+
 def append_settings(path: Path, settings: dict[str, Any]) -> None:
     """Records new settings (`tune reload`): they change map contents only, which the pins'
     removal undoes."""
@@ -142,25 +225,38 @@ def append_settings(path: Path, settings: dict[str, Any]) -> None:
 
 
 def _bad(path: Path, line: int, why: str) -> TuneError:
-    return TuneError(f"{path}: line {line}: {why}; refused (`shortflow tune status` lists and "
-                     "`shortflow tune revert --orphans` removes shortflow's own programs and pins without it)")
+    return TuneError(f"{path}: line {line}: {why}; refused")
 
 
-def _check_path(path: Path, line: int, op: str, key: str, value: str) -> None:
+def _inside_cgroup2(value: str) -> Path | None:
+    """The cgroup v2 root `value` lies in (or is), None when none."""
+    for r in cgroup2_mounts():
+        if value == str(r) or value.startswith(str(r) + "/"):
+            return r
+    return None
+
+
+def _check_path(path: Path, line: int, run_id: str, op: str, key: str, value: str) -> None:
     p = Path(value)
     if not p.is_absolute() or ".." in p.parts or str(p) != os.path.normpath(value):
         raise _bad(path, line, f"{op}.{key} {value!r} is not a plain absolute path")
-    if key == "pin_dir" and not PIN_DIR.match(value):
-        raise _bad(path, line, f"{op}.{key} {value!r} is outside /sys/fs/bpf/sf-<id>-tune")
-    if op in ("build_dir", "remove_build_dir") and not BUILD_DIR.match(p.name):
-        raise _bad(path, line, f"{op}.path {value!r} is not a shortflow build directory ({BUILD_PREFIX}*)")
-    if op == "mount_bpffs" and value != "/sys/fs/bpf":
-        raise _bad(path, line, f"mount_bpffs.path {value!r}: the tuner only ever mounts /sys/fs/bpf")
-    if key == "cgroup" and not any(value == str(r) or value.startswith(str(r) + "/") for r in cgroup2_mounts()):
-        raise _bad(path, line, f"attach.cgroup {value!r} is not inside a cgroup v2 hierarchy")
+    if key == "pin_dir" and value != str(pin_dir(run_id)):
+        raise _bad(path, line, f"{op}.{key} {value!r} is not this apply's pins ({pin_dir(run_id)}: every apply "
+                               "pins under /sys/fs/bpf/sf-<its id>-tune)")
+    if op in ("build_dir", "remove_build_dir") and value != str(build_dir(run_id)):
+        raise _bad(path, line, f"{op}.path {value!r} is not this apply's build directory ({build_dir(run_id)})")
+    if op == "mount_bpffs" and value != str(BPF_FS):
+        raise _bad(path, line, f"mount_bpffs.path {value!r}: the tuner only ever mounts {BPF_FS}")
+    if key == "cgroup":
+        root = _inside_cgroup2(value)
+        if root is None:
+            raise _bad(path, line, f"{op}.cgroup {value!r} is not inside a cgroup v2 hierarchy")
+        if op == "selfcheck" and p != root / selfcheck_name(run_id):
+            raise _bad(path, line, f"selfcheck.cgroup {value!r} is not this apply's self-check cgroup "
+                                   f"({root / selfcheck_name(run_id)})")
 
 
-def _check_step(step: Step, path: Path, line: int) -> None:
+def _check_step(step: Step, path: Path, line: int, run_id: str) -> None:
     spec = OPS.get(step.op)
     if spec is None:
         raise _bad(path, line, f"unknown step {step.op!r}")
@@ -169,25 +265,33 @@ def _check_step(step: Step, path: Path, line: int) -> None:
         if not isinstance(v, typ):
             raise _bad(path, line, f"{step.op}.{key}: expected {getattr(typ, '__name__', typ)}, found {v!r}")
         if key in ("path", "pin_dir", "cgroup"):
-            _check_path(path, line, step.op, key, str(v))
+            _check_path(path, line, run_id, step.op, key, str(v))
     extra = set(step.args) - set(spec)
     if extra:
         raise _bad(path, line, f"{step.op}: unexpected keys {sorted(extra)}")
-    if step.op == "route" and step.args["family"] not in ("-4", "-6"):
-        raise _bad(path, line, f"route.family {step.args['family']!r}: expected -4 or -6")
+    if step.op == "selfcheck" and step.args["ns"] != selfcheck_name(run_id):
+        raise _bad(path, line, f"selfcheck.ns {step.args['ns']!r} is not this apply's ({selfcheck_name(run_id)})")
+    if step.op == "route":
+        if step.args["family"] not in ("-4", "-6"):
+            raise _bad(path, line, f"route.family {step.args['family']!r}: expected -4 or -6")
+        why = routes.foreign_change(step.args["before"], step.args["after"])
+        if why:
+            raise _bad(path, line, f"route: {why}")
     if step.op == "sysctl" and step.args["key"] not in SYSCTLS:
         raise _bad(path, line, f"sysctl.key {step.args['key']!r}: the tuner changes only {sorted(SYSCTLS)}")
+    if step.op == "sysctl" and not all(re.fullmatch(r"[01]", step.args[k]) for k in ("before", "after")):
+        raise _bad(path, line, f"sysctl {step.args['key']}: before and after must be 0 or 1")
 
 
 def load(path: Path) -> Journal:
     """Reads and checks a journal. TuneError (never another exception) when it is missing,
     unreadable, or fails the schema, with the file, the line and the reason."""
     try:
-        raw = path.read_bytes()
+        raw = files.read_bytes(path, files.STATE_CAP, "state file")
     except FileNotFoundError:
         raise TuneError(f"nothing applied ({path} does not exist)") from None
-    except OSError as e:
-        raise TuneError(f"{path}: cannot read the state file: {e.strerror}") from None
+    except TuneError as e:
+        raise _bad(path, 1, str(e).removeprefix(f"{path}: ")) from None
     try:
         text = raw.decode()
     except UnicodeDecodeError as e:
@@ -199,6 +303,8 @@ def load(path: Path) -> Journal:
     for i, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
+        except RecursionError:
+            raise _bad(path, i, "JSON nested too deeply (the tuner writes flat records)") from None
         except json.JSONDecodeError as e:
             # A last line cut short is an apply killed mid-write: that record never counted.
             if i == len(lines) and not text.endswith("\n") and i > 1:
@@ -214,6 +320,10 @@ def load(path: Path) -> Journal:
         raise _bad(path, 1, f"id {head.get('id')!r}: expected 6 hex digits")
     if not isinstance(head.get("settings"), dict):
         raise _bad(path, 1, "settings: expected an object")
+    owner = registered().get(head["id"])
+    if owner is not None and owner != path.absolute() and owner.exists():
+        # (A state file moved since its apply is still that apply's: its old place is empty.)
+        raise _bad(path, 1, f"id {head['id']} is the apply journalled in {owner}, not this file's")
     j = Journal(path, head)
     for i, rec in records[1:]:
         if rec.get("committed") is True and len(rec) == 1:
@@ -233,6 +343,6 @@ def load(path: Path) -> Journal:
             if n != len(j.steps) + 1 or not isinstance(op, str):
                 raise _bad(path, i, f"step number {n!r}: expected {len(j.steps) + 1} with an op")
             step = Step(n, op, {k: v for k, v in rec.items() if k not in ("n", "op")})
-            _check_step(step, path, i)
+            _check_step(step, path, i, j.id)
             j.steps.append(step)
     return j

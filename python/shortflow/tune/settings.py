@@ -11,6 +11,7 @@ from typing import Any
 
 from shortflow.exceptions import TuneError
 from shortflow.host.knobs import knob
+from shortflow.tune import files
 from shortflow.units import parse_duration
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -65,11 +66,15 @@ def load_prefixes(path: Path) -> list[PrefixRule]:
     """Reads a prefix file: one TOML key per prefix, ``"10.0.0.0/8" = { iw = 10, syn_rto = "200ms" }``.
     Errors name the file and the prefix."""
     try:
-        doc = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise TuneError(f"{path}: cannot read: {e.strerror}") from None
+        raw = files.read_text(path, files.PREFIXES_CAP, "prefix file")
+    except FileNotFoundError:
+        raise TuneError(f"{path}: cannot read: no such file") from None
+    try:
+        doc = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as e:
         raise TuneError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise TuneError(f"{path}: not a prefix file: arrays or tables nested too deeply to read") from None
     rules = []
     for key, value in doc.items():
         try:

@@ -2,8 +2,9 @@
 or not (a step announced but never marked may have happened, or half). Every undo checks
 before it acts, so replaying twice does nothing the second time:
 
-- pins and build directories are removed only when they are the tuner's (journal.PIN_DIR,
-  orphans.is_build_dir);
+- pins and build directories are removed only when their contents prove them the tuner's
+  (orphans.pin_dir_not_ours, orphans.is_build_dir); the self-check's namespace and cgroup
+  are the journal's own (`sf-<id>-tcheck`, checked when it was read);
 - a program is detached only when it is the tuner's program (name and maps) with the
   recorded tag; the program pinned in the apply's own pin directory is preferred to a
   recorded id, which a damaged journal could get wrong;
@@ -21,7 +22,7 @@ from pathlib import Path
 from shortflow.exceptions import TuneError
 from shortflow.host import bpf, sysctl
 from shortflow.host.netns import link_exists
-from shortflow.tune import orphans, routes
+from shortflow.tune import journal, orphans, routes
 from shortflow.tune.journal import Journal, Step
 
 
@@ -43,16 +44,22 @@ def rollback(j: Journal, *, force: bool = False) -> Outcome:
             _undo(step, out, force)
         except (TuneError, OSError) as e:
             out.left.append(f"step {step.n} ({step.op}) failed: {e}")
-    _sweep(j, out)
+    try:
+        _sweep(j, out)
+    except (TuneError, OSError) as e:
+        out.left.append(f"objects of apply {j.id}: {e}")
     return out
 
 
 def _sweep(j: Journal, out: Outcome) -> None:
     """Objects named after this apply's id that no record announced (a journal cut short by
-    hand or by a disk): the pin directory `sf-<id>-tune` and the program pinned there, on
+    hand or by a disk): the self-check's namespace and cgroup, the pin directory
+    `sf-<id>-tune` (when its contents prove it the tuner's) and the program pinned there, on
     whichever cgroup it is attached."""
-    pin_dir = bpf.BPF_FS / f"sf-{j.id}-tune"
-    if not pin_dir.exists():
+    out.done += orphans.remove_selfcheck(journal.selfcheck_name(j.id))
+    pin_dir = journal.pin_dir(j.id)
+    if not os.path.lexists(pin_dir) or orphans.pin_dir_not_ours(pin_dir) is not None:
+        _note(out, orphans.remove_pin_dir(pin_dir))
         return
     pinned = orphans.pinned_prog(pin_dir)
     if pinned is not None:
@@ -68,6 +75,8 @@ def _undo(step: Step, out: Outcome, force: bool) -> None:
         _note(out, orphans.remove_build_dir(Path(a["path"])))
     elif step.op == "load":
         _note(out, orphans.remove_pin_dir(Path(a["pin_dir"])))
+    elif step.op == "selfcheck":
+        out.done += orphans.remove_selfcheck(a["ns"], Path(a["cgroup"]))
     elif step.op == "mount_bpffs":
         bpffs = Path(a["path"])
         if os.path.ismount(bpffs) and not any(bpffs.iterdir()):
