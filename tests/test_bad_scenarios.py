@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -125,6 +126,30 @@ def test_memory_and_event_budgets_stop_cleanly_with_what_to_change(tmp_path: Pat
     assert r.returncode == 1 and "raise --max-events" in r.stderr, r.stderr
     r = simulate_cli(str(path), "--max-memory", "lots")
     assert r.returncode == 2 and "--max-memory" in r.stderr
+
+
+@pytest.mark.parametrize(("workload", "keys"), [
+    ('kind = "bulk"\nflows = 1000000\nsize = "100kB"', "workload.flows"),
+    ('kind = "poisson"\nconnections_per_second = 1000000000\nduration = "10s"',
+     "workload.connections_per_second, workload.duration or workload.max_connections"),
+])
+def test_max_memory_holds_runs_whose_connections_are_not_known_before(tmp_path: Path, workload: str,
+                                                                       keys: str) -> None:
+    # A million bulk flows at once, Poisson arrivals at 10^9/s: the connections open pile up
+    # from the first instant. The run stops with exit 1 and the keys to lower, its whole
+    # process (the interpreter's ~25 MB too) within 1.25 times the limit.
+    path = tmp_path / "s.toml"
+    path.write_text(BASE + "[workload]\n" + workload + "\n")
+    measure = ("import resource, subprocess, sys; "
+               "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+               "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); print(r.stderr)")
+    out = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "shortflow", "simulate", str(path),
+                          "--max-memory", "256MB", "--json", os.devnull], capture_output=True, text=True,
+                         check=True).stdout
+    status, peak_kib = out.splitlines()[0].split()
+    assert status == "1", out
+    assert f"raise --max-memory, or lower time_limit or {keys}" in out
+    assert int(peak_kib) * 1024 <= 1.25 * 256e6, f"{int(peak_kib) / 1024:.0f} MiB"
 
 
 def test_python_api_takes_one_override_as_a_string() -> None:

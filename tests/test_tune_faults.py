@@ -352,15 +352,27 @@ def test_a_hand_edited_journal_is_refused_with_the_reason_and_changes_nothing(ho
     assert "quickack" not in subprocess.run([*sh, "ip", "route"], capture_output=True, text=True).stdout
 
 
+#: Runs its arguments and prints their exit code, wall time and peak RSS (KiB) as JSON on
+#: its last line, their stderr before it. A child forked from this test's large process
+#: would count the parent's pages as its own until it execs (wait4's ru_maxrss): the
+#: command is started by this small process instead.
+_MEASURE = """
+import json, os, subprocess, sys, time
+t0 = time.monotonic()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = p.stderr.read().decode()
+_, status, usage = os.wait4(p.pid, 0)
+sys.stdout.write(err + "\\n" + json.dumps([os.waitstatus_to_exitcode(status), time.monotonic() - t0, usage.ru_maxrss]))
+"""
+
+
 def _peak_rss_mb(cmd: list[str]) -> tuple[int, str, float, float]:
     """Runs `cmd`: exit code, stderr, wall time (s) and its own peak RSS (MB, from wait4)."""
-    t0 = time.monotonic()
-    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "400"}) as p:
-        assert p.stderr is not None
-        err = p.stderr.read().decode()
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-    return p.returncode, err, time.monotonic() - t0, usage.ru_maxrss / 1024
+    out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=True,
+                         env={**os.environ, "COLUMNS": "400"}).stdout
+    err, _, last = out.rpartition("\n")
+    code, secs, peak_kib = json.loads(last)
+    return code, err, secs, peak_kib / 1024
 
 
 def test_input_files_are_read_with_a_cap_and_refused_clearly(tmp_path: Path) -> None:

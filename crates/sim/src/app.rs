@@ -31,6 +31,11 @@ pub struct ClientApp {
 }
 
 impl ClientApp {
+    /// Bytes its per-request times take from the allocator.
+    pub fn heap_bytes(&self) -> usize {
+        (self.sent_at.capacity() + self.complete_at.capacity()) * std::mem::size_of::<Instant>()
+    }
+
     /// Called after every event on the client's TCP.
     pub fn step(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant, later: &mut Vec<Later>) {
         if self.finished {

@@ -118,9 +118,12 @@ impl<E: Copy> EventQueue<E> {
         self.heap.is_empty()
     }
 
-    /// Bytes one waiting event takes in the queue (its key and its slab slot).
-    pub const fn event_bytes() -> usize {
-        std::mem::size_of::<Key>() + std::mem::size_of::<E>()
+    /// Bytes the queue holds from the allocator: its heap, slab and free list as allocated
+    /// (a vector that doubled holds twice what waits in it).
+    pub fn allocated_bytes(&self) -> usize {
+        self.heap.capacity() * std::mem::size_of::<Key>()
+            + self.slab.capacity() * std::mem::size_of::<E>()
+            + self.free.capacity() * std::mem::size_of::<u32>()
     }
 
     /// The next event and its time, advancing `now` to it; None when nothing is left before `limit`.

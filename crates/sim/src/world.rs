@@ -50,8 +50,10 @@ pub struct Budget {
 #[error("{0}")]
 pub struct LimitError(pub String);
 
-/// Events between two looks at the budget (a look costs a few additions).
-const BUDGET_EVERY: u64 = 1 << 14;
+/// Events between two looks at the budget (a look costs a few additions). An event may
+/// open a connection (~2 kB with its two TCBs): 4,096 of them pass the limit by at most
+/// ~8 MB before the look that stops the run.
+const BUDGET_EVERY: u64 = 1 << 12;
 
 #[derive(Clone, Copy)]
 enum Event {
@@ -121,6 +123,18 @@ struct Seen {
 }
 
 impl Conn {
+    /// Bytes the connection holds from the allocator beside itself (its TCBs, its
+    /// exchanges, its application's and its report's lists), each allocation with the
+    /// allocator's own 16 bytes: the run's memory budget counts open connections by it.
+    fn heap_bytes(&self) -> usize {
+        const PER_ALLOCATION: usize = 16;
+        let tcbs = [&self.client, &self.server].into_iter().flatten();
+        let tcb_bytes: usize = tcbs.map(|t| std::mem::size_of::<Tcb>() + t.heap_bytes() + 8 * PER_ALLOCATION).sum();
+        let exchanges = self.spec.exchanges.capacity() * std::mem::size_of::<crate::workload::Exchange>()
+            + self.spec.exchanges.iter().map(|x| x.response_writes.capacity() * 8 + PER_ALLOCATION).sum::<usize>();
+        tcb_bytes + exchanges + self.client_app.heap_bytes() + self.report.heap_bytes() + 4 * PER_ALLOCATION
+    }
+
     fn new(spec: ConnSpec) -> Self {
         Conn {
             spec,
@@ -317,19 +331,31 @@ impl<'s> World<'s> {
         if budget.max_events > 0 && self.q.processed >= budget.max_events {
             return Err(LimitError(format!(
                 "the run reached {} events at simulated time {now} without finishing: raise --max-events, \
-                 or lower time_limit, workload.connections or the retries (syn_retries, synack_retries)",
-                self.q.processed
+                 or lower time_limit, {} or the retries (syn_retries, synack_retries)",
+                self.q.processed,
+                self.sc.workload.kind.size_keys()
             )));
         }
         // A pcap is written as the run goes: only the sink's own state counts (a few bytes
         // a connection for the pcap writer, every segment for a capture kept in memory).
         let kept = self.sink.as_ref().map_or(0, |s| s.memory());
-        let waiting = self.q.len() * EventQueue::<Event>::event_bytes();
+        let waiting = self.q.allocated_bytes();
         // The connections open now and each one's pair (4 bytes) and drawn RTT; without
         // totals only, also the report of each that left (with its lists). A workload
         // whose connections are not known before the run (Poisson, PackMime) is held to
         // the limit by these; one that is (`check_connections`' estimate) by the larger.
-        let open = self.conns.len() * (std::mem::size_of::<Conn>() + 2 * std::mem::size_of::<Tcb>())
+        // Each open connection as a few of them measure (`Conn::heap_bytes`): their lists
+        // and TCBs are alike in size, and measuring all at each look would cost a pass.
+        let sample: Vec<usize> = self.conns.values().take(16).map(Conn::heap_bytes).collect();
+        let heap = sample.iter().sum::<usize>() / sample.len().max(1);
+        // The table by its capacity: its entries lie anywhere in it, so all of its pages
+        // are soon touched. Within a look's events of growing (or an eighth of itself,
+        // for a table whose growth is small anyway), by what growing holds at once: itself
+        // and the table twice its size it moves into.
+        let (cap, len) = (self.conns.capacity(), self.conns.len());
+        let slots = if cap - len < (BUDGET_EVERY as usize).min(cap / 8) { 3 * cap } else { cap };
+        let open = slots * (std::mem::size_of::<(u32, Conn)>() + 1)
+            + len * heap
             + 4 * self.pair_of.len()
             + std::mem::size_of::<Duration>() * self.extra_rtt.len();
         let reports = if self.opts.totals_only { 0 } else { self.reports_bytes };
@@ -338,10 +364,11 @@ impl<'s> World<'s> {
         if budget.max_memory > 0 && used > budget.max_memory {
             return Err(LimitError(format!(
                 "the run needs more than the memory limit of {} at simulated time {now} ({} held by the capture, \
-                 {} events waiting): raise --max-memory, or lower time_limit or workload.connections",
+                 {} events waiting): raise --max-memory, or lower time_limit or {}",
                 human_bytes(budget.max_memory),
                 human_bytes(kept as u64),
-                self.q.len()
+                self.q.len(),
+                self.sc.workload.kind.size_keys()
             )));
         }
         Ok(())

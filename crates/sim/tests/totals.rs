@@ -102,16 +102,18 @@ fn capture_totals_are_what_the_capture_holds() {
 
 #[test]
 fn totals_only_memory_follows_the_open_connections() {
-    // 40,000 connections, a few hundred open at once: a budget of half what their kept
-    // reports alone take is enough for the run that keeps totals only.
+    // 40,000 connections, a few hundred open at once: a budget of what their kept reports
+    // alone take (without their lists) is enough for the run that keeps totals only, not
+    // for the one that keeps the reports.
     let sc =
         load(&["workload.connections_per_second=5000", "workload.duration=8s", "random_loss.forward=0", "random_loss.reverse=0"]);
     let quiet = |totals_only| RunOptions { capture: false, timeline: false, totals_only };
     let full = shortflow_sim::run(sc.clone(), quiet(false)).0;
     assert!(full.connections.len() > 35_000, "{}", full.connections.len());
     let report_bytes = (full.connections.len() * std::mem::size_of::<shortflow_sim::ConnReport>()) as u64;
-    let budget = Budget { max_memory: report_bytes / 2, max_events: 0 };
-    let lean = try_run(sc, quiet(true), None, &budget).expect("the totals fit in half the reports' memory").0;
+    let budget = Budget { max_memory: report_bytes, max_events: 0 };
+    assert!(try_run(sc.clone(), quiet(false), None, &budget).is_err(), "the reports do not fit in their own size");
+    let lean = try_run(sc, quiet(true), None, &budget).expect("the totals fit in the reports' memory").0;
     assert_eq!(full.summary.totals, lean.summary.totals);
     assert!(lean.summary.peak_open_connections < 2000, "{}", lean.summary.peak_open_connections);
 }

@@ -109,6 +109,18 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
+    /// The keys that say how much work the workload makes (how many connections, how fast,
+    /// for how long): what to lower when a run needs more than its budget.
+    pub fn size_keys(&self) -> &'static str {
+        match self {
+            WorkloadKind::Http => "workload.connections",
+            WorkloadKind::Poisson(_) => "workload.connections_per_second, workload.duration or workload.max_connections",
+            WorkloadKind::PackMime(_) => "workload.connections_per_second (or load) or workload.duration",
+            WorkloadKind::Bulk(_) => "workload.flows",
+            WorkloadKind::Abt(_) => "the connection vectors (workload.file or workload.vectors)",
+        }
+    }
+
     pub fn rate(&self) -> Option<ArrivalRate> {
         match self {
             WorkloadKind::Poisson(p) => Some(p.rate),

@@ -219,6 +219,17 @@ pub struct Tcb {
 }
 
 impl Tcb {
+    /// Bytes the TCB holds from the allocator beside itself: its plug-ins, its queues
+    /// and its scoreboard (for the run's memory budget).
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.cc)
+            + std::mem::size_of_val(&*self.rec)
+            + self.lrcv.as_ref().map_or(0, |r| std::mem::size_of_val(&**r))
+            + self.write_ends.capacity() * std::mem::size_of::<u64>()
+            + (self.ooo.capacity() + self.rcv_sacks.capacity()) * std::mem::size_of::<(u64, u64)>()
+            + self.sb.heap_bytes()
+    }
+
     fn new(cfg: Rc<StackConfig>, conn: u32, is_client: bool, iss: u32) -> Self {
         let rtte = RttEstimator::new(cfg.rto.clone()).with_jiffy(cfg.jiffy);
         let mss = cfg.mss;

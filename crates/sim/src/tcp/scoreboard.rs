@@ -88,6 +88,11 @@ pub struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// Bytes its segments take from the allocator.
+    pub fn heap_bytes(&self) -> usize {
+        self.segs.capacity() * std::mem::size_of::<Sent>()
+    }
+
     /// Segments ever marked lost (tp->lost: what a rate sample's `losses` counts).
     pub fn marked_lost(&self) -> u64 {
         self.marked_lost
