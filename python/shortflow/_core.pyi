@@ -166,9 +166,6 @@ def resolve_scenario(scenario_text: str, source_name: str, overrides: Sequence[s
 def stack_profiles() -> str:
     """The named stack profiles as JSON text: {name: {"source": citation, "config": StackConfig}}."""
 
-def linux_knobs() -> str:
-    """Every StackConfig field with its Linux knob, as JSON text: [{"field", "kind", "knob"}]."""
-
 def kernel_knobs() -> str:
     """The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text: {"knobs", "constants"}."""
 

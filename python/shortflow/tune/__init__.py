@@ -92,6 +92,9 @@ def scope_refusals(s: TuneSettings) -> list[str]:
     if s.slow_start_after_idle is not None:
         why.append(f"--slow-start-after-idle cannot honour --scope {scope}: it is the sysctl "
                    f"{routes.SLOW_START_AFTER_IDLE}, for every connection of this network namespace")
+    for name in s.sysctls:
+        why.append(f"--set {name} cannot honour --scope {scope}: it is the sysctl "
+                   f"{knobs.knob(name, 'sysctl').knob}, for every connection of this network namespace")
     return why
 
 

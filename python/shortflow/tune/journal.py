@@ -26,6 +26,7 @@ from typing import Any
 
 from shortflow.exceptions import TuneError
 from shortflow.host.kernel import cgroup2_mounts
+from shortflow.tune.settings import settable_sysctls
 
 FORMAT = "shortflow-tune-journal"
 VERSION = 1
@@ -34,8 +35,9 @@ PIN_DIR = re.compile(r"^/sys/fs/bpf/sf-[0-9a-f]{6}-tune$")
 #: The tuner's temporary build directory (tempfile.mkdtemp(prefix=BUILD_PREFIX)).
 BUILD_PREFIX = "shortflow-tune-"
 BUILD_DIR = re.compile(r"^shortflow-tune-[A-Za-z0-9_]{1,16}$")
-#: The sysctls the tuner may change.
-SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle"}
+#: The sysctls the tuner may change: slow start after idle, and the kernel table's sysctls
+#: that `--set` takes.
+SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle"} | {k.knob for k in settable_sysctls()}
 #: Fault injection for the tests: `STEP:before|after:SIGNAL` kills this process with SIGNAL
 #: just before step STEP is made (its intent already journalled) or just after (before its
 #: `done` record).

@@ -1,14 +1,14 @@
 """Route-metric and sysctl fallbacks (hosts without BPF, and the knobs BPF has none for):
-the default routes' `initcwnd`, `rto_min`, `quickack`, and
-`net.ipv4.tcp_slow_start_after_idle`. Each change records the exact line or value it
-replaced so that revert puts it back."""
+the default routes' `initcwnd`, `rto_min`, `quickack`,
+`net.ipv4.tcp_slow_start_after_idle` and the kernel table's sysctls asked for with `--set`.
+Each change records the exact line or value it replaced so that revert puts it back."""
 
 from __future__ import annotations
 
 import shlex
 
 from shortflow.exceptions import TuneError
-from shortflow.host import knobs, routes, sysctl
+from shortflow.host import kernel_hz, knobs, routes, sysctl
 from shortflow.host.commands import raising
 from shortflow.host.knobs import knob
 from shortflow.host.routes import replaceable
@@ -64,6 +64,10 @@ def plan(s: TuneSettings, *, with_iw_and_rto: bool) -> list[dict[str, object]]:
         old = sysctl.read(SLOW_START_AFTER_IDLE)
         changes.append({"kind": "sysctl", "key": SLOW_START_AFTER_IDLE, "before": old,
                         "after": str(int(s.slow_start_after_idle))})
+    for name, value in s.sysctls.items():
+        k = knob(name, "sysctl")
+        changes.append({"kind": "sysctl", "key": k.knob, "before": sysctl.read(k.knob),
+                        "after": str(k.encode(value, kernel_hz()))})
     return changes
 
 
