@@ -261,7 +261,7 @@ def test_schema_errors_name_the_line_and_the_reason(tmp_path: Path) -> None:
         "not a shortflow build directory": {"n": 1, "op": "build_dir", "path": "/home"},
         "unknown step 'rm'": {"n": 1, "op": "rm", "path": "/"},
         "sysctl.key 'kernel.panic'": {"n": 1, "op": "sysctl", "key": "kernel.panic", "before": "0", "after": "1"},
-        "route.before: expected str": {"n": 1, "op": "route", "family": "-4", "before": 3, "after": "x"},
+        "route.before: expected dict": {"n": 1, "op": "route", "family": "-4", "before": 3, "after": {}},
     }
     for why, rec in cases.items():
         state.write_text(json.dumps(head) + "\n" + json.dumps(rec) + "\n")

@@ -86,7 +86,7 @@ def test_quickack_and_slow_start_after_idle_refuse_a_scope():
 
 def test_apply_warns_what_a_knob_will_not_do():
     assert notices(TuneSettings(iw=4, sfr_factor=2.0), None, "bbr") == []
-    (q,) = notices(TuneSettings(quickack=True), [("-4", "default via 10.0.0.1 dev eth0")], "cubic")
+    (q,) = notices(TuneSettings(quickack=True), [routes.Route("-4", "eth0", "10.0.0.1")], "cubic")
     assert "default via 10.0.0.1 dev eth0" in q
     (q,) = notices(TuneSettings(quickack=True), [], "cubic")
     assert "(none)" in q
@@ -131,14 +131,17 @@ def test_config_map_value_matches_struct_config(monkeypatch):
     assert struct.unpack("<9I", value) == (0, 10, 0, 0, 0, 0, program.DEFAULT_RTO_MIN_US, 0, 2000)
 
 
-def test_route_lines_round_trip():
-    shown = "default via 10.0.0.1 dev eth0 proto dhcp linkdown rto_min lock 300ms initcwnd 4"
-    assert routes.replaceable(shown) == ["default", "via", "10.0.0.1", "dev", "eth0", "proto", "dhcp",
-                                         "rto_min", "300ms", "initcwnd", "4"]
-    assert routes._without(["a", "initcwnd", "lock", "4", "b", "quickack", "1"], {"initcwnd", "quickack"}) == ["a", "b"]
+def test_route_metrics_asked_for_and_a_route_rendered_from_its_parts():
     s = TuneSettings(iw=20, rto_min_s=0.05, quickack=True)
-    assert routes.route_options(s, with_iw_and_rto=True) == ["initcwnd", "20", "rto_min", "50ms", "quickack", "1"]
-    assert routes.route_options(s, with_iw_and_rto=False) == ["quickack", "1"]
+    assert routes.route_options(s, with_iw_and_rto=True) == {"initcwnd": 20, "rto_min": 50, "quickack": 1}
+    assert routes.route_options(s, with_iw_and_rto=False) == {"quickack": 1}
+    r = routes.Route("-4", "eth0", "10.0.0.1", proto=16, metric=100,
+                     metrics=(("mtu", 1400, True), ("rto_min", 300, True), ("congctl", "cubic", True)))
+    # rto_min is always locked and `ip route` takes no `lock` before it; the others keep theirs.
+    assert r.show() == "default via 10.0.0.1 dev eth0 proto 16 metric 100 mtu lock 1400 rto_min 300ms congctl lock cubic"
+    assert r.with_metrics({"initcwnd": 20, "mtu": 1300, "quickack": 0}).show() == \
+        "default via 10.0.0.1 dev eth0 proto 16 metric 100 mtu 1300 initcwnd 20 rto_min 300ms congctl lock cubic"
+    assert routes.Route.from_json(r.as_json()) == r
 
 
 def test_what_needs_the_bpf_program_and_what_is_nothing():

@@ -101,6 +101,7 @@ def apply_cmd(
 ) -> None:
     """Apply start-up settings (BPF sock_ops on a cgroup; route metrics and sysctls), journalled."""
     from shortflow import tune
+    from shortflow.tune.routes import shown
 
     if fallback not in (None, "routes"):
         fail(TuneError(f"--fallback {fallback!r}: the only fallback is `routes`"), 2)
@@ -128,7 +129,7 @@ def apply_cmd(
     if bpf:
         say(f"attached BPF program {bpf['prog_id']} to {bpf['cgroup']} (pins {bpf['pin_dir']})")
     for c in result["changes"]:
-        say(f"{c['kind']}: {c['before']!r} -> {c['after']!r}")
+        say(f"{c['kind']}: {shown(c, 'before')!r} -> {shown(c, 'after')!r}")
     for n in result.get("notices", []):
         warn(n)
     for line in (bpf or {}).get("selfcheck_refusals", []):
@@ -162,6 +163,7 @@ def status_cmd(
 ) -> None:
     """What is applied, whether the program is still attached, and its counters."""
     from shortflow import tune
+    from shortflow.tune.routes import shown
 
     if not state.exists() and not _orphans_here():
         # Nothing applied is an answer, not an error: as a JSON document too. (Tuner objects
@@ -196,7 +198,7 @@ def status_cmd(
         for line in bpf.get("refusals", []):
             warn(f"refused: {line}")
     for c in st["changes"]:
-        say(f"{c['kind']}: {c['before']!r} -> {c['after']!r}")
+        say(f"{c['kind']}: {shown(c, 'before')!r} -> {shown(c, 'after')!r}")
     for n in st.get("notices", []):
         warn(n)
 

@@ -147,3 +147,9 @@ def set_route(route: list[str], *, family: str | None = None, ns: str | None = N
     """Sets a route with its metrics (`… initcwnd 10 rto_min 50ms quickack 1`): the setter of
     every route-metric knob, each already encoded (`Knob.encode`)."""
     routes.replace(route, family=family, ns=ns)
+
+
+def put_route(route: routes.Route, ns: str | None = None) -> None:
+    """Sets `route` exactly as it stands, metrics and locks: how tune changes a default route's
+    route-metric knobs and puts the route back."""
+    routes.put(route, ns)

@@ -26,6 +26,7 @@ from typing import Any
 
 from shortflow.exceptions import TuneError
 from shortflow.host.kernel import cgroup2_mounts
+from shortflow.host.routes import Route
 from shortflow.tune.settings import settable_sysctls
 
 FORMAT = "shortflow-tune-journal"
@@ -50,11 +51,11 @@ OPS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "load": {"pin_dir": str},
     "attach": {"cgroup": str, "pin_dir": str},
     "remove_build_dir": {"path": str},
-    "route": {"family": str, "before": str, "after": str},
+    "route": {"family": str, "before": dict, "after": dict},
     "sysctl": {"key": str, "before": str, "after": str},
 }
 #: What a `done` record may add, with types.
-DONE: dict[str, type | tuple[type, ...]] = {"prog_id": int, "tag": str, "name": str, "mounted": bool, "shown": str}
+DONE: dict[str, type | tuple[type, ...]] = {"prog_id": int, "tag": str, "name": str, "mounted": bool, "shown": dict}
 
 
 @dataclass
@@ -177,6 +178,16 @@ def _check_step(step: Step, path: Path, line: int) -> None:
         raise _bad(path, line, f"{step.op}: unexpected keys {sorted(extra)}")
     if step.op == "route" and step.args["family"] not in ("-4", "-6"):
         raise _bad(path, line, f"route.family {step.args['family']!r}: expected -4 or -6")
+    if step.op == "route":
+        # Each route as its parts, re-rendered from them: one shortflow could not have
+        # written (a word `ip route` would read as another option) is refused here.
+        for which in ("before", "after"):
+            try:
+                r = Route.from_json(step.args[which])
+            except ValueError as e:
+                raise _bad(path, line, f"route.{which}: {e}") from None
+            if r.family != step.args["family"]:
+                raise _bad(path, line, f"route.{which}: an IPv{r.family[1]} route in an {step.args['family']} step")
     if step.op == "sysctl" and step.args["key"] not in SYSCTLS:
         raise _bad(path, line, f"sysctl.key {step.args['key']!r}: the tuner changes only {sorted(SYSCTLS)}")
 
@@ -229,6 +240,11 @@ def load(path: Path) -> Journal:
             for k, v in done.items():
                 if k not in DONE or not isinstance(v, DONE[k]) or isinstance(v, bool) != (DONE[k] is bool):
                     raise _bad(path, i, f"done.{k}: unexpected key or type ({v!r})")
+            if "shown" in done:
+                try:
+                    Route.from_json(done["shown"])
+                except ValueError as e:
+                    raise _bad(path, i, f"done.shown: {e}") from None
             j.steps[n - 1].done = done
         else:
             n, op = rec.get("n"), rec.get("op")

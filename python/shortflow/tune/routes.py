@@ -1,52 +1,48 @@
 """Route-metric and sysctl fallbacks (hosts without BPF, and the knobs BPF has none for):
 the default routes' `initcwnd`, `rto_min`, `quickack`,
 `net.ipv4.tcp_slow_start_after_idle` and the kernel table's sysctls asked for with `--set`.
-Each change records the exact line or value it replaced so that revert puts it back."""
+Each change records what it replaced — a route as its fields (`host.routes.Route`), a
+sysctl as its value — so that revert puts it back exactly."""
 
 from __future__ import annotations
 
-import shlex
+from typing import Any
 
 from shortflow.exceptions import TuneError
 from shortflow.host import kernel_hz, knobs, routes, sysctl
 from shortflow.host.commands import raising
 from shortflow.host.knobs import knob
-from shortflow.host.routes import replaceable
+from shortflow.host.routes import Route
 from shortflow.tune.settings import TuneSettings
 
 SLOW_START_AFTER_IDLE = "net.ipv4.tcp_slow_start_after_idle"
 
 default_routes = raising(TuneError, routes.default_routes)
-_replace = raising(TuneError, knobs.set_route)
+_put = raising(TuneError, knobs.put_route)
 _sysctl = raising(TuneError, knobs.set_sysctl)
 
-__all__ = ["SLOW_START_AFTER_IDLE", "apply", "default_routes", "plan", "replaceable", "route_options", "undo"]
+__all__ = ["SLOW_START_AFTER_IDLE", "Route", "apply", "default_routes", "plan", "route_of", "route_options", "undo"]
 
 
-def _without(tokens: list[str], metrics: set[str]) -> list[str]:
-    """`tokens` without the given metrics (and their `lock` and value)."""
-    kept, i = [], 0
-    while i < len(tokens):
-        if tokens[i] in metrics:
-            i += 1
-            if i < len(tokens) and tokens[i] == "lock":
-                i += 1
-            i += 1
-            continue
-        kept.append(tokens[i])
-        i += 1
-    return kept
-
-
-def route_options(s: TuneSettings, *, with_iw_and_rto: bool) -> list[str]:
-    opts: list[str] = []
+def route_options(s: TuneSettings, *, with_iw_and_rto: bool) -> dict[str, int | str]:
+    """The route metrics the settings ask for, each as `ip route` writes it."""
+    opts: dict[str, int | str] = {}
     if with_iw_and_rto and s.iw is not None:
-        opts += ["initcwnd", str(s.iw)]
+        opts["initcwnd"] = s.iw
     if with_iw_and_rto and s.rto_min_s is not None:
-        opts += ["rto_min", str(knob("rto_min", "route_metric").encode(s.rto_min_s))]
+        opts["rto_min"] = round(s.rto_min_s * 1000)
     if s.quickack:
-        opts += ["quickack", "1"]
+        opts["quickack"] = 1
     return opts
+
+
+def route_of(change: dict[str, Any], which: str) -> Route:
+    """The `before` or `after` route of a journalled change, checked: TuneError naming the
+    part shortflow could not have written."""
+    try:
+        return Route.from_json(change[which])
+    except ValueError as e:
+        raise TuneError(f"route {which}: {e}") from None
 
 
 def plan(s: TuneSettings, *, with_iw_and_rto: bool) -> list[dict[str, object]]:
@@ -54,12 +50,12 @@ def plan(s: TuneSettings, *, with_iw_and_rto: bool) -> list[dict[str, object]]:
     changes: list[dict[str, object]] = []
     opts = route_options(s, with_iw_and_rto=with_iw_and_rto)
     if opts:
-        routes = default_routes()
-        if not routes:
+        found = default_routes()
+        if not found:
             raise TuneError("no default route to set initcwnd/rto_min/quickack on")
-        for family, line in routes:
-            new = " ".join(_without(replaceable(line), set(opts[0::2])) + opts)
-            changes.append({"kind": "route", "family": family, "before": line, "after": new})
+        for r in found:
+            changes.append({"kind": "route", "family": r.family, "before": r.as_json(),
+                            "after": r.with_metrics(opts).as_json()})
     if s.slow_start_after_idle is not None:
         old = sysctl.read(SLOW_START_AFTER_IDLE)
         changes.append({"kind": "sysctl", "key": SLOW_START_AFTER_IDLE, "before": old,
@@ -71,17 +67,21 @@ def plan(s: TuneSettings, *, with_iw_and_rto: bool) -> list[dict[str, object]]:
     return changes
 
 
-def apply(change: dict[str, object]) -> None:
+def shown(change: dict[str, Any], which: str) -> str:
+    """A change's `before` or `after` as a person reads it: the route as `ip route` writes it."""
+    return route_of(change, which).show() if change["kind"] == "route" else str(change[which])
+
+
+def apply(change: dict[str, Any]) -> None:
     if change["kind"] == "route":
-        _replace(shlex.split(str(change["after"])), family=str(change["family"]))
+        _put(route_of(change, "after"))
     else:
         _sysctl(str(change["key"]), str(change["after"]))
 
 
-def undo(change: dict[str, object]) -> None:
+def undo(change: dict[str, Any]) -> None:
     if change["kind"] == "route":
-        # The route as it was, metrics and all: replace puts the old line back exactly.
-        _replace(replaceable(str(change["before"])), family=str(change["family"]))
+        # The route as it was, metrics, locks and all.
+        _put(route_of(change, "before"))
     else:
         _sysctl(str(change["key"]), str(change["before"]))
-
