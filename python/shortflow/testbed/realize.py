@@ -16,14 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import platform
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from shortflow import _core
 from shortflow.exceptions import ScenarioError
-from shortflow.host import knobs, sysctl
+from shortflow.host import bpf, knobs, sysctl
 from shortflow.host.kernel import kernel_hz
 
 MS = 1_000_000
@@ -127,7 +126,7 @@ def _range(k: knobs.Knob, hz: int, joiner: str = "and") -> str:
 
 
 def _have_bpf_tools() -> bool:
-    return bool(shutil.which("bpftool") and shutil.which("clang"))
+    return bpf.available()
 
 
 def _have_sysctl(name: str) -> bool:
@@ -365,8 +364,9 @@ class _Realizer:
                 raise self.refuse(f"{side}.syn_rto", f"{_ms(init)}: Linux takes a SYN RTO between "
                                                      f"{_range(syn_rto, hz)} ({syn_rto.limit}, HZ {hz})")
             if not _have_bpf_tools():
-                raise self.refuse(f"{side}.syn_rto", f"a SYN RTO of {_ms(init)} needs BPF sock_ops (bpftool and clang, "
-                                                     f"installed by `make deps`); Linux's own is {_ms(dflt['initial'])}")
+                raise self.refuse(f"{side}.syn_rto", f"a SYN RTO of {_ms(init)} needs the tuner's BPF program (built with "
+                                                     "the extension, or clang to compile it: `make deps`); Linux's own "
+                                                     f"is {_ms(dflt['initial'])}")
             plan.syn_rto_s = init / (1000 * MS)
             self.decide(f"{key}.initial", "set", "BPF_SOCK_OPS_TIMEOUT_INIT", _ms(init))
         low = rto["min"]
