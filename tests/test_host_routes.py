@@ -96,4 +96,4 @@ def test_a_journalled_route_shortflow_could_not_have_written_is_refused(tmp_path
 def test_a_journalled_route_shortflow_writes_is_taken(tmp_path: Path) -> None:
     j = journal.load(_journal(tmp_path, {"family": "-4", "dev": "eth0", "gateway": "10.0.0.1", "proto": 16}))
     (step,) = j.steps
-    assert routes.Route.from_json(step.args["before"]).show() == "default via 10.0.0.1 dev eth0 proto 16"
+    assert routes.Route.from_json(step.args["before"]).show() == "default via 10.0.0.1 dev eth0 proto dhcp"

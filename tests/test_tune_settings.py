@@ -129,9 +129,9 @@ def test_route_metrics_asked_for_and_a_route_rendered_from_its_parts():
     r = routes.Route("-4", "eth0", "10.0.0.1", proto=16, metric=100,
                      metrics=(("mtu", 1400, True), ("rto_min", 300, True), ("congctl", "cubic", True)))
     # rto_min is always locked and `ip route` takes no `lock` before it; the others keep theirs.
-    assert r.show() == "default via 10.0.0.1 dev eth0 proto 16 metric 100 mtu lock 1400 rto_min 300ms congctl lock cubic"
+    assert r.show() == "default via 10.0.0.1 dev eth0 proto dhcp metric 100 mtu lock 1400 rto_min 300ms congctl lock cubic"
     assert r.with_metrics({"initcwnd": 20, "mtu": 1300, "quickack": 0}).show() == \
-        "default via 10.0.0.1 dev eth0 proto 16 metric 100 mtu 1300 initcwnd 20 rto_min 300ms congctl lock cubic"
+        "default via 10.0.0.1 dev eth0 proto dhcp metric 100 mtu 1300 initcwnd 20 rto_min 300ms congctl lock cubic"
     assert routes.Route.from_json(r.as_json()) == r
 
 

@@ -204,7 +204,7 @@ def status_cmd(
 
 
 def _orphans_here() -> bool:
-    """Whether shortflow's tuner objects are on this host (bpftool needs root to look)."""
+    """Whether shortflow's tuner objects are on this host (the kernel answers bpf(2) only to root)."""
     import os
 
     if os.geteuid() != 0:

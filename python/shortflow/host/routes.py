@@ -35,6 +35,10 @@ _RTAX = {"mtu": 2, "window": 3, "rtt": 4, "rttvar": 5, "ssthresh": 6, "cwnd": 7,
          "fastopen_no_cookie": 17}
 #: rtt and rttvar: the kernel keeps them in units of 1/8 and 1/4 ms; `ip route` writes ms.
 _MS_SCALE = {"rtt": 8, "rttvar": 4}
+#: Routing protocols (RTPROT_*, /etc/iproute2/rt_protos) by the name `ip route` takes; boot
+#: is what `ip route replace` sets when given none, so it is left unsaid.
+PROTOS = {2: "kernel", 3: "boot", 4: "static", 9: "ra", 16: "dhcp"}
+RTPROT_BOOT = 3
 #: Route types (RTN_*) `ip route replace` takes as a word before the destination.
 TYPES = {1: "unicast", 6: "blackhole", 7: "unreachable", 8: "prohibit", 9: "throw"}
 SCOPES = {0: "global", 200: "site", 253: "link", 254: "host"}
@@ -69,8 +73,8 @@ class Route:
         if self.gateway:
             out += ["via", self.gateway]
         out += ["dev", self.dev]
-        if self.proto is not None:
-            out += ["proto", str(self.proto)]
+        if self.proto is not None and self.proto != RTPROT_BOOT:
+            out += ["proto", PROTOS.get(self.proto, str(self.proto))]
         if self.scope is not None:
             out += ["scope", self.scope]
         if self.prefsrc:
