@@ -91,8 +91,8 @@ def apply_cmd(
     sfr_factor: Annotated[Optional[float], typer.Option("--sfr-factor", help="Super Fast Retransmit: min RTO = handshake RTT x this.")] = None,
     sfr_cutout: Annotated[str, typer.Option("--sfr-cutout", help="... until this many bytes are acknowledged.")] = "64kB",
     scope: Annotated[Optional[list[str]], typer.Option("--scope", help="cgroup=PATH (default: the cgroup v2 root) and/or port=N.")] = None,
-    sets: Annotated[Optional[list[str]], typer.Option("--set", help="NAME=VALUE: a sysctl of the kernel table by its name "
-                                                       "(syn_retries=3, rto_max=60s; an unknown NAME lists them).")] = None,
+    sets: Annotated[Optional[list[str]], typer.Option("--set", help="A sysctl of the kernel table by its row's name "
+                                                       "(syn_retries=3, rto_max=60s; an unknown name lists them).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would change; change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Apply values refused as unsafe.")] = False,
     fallback: Annotated[Optional[str], typer.Option("--fallback", help="routes: route metrics and sysctls only, no BPF.")] = None,
