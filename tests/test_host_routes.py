@@ -63,6 +63,22 @@ def test_locked_metrics_survive_the_round_trip(ns: str) -> None:
     assert shown(ns) == before, "put back to the letter, locks and all"
 
 
+def test_a_route_that_expires_still_expires_when_put_back(ns: str) -> None:
+    """A default route learnt from a router advertisement has a lifetime: put back, it
+    keeps one (not a route that outlives the router)."""
+    sh = ["ip", "netns", "exec", ns]
+    subprocess.run([*sh, "ip", "-6", "route", "add", "default", "via", "2001:db8:9::fe", "dev", "d0", "proto", "ra",
+                    "expires", "600"], check=True)
+    (r,) = routes.default_routes(ns)
+    assert r.proto == 9 and r.expires is not None and 590 <= r.expires <= 600
+    routes.put(r.with_metrics({"initcwnd": 20}), ns)
+    routes.put(r, ns)
+    (back,) = routes.default_routes(ns)
+    assert back == r and back.expires is not None and 580 <= back.expires <= 600
+    assert "expires" in shown(ns) and "initcwnd" not in shown(ns)
+    assert routes.Route.from_json(r.as_json()).expires == r.expires
+
+
 def test_a_route_shortflow_cannot_render_is_refused_naming_the_part(ns: str) -> None:
     sh = ["ip", "netns", "exec", ns]
     subprocess.run([*sh, "ip", "route", "add", "default", "via", "10.231.9.254", "dev", "d0", "realm", "7"], check=True)

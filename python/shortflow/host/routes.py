@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
 from typing import Any
 
@@ -66,6 +66,10 @@ class Route:
     onlink: bool = False
     #: (word, value, locked), in the order the kernel lists them.
     metrics: tuple[tuple[str, int | str, bool], ...] = ()
+    #: Seconds left of a route that expires (an IPv6 route learnt from a router
+    #: advertisement): put back with it, so a restored route still expires. It counts down
+    #: between two readings, so two readings of one route are equal without it.
+    expires: int | None = field(default=None, compare=False)
 
     def args(self) -> list[str]:
         """The route as `ip route replace` takes it."""
@@ -86,6 +90,8 @@ class Route:
         for word, value, locked in self.metrics:
             shown = f"{value}ms" if word in ("rto_min", "rtt", "rttvar") else str(value)
             out += [word, *(["lock"] if locked and word != "rto_min" else []), shown]
+        if self.expires:
+            out += ["expires", str(self.expires)]
         if self.pref:
             out += ["pref", self.pref]
         return out
@@ -105,7 +111,8 @@ class Route:
     def as_json(self) -> dict[str, Any]:
         return {"family": self.family, "dev": self.dev, "gateway": self.gateway, "type": self.type,
                 "proto": self.proto, "metric": self.metric, "scope": self.scope, "prefsrc": self.prefsrc,
-                "pref": self.pref, "onlink": self.onlink, "metrics": [list(m) for m in self.metrics]}
+                "pref": self.pref, "onlink": self.onlink, "metrics": [list(m) for m in self.metrics],
+                "expires": self.expires}
 
     @classmethod
     def from_json(cls, d: object) -> Route:
@@ -114,7 +121,7 @@ class Route:
         if not isinstance(d, dict):
             raise ValueError(f"expected the route's fields as an object, found {d!r}")
         extra = set(d) - {"family", "dev", "gateway", "type", "proto", "metric", "scope", "prefsrc", "pref",
-                          "onlink", "metrics"}
+                          "onlink", "metrics", "expires"}
         if extra:
             raise ValueError(f"unknown parts {sorted(extra)}")
 
@@ -151,7 +158,14 @@ class Route:
         return cls(family=family, dev=dev, gateway=d.get("gateway"), type=want("type", str, TYPES.values()) or "unicast",
                    proto=want("proto", int), metric=want("metric", int), scope=want("scope", str, SCOPES.values()),
                    prefsrc=d.get("prefsrc"), pref=want("pref", str, PREFS.values()), onlink=bool(want("onlink", bool)),
-                   metrics=tuple(parsed))
+                   metrics=tuple(parsed), expires=want("expires", int) if family == "-6" else None)
+
+
+def _expires(attrs: dict[str, Any], family: str) -> int | None:
+    """Whole seconds left of an IPv6 route's lifetime (RTA_CACHEINFO counts in USER_HZ,
+    hundredths of a second, as `ip route` reads it), rounded up; None when it has none."""
+    left = int((attrs.get("RTA_CACHEINFO") or {}).get("rta_expires", 0))
+    return -(-left // 100) if family == "-6" and left > 0 else None
 
 
 def _from_netlink(family: str, msg: Any, names: dict[int, str]) -> Route:
@@ -179,7 +193,7 @@ def _from_netlink(family: str, msg: Any, names: dict[int, str]) -> Route:
         proto=msg["proto"], metric=attrs.get("RTA_PRIORITY"),
         scope=None if msg["scope"] == 0 else SCOPES[msg["scope"]],
         prefsrc=attrs.get("RTA_PREFSRC"), pref=PREFS.get(attrs["RTA_PREF"]) if "RTA_PREF" in attrs else None,
-        onlink=bool(msg["flags"] & RTNH_F_ONLINK),
+        onlink=bool(msg["flags"] & RTNH_F_ONLINK), expires=_expires(attrs, family),
         metrics=tuple((w, v, bool(lock & (1 << _RTAX[w]))) for w, v in metrics))
 
 
