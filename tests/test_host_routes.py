@@ -113,3 +113,14 @@ def test_a_journalled_route_shortflow_writes_is_taken(tmp_path: Path) -> None:
     j = journal.load(_journal(tmp_path, {"family": "-4", "dev": "eth0", "gateway": "10.0.0.1", "proto": 16}))
     (step,) = j.steps
     assert routes.Route.from_json(step.args["before"]).show() == "default via 10.0.0.1 dev eth0 proto dhcp"
+
+
+def test_a_journal_from_before_routes_had_parts_is_refused_saying_so(tmp_path: Path) -> None:
+    p = tmp_path / "state.json"
+    p.write_text("\n".join(json.dumps(r) for r in (
+        {"format": journal.FORMAT, "version": 1, "id": "abc123", "settings": {}},
+        {"n": 1, "op": "route", "family": "-4", "before": "default via 10.0.0.1 dev eth0",
+         "after": "default via 10.0.0.1 dev eth0 initcwnd 10"})) + "\n")
+    with pytest.raises(TuneError, match=r"line 1: written by an older shortflow \(journal version 1; this one reads 2\)"):
+        journal.load(p)
+    assert "initcwnd 10" in p.read_text(), "kept as it was"

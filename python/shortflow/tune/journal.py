@@ -30,7 +30,8 @@ from shortflow.host.routes import Route
 from shortflow.tune.settings import settable_sysctls
 
 FORMAT = "shortflow-tune-journal"
-VERSION = 1
+#: 2: a route is journalled as its parts (`host.routes.Route`), not as `ip route` text.
+VERSION = 2
 #: Where the tuner's pins may live: one directory per apply, named after its id.
 PIN_DIR = re.compile(r"^/sys/fs/bpf/sf-[0-9a-f]{6}-tune$")
 #: The tuner's temporary build directory (tempfile.mkdtemp(prefix=BUILD_PREFIX)).
@@ -221,6 +222,9 @@ def load(path: Path) -> Journal:
             raise _bad(path, i, f"expected a JSON object, found {type(rec).__name__}")
         records.append((i, rec))
     _, head = records[0]
+    if head.get("format") == FORMAT and isinstance(head.get("version"), int) and head["version"] < VERSION:
+        raise _bad(path, 1, f"written by an older shortflow (journal version {head['version']}; this one reads "
+                            f"{VERSION}): revert with that version, or put back by hand what its lines record")
     if head.get("format") != FORMAT or head.get("version") != VERSION:
         raise _bad(path, 1, f"not a shortflow tune journal (format {FORMAT!r} version {VERSION} expected)")
     if not isinstance(head.get("id"), str) or not re.fullmatch(r"[0-9a-f]{6}", head["id"]):
