@@ -7,7 +7,6 @@ refused with the reason."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import pytest
 
 from shortflow.exceptions import TuneError
 from shortflow.host import HostError, routes
-from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 from shortflow.tune import journal
 
 pytestmark = pytest.mark.netns
@@ -25,18 +23,13 @@ LOCKED = ["mtu", "lock", "1400", "advmss", "1300", "initcwnd", "10", "rto_min", 
 
 
 @pytest.fixture
-def ns():
-    name = f"{PREFIX}{(os.environ.get(RUN_ID_PREFIX_ENV, '') + '40a7e0')[:6]}-routes"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    sh = ["ip", "netns", "exec", name]
-    try:
-        for cmd in (["ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1"], ["ip", "link", "set", "d0", "up"],
-                    ["ip", "addr", "add", "10.231.9.1/24", "dev", "d0"],
-                    ["ip", "-6", "addr", "add", "2001:db8:9::1/64", "dev", "d0", "nodad"]):
-            subprocess.run([*sh, *cmd], check=True)
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
+def ns(lone_ns: str) -> str:
+    """The test's namespace with a veth end `d0` up, addressed in both families."""
+    for cmd in (["ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1"], ["ip", "link", "set", "d0", "up"],
+                ["ip", "addr", "add", "10.231.9.1/24", "dev", "d0"],
+                ["ip", "-6", "addr", "add", "2001:db8:9::1/64", "dev", "d0", "nodad"]):
+        subprocess.run(["ip", "netns", "exec", lone_ns, *cmd], check=True)
+    return lone_ns
 
 
 def shown(ns: str) -> str:

@@ -4,7 +4,6 @@ own reading of the same tcp_info) prints for the same connection."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
@@ -14,7 +13,6 @@ import time
 import pytest
 
 from shortflow.host import sockets
-from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
 
 
 def test_rtts_agree_with_ss_for_the_same_connection() -> None:
@@ -42,14 +40,12 @@ def test_rtts_agree_with_ss_for_the_same_connection() -> None:
 
 
 @pytest.mark.netns
-def test_a_listener_is_found_in_its_own_namespace_only() -> None:
-    ns = f"{PREFIX}{(os.environ.get(RUN_ID_PREFIX_ENV, '') + '50c4e7')[:6]}-sockets"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    listener = None
+def test_a_listener_is_found_in_its_own_namespace_only(lone_ns: str) -> None:
+    ns = lone_ns
+    subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
+    code = "import socket,sys,time; s=socket.create_server(('::',47123),family=socket.AF_INET6); print(1,flush=True); time.sleep(60)"
+    listener = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
-        code = "import socket,sys,time; s=socket.create_server(('::',47123),family=socket.AF_INET6); print(1,flush=True); time.sleep(60)"
-        listener = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
         assert listener.stdout is not None and listener.stdout.readline().strip() == "1"
         deadline = time.monotonic() + 5
         while not sockets.listening(47123, ns) and time.monotonic() < deadline:
@@ -59,7 +55,5 @@ def test_a_listener_is_found_in_its_own_namespace_only() -> None:
         assert not sockets.listening(47124, ns)
         assert not any(s.local.endswith(":47123") for s in sockets.tcp("listening")), "not in this namespace"
     finally:
-        if listener is not None:
-            listener.kill()
-            listener.communicate()
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+        listener.kill()
+        listener.communicate()

@@ -6,30 +6,17 @@ the journal holds each route as its parts."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
-
 pytestmark = pytest.mark.netns
 
 
-@pytest.fixture
-def ns():
-    name = f"{PREFIX}{(os.environ.get(RUN_ID_PREFIX_ENV, '') + '7a0e7e')[:6]}-tune"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
-
-
-def test_locked_routes_of_both_families_are_put_back_to_the_letter(tmp_path: Path, ns: str) -> None:
-    sh = ["ip", "netns", "exec", ns]
+def test_locked_routes_of_both_families_are_put_back_to_the_letter(tmp_path: Path, lone_ns: str) -> None:
+    sh = ["ip", "netns", "exec", lone_ns]
     for cmd in (["ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1"], ["ip", "link", "set", "d0", "up"],
                 ["ip", "addr", "add", "10.231.9.1/24", "dev", "d0"],
                 ["ip", "-6", "addr", "add", "2001:db8:9::1/64", "dev", "d0", "nodad"],

@@ -12,19 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
-
 pytestmark = pytest.mark.netns
-
-
-@pytest.fixture
-def ns():
-    name = f"{PREFIX}{(os.environ.get(RUN_ID_PREFIX_ENV, '') + '5e7500')[:6]}-set"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 def read(ns: str, key: str) -> str:
@@ -32,24 +20,24 @@ def read(ns: str, key: str) -> str:
                           check=True).stdout.strip()
 
 
-def test_set_applies_the_tables_sysctls_and_revert_restores_them(tmp_path: Path, ns: str) -> None:
+def test_set_applies_the_tables_sysctls_and_revert_restores_them(tmp_path: Path, lone_ns: str) -> None:
     keys = ("net.ipv4.tcp_syn_retries", "net.ipv4.tcp_rto_max_ms", "net.ipv4.tcp_reordering")
-    before = {k: read(ns, k) for k in keys}
+    before = {k: read(lone_ns, k) for k in keys}
     state = tmp_path / "state.json"
-    cli = ["ip", "netns", "exec", ns, sys.executable, "-m", "shortflow", "tune", "apply"]
+    cli = ["ip", "netns", "exec", lone_ns, sys.executable, "-m", "shortflow", "tune", "apply"]
     sets = ["--set", "syn_retries=3", "--set", "rto_max=60s", "--set", "dupack_threshold=5"]
     r = subprocess.run([*cli, *sets, "--dry-run"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert f"would sysctl net.ipv4.tcp_syn_retries: {before['net.ipv4.tcp_syn_retries']!r} -> '3'" in r.stdout
     assert f"would sysctl net.ipv4.tcp_rto_max_ms: {before['net.ipv4.tcp_rto_max_ms']!r} -> '60000'" in r.stdout
-    assert {k: read(ns, k) for k in keys} == before, "a dry run changes nothing"
+    assert {k: read(lone_ns, k) for k in keys} == before, "a dry run changes nothing"
 
     r = subprocess.run([*cli, *sets, "--state", str(state)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert [read(ns, k) for k in keys] == ["3", "60000", "5"]
+    assert [read(lone_ns, k) for k in keys] == ["3", "60000", "5"]
     r = subprocess.run([*cli[:-1], "revert", "--state", str(state)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert {k: read(ns, k) for k in keys} == before and not state.exists()
+    assert {k: read(lone_ns, k) for k in keys} == before and not state.exists()
 
 
 @pytest.mark.parametrize(("item", "why"), [
@@ -58,12 +46,12 @@ def test_set_applies_the_tables_sysctls_and_revert_restores_them(tmp_path: Path,
     ("syn_retries=three", "--set syn_retries=three: expected a whole number (net.ipv4.tcp_syn_retries)"),
     ("timestamps=0", "--set 'timestamps=0': expected NAME=VALUE with NAME one of dupack_threshold, rto_max, syn_retries"),
 ])
-def test_set_refuses_what_the_table_does_not_take_and_changes_nothing(tmp_path: Path, ns: str, item: str,
+def test_set_refuses_what_the_table_does_not_take_and_changes_nothing(tmp_path: Path, lone_ns: str, item: str,
                                                                       why: str) -> None:
-    before = read(ns, "net.ipv4.tcp_syn_retries")
+    before = read(lone_ns, "net.ipv4.tcp_syn_retries")
     state = tmp_path / "state.json"
-    cli = ["ip", "netns", "exec", ns, sys.executable, "-m", "shortflow", "tune", "apply", "--set", item,
+    cli = ["ip", "netns", "exec", lone_ns, sys.executable, "-m", "shortflow", "tune", "apply", "--set", item,
            "--state", str(state)]
     r = subprocess.run(cli, capture_output=True, text=True, env={**os.environ, "COLUMNS": "400"})
     assert r.returncode == 2 and why in " ".join(r.stderr.split()), r.stderr
-    assert read(ns, "net.ipv4.tcp_syn_retries") == before and not state.exists()
+    assert read(lone_ns, "net.ipv4.tcp_syn_retries") == before and not state.exists()
