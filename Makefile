@@ -6,8 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # Debian packages: the real peers (tshark, tcptrace), capture and namespace tools for the
-# real-kernel tests, clang/bpftool for the BPF programs, Debian's chromium for the report's
-# test, and for `watch`'s tests a real Prometheus and tcpreplay (load replayed onto a veth).
+# real-kernel tests, clang for the BPF program (bpftool: the tests' peer that reads what the
+# loader did), Debian's chromium for the report's test, and for `watch`'s tests a real
+# Prometheus and tcpreplay (load replayed onto a veth).
 DEB_PACKAGES := tshark tcptrace tcpdump chromium iproute2 iptables nftables clang llvm libbpf-dev bpftool nginx-light curl prometheus tcpreplay
 
 # Only for `make bench`: ns-3, the simulator's peer (and what its pkg-config links need).

@@ -59,3 +59,17 @@ def no_leftovers_of_the_project():
     yield
     new = leaked(before, snapshot(), tag)
     assert not new, f"tests left these behind: {new}"
+
+
+@pytest.fixture
+def lone_ns():
+    """A network namespace of the test's own (`sf-<run id>-lone`, only a loopback in it),
+    deleted on every exit path."""
+    from shortflow.host.runid import fresh_run_id
+
+    name = f"sf-{fresh_run_id()}-lone"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)

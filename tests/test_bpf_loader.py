@@ -184,3 +184,33 @@ def test_counters_are_named_by_the_pinned_maps_own_btf(loaded: tuple[Path, Path,
         enter = f"import os; open('{cgroup}/cgroup.procs', 'w').write(str(os.getpid()))\n"
         subprocess.run([sys.executable, "-c", enter + probe], check=True, timeout=30)
     assert bpf.counters(pins)["matched"] >= 2, "the active and the passive end each called the program"
+
+
+@needs_root
+def test_maps_are_written_as_their_btf_lays_them_out(loaded: tuple[Path, Path, int]) -> None:
+    """The configuration and the prefix tries written through the loader, read back as the
+    kernel holds them (`bpftool map dump`, a peer), and a struct whose members differ from
+    the map's BTF refused naming them, the map unchanged."""
+    import ipaddress
+    import struct
+
+    pins, _, _ = loaded
+    c = bpf.Config(syn_rto_jiffies=50, iw_segments=4, rto_min_us=50_000, port=443, timer_min_us=8000)
+    bpf.write_config(pins, c)
+    dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "pinned", str(pins / "tune_config")],
+                                     capture_output=True, text=True, check=True).stdout)
+    value = bytes(int(b, 16) for b in dump[0]["value"])
+    assert struct.unpack("<9I", value) == (50, 4, 50_000, 0, 0, 0, 0, 443, 8000)
+    net4, net6 = ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("2001:db8::/32")
+    bpf.write_prefixes(pins, {net4: bpf.PrefixValue(10, 25), net6: bpf.PrefixValue(4, 0)})
+    (k4, v4), = _core.bpf_map_entries(str(pins / "tune_prefix4"))
+    assert k4 == struct.pack("<I", 8) + bytes([10, 0, 0, 0]) and struct.unpack("<2I", v4) == (10, 25)
+    (k6, v6), = _core.bpf_map_entries(str(pins / "tune_prefix6"))
+    assert k6[:4] == struct.pack("<I", 32) and struct.unpack("<2I", v6) == (4, 0)
+    bpf.write_prefixes(pins, {net6: bpf.PrefixValue(4, 0)})
+    assert _core.bpf_map_entries(str(pins / "tune_prefix4")) == [], "a prefix no longer asked for is deleted"
+    with pytest.raises(OSError, match=r"not in the program: \[iw\]; not given: \[iw_segments\]"):
+        _core.bpf_map_update_struct(str(pins / "tune_prefix6"), k6, [("iw", 1), ("syn_rto_jiffies", 2)])
+    with pytest.raises(OSError, match="takes 20-byte keys"):
+        _core.bpf_map_update(str(pins / "tune_prefix6"), b"short", bytes(8))
+    assert _core.bpf_map_entries(str(pins / "tune_prefix6")) == [(k6, v6)]

@@ -4,7 +4,6 @@ program's configuration layout (shared by `tune` and the testbed)."""
 from __future__ import annotations
 
 import os
-import struct
 import subprocess
 import sys
 import time
@@ -99,13 +98,15 @@ def test_a_host_lock_names_its_holder_and_goes_with_it(tmp_path, monkeypatch):
     lock.release()
 
 
-def test_config_packs_struct_config_and_refuses_what_does_not_fit():
+def test_config_names_struct_configs_members_and_refuses_what_does_not_fit():
     c = bpf.Config(syn_rto_jiffies=750, port=443, timer_min_us=8000)
-    assert struct.unpack("<9I", c.pack()) == (750, 0, 0, 0, 0, 0, 0, 443, 8000)
+    assert c.fields() == [("syn_rto_jiffies", 750), ("iw_segments", 0), ("rto_min_us", 0), ("delack_max_us", 0),
+                          ("sfr_factor_pct", 0), ("sfr_cutout_bytes", 0), ("sfr_restore_us", 0), ("port", 443),
+                          ("timer_min_us", 8000)]
     with pytest.raises(HostError, match="syn_rto_jiffies = 4294967296"):
-        bpf.Config(syn_rto_jiffies=1 << 32).pack()
+        bpf.Config(syn_rto_jiffies=1 << 32).fields()
     with pytest.raises(HostError, match="port = -1"):
-        bpf.Config(port=-1).pack()
+        bpf.Config(port=-1).fields()
 
 
 def test_testbed_role_cgroups_are_told_apart_from_a_tuners_scope():

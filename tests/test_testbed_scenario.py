@@ -116,10 +116,16 @@ def test_refusals_name_key_and_file(tmp_path, body, words):
         assert w in msg
 
 
-def test_syn_rto_without_bpf_tools_is_refused(tmp_path, monkeypatch):
+def test_syn_rto_without_the_bpf_program_is_refused(tmp_path, monkeypatch):
+    from shortflow import _core
+
+    scenario = write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nsyn_rto = "3s"\n')
     monkeypatch.setattr("shutil.which", lambda name: None)
-    with pytest.raises(ScenarioError, match=r"client\.syn_rto: a SYN RTO of 3000ms needs BPF"):
-        load(write(tmp_path, '[path]\nrtt = "20ms"\n[client]\nsyn_rto = "3s"\n'))
+    # The program built with the extension is loaded by its own loader: no clang, no bpftool.
+    assert _core.bpf_object("tune") is not None and load(scenario).plan.client.syn_rto_s == 3.0
+    monkeypatch.setattr(_core, "bpf_object", lambda name: None)
+    with pytest.raises(ScenarioError, match=r"client\.syn_rto: a SYN RTO of 3000ms needs the tuner's BPF program"):
+        load(scenario)
 
 
 def test_cli_bad_scenario_exits_2_with_message(tmp_path):

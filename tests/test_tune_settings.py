@@ -6,7 +6,6 @@ test_tune_effects.py. (Written to kill the mutants `cosmic-ray` left alive: BENC
 from __future__ import annotations
 
 import ipaddress
-import struct
 from pathlib import Path
 
 import pytest
@@ -86,7 +85,7 @@ def test_quickack_and_slow_start_after_idle_refuse_a_scope():
 
 def test_apply_warns_what_a_knob_will_not_do():
     assert notices(TuneSettings(iw=4, sfr_factor=2.0), None, "bbr") == []
-    (q,) = notices(TuneSettings(quickack=True), [("-4", "default via 10.0.0.1 dev eth0")], "cubic")
+    (q,) = notices(TuneSettings(quickack=True), [routes.Route("-4", "eth0", "10.0.0.1")], "cubic")
     assert "default via 10.0.0.1 dev eth0" in q
     (q,) = notices(TuneSettings(quickack=True), [], "cubic")
     assert "(none)" in q
@@ -114,31 +113,26 @@ def test_status_explains_each_refused_knob():
     assert "TCP_BPF_RTO_MIN" in lines[1] and "2 times" in lines[1] and "TCP_TIMEOUT_MIN" in lines[1]
 
 
-def test_config_map_value_matches_struct_config(monkeypatch):
-    """The loader packs `struct config` of tune.bpf.c field by field."""
-    from shortflow.host import bpf
-
-    calls = []
-    monkeypatch.setattr(bpf, "bpftool", lambda *a: calls.append(a) or "")
+def test_config_of_the_settings_field_by_field():
+    """What tune writes into `struct config` of tune.bpf.c, member by member (the map's
+    bytes, laid out by its BTF, are checked on the kernel in test_bpf_loader.py)."""
     s = TuneSettings(syn_rto_s=0.2, iw=4, rto_min_s=0.05, delack_max_s=0.01, sfr_factor=2.5, sfr_cutout_bytes=9000, port=443)
-    program.write_config(Path("/pins"), s, HZ)
-    (args,) = calls
-    value = bytes(int(b, 16) for b in args[args.index("value") + 1:])
-    assert struct.unpack("<9I", value) == (50, 4, 50_000, 10_000, 250, 9000, 50_000, 443, 8000)
-    calls.clear()
-    program.write_config(Path("/pins"), TuneSettings(iw=10), 1000)
-    value = bytes(int(b, 16) for b in calls[0][calls[0].index("value") + 1:])
-    assert struct.unpack("<9I", value) == (0, 10, 0, 0, 0, 0, program.DEFAULT_RTO_MIN_US, 0, 2000)
+    assert [v for _, v in program.config_of(s, HZ).fields()] == [50, 4, 50_000, 10_000, 250, 9000, 50_000, 443, 8000]
+    assert [v for _, v in program.config_of(TuneSettings(iw=10), 1000).fields()] == \
+        [0, 10, 0, 0, 0, 0, program.DEFAULT_RTO_MIN_US, 0, 2000]
 
 
-def test_route_lines_round_trip():
-    shown = "default via 10.0.0.1 dev eth0 proto dhcp linkdown rto_min lock 300ms initcwnd 4"
-    assert routes.replaceable(shown) == ["default", "via", "10.0.0.1", "dev", "eth0", "proto", "dhcp",
-                                         "rto_min", "300ms", "initcwnd", "4"]
-    assert routes._without(["a", "initcwnd", "lock", "4", "b", "quickack", "1"], {"initcwnd", "quickack"}) == ["a", "b"]
+def test_route_metrics_asked_for_and_a_route_rendered_from_its_parts():
     s = TuneSettings(iw=20, rto_min_s=0.05, quickack=True)
-    assert routes.route_options(s, with_iw_and_rto=True) == ["initcwnd", "20", "rto_min", "50ms", "quickack", "1"]
-    assert routes.route_options(s, with_iw_and_rto=False) == ["quickack", "1"]
+    assert routes.route_options(s, with_iw_and_rto=True) == {"initcwnd": 20, "rto_min": 50, "quickack": 1}
+    assert routes.route_options(s, with_iw_and_rto=False) == {"quickack": 1}
+    r = routes.Route("-4", "eth0", "10.0.0.1", proto=16, metric=100,
+                     metrics=(("mtu", 1400, True), ("rto_min", 300, True), ("congctl", "cubic", True)))
+    # rto_min is always locked and `ip route` takes no `lock` before it; the others keep theirs.
+    assert r.show() == "default via 10.0.0.1 dev eth0 proto dhcp metric 100 mtu lock 1400 rto_min 300ms congctl lock cubic"
+    assert r.with_metrics({"initcwnd": 20, "mtu": 1300, "quickack": 0}).show() == \
+        "default via 10.0.0.1 dev eth0 proto dhcp metric 100 mtu 1300 initcwnd 20 rto_min 300ms congctl lock cubic"
+    assert routes.Route.from_json(r.as_json()) == r
 
 
 def test_what_needs_the_bpf_program_and_what_is_nothing():

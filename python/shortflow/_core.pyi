@@ -180,9 +180,6 @@ def resolve_scenario(scenario_text: str, source_name: str, overrides: Sequence[s
 def stack_profiles() -> str:
     """The named stack profiles as JSON text: {name: {"source": citation, "config": StackConfig}}."""
 
-def linux_knobs() -> str:
-    """Every StackConfig field with its Linux knob, as JSON text: [{"field", "kind", "knob"}]."""
-
 def kernel_knobs() -> str:
     """The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text: {"knobs", "constants"}."""
 
@@ -263,6 +260,15 @@ def bpf_map_entries(path: str) -> list[tuple[bytes, bytes]]:
 
 def bpf_map_value_layout(path: str) -> list[tuple[str, int, int]]:
     """The layout of the value of the map pinned at `path`, from the map's own BTF: (name, offset, size)."""
+
+def bpf_map_update(path: str, key: bytes, value: bytes) -> None:
+    """Sets `key` of the map pinned at `path` to `value`."""
+
+def bpf_map_delete(path: str, key: bytes) -> bool:
+    """Deletes `key` from the map pinned at `path`; False when it held no such key."""
+
+def bpf_map_update_struct(path: str, key: bytes, fields: list[tuple[str, int]]) -> None:
+    """Sets `key` of the map pinned at `path` to the struct whose members are `fields`, laid out as the map's own BTF says."""
 
 def bpf_sock_ops_tree(root: str) -> list[tuple[str, list[int]]]:
     """Every cgroup under `root` with sock_ops programs attached to it, and their ids."""

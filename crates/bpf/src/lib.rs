@@ -8,12 +8,14 @@
 //! - `attach_held`: a link held by a file descriptor of this process, pinned nowhere, so the
 //!   program leaves the cgroup when the process ends, however it ends.
 //!
-//! The layouts the host writes into the program's maps (`struct config`) are read from the
-//! object's own BTF (`btf::struct_layout`), so a loader and a program that disagree fail at
-//! load with the fields that differ, not silently in the kernel.
+//! The layouts the host writes into the program's maps (`struct config`, `struct
+//! prefix_value`) are read from BTF — the object's at load (`btf::struct_layout`), the
+//! pinned map's at each write (`maps::update_struct`) — so a writer and a program that
+//! disagree fail with the members that differ, not silently in the kernel.
 
 pub mod btf;
 mod load;
+pub mod maps;
 pub mod query;
 mod sys;
 

@@ -13,12 +13,12 @@ use crate::BpfError;
 /// Map types whose values are one per possible CPU.
 const PERCPU_TYPES: [u32; 3] = [5, 6, 10]; // PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH
 
-fn io(what: &'static str, at: impl std::fmt::Display, e: std::io::Error) -> BpfError {
+pub(crate) fn io(what: &'static str, at: impl std::fmt::Display, e: std::io::Error) -> BpfError {
     BpfError::Kernel { what, path: at.to_string(), error: e.to_string() }
 }
 
 /// The object pinned at `path` (BPF_OBJ_GET).
-fn open_pinned(path: &Path) -> Result<OwnedFd, BpfError> {
+pub(crate) fn open_pinned(path: &Path) -> Result<OwnedFd, BpfError> {
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| io("opening", path.display(), std::io::Error::other(e)))?;
     let mut attr = [0u64; 16];
     attr[0] = c.as_ptr() as u64;
@@ -72,16 +72,16 @@ pub fn pinned_program(path: &Path) -> Result<Program, BpfError> {
     program_of(&fd).map_err(|e| io("describing the program pinned at", path.display(), e))
 }
 
-struct MapInfo {
+pub(crate) struct MapInfo {
     kind: u32,
-    key_size: usize,
-    value_size: usize,
+    pub(crate) key_size: usize,
+    pub(crate) value_size: usize,
     name: String,
     btf_id: u32,
     btf_value_type_id: u32,
 }
 
-fn map_info(fd: &OwnedFd) -> std::io::Result<MapInfo> {
+pub(crate) fn map_info(fd: &OwnedFd) -> std::io::Result<MapInfo> {
     // struct bpf_map_info: type @0, id @4, key_size @8, value_size @12, max_entries @16,
     // map_flags @20, name[16] @24, …, btf_id @64, btf_key_type_id @68, btf_value_type_id @72.
     let mut buf = [0u64; 16];

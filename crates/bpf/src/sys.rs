@@ -4,6 +4,8 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub const MAP_LOOKUP_ELEM: libc::c_long = 1;
+pub const MAP_UPDATE_ELEM: libc::c_long = 2;
+pub const MAP_DELETE_ELEM: libc::c_long = 3;
 pub const MAP_GET_NEXT_KEY: libc::c_long = 4;
 pub const OBJ_PIN: libc::c_long = 6;
 pub const OBJ_GET: libc::c_long = 7;

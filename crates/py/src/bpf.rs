@@ -90,6 +90,25 @@ fn bpf_map_value_layout(path: &str) -> PyResult<Vec<(String, u32, u32)>> {
     Ok(members.into_iter().map(|m| (m.name, m.offset, m.size)).collect())
 }
 
+/// Sets `key` of the map pinned at `path` to `value`.
+#[pyfunction]
+fn bpf_map_update(py: Python<'_>, path: &str, key: &[u8], value: &[u8]) -> PyResult<()> {
+    py.detach(|| shortflow_bpf::maps::update(Path::new(path), key, value)).map_err(os_error)
+}
+
+/// Deletes `key` from the map pinned at `path`; False when it held no such key.
+#[pyfunction]
+fn bpf_map_delete(py: Python<'_>, path: &str, key: &[u8]) -> PyResult<bool> {
+    py.detach(|| shortflow_bpf::maps::delete(Path::new(path), key)).map_err(os_error)
+}
+
+/// Sets `key` of the map pinned at `path` to the struct whose members are `fields` (name →
+/// value), laid out as the map's own BTF says; OSError naming the members that differ.
+#[pyfunction]
+fn bpf_map_update_struct(py: Python<'_>, path: &str, key: &[u8], fields: Vec<(String, u64)>) -> PyResult<()> {
+    py.detach(|| shortflow_bpf::maps::update_struct(Path::new(path), key, &fields)).map_err(os_error)
+}
+
 /// Every cgroup under `root` with sock_ops programs attached to it: [(path, [program ids])].
 #[pyfunction]
 fn bpf_sock_ops_tree(root: &str) -> PyResult<Vec<(String, Vec<u32>)>> {
@@ -150,5 +169,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bpf_sock_ops_tree, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_detach_attached, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_map_value_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_map_update, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_map_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_map_update_struct, m)?)?;
     m.add_class::<BpfLink>()
 }

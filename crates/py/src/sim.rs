@@ -68,13 +68,7 @@ fn stack_profiles() -> String {
     serde_json::Value::Object(all).to_string()
 }
 
-/// Every StackConfig field with its Linux knob, as JSON text: [{field, kind, knob}].
-#[pyfunction]
-fn linux_knobs() -> String {
-    serde_json::to_string(shortflow_scenario::profile::LINUX_KNOBS).expect("plain data")
-}
-
-/// The knobs shortflow sets on a running kernel and Linux's timer constants, as JSON text
+/// Every Linux knob behind a stack-profile field and Linux's timer constants, as JSON text
 /// (`shortflow_scenario::kernel::table_json`).
 #[pyfunction]
 fn kernel_knobs() -> String {
@@ -159,7 +153,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(stack_profiles, m)?)?;
-    m.add_function(wrap_pyfunction!(linux_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_keys, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_keys_markdown, m)?)?;

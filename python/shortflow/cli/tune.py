@@ -35,8 +35,10 @@ def _duration(flag: str, text: str | None) -> float | None:
 
 
 def _settings(syn_rto: str | None, iw: int | None, iw_map: Path | None, rto_min: str | None, delack_max: str | None,
-              quickack: bool, ssai: str | None, sfr_factor: float | None, sfr_cutout: str, scope: list[str]) -> TuneSettings:
+              quickack: bool, ssai: str | None, sfr_factor: float | None, sfr_cutout: str, scope: list[str],
+              sets: list[str]) -> TuneSettings:
     from shortflow.tune import TuneSettings, load_prefixes
+    from shortflow.tune.settings import parse_set
 
     s = TuneSettings(syn_rto_s=_duration("--syn-rto", syn_rto), iw=iw, rto_min_s=_duration("--rto-min", rto_min),
                      delack_max_s=_duration("--delack-max", delack_max), quickack=quickack, sfr_factor=sfr_factor)
@@ -58,6 +60,12 @@ def _settings(syn_rto: str | None, iw: int | None, iw_map: Path | None, rto_min:
             s.port = int(value)
         else:
             fail(TuneError(f"--scope {item!r}: expected cgroup=PATH or port=N"), 2)
+    for item in sets:
+        try:
+            name, amount = parse_set(item)
+        except TuneError as e:
+            fail(e, 2)
+        s.sysctls[name] = amount
     if iw_map is not None:
         try:
             s.prefixes = load_prefixes(iw_map)
@@ -65,7 +73,7 @@ def _settings(syn_rto: str | None, iw: int | None, iw_map: Path | None, rto_min:
             fail(e, 2)
     if s.empty():
         fail(TuneError("nothing to apply: give at least one of --syn-rto, --iw, --iw-map, --rto-min, "
-                       "--delack-max, --quickack, --slow-start-after-idle, --sfr-factor"), 2)
+                       "--delack-max, --quickack, --slow-start-after-idle, --sfr-factor, --set"), 2)
     return s
 
 
@@ -83,6 +91,8 @@ def apply_cmd(
     sfr_factor: Annotated[Optional[float], typer.Option("--sfr-factor", help="Super Fast Retransmit: min RTO = handshake RTT x this.")] = None,
     sfr_cutout: Annotated[str, typer.Option("--sfr-cutout", help="... until this many bytes are acknowledged.")] = "64kB",
     scope: Annotated[Optional[list[str]], typer.Option("--scope", help="cgroup=PATH (default: the cgroup v2 root) and/or port=N.")] = None,
+    sets: Annotated[Optional[list[str]], typer.Option("--set", help="A sysctl of the kernel table by its row's name "
+                                                       "(syn_retries=3, rto_max=60s; an unknown name lists them).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would change; change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Apply values refused as unsafe.")] = False,
     fallback: Annotated[Optional[str], typer.Option("--fallback", help="routes: route metrics and sysctls only, no BPF.")] = None,
@@ -91,10 +101,11 @@ def apply_cmd(
 ) -> None:
     """Apply start-up settings (BPF sock_ops on a cgroup; route metrics and sysctls), journalled."""
     from shortflow import tune
+    from shortflow.tune.routes import shown
 
     if fallback not in (None, "routes"):
         fail(TuneError(f"--fallback {fallback!r}: the only fallback is `routes`"), 2)
-    s = _settings(syn_rto, iw, iw_map, rto_min, delack_max, quickack, ssai, sfr_factor, sfr_cutout, scope or [])
+    s = _settings(syn_rto, iw, iw_map, rto_min, delack_max, quickack, ssai, sfr_factor, sfr_cutout, scope or [], sets or [])
     try:
         if dry_run:
             p = tune.plan(s, fallback_routes=fallback == "routes", force=force)
@@ -118,7 +129,7 @@ def apply_cmd(
     if bpf:
         say(f"attached BPF program {bpf['prog_id']} to {bpf['cgroup']} (pins {bpf['pin_dir']})")
     for c in result["changes"]:
-        say(f"{c['kind']}: {c['before']!r} -> {c['after']!r}")
+        say(f"{c['kind']}: {shown(c, 'before')!r} -> {shown(c, 'after')!r}")
     for n in result.get("notices", []):
         warn(n)
     for line in (bpf or {}).get("selfcheck_refusals", []):
@@ -153,6 +164,7 @@ def status_cmd(
     """What is applied, whether the program is still attached, and its counters (exit 0
     whenever it can say so; 1 when the state file cannot be read or trusted)."""
     from shortflow import tune
+    from shortflow.tune.routes import shown
 
     try:
         st = tune.status(state_path=state)
@@ -179,6 +191,7 @@ def status_cmd(
     say(f"applied {st['applied']} (id {st['id']})")
     rows = [[k, str(s[k])] for k in ("syn_rto_s", "iw", "rto_min_s", "delack_max_s", "quickack", "slow_start_after_idle",
                                      "sfr_factor", "port", "cgroup") if s.get(k) not in (None, False)]
+    rows += [[f"set {name}", f"{value:g}"] for name, value in s.get("sysctls", {}).items()]
     rows += [[f"prefix {p['network']}", f"iw={p['iw']} syn_rto_s={p['syn_rto_s']}"] for p in s.get("prefixes", [])]
     emit_table("", ["setting", "value"], rows)
     bpf = st.get("bpf")
@@ -190,7 +203,7 @@ def status_cmd(
         for line in bpf.get("refusals", []):
             warn(f"refused: {line}")
     for c in st["changes"]:
-        say(f"{c['kind']}: {c['before']!r} -> {c['after']!r}")
+        say(f"{c['kind']}: {shown(c, 'before')!r} -> {shown(c, 'after')!r}")
     for n in st.get("notices", []):
         warn(n)
 

@@ -4,9 +4,12 @@ pip-installed package needs no clang) or compiled with clang as a fallback, load
 pinned by the extension's loader (aya, `shortflow-bpf`), attached to a cgroup through a BPF
 link — pinned beside the program (`attach`: it outlives the command) or held by this
 process (`attach_held`: it goes when the process does) — and configured through its
-pinned maps while it stays attached. Its `struct config` layout is read from the object's
-BTF at load and checked against `Config`. Both `tune` and the testbed (for a scenario's
-SYN RTO) use it; neither knows the layout of its maps.
+pinned maps while it stays attached, written by the same loader. Its `struct config` is
+checked against `Config` in the object's BTF at load, and every struct written into a map
+is laid out by the map's own BTF (member names, offsets and sizes): a program and this
+writer built apart fail naming the members that differ. Both `tune` and the testbed (for
+a scenario's SYN RTO) use it; neither knows the layout of its maps. No bpftool: clang only
+compiles the program where the extension was built without it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +70,12 @@ class Config:
     port: int = 0
     timer_min_us: int = 0
 
-    def pack(self) -> bytes:
-        fields = (self.syn_rto_jiffies, self.iw_segments, self.rto_min_us, self.delack_max_us, self.sfr_factor_pct,
-                  self.sfr_cutout_bytes, self.sfr_restore_us, self.port, self.timer_min_us)
-        for name, v in zip(Config.__dataclass_fields__, fields, strict=True):
+    def fields(self) -> list[tuple[str, int]]:
+        """The members by name, each checked to fit the program's 32-bit field."""
+        for name, v in asdict(self).items():
             if not 0 <= v < 1 << 32:
                 raise HostError(f"BPF config {name} = {v} does not fit the program's 32-bit field")
-        return struct.pack("<9I", *fields)
+        return list(asdict(self).items())
 
 
 @dataclass(frozen=True)
@@ -82,10 +84,6 @@ class PrefixValue:
 
     iw_segments: int = 0
     syn_rto_jiffies: int = 0
-
-
-def bpftool(*args: str) -> str:
-    return run(["bpftool", *args], timeout=60).stdout
 
 
 def needs_bpffs() -> bool:
@@ -112,6 +110,13 @@ def ensure_bpffs() -> bool:
     return True
 
 
+def available() -> bool:
+    """Whether the program can be had: built with the extension, or clang to compile it."""
+    from shortflow import _core
+
+    return _core.bpf_object("tune") is not None or shutil.which("clang") is not None
+
+
 def program_object(build_dir: Path | None = None) -> Path:
     """The program's object, written into `build_dir` (default: a new temporary directory
     `shortflow-tune-*`): the one built with the extension module when there is one,
@@ -125,9 +130,9 @@ def program_object(build_dir: Path | None = None) -> Path:
         obj.write_bytes(built)
         return obj
     clang = shutil.which("clang")
-    if clang is None or shutil.which("bpftool") is None:
+    if clang is None:
         raise HostError("the extension module was built without the BPF program, and compiling it needs clang "
-                        "and bpftool (`make deps` installs them)")
+                        "(`make deps` installs it)")
     if not SOURCE.is_file():
         raise HostError(f"the extension module was built without the BPF program, and {SOURCE} is missing")
     triple = run(["gcc", "-dumpmachine"], check=False).stdout.strip() or "x86_64-linux-gnu"
@@ -179,13 +184,18 @@ def prog_id(pin_dir: Path) -> int:
         raise HostError(str(e)) from None
 
 
-def _hex(data: bytes) -> list[str]:
-    return [f"0x{b:02x}" for b in data]
+def _write(path: Path, key: bytes, fields: list[tuple[str, int]]) -> None:
+    from shortflow import _core
+
+    try:
+        _core.bpf_map_update_struct(str(path), key, fields)
+    except OSError as e:
+        raise HostError(str(e)) from None
 
 
 def write_config(pin_dir: Path, config: Config) -> None:
-    bpftool("map", "update", "pinned", str(pin_dir / "tune_config"), "key", *_hex(bytes(4)), "value",
-            *_hex(config.pack()))
+    """Sets the program's configuration (`tune_config`'s one entry)."""
+    _write(pin_dir / "tune_config", bytes(4), config.fields())
 
 
 def _prefix_key(net: Network) -> bytes:
@@ -194,15 +204,19 @@ def _prefix_key(net: Network) -> bytes:
 
 def write_prefixes(pin_dir: Path, prefixes: Mapping[Network, PrefixValue]) -> None:
     """Makes the two LPM tries hold exactly `prefixes` (entries not in it are deleted)."""
+    from shortflow import _core
+
     for family, name in ((4, "tune_prefix4"), (6, "tune_prefix6")):
-        path = str(pin_dir / name)
+        path = pin_dir / name
         wanted = {_prefix_key(net): v for net, v in prefixes.items() if net.version == family}
-        for key, _ in _entries(pin_dir / name):
+        for key, _ in _entries(path):
             if key not in wanted:
-                bpftool("map", "delete", "pinned", path, "key", *_hex(key))
+                try:
+                    _core.bpf_map_delete(str(path), key)
+                except OSError as e:
+                    raise HostError(str(e)) from None
         for key, v in wanted.items():
-            bpftool("map", "update", "pinned", path, "key", *_hex(key), "value",
-                    *_hex(struct.pack("<2I", v.iw_segments, v.syn_rto_jiffies)))
+            _write(path, key, list(asdict(v).items()))
 
 
 def attach(cgroup: Path, pin_dir: Path) -> None:

@@ -1,6 +1,7 @@
 """The kernel knobs shortflow sets, made concrete for the kernel it runs on: the table
-(`_core.kernel_knobs()`, defined once in crates/scenario) gives each knob's setter, unit
-and range, with bounds in jiffies where the kernel counts in them; this module turns them
+(`_core.kernel_knobs()`, defined once in crates/scenario) gives each stack-profile field's
+setters (or `fixed`: the kernel's own code), with unit, range and Linux's default, bounds in
+jiffies where the kernel counts in them; this module turns them
 into seconds at the running kernel's HZ (`kernel_hz`), checks a value against them,
 encodes it the way the kernel is handed it, and sets sysctls and route metrics
 (`set_sysctl`, `set_route`; a BPF field goes into the program's configuration, which
@@ -43,12 +44,18 @@ def seconds(name: str) -> float:
 
 @dataclass(frozen=True)
 class Knob:
+    """One row: `field` is the stack-profile field the simulator takes the value from,
+    `name` the setting as users name it, `set_by` one of sysctl, route_metric, bpf_field,
+    module_parameter, fixed; `min`/`max`/`linux` ({"ns"|"jiffies"|"count": n}) may be None."""
+
+    field: str
     name: str
     set_by: str
     knob: str
     encoding: str
-    min: dict[str, int]
-    max: dict[str, int]
+    min: dict[str, int] | None
+    max: dict[str, int] | None
+    linux: dict[str, int] | None
     limit: str
     read_back: str
 
@@ -60,11 +67,20 @@ class Knob:
             return v / hz
         return float(v)
 
+    @property
+    def bounded(self) -> bool:
+        return self.min is not None and self.max is not None
+
     def limits(self, hz: int) -> tuple[float, float]:
         """The range the kernel takes: seconds for a time (at `hz`), else a count."""
+        if self.min is None or self.max is None:
+            raise HostError(f"{self.knob} has no range in the kernel table")
         return self._bound(self.min, hz), self._bound(self.max, hz)
 
     def takes(self, value: float, hz: int) -> bool:
+        """Whether the kernel takes `value` (a knob without a range takes what its field allows)."""
+        if not self.bounded:
+            return True
         lo, hi = self.limits(hz)
         return lo <= value <= hi
 
@@ -110,11 +126,16 @@ def knobs() -> list[Knob]:
     return [Knob(**k) for k in _table()["knobs"]]
 
 
+def for_field(field: str) -> list[Knob]:
+    """The rows of stack-profile field `field`, in the table's order."""
+    return [k for k in knobs() if k.field == field]
+
+
 def set_sysctl(key: str, value: str | int, ns: str | None = None) -> None:
     """Writes sysctl `key` in namespace `ns` (None: this one). A sysctl of the table is held
     to its range first: HostError naming the knob and the range, before the kernel is asked."""
     for k in knobs():
-        if k.set_by == "sysctl" and k.knob == key and isinstance(value, int):
+        if k.set_by == "sysctl" and k.knob == key and k.bounded and isinstance(value, int):
             hz = kernel_hz()
             if not k.takes(k.decode(value, hz), hz):
                 lo, hi = k.limits(hz)
@@ -126,3 +147,9 @@ def set_route(route: list[str], *, family: str | None = None, ns: str | None = N
     """Sets a route with its metrics (`… initcwnd 10 rto_min 50ms quickack 1`): the setter of
     every route-metric knob, each already encoded (`Knob.encode`)."""
     routes.replace(route, family=family, ns=ns)
+
+
+def put_route(route: routes.Route, ns: str | None = None) -> None:
+    """Sets `route` exactly as it stands, metrics and locks: how tune changes a default route's
+    route-metric knobs and puts the route back."""
+    routes.put(route, ns)

@@ -2,9 +2,10 @@
 this kernel can set, either becomes a setting in the plan or refuses the run naming the
 field and why. Never a silent difference between the simulator and the kernel.
 
-How a field is set comes from the scenario model (`_core.linux_knobs()`: the sysctl, route
-metric or BPF hook of each `StackConfig` field) and the kernel's own behaviour is the `linux`
-profile (`_core.stack_profiles()`), both defined once in crates/scenario. A field Linux has
+How a field is set comes from the kernel table (`shortflow.host.knobs`: the sysctl, route
+metric or BPF field of each `StackConfig` field, with its range) and the kernel's own
+behaviour is the `linux` profile (`_core.stack_profiles()`, whose defaults are the table's),
+both defined once in crates/scenario. A field Linux has
 no knob for is accepted only when it equals the kernel's behaviour, or when it cannot act in
 this scenario (e.g. a receiver's ACK policy when it receives a single segment): the plan
 says which, so `shortflow testbed plan` shows every decision.
@@ -15,14 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import platform
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from shortflow import _core
 from shortflow.exceptions import ScenarioError
-from shortflow.host import knobs, sysctl
+from shortflow.host import bpf, knobs, sysctl
 from shortflow.host.kernel import kernel_hz
 
 MS = 1_000_000
@@ -100,9 +100,14 @@ def linux_profile() -> dict[str, Any]:
     return json.loads(_core.stack_profiles())["linux"]["config"]  # type: ignore[no-any-return]
 
 
-@functools.cache
-def linux_knobs() -> dict[str, dict[str, str]]:
-    return {k["field"]: k for k in json.loads(_core.linux_knobs())}
+def linux_knobs() -> dict[str, knobs.Knob]:
+    """Each stack-profile field's row realize sets it by: its sysctl where it has one (a
+    sysctl is per namespace, as the testbed's hosts are), else its first row."""
+    out: dict[str, knobs.Knob] = {}
+    for k in knobs.knobs():
+        if k.field not in out or (k.set_by == "sysctl" and out[k.field].set_by != "sysctl"):
+            out[k.field] = k
+    return out
 
 
 def _get(cfg: dict[str, Any], dotted: str) -> Any:
@@ -121,7 +126,7 @@ def _range(k: knobs.Knob, hz: int, joiner: str = "and") -> str:
 
 
 def _have_bpf_tools() -> bool:
-    return bool(shutil.which("bpftool") and shutil.which("clang"))
+    return bpf.available()
 
 
 def _have_sysctl(name: str) -> bool:
@@ -267,22 +272,21 @@ class _Realizer:
             v, d = _get(h, f), _get(lin, f)
             if f in MODEL_ONLY:
                 hz = kernel_hz()
-                knob = f"{k['knob']}={hz}" if f == "jiffy" else k["knob"]
+                knob = f"{k.knob}={hz}" if f == "jiffy" else k.knob
                 self.decide(key(f), "model only", knob, json.dumps(v), MODEL_ONLY[f].format(hz=hz, jiffy_ms=1000 / hz))
-            elif k["kind"] == "sysctl":
-                self.sysctl(side, f, k["knob"], v, d, plan)
+            elif k.set_by == "sysctl":
+                self.sysctl(side, f, k, v, d, plan)
             elif v == d:
-                self.decide(key(f), "same", k["knob"], json.dumps(v))
+                self.decide(key(f), "same", k.knob, json.dumps(v))
             else:
-                self.fixed(side, f, k["knob"], v, d)
+                self.fixed(side, f, k.knob, v, d)
 
-    def sysctl(self, side: str, f: str, knob: str, v: Any, d: Any, plan: RolePlan) -> None:
-        key = f"{side}.{f}"
-        # A count the kernel table bounds (any sysctl line named after this field).
-        limited = knobs.find(f, "sysctl")
-        if limited is not None and type(v) is int and not limited.takes(v, kernel_hz()):
-            lo, hi = limited.limits(kernel_hz())
-            raise self.refuse(key, f"{v}: {limited.knob} takes {lo:g} to {hi:g}")
+    def sysctl(self, side: str, f: str, row: knobs.Knob, v: Any, d: Any, plan: RolePlan) -> None:
+        key, knob = f"{side}.{f}", row.knob
+        # A count the kernel table bounds.
+        if row.bounded and type(v) is int and not row.takes(v, kernel_hz()):
+            lo, hi = row.limits(kernel_hz())
+            raise self.refuse(key, f"{v}: {knob} takes {lo:g} to {hi:g}")
         if f == "rack" and not v and _rack_always() and self.r["client"]["sack"] and self.r["server"]["sack"] \
                 and self.data_loss(side):
             raise self.refuse(key, f"false: Linux {'.'.join(map(str, _kernel()))} detects losses with RACK whatever "
@@ -360,8 +364,9 @@ class _Realizer:
                 raise self.refuse(f"{side}.syn_rto", f"{_ms(init)}: Linux takes a SYN RTO between "
                                                      f"{_range(syn_rto, hz)} ({syn_rto.limit}, HZ {hz})")
             if not _have_bpf_tools():
-                raise self.refuse(f"{side}.syn_rto", f"a SYN RTO of {_ms(init)} needs BPF sock_ops (bpftool and clang, "
-                                                     f"installed by `make deps`); Linux's own is {_ms(dflt['initial'])}")
+                raise self.refuse(f"{side}.syn_rto", f"a SYN RTO of {_ms(init)} needs the tuner's BPF program (built with "
+                                                     "the extension, or clang to compile it: `make deps`); Linux's own "
+                                                     f"is {_ms(dflt['initial'])}")
             plan.syn_rto_s = init / (1000 * MS)
             self.decide(f"{key}.initial", "set", "BPF_SOCK_OPS_TIMEOUT_INIT", _ms(init))
         low = rto["min"]

@@ -13,7 +13,6 @@ when the topology closes.
 from __future__ import annotations
 
 import os
-import shutil
 
 from shortflow.host import HostError, bpf, knobs
 from shortflow.host.kernel import cgroup2_root, kernel_hz
@@ -34,8 +33,9 @@ class SynRto:
         self.prog: int | None = None
 
     def start(self) -> None:
-        if shutil.which("bpftool") is None:
-            raise TestbedError("setting a SYN RTO needs bpftool (`make deps` installs it)")
+        if not bpf.available():
+            raise TestbedError("setting a SYN RTO needs the tuner's BPF program: the extension was built without "
+                               "it and clang is missing (`make deps` installs it)")
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             obj = bpf.program_object(self.dir)

@@ -76,7 +76,7 @@ class Plan:
                     f"syn_rto {init[1]} -> {_ms(p.syn_rto_s or s.syn_rto_s) or init[1]}" for p in s.prefixes]
         for c in self.changes:
             where = c.get("key") or f"ip {c.get('family')} route"
-            out.append(f"{c['kind']} {where}: {c['before']!r} -> {c['after']!r}")
+            out.append(f"{c['kind']} {where}: {routes.shown(c, 'before')!r} -> {routes.shown(c, 'after')!r}")
         return out
 
 
@@ -107,6 +107,9 @@ def scope_refusals(s: TuneSettings) -> list[str]:
     if s.slow_start_after_idle is not None:
         why.append(f"--slow-start-after-idle cannot honour --scope {scope}: it is the sysctl "
                    f"{routes.SLOW_START_AFTER_IDLE}, for every connection of this network namespace")
+    for name in s.sysctls:
+        why.append(f"--set {name} cannot honour --scope {scope}: it is the sysctl "
+                   f"{knobs.knob(name, 'sysctl').knob}, for every connection of this network namespace")
     return why
 
 
@@ -116,11 +119,11 @@ def scope_refusals(s: TuneSettings) -> list[str]:
 SHORT_SYN_RTO_S = 0.05
 
 
-def notices(s: TuneSettings, default_routes: list[tuple[str, str]] | None = None, congestion_control: str = "") -> list[str]:
+def notices(s: TuneSettings, default_routes: list[routes.Route] | None = None, congestion_control: str = "") -> list[str]:
     """What the settings will not do although asked, measured on this kernel (README)."""
     out = []
     if s.quickack:
-        reach = ", ".join(line for _, line in default_routes or []) or "none"
+        reach = ", ".join(r.show() for r in default_routes or []) or "none"
         out.append("--quickack reaches only peers through the default routes (" + reach + "); "
                    "connections on other routes keep delayed ACKs")
     if s.slow_start_after_idle is not None and congestion_control == "bbr":
@@ -271,11 +274,10 @@ def _apply(s: TuneSettings, state_path: Path, fallback_routes: bool, force: bool
         if p.cgroup is not None:
             refused = _apply_bpf(w, s, p.cgroup, force)
         for change in p.changes:
-            args = {k: str(v) for k, v in change.items() if k != "kind"}
-            step = w.intend(str(change["kind"]), **args)
+            step = w.intend(str(change["kind"]), **{k: v for k, v in change.items() if k != "kind"})
             routes.apply(change)
-            shown = _shown(change)
-            w.done(step, **({"shown": shown} if shown else {}))
+            held = _held(change)
+            w.done(step, **({"shown": held} if held else {}))
         w.commit()
     except BaseException:
         # A second SIGTERM must not cut the rollback short (Ctrl-C still can: the next
@@ -296,16 +298,17 @@ def _apply(s: TuneSettings, state_path: Path, fallback_routes: bool, force: bool
     return st
 
 
-def _shown(change: dict[str, Any]) -> str | None:
-    """The route line as the kernel now shows it (what revert will look for)."""
+def _held(change: dict[str, Any]) -> dict[str, Any] | None:
+    """The route as the kernel now holds it (what revert will look for), where it is not
+    exactly the route asked for; None for a sysctl, or when the kernel holds that route."""
     if change["kind"] != "route":
         return None
-    after = sorted(routes.replaceable(str(change["after"])))
-    for fam, line in routes.default_routes():
-        if fam == change["family"] and sorted(routes.replaceable(line)) == after:
-            return line
-    lines = [line for fam, line in routes.default_routes() if fam == change["family"]]
-    return lines[0] if len(lines) == 1 else None
+    after = routes.route_of(change, "after")
+    mine = [r for r in routes.default_routes() if r.family == after.family]
+    if after in mine:
+        return None
+    same_dev = [r for r in mine if r.dev == after.dev and r.gateway == after.gateway]
+    return same_dev[0].as_json() if len(same_dev) == 1 else None
 
 
 def _apply_bpf(w: journal.Writer, s: TuneSettings, cgroup: Path, force: bool) -> list[str]:

@@ -32,21 +32,28 @@ from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import TuneError
+from shortflow.host import kernel_hz
 from shortflow.host.bpf import BPF_FS
 from shortflow.host.kernel import cgroup2_mounts
 from shortflow.host.records import RUN_DIR, process_identity
-from shortflow.tune import files, routes
+from shortflow.host.routes import Route
+from shortflow.tune import files
+from shortflow.tune.routes import SLOW_START_AFTER_IDLE, route_changes_only_tuner_metrics
+from shortflow.tune.settings import settable_sysctls
 
 FORMAT = "shortflow-tune-journal"
-VERSION = 1
+#: 2: a route is journalled as its parts (`host.routes.Route`), not as `ip route` text.
+VERSION = 2
 #: Where the tuner's pins may live: one directory per apply, named after its id.
 PIN_DIR = re.compile(r"^/sys/fs/bpf/sf-[0-9a-f]{6}-tune$")
 #: The tuner's build directories: one per apply, in shortflow's own system place.
 BUILD_DIR = re.compile(r"^sf-[0-9a-f]{6}-tune-build$")
 #: Every apply's id and state file (see the module's docstring).
 REGISTRY = RUN_DIR / "tune"
-#: The sysctls the tuner may change.
-SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle"}
+#: The sysctls the tuner may change: slow start after idle (0 or 1), and the kernel
+#: table's sysctls that `--set` takes (within their rows' ranges).
+SETTABLE = {k.knob: k for k in settable_sysctls()}
+SYSCTLS = {SLOW_START_AFTER_IDLE} | set(SETTABLE)
 #: Fault injection for the tests: `STEP:before|during|after:SIGNAL` sends this process
 #: SIGNAL just before step STEP is made (its intent already journalled), while it is made
 #: (for the self-check: once its namespace, cgroup and link exist) or just after (before its
@@ -61,11 +68,11 @@ OPS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "selfcheck": {"ns": str, "cgroup": str},
     "attach": {"cgroup": str, "pin_dir": str},
     "remove_build_dir": {"path": str},
-    "route": {"family": str, "before": str, "after": str},
+    "route": {"family": str, "before": dict, "after": dict},
     "sysctl": {"key": str, "before": str, "after": str},
 }
 #: What a `done` record may add, with types.
-DONE: dict[str, type | tuple[type, ...]] = {"prog_id": int, "tag": str, "name": str, "mounted": bool, "shown": str}
+DONE: dict[str, type | tuple[type, ...]] = {"prog_id": int, "tag": str, "name": str, "mounted": bool, "shown": dict}
 
 
 def pin_dir(run_id: str) -> Path:
@@ -274,13 +281,42 @@ def _check_step(step: Step, path: Path, line: int, run_id: str) -> None:
     if step.op == "route":
         if step.args["family"] not in ("-4", "-6"):
             raise _bad(path, line, f"route.family {step.args['family']!r}: expected -4 or -6")
-        why = routes.foreign_change(step.args["before"], step.args["after"])
+        # Each route as its parts, re-rendered from them: one shortflow could not have
+        # written (a word `ip route` would read as another option) is refused here, and so
+        # is a change beyond the tuner's own metrics.
+        parts = {}
+        for which in ("before", "after"):
+            try:
+                parts[which] = Route.from_json(step.args[which])
+            except ValueError as e:
+                raise _bad(path, line, f"route.{which}: {e}") from None
+            if parts[which].family != step.args["family"]:
+                raise _bad(path, line, f"route.{which}: an IPv{parts[which].family[1]} route in an {step.args['family']} step")
+        why = route_changes_only_tuner_metrics(parts["before"], parts["after"])
         if why:
             raise _bad(path, line, f"route: {why}")
     if step.op == "sysctl" and step.args["key"] not in SYSCTLS:
         raise _bad(path, line, f"sysctl.key {step.args['key']!r}: the tuner changes only {sorted(SYSCTLS)}")
-    if step.op == "sysctl" and not all(re.fullmatch(r"[01]", step.args[k]) for k in ("before", "after")):
-        raise _bad(path, line, f"sysctl {step.args['key']}: before and after must be 0 or 1")
+    if step.op == "sysctl":
+        why = _sysctl_value_why_not(step.args["key"], step.args["before"], step.args["after"])
+        if why:
+            raise _bad(path, line, f"sysctl {step.args['key']}: {why}")
+
+
+def _sysctl_value_why_not(key: str, before: str, after: str) -> str | None:
+    """Why a journalled sysctl change holds values the tuner could not have read or
+    written, or None: 0 or 1 for slow start after idle, else whole numbers, the new one
+    within its row's range."""
+    if key == SLOW_START_AFTER_IDLE:
+        ok = all(re.fullmatch(r"[01]", v) for v in (before, after))
+        return None if ok else "before and after must be 0 or 1"
+    if not all(re.fullmatch(r"[0-9]{1,10}", v) for v in (before, after)):
+        return "before and after must be whole numbers"
+    row = SETTABLE[key]
+    hz = kernel_hz() if row.encoding == "jiffies" else 1
+    if not row.takes(row.decode(int(after), hz), hz):
+        return f"after {after} is outside the range the kernel table gives {row.name}"
+    return None
 
 
 def load(path: Path) -> Journal:
@@ -314,6 +350,9 @@ def load(path: Path) -> Journal:
             raise _bad(path, i, f"expected a JSON object, found {type(rec).__name__}")
         records.append((i, rec))
     _, head = records[0]
+    if head.get("format") == FORMAT and isinstance(head.get("version"), int) and head["version"] < VERSION:
+        raise _bad(path, 1, f"written by an older shortflow (journal version {head['version']}; this one reads "
+                            f"{VERSION}): revert with that version, or put back by hand what its lines record")
     if head.get("format") != FORMAT or head.get("version") != VERSION:
         raise _bad(path, 1, f"not a shortflow tune journal (format {FORMAT!r} version {VERSION} expected)")
     if not isinstance(head.get("id"), str) or not re.fullmatch(r"[0-9a-f]{6}", head["id"]):
@@ -337,6 +376,11 @@ def load(path: Path) -> Journal:
             for k, v in done.items():
                 if k not in DONE or not isinstance(v, DONE[k]) or isinstance(v, bool) != (DONE[k] is bool):
                     raise _bad(path, i, f"done.{k}: unexpected key or type ({v!r})")
+            if "shown" in done:
+                try:
+                    Route.from_json(done["shown"])
+                except ValueError as e:
+                    raise _bad(path, i, f"done.shown: {e}") from None
             j.steps[n - 1].done = done
         else:
             n, op = rec.get("n"), rec.get("op")

@@ -1,74 +1,49 @@
 """Route-metric and sysctl fallbacks (hosts without BPF, and the knobs BPF has none for):
-the default routes' `initcwnd`, `rto_min`, `quickack`, and
-`net.ipv4.tcp_slow_start_after_idle`. Each change records the exact line or value it
-replaced so that revert puts it back."""
+the default routes' `initcwnd`, `rto_min`, `quickack`,
+`net.ipv4.tcp_slow_start_after_idle` and the kernel table's sysctls asked for with `--set`.
+Each change records what it replaced — a route as its fields (`host.routes.Route`), a
+sysctl as its value — so that revert puts it back exactly."""
 
 from __future__ import annotations
 
-import ipaddress
-import re
-import shlex
+from typing import Any
 
 from shortflow.exceptions import TuneError
-from shortflow.host import knobs, routes, sysctl
+from shortflow.host import kernel_hz, knobs, routes, sysctl
 from shortflow.host.commands import raising
 from shortflow.host.knobs import knob
-from shortflow.host.routes import STATE_FLAGS, replaceable
+from shortflow.host.routes import Route
 from shortflow.tune.settings import TuneSettings
 
 SLOW_START_AFTER_IDLE = "net.ipv4.tcp_slow_start_after_idle"
 
 default_routes = raising(TuneError, routes.default_routes)
-_replace = raising(TuneError, knobs.set_route)
+_put = raising(TuneError, knobs.put_route)
 _sysctl = raising(TuneError, knobs.set_sysctl)
 
-__all__ = ["SLOW_START_AFTER_IDLE", "apply", "default_routes", "foreign_change", "plan", "replaceable", "route_options",
-           "undo"]
-
-#: The metrics the tuner sets on a default route (`route_options`).
-TUNER_METRICS = ("initcwnd", "rto_min", "quickack")
-#: The words `ip -o route show default` prints before a value, and what the value must be;
-#: and the words it prints alone. A route line with any other word is not one the kernel
-#: showed the tuner: a journal holding it was written by hand.
-_NUMBER = re.compile(r"^[0-9]{1,10}$")
-_TIME = re.compile(r"^[0-9]{1,10}(\.[0-9]{1,6})?(us|ms|s)?$")
-_NAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,32}$")
-_VALUE = {"dev": _NAME, "proto": _NAME, "metric": _NUMBER, "table": _NAME, "pref": re.compile(r"^(low|medium|high)$"),
-          "scope": _NAME, "mtu": _NUMBER, "advmss": _NUMBER, "initcwnd": _NUMBER, "initrwnd": _NUMBER,
-          "rto_min": _TIME, "quickack": re.compile(r"^[01]$"), "congctl": _NAME, "features": _NAME,
-          "hoplimit": _NUMBER, "expires": re.compile(r"^[0-9]{1,10}sec$"), "realm": _NAME, "window": _NUMBER,
-          "rtt": _TIME, "rttvar": _TIME, "ssthresh": _NUMBER, "cwnd": _NUMBER, "reordering": _NUMBER,
-          "fastopen_no_cookie": re.compile(r"^[01]$")}
-_ADDRESS_AFTER = {"via", "src"}
-#: Metrics `show` may print as `mtu lock 1400`.
-_LOCKABLE = {"mtu", "advmss", "initcwnd", "initrwnd", "rto_min", "hoplimit", "window", "rtt", "rttvar", "ssthresh",
-             "cwnd", "reordering", "congctl"}
+__all__ = ["SLOW_START_AFTER_IDLE", "TUNER_METRICS", "Route", "apply", "default_routes", "plan",
+           "route_changes_only_tuner_metrics", "route_of", "route_options", "undo"]
 
 
-def _without(tokens: list[str], metrics: set[str]) -> list[str]:
-    """`tokens` without the given metrics (and their `lock` and value)."""
-    kept, i = [], 0
-    while i < len(tokens):
-        if tokens[i] in metrics:
-            i += 1
-            if i < len(tokens) and tokens[i] == "lock":
-                i += 1
-            i += 1
-            continue
-        kept.append(tokens[i])
-        i += 1
-    return kept
-
-
-def route_options(s: TuneSettings, *, with_iw_and_rto: bool) -> list[str]:
-    opts: list[str] = []
+def route_options(s: TuneSettings, *, with_iw_and_rto: bool) -> dict[str, int | str]:
+    """The route metrics the settings ask for, each as `ip route` writes it."""
+    opts: dict[str, int | str] = {}
     if with_iw_and_rto and s.iw is not None:
-        opts += ["initcwnd", str(s.iw)]
+        opts["initcwnd"] = s.iw
     if with_iw_and_rto and s.rto_min_s is not None:
-        opts += ["rto_min", str(knob("rto_min", "route_metric").encode(s.rto_min_s))]
+        opts["rto_min"] = round(s.rto_min_s * 1000)
     if s.quickack:
-        opts += ["quickack", "1"]
+        opts["quickack"] = 1
     return opts
+
+
+def route_of(change: dict[str, Any], which: str) -> Route:
+    """The `before` or `after` route of a journalled change, checked: TuneError naming the
+    part shortflow could not have written."""
+    try:
+        return Route.from_json(change[which])
+    except ValueError as e:
+        raise TuneError(f"route {which}: {e}") from None
 
 
 def plan(s: TuneSettings, *, with_iw_and_rto: bool) -> list[dict[str, object]]:
@@ -76,92 +51,55 @@ def plan(s: TuneSettings, *, with_iw_and_rto: bool) -> list[dict[str, object]]:
     changes: list[dict[str, object]] = []
     opts = route_options(s, with_iw_and_rto=with_iw_and_rto)
     if opts:
-        routes = default_routes()
-        if not routes:
+        found = default_routes()
+        if not found:
             raise TuneError("no default route to set initcwnd/rto_min/quickack on")
-        for family, line in routes:
-            why = _shown_route_why_not(line)
-            if why:
-                raise TuneError(f"the default route cannot be changed and restored exactly: {why}")
-            new = " ".join(_without(replaceable(line), set(opts[0::2])) + opts)
-            changes.append({"kind": "route", "family": family, "before": line, "after": new})
+        for r in found:
+            changes.append({"kind": "route", "family": r.family, "before": r.as_json(),
+                            "after": r.with_metrics(opts).as_json()})
     if s.slow_start_after_idle is not None:
         old = sysctl.read(SLOW_START_AFTER_IDLE)
         changes.append({"kind": "sysctl", "key": SLOW_START_AFTER_IDLE, "before": old,
                         "after": str(int(s.slow_start_after_idle))})
+    for name, value in s.sysctls.items():
+        k = knob(name, "sysctl")
+        changes.append({"kind": "sysctl", "key": k.knob, "before": sysctl.read(k.knob),
+                        "after": str(k.encode(value, kernel_hz()))})
     return changes
 
 
-def apply(change: dict[str, object]) -> None:
+def shown(change: dict[str, Any], which: str) -> str:
+    """A change's `before` or `after` as a person reads it: the route as `ip route` writes it."""
+    return route_of(change, which).show() if change["kind"] == "route" else str(change[which])
+
+
+def apply(change: dict[str, Any]) -> None:
     if change["kind"] == "route":
-        _replace(shlex.split(str(change["after"])), family=str(change["family"]))
+        _put(route_of(change, "after"))
     else:
         _sysctl(str(change["key"]), str(change["after"]))
 
 
-def undo(change: dict[str, object]) -> None:
+def undo(change: dict[str, Any]) -> None:
     if change["kind"] == "route":
-        # The route as it was, metrics and all: replace puts the old line back exactly.
-        _replace(replaceable(str(change["before"])), family=str(change["family"]))
+        # The route as it was, metrics, locks and all.
+        _put(route_of(change, "before"))
     else:
         _sysctl(str(change["key"]), str(change["before"]))
 
 
-
-def _shown_route_why_not(line: str) -> str | None:
-    """Why `line` is not a default route as `ip -o route show default` prints one (its
-    words checked one by one against that grammar), None when it is."""
-    try:
-        tokens = shlex.split(line)
-    except ValueError as e:
-        return f"{line!r} does not split into words ({e})"
-    if not tokens or tokens[0] != "default":
-        return f"{line!r} is not a default route"
-    if " ".join(tokens) != " ".join(line.split()):
-        # Re-rendered from its words, it must read the same: `ip` prints no quotes or escapes.
-        return f"{line!r} holds quoting `ip route show` never prints"
-    i = 1
-    while i < len(tokens):
-        word = tokens[i]
-        if word in STATE_FLAGS or word == "onlink":
-            i += 1
-            continue
-        if word in _ADDRESS_AFTER:
-            value = tokens[i + 1: i + 3]
-            if value[:1] == ["inet6"] or value[:1] == ["inet"]:
-                value = value[1:]
-                i += 1
-            try:
-                ipaddress.ip_address((value or [""])[0])
-            except ValueError:
-                return f"{line!r}: {word} takes an address, not {(value or [''])[0]!r}"
-            i += 2
-            continue
-        if word not in _VALUE:
-            return f"{line!r}: {word!r} is not a word `ip route show` prints for a default route"
-        if word in _LOCKABLE and i + 1 < len(tokens) and tokens[i + 1] == "lock":
-            i += 1
-        shown = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if not _VALUE[word].match(shown):
-            return f"{line!r}: {word} {shown!r} is not a value `ip route show` prints"
-        i += 2
-    return None
+#: The metrics the tuner sets on a default route (`route_options`).
+TUNER_METRICS = ("initcwnd", "rto_min", "quickack")
 
 
-def foreign_change(before: str, after: str) -> str | None:
+def route_changes_only_tuner_metrics(before: Route, after: Route) -> str | None:
     """Why a journalled route change (`before` → `after`) is not one `plan` can produce —
-    a route the kernel showed, changed in the tuner's metrics only — or None when it is.
-    A journal is checked with this before anything in it is obeyed."""
-    why = _shown_route_why_not(before) or _shown_route_why_not(after)
-    if why:
-        return why
-    tail, keys = shlex.split(after), set()
-    while len(tail) >= 3 and tail[-2] in TUNER_METRICS and tail[-2] not in keys:
-        keys.add(tail[-2])
-        tail = tail[:-2]
-    if not keys:
-        return f"after {after!r} sets none of the tuner's metrics ({', '.join(TUNER_METRICS)})"
-    if tail != _without(replaceable(before), keys):
-        return (f"after {after!r} is not before {before!r} with the tuner's metrics ({', '.join(sorted(keys))}) "
-                "changed: other words differ")
+    the route as it was with the tuner's metrics set, nothing else changed — or None when
+    it is. A journal is checked with this before anything in it is obeyed."""
+    set_here = {w: v for w, v, _ in after.metrics if w in TUNER_METRICS}
+    if not set_here:
+        return f"after {after.show()!r} sets none of the tuner's metrics ({', '.join(TUNER_METRICS)})"
+    if before.with_metrics(set_here) != after:
+        return (f"after {after.show()!r} is not before {before.show()!r} with the tuner's metrics "
+                f"({', '.join(sorted(set_here))}) set: other parts differ")
     return None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from shortflow.exceptions import TuneError
+from shortflow.host import knobs
 from shortflow.host.knobs import knob
 from shortflow.tune import files
 from shortflow.units import parse_duration
@@ -45,6 +46,8 @@ class TuneSettings:
     port: int | None = None
     cgroup: Path | None = None
     prefixes: list[PrefixRule] = field(default_factory=list)
+    #: `--set NAME=VALUE`: sysctls of the kernel table by their name, each a count or seconds.
+    sysctls: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -59,7 +62,34 @@ class TuneSettings:
 
     def empty(self) -> bool:
         return not self.needs_bpf and self.iw is None and self.rto_min_s is None and not self.quickack \
-            and self.slow_start_after_idle is None
+            and self.slow_start_after_idle is None and not self.sysctls
+
+
+#: Encodings of a time: `--set` reads their value as a duration (`60s`, `500ms`).
+TIME_ENCODINGS = ("milliseconds", "microseconds", "jiffies")
+
+
+def settable_sysctls() -> list[knobs.Knob]:
+    """The kernel table's sysctls with a range: what `--set NAME=VALUE` takes."""
+    return [k for k in knobs.knobs() if k.set_by == "sysctl" and k.bounded]
+
+
+def parse_set(item: str) -> tuple[str, float]:
+    """`NAME=VALUE` of `--set`: a settable sysctl's name and its value (seconds for a time,
+    else a whole count). TuneError names what was wrong."""
+    name, eq, text = item.partition("=")
+    rows = {k.name: k for k in settable_sysctls()}
+    if not eq or name not in rows:
+        raise TuneError(f"--set {item!r}: expected NAME=VALUE with NAME one of {', '.join(sorted(rows))}")
+    row = rows[name]
+    if row.encoding in TIME_ENCODINGS:
+        try:
+            return name, parse_duration(text, what=f"--set {name}")
+        except ValueError as e:
+            raise TuneError(str(e)) from None
+    if not (text.isascii() and text.isdigit()):
+        raise TuneError(f"--set {name}={text}: expected a whole number ({row.knob})")
+    return name, int(text)
 
 
 def load_prefixes(path: Path) -> list[PrefixRule]:
@@ -125,6 +155,12 @@ def hard_limits(s: TuneSettings, hz: int) -> None:
             raise TuneError(f"{p.network}: syn_rto {p.syn_rto_s * 1000:g}ms is below one jiffy")
         if p.iw is not None and p.iw > iw.limits(hz)[1]:
             raise TuneError(f"{p.network}: iw {p.iw} is above {iw.limits(hz)[1]:.0f} ({iw.limit})")
+    for name, v in s.sysctls.items():
+        k = knob(name, "sysctl")
+        if not k.takes(v, hz):
+            lo, hi = k.limits(hz)
+            shown = f"{v:g}s" if k.encoding in TIME_ENCODINGS else f"{v:g}"
+            raise TuneError(f"--set {name}={shown}: {k.knob} takes {k.encode(lo, hz)} to {k.encode(hi, hz)} ({k.limit})")
     if s.port is not None and not 1 <= s.port <= 65535:
         raise TuneError(f"--scope port={s.port}: not a TCP port")
     if s.sfr_factor is not None and not 1.0 <= s.sfr_factor <= 100:

@@ -16,7 +16,6 @@ before it acts, so replaying twice does nothing the second time:
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 from shortflow.exceptions import TuneError
@@ -120,29 +119,24 @@ def _detach(step: Step, out: Outcome) -> None:
 
 
 def _route(step: Step, out: Outcome, force: bool) -> None:
-    family, before = step.args["family"], step.args["before"]
-    shown = (step.done or {}).get("shown")
-    current = [line for fam, line in routes.default_routes() if fam == family]
+    change = {"kind": "route", **step.args}
+    before, after = routes.route_of(change, "before"), routes.route_of(change, "after")
+    held = (step.done or {}).get("shown")
+    theirs = {after} | ({routes.route_of({"shown": held}, "shown")} if held else set())
+    current = [r for r in routes.default_routes() if r.family == before.family]
     if before in current:
         return  # as before (never changed, or undone already)
-    dev = _dev_of(before)
-    if dev and not link_exists(dev):
-        out.warnings.append(f"route {before!r}: device {dev} is gone: not restored")
+    if not link_exists(before.dev):
+        out.warnings.append(f"route {before.show()!r}: device {before.dev} is gone: not restored")
         return
-    after = sorted(shlex.split(step.args["after"]))
-    ours = shown in current or any(sorted(routes.replaceable(line)) == after for line in current)
-    if not ours and not force:
+    if not theirs & set(current) and not force:
         if step.done is not None:
-            out.left.append(f"route {family}: now {current or 'absent'}, not the tuner's {shown!r}: left "
+            now = [r.show() for r in current] or "absent"
+            out.left.append(f"route {before.family}: now {now}, not the tuner's {after.show()!r}: left "
                             "(changed since; --force restores it anyway)")
         return  # (no done record and not ours: the change was never made)
-    routes.undo({"kind": "route", "family": family, "before": before})
-    out.done.append(f"route back to {before!r}")
-
-
-def _dev_of(line: str) -> str | None:
-    tokens = shlex.split(line)
-    return tokens[tokens.index("dev") + 1] if "dev" in tokens[:-1] else None
+    routes.undo(change)
+    out.done.append(f"route back to {before.show()!r}")
 
 
 def _sysctl(step: Step, out: Outcome, force: bool) -> None:

@@ -311,18 +311,18 @@ pub fn profile(name: &str) -> Option<StackConfig> {
         // mode for the first segments (TCP_MAX_QUICKACKS 16), then delayed ACKs after
         // TCP_ATO_MIN 40 ms (kernel-facts.md measured 40 ms); slow start counts every
         // acknowledged segment (tcp_slow_start); tcp_slow_start_after_idle = 1.
+        // The timer constants, retries, initial window and reordering come from the kernel
+        // table (`kernel::KERNEL_KNOBS`, its `linux` defaults), set below.
         "linux" => {
-            c.rto.min = kernel::TCP_RTO_MIN;
-            c.rto.max = kernel::TCP_RTO_MAX;
             c.rto.min_on_variance = true;
             c.rto.after_syn_loss = Some(Duration::from_secs(3));
-            c.syn_retries = 6;
             // net.ipv4.tcp_syn_linear_timeouts (default 4, Linux 6.x): the first four SYN
             // retries wait the initial RTO, then the timer doubles from it. Measured on this
             // machine's kernel (`shortflow testbed run`, six SYNs dropped): gaps of
             // 1, 1, 1, 1, 1, 2 s. SYN/ACKs still double.
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64]);
-            c.initial_window = InitialWindow::Segments(crate::kernel::TCP_INIT_CWND);
+            // A count of segments (the number itself is the kernel table's, set below).
+            c.initial_window = InitialWindow::Segments(kernel::TCP_INIT_CWND);
             // The testbed's veths (and Ethernet): a 1500-byte MTU, advmss 1460 (mtu − 40).
             c.mtu = Some(1500);
             c.linux_handshake = true;
@@ -396,6 +396,11 @@ pub fn profile(name: &str) -> Option<StackConfig> {
         }
         _ => return None,
     }
+    if name == "linux" {
+        let mut v = serde_json::to_value(&c).expect("plain data");
+        kernel::set_linux_defaults(&mut v);
+        c = serde_json::from_value(v).expect("the kernel table's defaults fit the fields they name");
+    }
     Some(c)
 }
 
@@ -434,88 +439,6 @@ pub fn profile_source(name: &str) -> Option<&'static str> {
     PROFILE_SOURCES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
 }
 
-/// How a Linux host sets one `StackConfig` field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KnobKind {
-    /// A per-network-namespace sysctl.
-    Sysctl,
-    /// A metric of the route the connection takes (`ip route ... initcwnd 10`).
-    Route,
-    /// A BPF sock_ops program attached to the host's cgroup.
-    Bpf,
-    /// A module parameter: host-wide, not per namespace.
-    ModuleParameter,
-    /// Fixed in the kernel's code: no knob; `knob` names the code.
-    Fixed,
-}
-
-/// One field of `StackConfig` (dotted, as serialised) and what sets it on Linux 6.x: the
-/// `linux` profile's value of the field is the kernel's default behaviour.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct LinuxKnob {
-    pub field: &'static str,
-    pub kind: KnobKind,
-    pub knob: &'static str,
-}
-
-const fn k(field: &'static str, kind: KnobKind, knob: &'static str) -> LinuxKnob {
-    LinuxKnob { field, kind, knob }
-}
-
-/// Every `StackConfig` field with its Linux knob (kernel-facts.md: what works on 6.18).
-pub const LINUX_KNOBS: &[LinuxKnob] = &[
-    k("rto.initial", KnobKind::Bpf, "BPF_SOCK_OPS_TIMEOUT_INIT (TCP_TIMEOUT_INIT 1 s otherwise)"),
-    k("rto.min", KnobKind::Route, "rto_min"),
-    k("rto.max", KnobKind::Sysctl, "net.ipv4.tcp_rto_max_ms"),
-    k("rto.granularity", KnobKind::Fixed, "tcp_rtt_estimator (microsecond RTT samples)"),
-    k("rto.min_on_variance", KnobKind::Fixed, "tcp_rtt_estimator (mdev_max >= tcp_rto_min)"),
-    k("rto.after_syn_loss", KnobKind::Fixed, "TCP_TIMEOUT_FALLBACK (tcp_init_transfer)"),
-    k("syn_retries", KnobKind::Sysctl, "net.ipv4.tcp_syn_retries"),
-    k("synack_retries", KnobKind::Sysctl, "net.ipv4.tcp_synack_retries"),
-    k("syn_backoff", KnobKind::Sysctl, "net.ipv4.tcp_syn_linear_timeouts"),
-    k("synack_backoff", KnobKind::Fixed, "reqsk_timer_handler (the SYN/ACK timer doubles)"),
-    k("synack_on_duplicate_syn", KnobKind::Fixed, "tcp_check_req (a duplicate SYN gets the SYN/ACK again)"),
-    k("initial_window", KnobKind::Route, "initcwnd"),
-    k(
-        "iw_one_after_handshake_loss",
-        KnobKind::Fixed,
-        "tcp_init_transfer (cwnd 1 only after more than one SYN or SYN/ACK retransmission)",
-    ),
-    k(
-        "linux_handshake",
-        KnobKind::Fixed,
-        "tcp_rtt_tsopt_us, tcp_init_transfer, tcp_check_req (Linux's rules after a handshake resend)",
-    ),
-    k("slow_start_after_idle", KnobKind::Sysctl, "net.ipv4.tcp_slow_start_after_idle"),
-    k("abc_limit", KnobKind::Fixed, "tcp_slow_start (cwnd grows by every segment acknowledged)"),
-    k("congestion_control", KnobKind::Route, "congctl"),
-    k("hystart", KnobKind::ModuleParameter, "tcp_cubic.hystart"),
-    k("recovery", KnobKind::Fixed, "tcp_cwnd_reduction (PRR; without SACK duplicate ACKs count as SACKs: tcp_add_reno_sack)"),
-    k("timestamps", KnobKind::Sysctl, "net.ipv4.tcp_timestamps"),
-    k("sack", KnobKind::Sysctl, "net.ipv4.tcp_sack"),
-    k("window_scaling", KnobKind::Sysctl, "net.ipv4.tcp_window_scaling"),
-    k("rack", KnobKind::Sysctl, "net.ipv4.tcp_recovery"),
-    k("tlp", KnobKind::Sysctl, "net.ipv4.tcp_early_retrans"),
-    k("spurious_rto", KnobKind::Sysctl, "net.ipv4.tcp_frto"),
-    k("linux_receiver", KnobKind::Sysctl, "net.ipv4.tcp_rmem"),
-    k("jiffy", KnobKind::Fixed, "CONFIG_HZ"),
-    k("timer_slack", KnobKind::Fixed, "kernel/time/timer.c (the timer wheel)"),
-    k("timer_lag", KnobKind::Fixed, "run_timer_softirq (how late the timer softirq runs under load)"),
-    k("processing_time", KnobKind::Fixed, "(the host's own speed: microseconds on a modern machine)"),
-    k("jiffies_origin_ns", KnobKind::Fixed, "jiffies at the run's start"),
-    k("dupack_threshold", KnobKind::Sysctl, "net.ipv4.tcp_reordering"),
-    k("ack.delayed", KnobKind::Route, "quickack"),
-    k("ack.ack_every", KnobKind::Fixed, "__tcp_ack_snd_check (an ACK per two full segments)"),
-    k("ack.count", KnobKind::Fixed, "__tcp_ack_snd_check (counts received bytes against rcv_mss)"),
-    k("ack.quick_acks", KnobKind::Fixed, "tcp_incr_quickack (TCP_MAX_QUICKACKS 16)"),
-    k("mss", KnobKind::Route, "advmss"),
-    k("mtu", KnobKind::Route, "mtu"),
-    k("receive_window", KnobKind::Route, "initrwnd"),
-    k("coalesce_writes", KnobKind::Fixed, "tcp_sendmsg (a segment fills across writes)"),
-    k("profile", KnobKind::Fixed, "(the profile's name: nothing to set)"),
-];
-
 /// Congestion controls a profile or a scenario may name (the simulator has a plug-in for
 /// each: `shortflow_sim::tcp::cc::by_name`; a test there holds the two together).
 pub const CONGESTION_CONTROL_NAMES: &[&str] = &["reno", "cubic", "bbr"];
@@ -546,22 +469,8 @@ mod tests {
         assert!(profile("vms").is_none());
     }
 
-    /// Every field of `StackConfig` (as serialised) has its line in `LINUX_KNOBS`, and every
-    /// profile its citation: a new field cannot reach the testbed without saying how Linux sets it.
     #[test]
-    fn every_field_has_its_linux_knob_and_every_profile_its_source() {
-        let v = serde_json::to_value(profile("linux").unwrap()).unwrap();
-        let mut fields = Vec::new();
-        for (key, value) in v.as_object().unwrap() {
-            match value.as_object() {
-                Some(inner) if key == "rto" || key == "ack" => fields.extend(inner.keys().map(|k| format!("{key}.{k}"))),
-                _ => fields.push(key.clone()),
-            }
-        }
-        for f in &fields {
-            assert!(LINUX_KNOBS.iter().any(|k| k.field == f), "LINUX_KNOBS lacks {f}");
-        }
-        assert_eq!(fields.len(), LINUX_KNOBS.len(), "LINUX_KNOBS names a field StackConfig does not have");
+    fn every_profile_has_its_source() {
         for name in PROFILE_NAMES {
             assert!(profile_source(name).is_some(), "{name}");
         }
