@@ -80,7 +80,9 @@ def test_a_route_shortflow_cannot_render_is_refused_naming_the_part(ns: str) -> 
 
 
 def _journal(tmp_path: Path, before: object) -> Path:
-    after = {"family": "-4", "dev": "eth0", "gateway": "10.0.0.1", "metrics": [["initcwnd", 10, False]]}
+    # What the tuner journals: the route as it was, with its initial window set.
+    after = {**before, "metrics": [["initcwnd", 10, False]]} if isinstance(before, dict) else \
+        {"family": "-4", "dev": "eth0", "gateway": "10.0.0.1", "metrics": [["initcwnd", 10, False]]}
     p = tmp_path / "state.json"
     p.write_text("\n".join(json.dumps(r) for r in (
         {"format": journal.FORMAT, "version": journal.VERSION, "id": "abc123", "settings": {}},

@@ -333,9 +333,13 @@ def test_a_hand_edited_journal_is_refused_with_the_reason_and_changes_nothing(ho
     good = state.read_text()
     routes = subprocess.run([*sh, "ip", "route"], capture_output=True, text=True).stdout
     # A foreign route: revert would have put "default via 10.231.9.66" in place.
-    state.write_text(good.replace('"before": "default via 10.231.9.254', '"before": "default via 10.231.9.66'))
+    records = [json.loads(line) for line in good.splitlines()]
+    (route,) = [rec for rec in records if rec.get("op") == "route"]
+    assert route["before"]["gateway"] == "10.231.9.254"
+    route["before"]["gateway"] = "10.231.9.66"
+    state.write_text("".join(json.dumps(rec) + "\n" for rec in records))
     r = host.tune("revert", state=state)
-    assert r.returncode == 2 and "line 2: route: after" in r.stderr and "other words differ" in r.stderr, r.stderr
+    assert r.returncode == 2 and "line 2: route: after" in r.stderr and "other parts differ" in r.stderr, r.stderr
     assert subprocess.run([*sh, "ip", "route"], capture_output=True, text=True).stdout == routes
     # A build directory outside shortflow's roots (holding what a build holds): not removed.
     outside = tmp_path / "sf-abcdef-tune-build"

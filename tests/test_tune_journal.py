@@ -300,8 +300,9 @@ def test_schema_errors_name_the_line_and_the_reason(tmp_path: Path) -> None:
         assert "line 2: " in str(e.value) and why in str(e.value), (why, str(e.value))
         assert "Traceback" not in str(e.value)
     # What apply itself writes is taken.
-    good = [{"n": 1, "op": "route", "family": "-4", "before": route + " rto_min lock 300ms",
-             "after": route + " rto_min 300ms quickack 1"},
+    locked = Route(family="-4", dev="d0", gateway="10.231.9.254", metrics=(("rto_min", 300, True),))
+    good = [{"n": 1, "op": "route", "family": "-4", "before": locked.as_json(),
+             "after": locked.with_metrics({"rto_min": 300, "quickack": 1}).as_json()},
             {"n": 2, "op": "selfcheck", "ns": "sf-abcdef-tcheck", "cgroup": str(cgroup2_root() / "sf-abcdef-tcheck")},
             {"n": 3, "op": "build_dir", "path": "/run/shortflow/sf-abcdef-tune-build"}]
     state.write_text("\n".join(json.dumps(r) for r in [head, *good]) + "\n")

@@ -96,8 +96,10 @@ def route_changes_only_tuner_metrics(before: Route, after: Route) -> str | None:
     """Why a journalled route change (`before` → `after`) is not one `plan` can produce —
     the route as it was with the tuner's metrics set, nothing else changed — or None when
     it is. A journal is checked with this before anything in it is obeyed."""
-    set_here = {w: v for w, v, _ in after.metrics if w in TUNER_METRICS}
-    if not set_here:
+    # The tuner's metrics the change set (a metric it asks for that the route already had
+    # as asked stays as it was, its lock too).
+    set_here = {w: v for w, v, lock in after.metrics if w in TUNER_METRICS and (w, v, lock) not in before.metrics}
+    if not set_here and after != before:
         return f"after {after.show()!r} sets none of the tuner's metrics ({', '.join(TUNER_METRICS)})"
     if before.with_metrics(set_here) != after:
         return (f"after {after.show()!r} is not before {before.show()!r} with the tuner's metrics "
