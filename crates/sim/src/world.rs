@@ -386,14 +386,14 @@ impl<'s> World<'s> {
             Event::NextRequest { conn } => {
                 let Some(c) = self.conns.get_mut(&conn) else { return true };
                 if let Some(tcb) = c.client.as_deref_mut() {
-                    c.client_app.send_request(tcb, &c.spec, now);
+                    c.client_app.send_request(tcb, &c.spec, now, &mut self.later);
                 }
                 self.pump(conn, true, now);
             }
             Event::Respond { conn } => {
                 let Some(c) = self.conns.get_mut(&conn) else { return true };
                 if let Some(tcb) = c.server.as_deref_mut() {
-                    c.server_app.respond(tcb, &c.spec, now);
+                    c.server_app.respond(tcb, &c.spec, now, &mut self.later);
                 }
                 self.pump(conn, false, now);
             }
@@ -417,8 +417,8 @@ impl<'s> World<'s> {
         c.report.id = id;
         c.report.start_s = now.as_secs_f64();
         c.report.pair = c.spec.pair;
-        c.report.request_bytes = c.spec.exchanges.iter().map(|x| x.request).sum();
-        c.report.response_bytes = c.spec.exchanges.iter().map(|x| x.response()).sum();
+        c.report.request_bytes = c.spec.client_bytes();
+        c.report.response_bytes = c.spec.server_bytes();
         c.report.think_s = c.spec.exchanges.iter().map(|x| x.think.as_secs_f64()).sum();
         let mut tcb = Tcb::connect(self.client_cfg.clone(), id, iss, now);
         if let Some(m) = self.sc.min_rto_004.filter(|m| m.sides.includes(true)) {

@@ -1,23 +1,26 @@
 //! Connections replayed from tmix connection vectors (`shortflow_scenario::abt`, written by
 //! `shortflow analyze --abt`): each starts at its vector's start time and carries its
-//! epochs — request, the server's wait, response, the client's wait — over its own
-//! two-way delay (the vector's minimum RTT, as tmix's DelayBox gives each flow its own).
+//! epochs — request, the server's wait, response, the client's wait — or, concurrent,
+//! each side's ADUs and waits on its own, over its own two-way delay (the vector's minimum
+//! RTT, as tmix's DelayBox gives each flow its own).
 
-use super::{ConnSpec, Exchange, Workload};
+use super::{Adu, ConnSpec, Exchange, Workload};
 use crate::scenario::{AbtConfig, WorkloadConfig};
 use crate::time::{Duration, Instant};
 use shortflow_scenario::abt::{ConnVector, Units};
 
-/// Whether the simulator can replay `sc`'s vectors (when it has any): sequential ones whose
-/// every epoch has a request and a response (its applications answer each request; the
-/// testbed's replay the rest).
+/// Whether the simulator can replay `sc`'s vectors (when it has any): concurrent ones with
+/// an ADU on some side, and sequential ones whose every epoch has a request and a response
+/// (its applications answer each request; the testbed's replay the rest).
 pub fn check_replayable(sc: &crate::Scenario, source: &str) -> Result<(), crate::error::ScenarioError> {
     let crate::scenario::WorkloadKind::Abt(a) = &sc.workload.kind else { return Ok(()) };
     let refuse = |msg: String| Err(crate::error::ScenarioError::new(source, a.key.clone(), msg));
     for v in &a.vectors {
         match &v.units {
-            Units::Concurrent(_) => {
-                return refuse(format!("connection {}: CONC vectors are not replayed by the simulator (only SEQ)", v.id))
+            Units::Concurrent([a, b]) => {
+                if a.is_empty() && b.is_empty() {
+                    return refuse(format!("connection {}: no ADU on either side", v.id));
+                }
             }
             Units::Sequential(epochs) => {
                 if epochs.is_empty() {
@@ -53,22 +56,33 @@ impl Abt {
 
     fn spec(&self, i: usize) -> ConnSpec {
         let v = &self.vectors[i];
-        let Units::Sequential(epochs) = &v.units else { unreachable!("the scenario admits SEQ vectors only") };
         let us = |x: u64| Duration(x.saturating_mul(1000));
-        let exchanges = epochs
-            .iter()
-            .enumerate()
-            .map(|(k, e)| Exchange {
-                request: e.request,
-                response_writes: vec![e.response],
-                think: us(e.response_delay_us),
-                gap: if k == 0 { Duration::ZERO } else { us(epochs[k - 1].interval_us) },
-            })
-            .collect();
+        let (exchanges, concurrent) = match &v.units {
+            Units::Sequential(epochs) => {
+                let exchanges = epochs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, e)| Exchange {
+                        request: e.request,
+                        response_writes: vec![e.response],
+                        think: us(e.response_delay_us),
+                        gap: if k == 0 { Duration::ZERO } else { us(epochs[k - 1].interval_us) },
+                    })
+                    .collect();
+                (exchanges, None)
+            }
+            Units::Concurrent(sides) => {
+                let adus = |side: &Vec<shortflow_scenario::abt::Adu>| {
+                    side.iter().map(|a| Adu { bytes: a.bytes, wait: us(a.wait_us) }).collect::<Vec<_>>()
+                };
+                (Vec::new(), Some(Box::new([adus(&sides[0]), adus(&sides[1])])))
+            }
+        };
         let extra = us(v.min_rtt_us).0.saturating_sub(self.base_rtt.0);
         ConnSpec {
             pair: i as u32 % self.pairs,
             exchanges,
+            concurrent,
             close: self.w.close,
             port: self.w.port,
             extra_rtt: (extra > 0).then_some(Duration(extra)),

@@ -35,6 +35,7 @@ impl Workload for Bulk {
                 think: Duration::ZERO,
                 gap: Duration::ZERO,
             }],
+            concurrent: None,
             close: Closer::Server,
             port: self.port,
             extra_rtt: None,

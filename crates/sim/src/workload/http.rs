@@ -33,7 +33,7 @@ impl Http {
                 gap: if k == 0 { Duration::ZERO } else { w.idle },
             })
             .collect();
-        ConnSpec { pair: i % self.pairs, exchanges, close: w.close, port: w.port, extra_rtt: None }
+        ConnSpec { pair: i % self.pairs, exchanges, concurrent: None, close: w.close, port: w.port, extra_rtt: None }
     }
 }
 

@@ -39,17 +39,48 @@ impl Exchange {
     }
 }
 
+/// One application data unit of a side that sends independently of the other (a-b-t's
+/// concurrent connections), and how long its sender waits after handing it to TCP
+/// before the next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Adu {
+    pub bytes: u64,
+    pub wait: Duration,
+}
+
 /// Everything one connection does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnSpec {
     /// Which client–server pair of the topology carries it.
     pub pair: u32,
+    /// Requests and responses in turn; empty when both sides send on their own.
     pub exchanges: Vec<Exchange>,
+    /// Both sides' ADUs ([client's, server's]) when each sends on its own, whatever the
+    /// other does (pipelining, a server pushing): a-b-t's concurrent connections.
+    pub concurrent: Option<Box<[Vec<Adu>; 2]>>,
     pub close: Closer,
     pub port: u16,
     /// Two-way delay of its own beyond the path's (`abt`'s per-connection RTT); None:
     /// the path's, or `path.rtt_max`'s draw.
     pub extra_rtt: Option<Duration>,
+}
+
+impl ConnSpec {
+    /// Bytes the client sends: its requests, or its ADUs.
+    pub fn client_bytes(&self) -> u64 {
+        match &self.concurrent {
+            Some(sides) => sides[0].iter().map(|a| a.bytes).sum(),
+            None => self.exchanges.iter().map(|x| x.request).sum(),
+        }
+    }
+
+    /// Bytes the server sends: its responses, or its ADUs.
+    pub fn server_bytes(&self) -> u64 {
+        match &self.concurrent {
+            Some(sides) => sides[1].iter().map(|a| a.bytes).sum(),
+            None => self.exchanges.iter().map(|x| x.response()).sum(),
+        }
+    }
 }
 
 /// An arrival process and the connections it starts.

@@ -338,7 +338,7 @@ impl PackMime {
         // ns-2 rotates through the client/server node pairs.
         let pair = self.next_pair;
         self.next_pair = (self.next_pair + 1) % self.pairs;
-        ConnSpec { pair, exchanges, close: self.w.close, port: self.w.port, extra_rtt: None }
+        ConnSpec { pair, exchanges, concurrent: None, close: self.w.close, port: self.w.port, extra_rtt: None }
     }
 }
 

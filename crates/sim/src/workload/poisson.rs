@@ -62,6 +62,7 @@ impl Workload for Poisson {
         let spec = ConnSpec {
             pair,
             exchanges: vec![Exchange { request, response_writes: vec![response], think: self.w.think_time, gap: Duration::ZERO }],
+            concurrent: None,
             close: self.w.close,
             port: self.w.port,
             extra_rtt: None,
