@@ -3,7 +3,7 @@ request, 13,549 B response, 100 ms RTT, 10 Mbit/s links, IW 10), connections sim
 wall-clock second, measured in the same run. ns-3 runs benches/ns3/short_transfers.cc,
 built here against Debian's libns3-dev (`make bench` installs it).
 
-With --web, issue 9's benchmark instead: PackMime-HTTP at 50 % load over a dumbbell of 50
+With --web, the web benchmark instead: PackMime-HTTP at 50 % load over a dumbbell of 50
 pairs (5 Mbit/s, 10 ms, DropTail), 300 s simulated; shortflow's flow list (start, pair,
 request, response, server delay) is replayed in ns-3 (benches/ns3/web_replay.cc) and the
 two are compared: flows per wall-clock second, mean completion, the Kolmogorov–Smirnov
@@ -47,7 +47,7 @@ NS3_MODULES = ["ns3-core", "ns3-network", "ns3-internet", "ns3-point-to-point", 
                "ns3-traffic-control"]
 
 WEB = """
-name = "issue 9 benchmark: PackMime-HTTP over a 50-pair dumbbell"
+name = "web benchmark: PackMime-HTTP over a 50-pair dumbbell"
 seed = {seed}
 time_limit = "{limit}s"
 [dumbbell]
@@ -184,7 +184,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--connections", type=int, default=100_000)
     ap.add_argument("--ns3-connections", type=int, default=5_000, help="ns-3 is slow: fewer, rate compared")
-    ap.add_argument("--web", action="store_true", help="issue 9's PackMime dumbbell benchmark instead")
+    ap.add_argument("--web", action="store_true", help="the PackMime dumbbell benchmark instead")
     ap.add_argument("--duration", type=int, default=300, help="--web: seconds of arrivals")
     ap.add_argument("--pairs", type=int, default=50, help="--web: client-server pairs")
     ap.add_argument("--seed", type=int, default=1, help="--web: the workload's seed")

@@ -1,9 +1,9 @@
-"""Simulator beside the real kernel for the shipped deterministic scenarios (issue 4's
-agreement table): document 002's IW 2 and IW 10 pages through `testbed compare`, document
+"""Simulator beside the real kernel for the shipped deterministic scenarios (the agreement
+table): document 002's IW 2 and IW 10 pages through `testbed compare`, document
 003's scenarios (profiles Linux cannot mimic: the reason), and, with --table4, every Table 4
 case of document 000 through `reproduce 000 --real`. Prints Markdown for BENCHMARKS.md.
 
-With --random N --seed S (issue 14): N scenarios drawn at random (RTT 2-300 ms, bottleneck
+With --random N --seed S: N scenarios drawn at random (RTT 2-300 ms, bottleneck
 1-1000 Mbit/s, response 1 kB-2 MB, request 100 B-20 kB, all log-uniform; none or one to
 three scripted losses among data segments anywhere in the response including the last
 ones, a retransmission lost again, pure ACKs and the SYN/ACK; client and server `linux`),

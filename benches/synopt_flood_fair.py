@@ -10,8 +10,8 @@ max), VmRSS max, daemon CPU (user+system over the flood), legitimate connect tim
     sudo .venv/bin/python benches/synopt_flood_fair.py [RATE SECONDS] [--daemon PATH] [-- EXTRA DAEMON ARGS]
 
 `--daemon target/nfqueue-baseline/shortflow-synopt` runs the earlier NFQUEUE daemon
-(without --prefix-budget, which it lacks) as the peer (copy it there from a build of the
-commit before issue 11); `--daemon none` runs no daemon (the generator's ceiling, and the
+(without --prefix-budget, which it lacks) as the peer (copy it there from a build of
+f590dfa, the last commit with it); `--daemon none` runs no daemon (the generator's ceiling, and the
 kernel's own 1 s SYN RTO for the legitimate client).
 """
 

@@ -17,7 +17,7 @@ RTT = 0.020
 DELAY = 0.200
 #: The issue's bound: established 200-205 ms + RTT after the first SYN.
 SLACK = 0.005
-#: Capture timestamps and the emulator's release (+0.1-0.3 ms, kernel-facts.md) may put the
+#: Capture timestamps and the emulator's release (+0.1-0.3 ms, measured on this machine) may put the
 #: ACK a little before the nominal RTT is complete: never more than this.
 EARLY = 0.001
 

@@ -1,4 +1,4 @@
-"""The analyzer's delayed-ACK stall against the real kernel (root, namespaces; issue 10).
+"""The analyzer's delayed-ACK stall against the real kernel (root, namespaces).
 
 On a new connection Linux acknowledges at once (quick-ACK mode, tcp_incr_quickack), so a
 stall needs a connection past its first exchange: the server, which answered within the

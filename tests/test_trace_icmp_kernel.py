@@ -1,5 +1,5 @@
 """The real kernel refusing SYNs with ICMP, and a capture that sees one direction only
-(root, namespaces; issue 10).
+(root, namespaces).
 
 The server's firewall rejects the port with an ICMP destination-unreachable (iptables
 `REJECT --reject-with …`); Linux's client ends the try at once (`tcp_v4_err` in SYN-SENT).

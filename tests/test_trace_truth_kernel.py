@@ -1,4 +1,4 @@
-"""The analyzer against the truth of the real kernel (root, namespaces; issue 10).
+"""The analyzer against the truth of the real kernel (root, namespaces).
 
 The testbed drops chosen segments with its emulator (`[drop]`, the emulator's
 `--drop KIND:N`), captures on both sides of the router and runs the analyzer on each

@@ -27,7 +27,7 @@ from shortflow.tune import TuneSettings, apply, revert, status
 pytestmark = pytest.mark.netns
 
 PROBE = Path(__file__).with_name("tcp_effect_probe.py")
-JIFFY_MS = 4  # HZ 250 here (kernel-facts.md); timers land on this grid
+JIFFY_MS = 4  # HZ 250 on this machine; timers land on this grid
 
 
 @pytest.fixture

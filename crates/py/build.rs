@@ -1,7 +1,7 @@
 //! Compiles the BPF programs (`bpf/*.bpf.c`) with clang at build time, so that the
 //! extension module carries their objects and a pip-installed shortflow needs no compiler
 //! on the host. Where clang or the BPF headers are missing here, the object is left empty
-//! and `tune` compiles the source at run time as before (a warning says so).
+//! and `tune` compiles the source at run time instead (a warning says so).
 
 use std::path::PathBuf;
 use std::process::Command;

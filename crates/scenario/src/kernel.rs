@@ -141,7 +141,7 @@ const fn route(field: &'static str, metric: &'static str) -> KernelKnob {
     plain(field, SetBy::RouteMetric, metric, "ip route show")
 }
 
-/// Every field of the stack profile with how Linux sets it (kernel-facts: what works on 6.18).
+/// Every field of the stack profile with how Linux sets it (what works on Linux 6.18).
 pub const KERNEL_KNOBS: &[KernelKnob] = &[
     KernelKnob {
         field: "rto.initial",

@@ -1,4 +1,4 @@
-//! The scenario keys a synthetic trace needs (issue 9 item 0): a path delay drawn per
+//! The scenario keys a synthetic trace needs: a path delay drawn per
 //! connection (`path.rtt_max`), losses per packet kind (`random_loss.syn`, ...), and every
 //! link type the wire layer writes (`capture.link`, `capture.ipv6`, `capture.vlan`), each
 //! checked where an outsider sees it: the reports, and the pcap read back by the analyzer.

@@ -1,4 +1,4 @@
-//! Web traffic at scale (issue 9): the dumbbell, PackMime-HTTP at a calibrated load, and
+//! Web traffic at scale: the dumbbell, PackMime-HTTP at a calibrated load, and
 //! the mechanisms of documents 001 and 004 on scripted losses, packet by packet.
 
 use shortflow_sim::packet::Segment;

@@ -11,7 +11,7 @@
 //! its whole schedule, and a new one is not taken when the initiator's source prefix already
 //! holds its budget of copies (`prefix_budget`), or when the table is full (`max_held`).
 //! A flood from a few prefixes thus cannot push out the copies of legitimate clients
-//! elsewhere, who keep their resend after `delay` (issue 11).
+//! elsewhere, who keep their resend after `delay`.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

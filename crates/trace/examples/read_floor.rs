@@ -1,5 +1,5 @@
 //! What reading a classic pcap costs before any analysis, on one thread: the floor under
-//! `analyze_file`'s figure (BENCHMARKS.md, issue 10 item 7).
+//! `analyze_file`'s figure (BENCHMARKS.md).
 //!
 //! `cargo run --release --example read_floor -- FILE [--walk | --reader | --decode]`
 //! - `--walk`: the file mapped and its records followed by their captured lengths, one

@@ -1,6 +1,6 @@
 """Document 003's figures as printed (tcpdump on the server, the 1998 hosts' own
-timestamps), transcribed line for line from the document (/work/shared/seeds/003,
-"Scrutinizing slow start with Solaris servers"), one string per figure."""
+timestamps), transcribed line for line from the document (Jens-S. Vöckler, "Scrutinizing
+slow start with Solaris servers", 1998), one string per figure."""
 
 FIGURES: dict[str, str] = {
     "2.1": """\

@@ -1,7 +1,7 @@
 """Simulator beside real kernel: the same scenario document run in both worlds, each
 per-connection figure set side by side with a verdict.
 
-Agreement (issues 4 and 14): times within 5 % or 10 ms, whichever is larger, widened by
+Agreement: times within 5 % or 10 ms, whichever is larger, widened by
 the range Linux's timer wheel may add to the timers the simulated connection waited for
 (its `timer_slack_s`: at HZ 250 a 260 ms RTO may fire up to 32 ms late); counts exactly,
 the loss-recovery counts against the kernel's own counters (nstat). A scenario the real

@@ -251,7 +251,7 @@ class _Realizer:
     def host(self, side: str) -> None:
         h, lin = self.r[side], linux_profile()
         plan = self.plan.role(side)
-        # Cached path metrics would start a connection from an earlier one's RTT (kernel-facts).
+        # Cached path metrics would start a connection from an earlier one's RTT.
         plan.sysctls["net.ipv4.tcp_no_metrics_save"] = 1
         handled = {
             "profile", "rto.initial", "rto.min", "rto.max", "syn_backoff", "initial_window", "congestion_control",

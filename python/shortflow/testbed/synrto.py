@@ -1,6 +1,6 @@
 """The SYN RTO of a namespace's connections, set with the tuner's BPF sock_ops program
 (`bpf/tune.bpf.c`, loaded through `shortflow.host.bpf`) configured with the SYN RTO alone:
-Linux has no sysctl or route metric for it (kernel-facts: route rtt/rttvar do not move it).
+Linux has no sysctl or route metric for it (a route's rtt/rttvar do not move it on 6.18).
 The program answers BPF_SOCK_OPS_TIMEOUT_INIT for the SYNs a client sends and for the
 SYN/ACKs a listener sends; every other field of its configuration stays 0 (the kernel's own).
 

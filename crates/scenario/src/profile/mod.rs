@@ -309,7 +309,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
         // variance term, TCP_RTO_MAX 120 s, TCP_TIMEOUT_FALLBACK 3 s after a lost SYN,
         // TCP_INIT_CWND 10 (RFC 6928), tcp_syn_retries 6, tcp_synack_retries 5; quick-ACK
         // mode for the first segments (TCP_MAX_QUICKACKS 16), then delayed ACKs after
-        // TCP_ATO_MIN 40 ms (kernel-facts.md measured 40 ms); slow start counts every
+        // TCP_ATO_MIN 40 ms (40 ms measured on Linux 6.18); slow start counts every
         // acknowledged segment (tcp_slow_start); tcp_slow_start_after_idle = 1.
         // The timer constants, retries, initial window and reordering come from the kernel
         // table (`kernel::KERNEL_KNOBS`, its `linux` defaults), set below.
