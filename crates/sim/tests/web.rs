@@ -126,6 +126,21 @@ fn sfr_resends_the_tail_after_three_handshake_rtts() {
 }
 
 #[test]
+fn each_sfr_factor_gives_its_own_deadline() {
+    // Factors 2 and 4 (the paper's others): the timeout is that many handshake RTTs, and
+    // the tail's resend comes that long after the ACK of segment 3.
+    for factor in [2.0, 4.0] {
+        let (r, rec) = run(TAIL_LOSS, &[&format!("mechanisms.sfr={{factor={factor}}}")], true);
+        let c = &r.connections[0];
+        assert_eq!((c.timeouts, c.sfr_retransmits), (0, 1), "factor {factor}");
+        assert!((c.sfr_timeout_s.unwrap() - factor * 0.020).abs() < 0.001, "factor {factor}: {:?}", c.sfr_timeout_s);
+        let d = data_sends(&rec);
+        let ack3 = rec.iter().filter(|(_, s)| s.from_client).map(|(t, _)| *t).filter(|&t| t > d[3].0).nth(2).unwrap();
+        assert!((d[4].0 - ack3 - factor * 0.020).abs() < 1e-3, "factor {factor}: resend {} vs ACK of 3 at {ack3}", d[4].0);
+    }
+}
+
+#[test]
 fn sfr_cut_out_leaves_the_rto_alone() {
     let (r, _) = run(TAIL_LOSS, &["mechanisms.sfr={factor=3, cutout=\"2kB\"}"], false);
     assert_eq!((r.connections[0].timeouts, r.connections[0].sfr_retransmits), (1, 0));
