@@ -97,3 +97,13 @@ def test_a_million_unanswered_syns_take_little_memory(tmp_path):
     doc = json.loads(summary.read_text())
     assert (doc["connection_tries"], doc["successful"]) == (1_000_000, 0)
     assert doc["percentiles"]["duration_s"]["n"] == 1_000_000
+
+
+def test_the_answer_from_a_digest_imports_no_pandas():
+    # pandas' import alone is ~0.3 s, more than a small capture's whole answer.
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "shortflow", "analyze",
+                        str(DATA / "one_tcp_stream.pcap"), "--summary-json", "-"], capture_output=True, text=True,
+                       check=True)
+    assert json.loads(r.stdout)["percentiles"]["duration_s"]["n"] == 1
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    assert "numpy" in imported and "pandas" not in imported

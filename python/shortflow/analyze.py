@@ -294,10 +294,10 @@ def _percentiles_of(a: Analysis, files: list[dict[str, Any]]) -> dict[str, dict[
     if not kept or not any(len(v[PERCENTILE_COLUMNS[0]]) for v in kept):
         return {}
     import numpy as np
-    import pyarrow as pa
 
-    columns = {name: pa.array(np.concatenate([v[name] for v in kept]), from_pandas=True) for name in PERCENTILE_COLUMNS}
-    return _percentiles(pa.table(columns))
+    from shortflow.arrow_table import percentile_summary
+
+    return {name: percentile_summary(np.concatenate([v[name] for v in kept])) for name in PERCENTILE_COLUMNS}
 
 
 def _percentiles(table: pa.Table) -> dict[str, dict[str, float | None]]:

@@ -160,15 +160,14 @@ def floats(col: pa.ChunkedArray) -> np.ndarray:
 
 def percentiles(table: pa.Table, columns: Sequence[str]) -> dict[str, dict[str, float | None]]:
     """p50/p90/p99 (and the count of values) of each column over the connections that have one."""
-    out: dict[str, dict[str, float | None]] = {}
-    for name in columns:
-        if name not in table.column_names:
-            continue
-        v = _present_values(table.column(name))
-        v = v[np.isfinite(v)]
-        if v.size == 0:
-            out[name] = {"n": 0, "p50": None, "p90": None, "p99": None}
-        else:
-            p50, p90, p99 = np.percentile(v, [50, 90, 99])
-            out[name] = {"n": int(v.size), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
-    return out
+    return {name: percentile_summary(_present_values(table.column(name))) for name in columns
+            if name in table.column_names}
+
+
+def percentile_summary(values: np.ndarray) -> dict[str, float | None]:
+    """p50/p90/p99 and the count of the finite ones of `values`."""
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return {"n": 0, "p50": None, "p90": None, "p99": None}
+    p50, p90, p99 = np.percentile(v, [50, 90, 99])
+    return {"n": int(v.size), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
