@@ -58,7 +58,7 @@ def test_analyze_that_only_prints_loads_no_table_library(tmp_path: Path) -> None
     # `shortflow analyze TRACE --worst 0` with nothing to write needs no table: the core
     # gives none (no numpy array is made) and the summary is printed from its counts.
     # numpy and pyarrow were ~0.12 s of the 0.19 s such a command took on a small capture.
-    # (The worst connections, printed by default, are ranked from the table.)
+    # (The worst connections, printed by default, come from a digest: numpy and pyarrow.)
     trace = tmp_path / "t.pcap"
     shortflow.generate(trace, connections=20)
     # The app itself, not `main`: `main` ends the process at once after such a command.

@@ -313,8 +313,9 @@ def register(app: typer.Typer) -> None:
                 writing.append(pool.submit(write_exchanges, result, out_dir, fmt, meta))
             doc = summary_document(result)
             # Ranked while the tables are written, for the answer printed below.
-            rows = result.worst_rows if result.worst_rows is not None else result.table
-            ranked = worst_connections(rows, worst) if show and worst > 0 else []
+            ranked = []
+            if show and worst > 0:
+                ranked = worst_connections(result.worst_rows if result.worst_rows is not None else result.table, worst)
             written.extend(w.result() for w in writing)
         if abt is not None:
             written.append(write_abt(result, abt))

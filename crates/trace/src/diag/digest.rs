@@ -46,6 +46,9 @@ struct Candidate {
 pub struct Digest {
     worst: usize,
     candidates: Vec<Candidate>,
+    /// The least time lost among the `worst` kept at the last selection: a connection that
+    /// lost less is none of them (it is not copied).
+    floor_ns: u64,
     /// Every connection's id: a shard's ids (its opening segments' indices) become the
     /// table's 0, 1, 2 … by their rank among them (`crate::shard`).
     pub ids: Vec<u64>,
@@ -61,7 +64,7 @@ impl Digest {
         self.values.push(c);
         self.ids.push(c.id);
         let lost = lost_ns(c);
-        if self.worst == 0 || lost == 0 {
+        if self.worst == 0 || lost == 0 || lost < self.floor_ns {
             return;
         }
         self.candidates.push(Candidate { lost_ns: lost, conn: Box::new(c.clone()) });
@@ -77,6 +80,7 @@ impl Digest {
         if self.candidates.len() > n {
             self.candidates.select_nth_unstable_by_key(n, |c| (std::cmp::Reverse(c.lost_ns), c.conn.id));
             self.candidates.truncate(n);
+            self.floor_ns = self.candidates.iter().map(|c| c.lost_ns).min().unwrap_or(0);
         }
     }
 

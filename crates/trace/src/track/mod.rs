@@ -457,16 +457,16 @@ impl<F: FnMut(&Conn)> Tracker<F> {
         if self.hold_tries {
             if let Some(t) = SynTry::hold(self.next_id, ts_ns, key, seg, extra) {
                 self.next_id += 1;
-                let given_up = self.try_ends_at(&t);
+                let ends = self.try_ends_at(&t);
                 let n = match self.free_tries.pop() {
                     Some(n) => {
                         self.tries[n as usize] = t;
-                        self.try_ends[n as usize] = given_up;
+                        self.try_ends[n as usize] = ends;
                         n
                     }
                     None => {
                         self.tries.push(t);
-                        self.try_ends.push(given_up);
+                        self.try_ends.push(ends);
                         (self.tries.len() - 1) as u32
                     }
                 };
