@@ -8,6 +8,7 @@
 //! ```
 
 pub mod app;
+pub mod byte_loss;
 pub mod calibrate;
 pub mod capture;
 pub mod engine;

@@ -172,6 +172,12 @@ pub struct DropConfig {
     pub data: Vec<u32>,
     /// Client data segments.
     pub client_data: Vec<u32>,
+    /// Server stream offsets (0 = the first data byte after the SYN/ACK): the segment that
+    /// carries each is lost at its first transmission, wherever a stack's segment
+    /// boundaries fall (`shortflow_sim::byte_loss`).
+    pub data_bytes: Vec<u64>,
+    /// Client stream offsets, as `data_bytes`.
+    pub client_data_bytes: Vec<u64>,
 }
 
 /// Gilbert-Elliott two-state loss (Gilbert 1960, Elliott 1963).
@@ -939,10 +945,18 @@ fn ack_policy(c: &mut StackConfig, h: &RawHost, src: &str, side: &str) -> Result
     Ok(())
 }
 
+/// Byte offsets per `drop.*_bytes` list: as many as the occurrence lists hold.
+const MAX_BYTE_DROPS: usize = 10_000;
+
 fn drops(d: &RawDrop, src: &str) -> Result<DropConfig, ScenarioError> {
     for (k, v) in [("syn", &d.syn), ("synack", &d.synack), ("ack", &d.ack), ("data", &d.data), ("client_data", &d.client_data)] {
         if v.contains(&0) {
             return Err(err(src, &format!("drop.{k}"), "occurrence numbers start at 1"));
+        }
+    }
+    for (k, v) in [("data_bytes", &d.data_bytes), ("client_data_bytes", &d.client_data_bytes)] {
+        if v.len() > MAX_BYTE_DROPS {
+            return Err(err(src, &format!("drop.{k}"), format!("{} offsets: at most {MAX_BYTE_DROPS} per list", v.len())));
         }
     }
     Ok(DropConfig {
@@ -951,6 +965,8 @@ fn drops(d: &RawDrop, src: &str) -> Result<DropConfig, ScenarioError> {
         ack: d.ack.clone(),
         data: d.data.clone(),
         client_data: d.client_data.clone(),
+        data_bytes: d.data_bytes.clone(),
+        client_data_bytes: d.client_data_bytes.clone(),
     })
 }
 

@@ -337,6 +337,12 @@ pub struct RawDrop {
     /// Client data segments to drop.
     #[serde(default)]
     pub client_data: Vec<u32>,
+    /// Server stream offsets (0 = the first data byte): the segment carrying each is lost at its first transmission.
+    #[serde(default)]
+    pub data_bytes: Vec<u64>,
+    /// Client stream offsets: the segment carrying each is lost at its first transmission.
+    #[serde(default)]
+    pub client_data_bytes: Vec<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
