@@ -8,9 +8,9 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 
 use crate::app::{ClientApp, Later, ServerApp};
+use crate::byte_loss::ByteLoss;
 use crate::capture::CaptureSink;
 use crate::engine::EventQueue;
-use crate::byte_loss::ByteLoss;
 use crate::loss::{Fate, LossModel};
 use crate::mechanisms::min_rto_004::MinRto004;
 use crate::mechanisms::sfr::Sfr;

@@ -239,6 +239,9 @@ pub struct Half {
     pub retx_path_mtu: u32,
     pub retx_unprompted: u32,
     pub spurious: u32,
+    /// Stream offsets where this half's data was lost: the first byte resent of each
+    /// segment at its first resend for loss repair (`MAX_LOST_OFFSETS` at most).
+    pub lost_offsets: Vec<u64>,
     pub rto_events: u32,
     pub backoff_max: u8,
     /// `una` when this half last sent a tail loss probe, until an ACK moves it: RFC 8985
@@ -323,6 +326,9 @@ pub struct AckOutcome {
     /// sender had sent nothing since the segment it acknowledges.
     pub delayed_stall_ns: Option<u64>,
 }
+
+/// Lost offsets kept per half: as many as a scenario's `drop.*_bytes` list takes.
+const MAX_LOST_OFFSETS: usize = 10_000;
 
 impl Half {
     /// Starts the sequence space at `seq` (the first byte after the SYN, or the first
@@ -598,14 +604,28 @@ impl Half {
                 RetxClass::Unprompted => self.retx_unprompted += 1,
             }
             let already_acked = self.acked_any && end <= self.una;
+            let repair = matches!(class, RetxClass::Timeout | RetxClass::Fast | RetxClass::Tlp);
             let mut spurious = false;
+            let mut lost = Vec::new();
+            let mut seen_before = false;
             for s in &mut self.flight[self.head as usize..] {
+                seen_before |= s.start <= start && start < s.end;
                 if s.end > start && s.end - 1 < end {
+                    if !s.retx {
+                        lost.push(s.start.max(start));
+                    }
                     s.retx = true;
                     s.ts_last = ts;
                     s.id_last = extra.ip_id;
                     s.tsval_last = tsval;
                 }
+            }
+            if !seen_before {
+                // Data the capture never saw go out: lost before the capture point.
+                lost.push(start);
+            }
+            if repair && !already_acked {
+                self.note_lost(&lost);
             }
             if already_acked {
                 // Seen after its data was acknowledged: the original had arrived.
@@ -636,6 +656,18 @@ impl Half {
     /// a first segment overtaken by the second is told by them (`Hole`).
     pub fn note_syn_stamp(&mut self, extra: &SegmentExtra) {
         self.last_stamp = Stamp::of(extra);
+    }
+
+    /// Keeps where data was lost (each offset once: a hole the capture never saw is resent
+    /// as often as its repair takes).
+    fn note_lost(&mut self, offsets: &[i64]) {
+        for &at in offsets {
+            let Ok(at) = u64::try_from(at) else { continue };
+            let known = self.lost_offsets.iter().rev().take(64).any(|&x| x == at);
+            if !known && self.lost_offsets.len() < MAX_LOST_OFFSETS {
+                self.lost_offsets.push(at);
+            }
+        }
     }
 
     /// A segment without data carries its sender's next sequence number, `at`: beyond
