@@ -1,6 +1,6 @@
 //! Losses by byte (`drop.data_bytes`, `drop.client_data_bytes`): the segment that carries a
-//! given byte of a direction's stream is lost at its first transmission, and its
-//! retransmissions pass.
+//! given byte of a direction's stream is lost at that byte's first transmission; an offset
+//! listed k times is lost at its first k transmissions (a resend lost again).
 //!
 //! A capture tells which bytes were lost, not which occurrence of a segment: a stack with
 //! another initial window, minimum RTO or segment size sends those bytes in other segments
@@ -12,19 +12,17 @@
 use crate::packet::{Segment, SYN};
 use crate::scenario::DropConfig;
 
-/// Per connection: each direction's initial sequence number once its SYN passed, and how
-/// far its stream has been sent (the end of the highest byte seen, as an offset).
-#[derive(Debug, Clone, Copy, Default)]
+/// One direction of one connection: its initial sequence number once its SYN passed, and
+/// each target offset with the transmissions of it still to lose.
+#[derive(Debug, Clone, Default)]
 struct Stream {
     isn: Option<u32>,
-    sent_to: u64,
-    /// Index of the first target offset not yet sent (targets are sorted).
-    next_target: usize,
+    left: Vec<(u64, u32)>,
 }
 
 pub struct ByteLoss {
-    /// Sorted target offsets: [client's stream, server's stream].
-    targets: [Vec<u64>; 2],
+    /// Target offsets with their counts, sorted: [client's stream, server's stream].
+    targets: [Vec<(u64, u32)>; 2],
     /// Per connection id: [client, server].
     streams: Vec<[Stream; 2]>,
 }
@@ -36,44 +34,50 @@ impl ByteLoss {
         if drop.data_bytes.is_empty() && drop.client_data_bytes.is_empty() {
             return None;
         }
-        let sorted = |v: &[u64]| {
+        let counted = |v: &[u64]| {
             let mut v = v.to_vec();
             v.sort_unstable();
-            v.dedup();
-            v
+            let mut out: Vec<(u64, u32)> = Vec::new();
+            for x in v {
+                match out.last_mut() {
+                    Some((y, n)) if *y == x => *n += 1,
+                    _ => out.push((x, 1)),
+                }
+            }
+            out
         };
-        Some(Self { targets: [sorted(&drop.client_data_bytes), sorted(&drop.data_bytes)], streams: Vec::new() })
+        Some(Self { targets: [counted(&drop.client_data_bytes), counted(&drop.data_bytes)], streams: Vec::new() })
     }
 
-    /// Sees `seg` at the router (every segment, lost or not): true when it carries the
-    /// first transmission of a target byte.
+    /// Sees `seg` at the router (every segment, lost or not): true when it carries a
+    /// target byte with transmissions still to lose.
     pub fn lose(&mut self, seg: &Segment) -> bool {
         let conn = seg.conn as usize;
         if self.streams.len() <= conn {
-            self.streams.resize(conn + 1, [Stream::default(); 2]);
+            self.streams.resize(conn + 1, Default::default());
         }
         let dir = usize::from(!seg.from_client);
         let s = &mut self.streams[conn][dir];
         if seg.flags & SYN != 0 {
-            s.isn.get_or_insert(seg.seq);
+            if s.isn.is_none() {
+                s.isn = Some(seg.seq);
+                s.left = self.targets[dir].clone();
+            }
             return false;
         }
         let (Some(isn), true) = (s.isn, seg.len > 0) else { return false };
         let start = u64::from(seg.seq.wrapping_sub(isn.wrapping_add(1)));
         let end = start + u64::from(seg.len);
-        if end <= s.sent_to {
-            return false;
-        }
-        let new_from = start.max(s.sent_to);
-        s.sent_to = end;
-        let targets = &self.targets[dir];
+        let from = s.left.partition_point(|&(t, _)| t < start);
         let mut lost = false;
-        while let Some(&t) = targets.get(s.next_target) {
-            if t >= end {
+        for (t, n) in &mut s.left[from..] {
+            if *t >= end {
                 break;
             }
-            lost |= t >= new_from;
-            s.next_target += 1;
+            if *n > 0 {
+                *n -= 1;
+                lost = true;
+            }
         }
         lost
     }
@@ -138,18 +142,14 @@ mod tests {
     }
 
     #[test]
-    fn a_resend_reaching_new_bytes_is_their_first_transmission() {
-        // 0..1000 went out once; a resend of 500..1500 carries 700 again (it passes) and
-        // 1200 for the first time (it is lost).
-        let mut m = model(&[700, 1200]);
+    fn a_byte_listed_twice_is_lost_at_its_first_two_transmissions() {
+        let mut m = model(&[1200, 700, 1200]);
         m.lose(&seg(false, SYN | ACK, 0, 0));
         assert!(m.lose(&seg(false, ACK, 1, 1000)), "700's first transmission");
-        assert!(m.lose(&seg(false, ACK, 501, 1000)), "1200's first transmission");
-        assert!(!m.lose(&seg(false, ACK, 501, 1000)));
-        let mut m = model(&[700]);
-        m.lose(&seg(false, SYN | ACK, 0, 0));
-        assert!(m.lose(&seg(false, ACK, 1, 1000)));
-        assert!(!m.lose(&seg(false, ACK, 501, 1000)), "700 was sent before");
+        assert!(m.lose(&seg(false, ACK, 1001, 1000)), "1200's first");
+        assert!(!m.lose(&seg(false, ACK, 1, 1000)), "700 was listed once");
+        assert!(m.lose(&seg(false, ACK, 1001, 1000)), "1200's second");
+        assert!(!m.lose(&seg(false, ACK, 1001, 1000)), "1200's third passes");
     }
 
     #[test]

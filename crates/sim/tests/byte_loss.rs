@@ -74,3 +74,21 @@ fn the_analyzer_reads_the_lost_offsets_back() {
         assert!(table.lost_offsets_c2s.values.is_empty(), "{point}: the request was not lost");
     }
 }
+
+/// A resend lost again: the offset twice in the scenario, twice in the analyzer's list.
+#[test]
+fn a_resend_lost_again_is_read_back_twice() {
+    use shortflow_trace::{analyze_capture, CaptureReader, Options, Progress};
+    let sets = vec!["capture.point=\"server\"".to_string(), "drop.data_bytes=[20000, 20000]".to_string()];
+    let opts = RunOptions { capture: true, timeline: false, totals_only: false };
+    let (report, cap, sc) = simulate(SCENARIO, "byte_loss.toml", &sets, opts).expect("scenario");
+    assert_eq!(report.connections[0].packets_dropped, 2);
+    let mut pcap = Vec::new();
+    cap.write_pcap(&mut pcap, &sc).unwrap();
+    let reader = CaptureReader::from_bytes("sim.pcap", pcap).unwrap();
+    let (table, _, _, _) = analyze_capture(reader, 0, &Options::default(), &Progress::default());
+    let lost = &table.lost_offsets_s2c.values;
+    assert_eq!(lost.len(), 2, "{lost:?}");
+    assert_eq!(lost[0], lost[1]);
+    assert!(lost[0] <= 20000 && 20000 < lost[0] + 1448);
+}

@@ -173,8 +173,8 @@ pub struct DropConfig {
     /// Client data segments.
     pub client_data: Vec<u32>,
     /// Server stream offsets (0 = the first data byte after the SYN/ACK): the segment that
-    /// carries each is lost at its first transmission, wherever a stack's segment
-    /// boundaries fall (`shortflow_sim::byte_loss`).
+    /// carries each is lost at its first transmission (an offset listed k times, at its
+    /// first k), wherever a stack's segment boundaries fall (`shortflow_sim::byte_loss`).
     pub data_bytes: Vec<u64>,
     /// Client stream offsets, as `data_bytes`.
     pub client_data_bytes: Vec<u64>,

@@ -337,10 +337,10 @@ pub struct RawDrop {
     /// Client data segments to drop.
     #[serde(default)]
     pub client_data: Vec<u32>,
-    /// Server stream offsets (0 = the first data byte): the segment carrying each is lost at its first transmission.
+    /// Server stream offsets (0 = the first data byte): the segment carrying each is lost at its first transmission (an offset listed k times: at its first k).
     #[serde(default)]
     pub data_bytes: Vec<u64>,
-    /// Client stream offsets: the segment carrying each is lost at its first transmission.
+    /// Client stream offsets: the segment carrying each is lost at its first transmission (k times listed: its first k).
     #[serde(default)]
     pub client_data_bytes: Vec<u64>,
 }

@@ -202,7 +202,7 @@ schema! {
     "retx_unprompted_s2c": "uint32", "", "server data segments resent within half an RTT of their last sending: no loss repair";
     "retx_spurious_c2s": "uint32", "", "client retransmissions found unneeded (D-SACK, timestamps, early ACK)";
     "retx_spurious_s2c": "uint32", "", "server retransmissions found unneeded";
-    "lost_offsets_c2s": "list<item: uint64>", "bytes", "where the client's data was lost: for each of its segments resent (by timeout, fast or early recovery, or a probe), the stream offset of its first byte resent (0 = the first data byte; at most 10,000)";
+    "lost_offsets_c2s": "list<item: uint64>", "bytes", "where the client's data was lost: for each resend of its segments (by timeout, fast or early recovery, or a probe), the stream offset of the first byte resent (0 = the first data byte; an offset k times: k copies lost; at most 10,000)";
     "lost_offsets_s2c": "list<item: uint64>", "bytes", "where the server's data was lost, as lost_offsets_c2s";
     "out_of_order_c2s": "uint32", "", "client data segments seen after data sent later (overtaken on the way, by their IPv4 IDs or TCP timestamps): new data, not retransmissions";
     "out_of_order_s2c": "uint32", "", "server data segments seen after data sent later";

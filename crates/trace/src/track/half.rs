@@ -239,8 +239,9 @@ pub struct Half {
     pub retx_path_mtu: u32,
     pub retx_unprompted: u32,
     pub spurious: u32,
-    /// Stream offsets where this half's data was lost: the first byte resent of each
-    /// segment at its first resend for loss repair (`MAX_LOST_OFFSETS` at most).
+    /// Stream offsets where this half's data was lost: the first byte resent of a segment
+    /// at each of its resends for loss repair (an offset k times: k copies lost), at most
+    /// `MAX_LOST_OFFSETS`.
     pub lost_offsets: Vec<u64>,
     pub rto_events: u32,
     pub backoff_max: u8,
@@ -611,21 +612,22 @@ impl Half {
             for s in &mut self.flight[self.head as usize..] {
                 seen_before |= s.start <= start && start < s.end;
                 if s.end > start && s.end - 1 < end {
-                    if !s.retx {
-                        lost.push(s.start.max(start));
-                    }
+                    // Each resend says the copy before it was lost: the first
+                    // transmission, then each resend but the last.
+                    lost.push(s.start.max(start));
                     s.retx = true;
                     s.ts_last = ts;
                     s.id_last = extra.ip_id;
                     s.tsval_last = tsval;
                 }
             }
-            if !seen_before {
-                // Data the capture never saw go out: lost before the capture point.
-                lost.push(start);
-            }
             if repair && !already_acked {
-                self.note_lost(&lost);
+                self.lost_offsets.extend(lost.into_iter().filter_map(|at| u64::try_from(at).ok()));
+                if !seen_before {
+                    // Data the capture never saw go out: lost before the capture point.
+                    self.note_hole_lost(start);
+                }
+                self.lost_offsets.truncate(MAX_LOST_OFFSETS);
             }
             if already_acked {
                 // Seen after its data was acknowledged: the original had arrived.
@@ -658,15 +660,12 @@ impl Half {
         self.last_stamp = Stamp::of(extra);
     }
 
-    /// Keeps where data was lost (each offset once: a hole the capture never saw is resent
-    /// as often as its repair takes).
-    fn note_lost(&mut self, offsets: &[i64]) {
-        for &at in offsets {
-            let Ok(at) = u64::try_from(at) else { continue };
-            let known = self.lost_offsets.iter().rev().take(64).any(|&x| x == at);
-            if !known && self.lost_offsets.len() < MAX_LOST_OFFSETS {
-                self.lost_offsets.push(at);
-            }
+    /// Keeps where a hole the capture never saw began, once: near the receiver only its
+    /// repair is seen, as often as copies of it arrive.
+    fn note_hole_lost(&mut self, at: i64) {
+        let Ok(at) = u64::try_from(at) else { return };
+        if !self.lost_offsets.iter().rev().take(64).any(|&x| x == at) {
+            self.lost_offsets.push(at);
         }
     }
 

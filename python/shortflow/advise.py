@@ -1,0 +1,216 @@
+"""From a capture to the fix: each connection of a capture as a scenario of its own,
+replayed unchanged (does the model hold it?) and under each start-up fix of the capture's
+vantage host (`shortflow._core.advise_run`, the simulator's `advise` module).
+
+A connection's model comes from the analyzer: its exchanges (the a-b-t vector of
+`shortflow.abt`), its handshake's round trip, its server's initial window when its first
+flight showed it, and its losses — the bytes each direction lost
+(``lost_offsets_c2s``/``_s2c``) and the handshake packets lost, replayed as the same bytes
+lost at their first transmission and the same occurrences of SYN or SYN/ACK.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shortflow import _core
+from shortflow.abt import connection_vectors
+
+if TYPE_CHECKING:
+    from shortflow.analyze import Analysis
+
+VANTAGES = ("server", "client")
+
+#: What the replays cannot show, said beside every estimate.
+CAVEATS = (
+    "losses replay as the same bytes of the same direction lost at their first transmission "
+    "(handshake losses as the same occurrence)",
+    "each connection replays alone on its own path: a lone replay cannot show what a larger "
+    "initial window does to its neighbours in a shared queue",
+)
+
+_COLUMNS = ("trace", "conn_id", "syn_count", "synack_count", "synack_gap_class", "iw_segments", "iw_bytes",
+            "lost_offsets_c2s", "lost_offsets_s2c", "vantage")
+_ANSWER = "answer_to_syn"
+
+
+class AdviseError(ValueError):
+    """A request advise cannot answer: says what was wrong."""
+
+
+@dataclass
+class Advice:
+    """The replays' verdict: ``fixes`` best first (each a dict as `_core.advise_run`
+    returns it), ``baseline`` one dict per connection (with its ``trace``, ``conn_id`` and
+    why the model does or does not hold it), the ``vantage`` judged from and the number of
+    connection replays run."""
+
+    vantage: str
+    fixes: list[dict[str, Any]]
+    baseline: list[dict[str, Any]]
+    replays: int
+    caveats: tuple[str, ...] = CAVEATS
+    models: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def faithful(self) -> int:
+        return sum(1 for b in self.baseline if b["faithful"])
+
+    @property
+    def faithful_share(self) -> float:
+        return self.faithful / len(self.baseline) if self.baseline else 0.0
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document: ``fixes`` (best first) and ``replay``."""
+        fixes = [{
+            "fix": f["fix"],
+            "apply": f["apply"],
+            "scenario_overrides": list(f["scenario_overrides"]),
+            "connections_helped": f["connections_helped"],
+            "saved_s_total": f["saved_s_total"],
+            "saved_s_median": f["saved_s_median"],
+            "saved_s_p95": f["saved_s_p95"],
+            "harm": {"extra_packets": f["extra_packets"], "spurious_retransmissions": f["spurious_retransmissions"],
+                     "connections_slower": f["connections_slower"]},
+        } for f in self.fixes]
+        return {"fixes": fixes,
+                "replay": {"connections": len(self.baseline), "faithful": self.faithful, "faithful_share": self.faithful_share}}
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str) -> dict[str, Any] | str:
+    """Connection row `c` with its vector `v` as a model, or why it cannot be one."""
+    if "concurrent" in v:
+        return "concurrent exchanges (both sides sending at once): the simulator replays sequential ones only"
+    rtt = _finite(c["handshake_rtt_s"])
+    if rtt is None:
+        return "no complete handshake: no round trip to replay"
+    ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
+    if not ends:
+        return "no response"
+    # The client's first SYN to its receipt of the last response byte: near the server the
+    # SYN came half a round trip after it and the last byte reaches the client half a round
+    # trip after it left.
+    observed = max(ends) + (rtt if vantage == "server" else 0.0)
+    answers = sum(1 for g in c["synack_gap_class"] or [] if g == _ANSWER)
+    first_response = next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0)
+    iw = c["iw_segments"] or 0
+    return {
+        "conn_id": i,
+        "rtt_s": rtt,
+        # Near the client each SYN retry answers a loss (of the SYN or of its SYN/ACK); near
+        # the server only the SYN/ACK resends by its own timer do (not those answering a SYN).
+        "lost_syns": max(0, (c["syn_count"] or 0) - 1) if vantage == "client" else 0,
+        "lost_synacks": max(0, (c["synack_count"] or 0) - 1 - answers) if vantage == "server" else 0,
+        "epochs": [tuple(int(x) for x in e) for e in v["epochs"]],
+        "lost_c2s": list(c["lost_offsets_c2s"] or []),
+        "lost_s2c": list(c["lost_offsets_s2c"] or []),
+        # A first flight shorter than the first response was cut by the window: its size is
+        # the server's initial window.
+        "server_iw": int(iw) if iw and (c["iw_bytes"] or 0) < first_response else None,
+        "observed_s": observed,
+    }
+
+
+def models(a: Analysis, vantage: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each connection that carried data as a model (``conn_id`` its index in the second
+    list), and one row per such connection: ``trace``, ``conn_id`` and, for one that
+    cannot be modelled, ``reason``."""
+    out: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for c, v in connection_vectors(a, _COLUMNS):
+        m = _model(len(rows), c, v, vantage)
+        row: dict[str, Any] = {"trace": c["trace"], "conn_id": c["conn_id"]}
+        if isinstance(m, str):
+            row["reason"] = m
+        else:
+            out.append(m)
+        rows.append(row)
+    return out, rows
+
+
+def decide_vantage(a: Analysis, vantage: str | None) -> str:
+    if vantage is not None:
+        if vantage not in VANTAGES:
+            raise AdviseError(f"--vantage {vantage!r}: expected server or client")
+        return vantage
+    if a.vantage not in VANTAGES:
+        raise AdviseError(f"the capture point is undecided ({a.vantage_basis or 'no complete handshake'}): "
+                          "say whose host to fix with --vantage server or --vantage client")
+    return a.vantage
+
+
+def advise(a: Analysis, vantage: str | None = None, threads: int | None = None) -> Advice:
+    """Replays every connection of `a` unchanged and under the vantage host's fixes."""
+    side = decide_vantage(a, vantage)
+    ms, rows = models(a, side)
+    result = _core.advise_run(ms, side, threads or (os.cpu_count() or 1))
+    by_model = {b["conn_id"]: b for b in result["baseline"]}
+    baseline = []
+    for i, row in enumerate(rows):
+        b = by_model.get(i)
+        if b is None:
+            baseline.append({**row, "observed_s": None, "replay_s": None, "faithful": False})
+        else:
+            baseline.append({**row, "observed_s": b["observed_s"], "replay_s": b["replay_s"], "faithful": b["faithful"],
+                             "reason": b["reason"]})
+    fixes = result["fixes"]
+    faithful_rows = [rows[i] for i in result["faithful_ids"]]
+    for f in fixes:
+        f["saved_by_connection"] = [(r["trace"], r["conn_id"], s) for r, s in zip(faithful_rows, f.pop("saved_s"))]
+    return Advice(vantage=side, fixes=fixes, baseline=baseline, replays=int(result["replays"]), models=ms)
+
+
+def explain(a: Analysis, conn: int, vantage: str | None = None) -> str:
+    """Connection `conn`'s model as a scenario file (TOML) that `shortflow simulate` runs."""
+    side = decide_vantage(a, vantage)
+    ms, rows = models(a, side)
+    found = [i for i, r in enumerate(rows) if r["conn_id"] == conn]
+    if not found:
+        raise AdviseError(f"--explain {conn}: no connection {conn} with data in the capture")
+    if len(found) > 1:
+        raise AdviseError(f"--explain {conn}: {len(found)} traces have a connection {conn}; give one trace")
+    row = rows[found[0]]
+    if "reason" in row:
+        raise AdviseError(f"--explain {conn}: not replayable: {row['reason']}")
+    m = next(m for m in ms if m["conn_id"] == found[0])
+    text: str = _core.advise_scenario({**m, "conn_id": conn})
+    return f"# connection {conn} of {row['trace']}, as seen near the {side}; `shortflow simulate FILE` replays it\n" + text
+
+
+def write_parquet(adv: Advice, out: Path) -> list[Path]:
+    """Per-connection tables in `out`: ``connections.parquet`` (observed and replayed
+    durations, faithful or why not) and ``savings.parquet`` (seconds each fix saves each
+    faithful connection)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out.mkdir(parents=True, exist_ok=True)
+    conns = pa.table({
+        "trace": [b["trace"] for b in adv.baseline],
+        "conn_id": pa.array([b["conn_id"] for b in adv.baseline], pa.uint64()),
+        "observed_s": pa.array([b["observed_s"] for b in adv.baseline], pa.float64()),
+        "replay_s": pa.array([b["replay_s"] for b in adv.baseline], pa.float64()),
+        "faithful": [b["faithful"] for b in adv.baseline],
+        "reason": [b.get("reason", "") for b in adv.baseline],
+    })
+    fix, trace, conn, saved = [], [], [], []
+    for f in adv.fixes:
+        for t, c, s in f["saved_by_connection"]:
+            fix.append(f["fix"])
+            trace.append(t)
+            conn.append(c)
+            saved.append(s)
+    savings = pa.table({"fix": fix, "trace": trace, "conn_id": pa.array(conn, pa.uint64()),
+                        "saved_s": pa.array(saved, pa.float64())})
+    paths = [out / "connections.parquet", out / "savings.parquet"]
+    pq.write_table(conns, paths[0])
+    pq.write_table(savings, paths[1])
+    return paths
