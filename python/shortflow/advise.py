@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,9 +34,8 @@ CAVEATS = (
     "initial window does to its neighbours in a shared queue",
 )
 
-_COLUMNS = ("trace", "conn_id", "syn_count", "synack_count", "synack_gap_class", "iw_segments", "iw_bytes",
-            "lost_offsets_c2s", "lost_offsets_s2c", "vantage")
-_ANSWER = "answer_to_syn"
+_COLUMNS = ("trace", "conn_id", "server_ip", "syn_count", "synack_count", "synack_gaps_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
+            "lost_offsets_s2c")
 
 
 class AdviseError(ValueError):
@@ -85,7 +85,27 @@ def _finite(x: float | None) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
 
-def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str) -> dict[str, Any] | str:
+def _first_flight(c: dict[str, Any]) -> int | None:
+    """The server's first flight in segments when it was cut by the window, not by the end
+    of the response, after a handshake without loss (after one Linux starts from one
+    segment: the flight then says nothing of the host's setting)."""
+    first_response = next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0)
+    iw = c["iw_segments"] or 0
+    clean = (c["syn_count"] or 0) <= 1 and (c["synack_count"] or 0) <= 1
+    return int(iw) if clean and iw and (c["iw_bytes"] or 0) < first_response else None
+
+
+def _initial_windows(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, int]:
+    """Each server's initial window, the one most of its connections' first flights show
+    (a host setting: every connection to it starts from it)."""
+    seen: dict[str, Counter[int]] = {}
+    for c, _ in pairs:
+        if (iw := _first_flight(c)) is not None:
+            seen.setdefault(c["server_ip"], Counter())[iw] += 1
+    return {server: counts.most_common(1)[0][0] for server, counts in seen.items()}
+
+
+def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str, iw: int | None) -> dict[str, Any] | str:
     """Connection row `c` with its vector `v` as a model, or why it cannot be one."""
     if "concurrent" in v:
         return "concurrent exchanges (both sides sending at once): the simulator replays sequential ones only"
@@ -99,24 +119,36 @@ def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str) -> dict[s
     # SYN came half a round trip after it and the last byte reaches the client half a round
     # trip after it left.
     observed = max(ends) + (rtt if vantage == "server" else 0.0)
-    answers = sum(1 for g in c["synack_gap_class"] or [] if g == _ANSWER)
-    first_response = next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0)
-    iw = c["iw_segments"] or 0
     return {
         "conn_id": i,
         "rtt_s": rtt,
-        # Near the client each SYN retry answers a loss (of the SYN or of its SYN/ACK); near
-        # the server only the SYN/ACK resends by its own timer do (not those answering a SYN).
+        # Near the client each SYN retry answers a loss (of the SYN or of its SYN/ACK). Near
+        # the server a lost SYN is never seen (`_lost_synacks` for the SYN/ACKs).
         "lost_syns": max(0, (c["syn_count"] or 0) - 1) if vantage == "client" else 0,
-        "lost_synacks": max(0, (c["synack_count"] or 0) - 1 - answers) if vantage == "server" else 0,
+        "lost_synacks": _lost_synacks(c, rtt) if vantage == "server" else 0,
         "epochs": [tuple(int(x) for x in e) for e in v["epochs"]],
         "lost_c2s": list(c["lost_offsets_c2s"] or []),
         "lost_s2c": list(c["lost_offsets_s2c"] or []),
-        # A first flight shorter than the first response was cut by the window: its size is
-        # the server's initial window.
-        "server_iw": int(iw) if iw and (c["iw_bytes"] or 0) < first_response else None,
+        # The host's initial window where its connections showed it (else the stack's).
+        "server_iw": iw,
         "observed_s": observed,
     }
+
+
+def _lost_synacks(c: dict[str, Any], rtt: float) -> int:
+    """The SYN/ACKs lost, seen near the server: those sent before the one the client's ACK
+    answers, which left a round trip before that ACK came. A SYN/ACK sent with it (the
+    server's timer and its answer to the client's SYN retry at once) was a spare."""
+    gaps = [g for g in (c["synack_gaps_s"] or []) if g is not None]
+    ack_delay = _finite(c["ack_delay_s"])
+    if not gaps or ack_delay is None:
+        return 0
+    sent = [0.0]
+    for g in gaps:
+        sent.append(sent[-1] + g)
+    path = _finite(c["rtt_min_s"]) or ack_delay
+    ack_at = sent[-1] + ack_delay
+    return sum(1 for t in sent if t < ack_at - 1.5 * path)
 
 
 def models(a: Analysis, vantage: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -125,8 +157,10 @@ def models(a: Analysis, vantage: str) -> tuple[list[dict[str, Any]], list[dict[s
     cannot be modelled, ``reason``."""
     out: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
-    for c, v in connection_vectors(a, _COLUMNS):
-        m = _model(len(rows), c, v, vantage)
+    pairs = connection_vectors(a, _COLUMNS)
+    windows = _initial_windows(pairs)
+    for c, v in pairs:
+        m = _model(len(rows), c, v, vantage, windows.get(c["server_ip"]))
         row: dict[str, Any] = {"trace": c["trace"], "conn_id": c["conn_id"]}
         if isinstance(m, str):
             row["reason"] = m

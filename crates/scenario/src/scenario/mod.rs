@@ -219,6 +219,9 @@ pub struct RandomLossConfig {
     pub reverse: LossConfig,
     pub seed: u64,
     pub kinds: KindLoss,
+    /// Each connection draws from a stream of its own (`random_loss.per_connection`).
+    #[serde(default)]
+    pub per_connection: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -995,7 +998,16 @@ fn random_loss(r: &RawRandomLoss, src: &str, seed: u64) -> Result<RandomLossConf
             }
         }
     };
+    let per_connection = r.per_connection.unwrap_or(false);
+    if per_connection && (r.gilbert_forward.is_some() || r.gilbert_reverse.is_some()) {
+        return Err(err(
+            src,
+            "random_loss.per_connection",
+            "draws Bernoulli losses only: a Gilbert-Elliott chain runs over the whole direction",
+        ));
+    }
     Ok(RandomLossConfig {
+        per_connection,
         forward: one("forward", r.forward, &r.gilbert_forward)?,
         reverse: one("reverse", r.reverse, &r.gilbert_reverse)?,
         seed: r.seed.unwrap_or(seed),

@@ -354,6 +354,8 @@ pub struct RawRandomLoss {
     pub reverse: Option<f64>,
     /// Seed of the loss draws (default: the scenario's seed).
     pub seed: Option<u64>,
+    /// Draw each connection's Bernoulli losses from a stream of its own (keyed by its client port and each packet's rank among the connection's packets of its kind), so a change in one connection leaves the others' losses as they were (default false).
+    pub per_connection: Option<bool>,
     /// Gilbert-Elliott bursty loss, client to server (instead of forward).
     pub gilbert_forward: Option<RawGilbert>,
     /// Gilbert-Elliott bursty loss, server to client (instead of reverse).
