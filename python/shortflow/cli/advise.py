@@ -28,12 +28,12 @@ if TYPE_CHECKING:
     from shortflow.advise import Advice
 
 
-def _s(x: float) -> str:
-    return f"{x:.3f}"
+def _g(x: float) -> str:
+    return f"{x:.3g}"
 
 
-def _ci(ci: tuple[float, float]) -> str:
-    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+def _est(x: float, ci: tuple[float, float]) -> str:
+    return f"{_g(x)} [{_g(ci[0])}, {_g(ci[1])}]"
 
 
 def print_advice(adv: Advice) -> None:
@@ -42,14 +42,17 @@ def print_advice(adv: Advice) -> None:
     say(f"baseline: {adv.faithful:,} of {n:,} ({adv.faithful_share:.0%}) replay within 10 % of their observed duration; "
         "only those feed the estimates")
     rows: list[list[Any]] = []
-    for f in adv.fixes:
-        rows.append([f["fix"], f["connections_helped"], _s(f["saved_s_total"]) + " " + _ci(f["saved_s_total_ci"]),
-                     _s(f["saved_s_median"]) + " " + _ci(f["saved_s_median_ci"]),
-                     _s(f["saved_s_p95"]) + " " + _ci(f["saved_s_p95_ci"]),
-                     f["extra_packets"], f["spurious_retransmissions"], f["connections_slower"], f["apply"]])
-    emit_table(f"fixes, best first ({adv.faithful_share:.0%} of connections replayed faithfully)",
-               ["fix", "helped", "saved s total [95 %]", "median [95 %]", "p95 [95 %]", "extra pkts", "spurious",
-                "slower", "apply"], rows, right=[False, True, True, True, True, True, True, True, False])
+    for k, f in enumerate(adv.fixes, 1):
+        rows.append([k, f["fix"], f["connections_helped"], _est(f["saved_s_total"], f["saved_s_total_ci"]),
+                     _est(f["saved_s_median"], f["saved_s_median_ci"]), _est(f["saved_s_p95"], f["saved_s_p95_ci"]),
+                     f"{f['extra_packets']} · {f['spurious_retransmissions']} · {f['connections_slower']}"])
+    emit_table(f"fixes, best first: seconds saved [bootstrap 95 %] on the {adv.faithful_share:.0%} replayed faithfully",
+               ["#", "fix", "helped", "total s", "median s", "p95 s", "harm"], rows,
+               right=[True, False, True, True, True, True, True],
+               caption="helped: connections made faster · median, p95: per connection · harm: extra packets · "
+                       "spurious retransmissions · connections made slower")
+    for k, f in enumerate(adv.fixes, 1):
+        say(f"{k:>2}. {f['apply']}")
     reasons: dict[str, int] = {}
     for b in adv.baseline:
         if not b["faithful"]:

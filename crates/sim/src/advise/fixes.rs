@@ -39,9 +39,15 @@ impl Fix {
         if a.iter().any(|k| b.contains(k)) {
             return None;
         }
+        // Two settings of the tuner are one `tune apply` (one journal entry, one revert).
+        const TUNE: &str = "shortflow tune apply ";
+        let apply = match (self.apply.strip_prefix(TUNE), other.apply.strip_prefix(TUNE)) {
+            (Some(a), Some(b)) => format!("{TUNE}{a} {b}"),
+            _ => format!("{} && {}", self.apply, other.apply),
+        };
         Some(Fix {
             name: format!("{} + {}", self.name, other.name),
-            apply: format!("{} && {}", self.apply, other.apply),
+            apply,
             overrides: self.overrides.iter().chain(&other.overrides).cloned().collect(),
         })
     }
@@ -111,5 +117,8 @@ mod tests {
         assert!(iw16.combined(iw32).is_none());
         let both = iw16.combined(&c[0]).unwrap();
         assert_eq!(both.overrides.len(), 2);
+        assert_eq!(both.apply, "shortflow tune apply --iw 16 --syn-rto 200ms");
+        let with_daemon = iw16.combined(&c[1]).unwrap();
+        assert!(with_daemon.apply.contains(" && shortflow synopt --server"), "{}", with_daemon.apply);
     }
 }
