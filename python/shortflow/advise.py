@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +35,12 @@ CAVEATS = (
     "initial window does to its neighbours in a shared queue",
 )
 
-_COLUMNS = ("trace", "conn_id", "server_ip", "syn_count", "synack_count", "synack_gaps_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
+_COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "syn_count", "synack_count", "synack_gaps_s", "rtt_max_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
             "lost_offsets_s2c")
+
+
+#: Server ports the SYN optimizer's command names at most (the busiest).
+_MAX_PORTS = 8
 
 
 class AdviseError(ValueError):
@@ -91,8 +96,7 @@ def _first_flight(c: dict[str, Any]) -> int | None:
     segment: the flight then says nothing of the host's setting)."""
     first_response = next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0)
     iw = c["iw_segments"] or 0
-    clean = (c["syn_count"] or 0) <= 1 and (c["synack_count"] or 0) <= 1
-    return int(iw) if clean and iw and (c["iw_bytes"] or 0) < first_response else None
+    return int(iw) if _clean(c) and iw and (c["iw_bytes"] or 0) < first_response else None
 
 
 def _initial_windows(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, int]:
@@ -105,13 +109,37 @@ def _initial_windows(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict
     return {server: counts.most_common(1)[0][0] for server, counts in seen.items()}
 
 
-def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str, iw: int | None) -> dict[str, Any] | str:
+def _clean(c: dict[str, Any]) -> bool:
+    return (c["syn_count"] or 0) <= 1 and (c["synack_count"] or 0) <= 1
+
+
+def _path_rtts(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, float]:
+    """Each client's round trip: the median handshake of its connections without a resent
+    SYN or SYN/ACK. After a resend the handshake's gaps count from the last copy, which may
+    have left after the one the client answered: too short a round trip."""
+    seen: dict[str, list[float]] = {}
+    for c, _ in pairs:
+        if _clean(c) and (r := _finite(c["handshake_rtt_s"])) is not None:
+            seen.setdefault(c["client_ip"], []).append(r)
+    return {ip: statistics.median(rs) for ip, rs in seen.items()}
+
+
+def _path_rtt(c: dict[str, Any], clients: dict[str, float]) -> float | None:
+    if _clean(c) and (r := _finite(c["handshake_rtt_s"])) is not None:
+        return r
+    return _answered_rtt(c) or clients.get(c["client_ip"]) or _finite(c["handshake_rtt_s"])
+
+
+def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str, iw: int | None,
+           clients: dict[str, float]) -> dict[str, Any] | str:
     """Connection row `c` with its vector `v` as a model, or why it cannot be one."""
     if "concurrent" in v:
         return "concurrent exchanges (both sides sending at once): the simulator replays sequential ones only"
-    rtt = _finite(c["handshake_rtt_s"])
-    if rtt is None:
+    if _finite(c["handshake_rtt_s"]) is None:
         return "no complete handshake: no round trip to replay"
+    rtt = _path_rtt(c, clients)
+    if rtt is None:
+        return "no round trip to replay"
     ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
     if not ends:
         return "no response"
@@ -135,20 +163,38 @@ def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str, iw: int |
     }
 
 
-def _lost_synacks(c: dict[str, Any], rtt: float) -> int:
-    """The SYN/ACKs lost, seen near the server: those sent before the one the client's ACK
-    answers, which left a round trip before that ACK came. A SYN/ACK sent with it (the
-    server's timer and its answer to the client's SYN retry at once) was a spare."""
-    gaps = [g for g in (c["synack_gaps_s"] or []) if g is not None]
-    ack_delay = _finite(c["ack_delay_s"])
-    if not gaps or ack_delay is None:
-        return 0
+def _synack_times(c: dict[str, Any]) -> list[float]:
+    """When each SYN/ACK left, from the first."""
     sent = [0.0]
-    for g in gaps:
-        sent.append(sent[-1] + g)
-    path = _finite(c["rtt_min_s"]) or ack_delay
+    for g in c["synack_gaps_s"] or []:
+        if g is not None:
+            sent.append(sent[-1] + g)
+    return sent
+
+
+def _answered_rtt(c: dict[str, Any]) -> float | None:
+    """After a resent SYN/ACK, the round trip from the copy the client's ACK answered: of
+    the ACK's delays after each copy, the longest no longer than the data's longest round
+    trip (a later copy's delay is too short, an earlier one's too long)."""
+    ack_delay, longest = _finite(c["ack_delay_s"]), _finite(c["rtt_max_s"])
+    if ack_delay is None or longest is None:
+        return None
+    sent = _synack_times(c)
     ack_at = sent[-1] + ack_delay
-    return sum(1 for t in sent if t < ack_at - 1.5 * path)
+    fits = [ack_at - t for t in sent if ack_at - t <= longest * 1.1 + 0.001]
+    return max(fits) if fits else None
+
+
+def _lost_synacks(c: dict[str, Any], path: float) -> int:
+    """The SYN/ACKs lost, seen near the server: those sent before the one the client's ACK
+    answered, which left a round trip before it. A copy sent after it (the server's timer
+    and its answer to the client's SYN retry at once) was a spare."""
+    ack_delay = _finite(c["ack_delay_s"])
+    sent = _synack_times(c)
+    if len(sent) < 2 or ack_delay is None:
+        return 0
+    answered = sent[-1] + ack_delay - path
+    return sum(1 for t in sent if t < answered - 0.001)
 
 
 def models(a: Analysis, vantage: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -159,8 +205,9 @@ def models(a: Analysis, vantage: str) -> tuple[list[dict[str, Any]], list[dict[s
     rows: list[dict[str, Any]] = []
     pairs = connection_vectors(a, _COLUMNS)
     windows = _initial_windows(pairs)
+    clients = _path_rtts(pairs)
     for c, v in pairs:
-        m = _model(len(rows), c, v, vantage, windows.get(c["server_ip"]))
+        m = _model(len(rows), c, v, vantage, windows.get(c["server_ip"]), clients)
         row: dict[str, Any] = {"trace": c["trace"], "conn_id": c["conn_id"]}
         if isinstance(m, str):
             row["reason"] = m
@@ -196,6 +243,11 @@ def advise(a: Analysis, vantage: str | None = None, threads: int | None = None) 
             baseline.append({**row, "observed_s": b["observed_s"], "replay_s": b["replay_s"], "faithful": b["faithful"],
                              "reason": b["reason"]})
     fixes = result["fixes"]
+    # The SYN optimizer watches the server's ports: those the capture's connections went to.
+    ports = Counter(a.table.column("server_port").to_pylist()).most_common(_MAX_PORTS)
+    port_list = ",".join(str(p) for p, _ in sorted(ports)) or "PORT"
+    for f in fixes:
+        f["apply"] = f["apply"].replace("--port PORT", f"--port {port_list}")
     faithful_rows = [rows[i] for i in result["faithful_ids"]]
     for f in fixes:
         f["saved_by_connection"] = [(r["trace"], r["conn_id"], s) for r, s in zip(faithful_rows, f.pop("saved_s"))]
