@@ -74,10 +74,10 @@ def register(app: typer.Typer) -> None:
     def advise_cmd(
         traces: Annotated[list[Path], typer.Argument(help="pcap or pcapng files, plain or gzip", dir_okay=False)],
         vantage: Annotated[Optional[str], typer.Option("--vantage", metavar="server|client", help="whose host to fix: where the capture was taken (default: as the analyzer infers it from the handshakes)")] = None,
-        json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE|-", help="write the ranked fixes and the replay's fidelity as JSON")] = None,
+        json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="write the ranked fixes and the replay's fidelity as JSON (- for standard output)")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write connections.parquet (observed and replayed durations, faithful or why not) and savings.parquet (each fix's saving per connection)")] = None,
         explain: Annotated[Optional[int], typer.Option("--explain", metavar="CONN", min=0, help="print connection CONN's model as a scenario (TOML) for `shortflow simulate`, instead of advising")] = None,
-        threads: Annotated[Optional[int], typer.Option("--threads", min=1, help="replay on this many threads (default: every core)")] = None,
+        threads: Annotated[Optional[int], typer.Option("--threads", min=1, metavar="N", help="replay on this many threads (default: every core)")] = None,
     ) -> None:
         """Replay each connection of a capture under every start-up fix its vantage's host
         can apply (SYN RTO, SYN optimizer, initial window, quick ACKs, minimum RTO, SFR, and
