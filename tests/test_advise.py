@@ -147,3 +147,29 @@ def test_bad_input_says_what_was_wrong(lossy, tmp_path):
     assert r.returncode == 2 and "no connection 99999" in r.stderr
     r = run("advise", str(tmp_path / "missing.pcap"), check=False)
     assert r.returncode == 2 and "missing.pcap: no such file" in r.stderr
+
+
+def test_a_client_capture_is_judged_by_the_clients_fixes(tmp_path):
+    """Near the client: its SYNs lost as well as the server's SYN/ACKs, the client's fixes
+    only, and the best of them saves the faithful connections what they gain when the
+    workload runs again with it (connection by connection: the simulator's ids are the
+    capture's connections in order)."""
+    text = LOSSY.replace("synack = 0.2", "synack = 0.2\nsyn = 0.2")
+    sc, pcap, out = tmp_path / "client.toml", tmp_path / "client.pcap", tmp_path / "out"
+    sc.write_text(text)
+    run("simulate", str(sc), "--set", 'capture.point="client"', "--pcap", str(pcap), "-q")
+    doc = json.loads(run("advise", str(pcap), "--vantage", "client", "--json", "-", "--out", str(out)).stdout)
+    assert all(f["fix"].startswith("client ") for f in doc["fixes"]), [f["fix"] for f in doc["fixes"]]
+    assert doc["replay"]["faithful_share"] >= 0.85, doc["replay"]
+    best = doc["fixes"][0]
+    assert "SYN" in best["fix"], best
+
+    def durations(*sets: str) -> list[float]:
+        r = run("simulate", str(sc), *[a for s in sets for a in ("--set", s)], "--json", "-")
+        return [c["complete_s"] for c in json.loads(r.stdout)["connections"]]
+
+    before, after = durations(), durations(*best["scenario_overrides"])
+    mine = [s for s in pq.read_table(out / "savings.parquet").to_pylist() if s["fix"] == best["fix"]]
+    measured = sum(before[s["conn_id"]] - after[s["conn_id"]] for s in mine)
+    assert measured > 1.0
+    assert best["saved_s_total"] == pytest.approx(measured, rel=0.15), (best["saved_s_total"], measured)

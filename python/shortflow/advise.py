@@ -135,11 +135,9 @@ def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str, iw: int |
     """Connection row `c` with its vector `v` as a model, or why it cannot be one."""
     if "concurrent" in v:
         return "concurrent exchanges (both sides sending at once): the simulator replays sequential ones only"
-    if _finite(c["handshake_rtt_s"]) is None:
-        return "no complete handshake: no round trip to replay"
     rtt = _path_rtt(c, clients)
     if rtt is None:
-        return "no round trip to replay"
+        return "no round trip to replay (no complete handshake, none of its client's either)"
     ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
     if not ends:
         return "no response"
@@ -150,10 +148,12 @@ def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str, iw: int |
     return {
         "conn_id": i,
         "rtt_s": rtt,
-        # Near the client each SYN retry answers a loss (of the SYN or of its SYN/ACK). Near
-        # the server a lost SYN is never seen (`_lost_synacks` for the SYN/ACKs).
-        "lost_syns": max(0, (c["syn_count"] or 0) - 1) if vantage == "client" else 0,
-        "lost_synacks": _lost_synacks(c, rtt) if vantage == "server" else 0,
+        # Near the server a lost SYN is never seen (`_lost_synacks` for the SYN/ACKs). Near
+        # the client each SYN retry answers a loss: of the SYN/ACK when copies of it came
+        # back together (the server's timer and its answer to the retry: the first SYN had
+        # reached it), else of the SYN.
+        "lost_syns": _client_losses(c)[0] if vantage == "client" else 0,
+        "lost_synacks": _lost_synacks(c, rtt) if vantage == "server" else _client_losses(c)[1],
         "epochs": [tuple(int(x) for x in e) for e in v["epochs"]],
         "lost_c2s": list(c["lost_offsets_c2s"] or []),
         "lost_s2c": list(c["lost_offsets_s2c"] or []),
@@ -195,6 +195,13 @@ def _lost_synacks(c: dict[str, Any], path: float) -> int:
         return 0
     answered = sent[-1] + ack_delay - path
     return sum(1 for t in sent if t < answered - 0.001)
+
+
+def _client_losses(c: dict[str, Any]) -> tuple[int, int]:
+    """SYNs and SYN/ACKs lost, seen near the client."""
+    retries = max(0, (c["syn_count"] or 0) - 1)
+    synacks = min(retries, max(0, (c["synack_count"] or 0) - 1))
+    return retries - synacks, synacks
 
 
 def models(a: Analysis, vantage: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
