@@ -48,6 +48,8 @@ SMOKE: dict[str, list[str] | str] = {
     ".venv/bin/python benches/sim_vs_ns3.py": ["benches/sim_vs_ns3.py", "--connections", "300", "--ns3-connections", "20"],
     ".venv/bin/python benches/sim_vs_ns3.py --web": ["benches/sim_vs_ns3.py", "--web", "--duration", "5", "--pairs", "4"],
     ".venv/bin/python benches/doc001_load.py": ["benches/doc001_load.py", "4"],
+    ".venv/bin/python benches/advise_speed.py --connections 20000 --repeat 3":
+        ["benches/advise_speed.py", "--connections", "50", "--repeat", "1", "--data", "TMP"],
     ".venv/bin/shortflow reproduce 001": "tests/test_sim_web.py::test_reproduce_001_quick",
     ".venv/bin/shortflow reproduce 004": "tests/test_sim_web.py::test_reproduce_004_quick",
     "sudo .venv/bin/shortflow reproduce 000 --real": "tests/test_testbed_compare.py::test_reproduce_real_column_for_a_table4_row",
@@ -77,6 +79,7 @@ PRINTS = {
     "benches/netem_accuracy.py": " mean ",
     "benches/sim_vs_ns3.py": "ns-3",
     "benches/doc001_load.py": "nominal load",
+    "benches/advise_speed.py": "replays/s",
     "benches/sim_vs_real.py": "agree",
     "benches/synopt_precision.py": "resend_error_ms",
     "benches/synopt_flood_fair.py": "legit_connect_s",

@@ -211,3 +211,10 @@ def test_simulate_notes_what_sack_off_implies(tmp_path):
     r = CliRunner().invoke(app, ["simulate", "002-initial-window", "--set", "server.sack=false",
                                  "--set", "server.rack=true", "--set", "server.tlp=true"])
     assert r.exit_code == 2 and "server.rack = true, server.tlp = true" in r.output, r.output
+
+
+def test_losses_by_byte_are_refused_on_the_testbed():
+    """The emulator loses packets by occurrence: a scenario that names lost bytes runs in
+    the simulator only, and the testbed says so instead of running it without the losses."""
+    with pytest.raises(RealizeError, match=r": drop\.data_bytes: .*by occurrence"):
+        load(Scenario.builtin("002-initial-window"), ["drop.data_bytes=[3000]"])

@@ -185,3 +185,14 @@ def test_a_reset_after_idle_ends_the_last_exchange_idle(tmp_path: Path) -> None:
     assert abs(rows[1]["time_idle_s"] - 1.7) <= RTT_US / 1e6 + 0.005, rows[1]
     assert abs(rows[1]["think_before_s"] - 0.2) <= RTT_US / 1e6, rows[1]
     assert rows[1]["time_teardown_s"] < 0.01
+
+
+def test_the_syn_optimizer_runs_beside_the_abt_peers(tmp_path: Path) -> None:
+    # The scenario's SYN optimizer runs in the server's namespace for an a-b-t replay as it
+    # does for nginx: the lost SYN/ACK is resent after its 200 ms, not the kernel's 1 s.
+    extra = ('[drop]\nsynack = [1]\n[mechanisms.syn_optimizer]\nside = "server"\ndelay = "200ms"\nretries = 3\n')
+    result = replay(scenario(tmp_path, SEQUENTIAL, extra), tmp_path / "pcap")
+    assert result["synopt"]["resends"] >= 1, result.get("synopt")
+    t = shortflow.analyze(str(tmp_path / "pcap" / "server-side.pcap")).table.to_pylist()
+    gaps = [g for c in t for g in c["synack_gaps_s"]]
+    assert gaps and abs(gaps[0] - 0.2) < 0.05, gaps

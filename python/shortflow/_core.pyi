@@ -71,6 +71,16 @@ def abt_parse(text: str) -> list[dict[str, Any]]:
 def abt_format(vectors: list[dict[str, Any]]) -> str:
     """tmix's text of `vectors` (dicts as `abt_parse` returns them)."""
 
+def advise_scenario(m: dict[str, Any]) -> str:
+    """The TOML scenario of one connection model (``conn_id``, ``rtt_s``, ``lost_syns``,
+    ``lost_synacks``, ``epochs``, ``lost_c2s``, ``lost_s2c``, ``server_iw``,
+    ``observed_s``): what `shortflow simulate` replays."""
+
+def advise_run(models: list[dict[str, Any]], vantage: str, threads: int) -> dict[str, Any]:
+    """Replays each model unchanged and under the vantage's fixes: ``baseline`` (per
+    model: ``conn_id``, ``observed_s``, ``replay_s``, ``faithful``, ``reason``),
+    ``faithful_ids``, ``fixes`` best first and ``replays``."""
+
 def table_dictionaries() -> dict[str, list[str]]:
     """The names the table's dictionary columns' codes index: ``vantage``, ``outcome``,
     ``handshake``, ``gap_class``."""

@@ -76,15 +76,22 @@ def _concurrent(rows: list[dict[str, Any]]) -> tuple[list[tuple[int, int]], ...]
 def vectors(a: Analysis) -> list[dict[str, Any]]:
     """One connection vector per connection that carried data, in the order of the
     connections table; start times from the first such connection."""
+    return [v for _, v in connection_vectors(a)]
+
+
+def connection_vectors(a: Analysis, columns: tuple[str, ...] = ()) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """`vectors`, each beside its connection's row (the vector's own columns and
+    `columns`) and its exchanges (``exchanges``, the rows it was made from)."""
     import pyarrow as pa
 
-    t = a.table.select(list(_CONN_COLUMNS))
+    wanted = list(dict.fromkeys(_CONN_COLUMNS + columns))
+    t = a.table.select(wanted)
     i = t.schema.get_field_index("first_seen")
     conns = t.set_column(i, "first_seen", t.column(i).cast(pa.int64())).to_pylist()
     by_conn: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for x in a.exchanges.select(list(_EXCHANGE_COLUMNS)).to_pylist():
         by_conn.setdefault((x["trace"], x["conn_id"]), []).append(x)
-    out: list[dict[str, Any]] = []
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
     origin = None
     for c in conns:
         rows = by_conn.get((c["trace"], c["conn_id"]))
@@ -105,7 +112,7 @@ def vectors(a: Analysis) -> list[dict[str, Any]]:
             v["concurrent"] = _concurrent(rows)
         else:
             v["epochs"] = _sequential(rows, server_leg, client_leg)
-        out.append(v)
+        out.append(({**c, "exchanges": rows}, v))
     return out
 
 

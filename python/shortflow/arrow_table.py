@@ -73,7 +73,7 @@ def _column(name: str, arrow_type: str, c: dict[str, Any], d: dict[str, Any], tr
     if name.endswith("_gap_class"):
         offsets, codes = c[name]
         return _class_lists(offsets, codes, d["gap_class"])
-    if name.endswith("_gaps_s"):
+    if name.endswith("_gaps_s") or name.startswith("lost_offsets_"):
         return _lists(*c[name])
     if name in _DICTIONARIES:
         return pa.DictionaryArray.from_arrays(_codes(c[name]), string_array(list(d[_DICTIONARIES[name]])))

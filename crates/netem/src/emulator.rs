@@ -21,6 +21,30 @@ pub struct Config {
     pub spin_ns: u64,
     pub loss: LossModel,
     pub timing: Timing,
+    /// Each connection's rank among those opened (`random_loss.per_connection` keys its
+    /// draws by it, as the simulator keys them by its connection id).
+    pub conns: ConnRanks,
+}
+
+type Side = ([u8; 16], u16);
+
+/// Connections in the order their first SYN reached the emulator: the same order in every
+/// run of a workload whose connections start one after another, whatever ports the
+/// kernel picked. Packets of a connection whose SYN it never saw rank nowhere.
+#[derive(Default)]
+pub struct ConnRanks {
+    ranks: std::collections::HashMap<(Side, Side), u64>,
+}
+
+impl ConnRanks {
+    pub fn rank(&mut self, client: Side, server: Side, syn: bool) -> u64 {
+        let next = self.ranks.len() as u64;
+        match (self.ranks.get(&(client, server)), syn) {
+            (Some(&r), _) => r,
+            (None, true) => *self.ranks.entry((client, server)).or_insert(next),
+            (None, false) => u64::MAX,
+        }
+    }
 }
 
 /// When a packet that passes is released.
@@ -130,7 +154,7 @@ fn arrive(
 ) {
     let dir = if p.queue == cfg.queue { Dir::Forward } else { Dir::Reverse };
     let forward = dir == Dir::Forward;
-    let kind = classify(dir, p.payload);
+    let (kind, conn) = classify(dir, p.payload, &mut cfg.conns);
     let bytes = frame_bytes(p.payload);
     stats.packets[dir.index()] += 1;
     // On the simulator's path the router sees a packet after the sender's own link: every
@@ -142,7 +166,7 @@ fn arrive(
         }
         Timing::Hold { .. } => None,
     };
-    let fate = cfg.loss.decide_kind(forward, kind);
+    let fate = cfg.loss.decide_conn(forward, kind, conn);
     if fate != Fate::Pass {
         let nth = kind.map(|k| cfg.loss.occurrence(k));
         stats.drop(now, dir, kind, nth, fate);
@@ -177,9 +201,13 @@ fn arrive(
 /// The kind `[drop]` names for a packet NFQUEUE hands us (it starts at the IP header, cut
 /// to the copy range): decoded by the analyzer's wire layer, classified by the simulator's
 /// loss model, so both worlds count the same packets. Non-TCP or malformed: `None`.
-fn classify(dir: Dir, ip: &[u8]) -> Option<Kind> {
-    let seg = decode(LinkType::Raw, ip).ok()?;
-    Kind::classify(dir == Dir::Forward, seg.flags.0, seg.payload_len)
+fn classify(dir: Dir, ip: &[u8], conns: &mut ConnRanks) -> (Option<Kind>, u64) {
+    let Ok(seg) = decode(LinkType::Raw, ip) else { return (None, u64::MAX) };
+    let forward = dir == Dir::Forward;
+    let (client, server) = if forward { (seg.src, seg.dst) } else { (seg.dst, seg.src) };
+    let first_syn = forward && seg.flags.syn() && !seg.flags.ack();
+    let conn = conns.rank((client.addr, client.port), (server.addr, server.port), first_syn);
+    (Kind::classify(forward, seg.flags.0, seg.payload_len), conn)
 }
 
 /// Releases every packet whose deadline has come: per queue, the due packets are the
@@ -224,7 +252,13 @@ mod tests {
         let sc = shortflow_scenario::load(text, "p.toml", &[]).unwrap();
         let link = crate::scenario::link(&sc).unwrap();
         let rng = Box::new(<ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1));
-        let mut cfg = Config { queue: 0, spin_ns: 0, loss: link.loss, timing: Timing::Path { topology: link.topology, rng } };
+        let mut cfg = Config {
+            queue: 0,
+            spin_ns: 0,
+            loss: link.loss,
+            timing: Timing::Path { topology: link.topology, rng },
+            conns: Default::default(),
+        };
         let (mut held, mut stats, mut drops) = ([VecDeque::new(), VecDeque::new()], Stats::default(), Vec::new());
         let seg = data_segment();
         for id in 1..=3 {

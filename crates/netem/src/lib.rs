@@ -132,6 +132,7 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
             spin_ns,
             loss: link.loss,
             timing: emulator::Timing::Path { topology: link.topology, rng: Box::new(rng) },
+            conns: Default::default(),
         });
     }
     let mut script = DropConfig::default();
@@ -151,6 +152,7 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
         seed: args.seed,
         // The command line's losses are per direction; per-kind losses come with --scenario.
         kinds: Default::default(),
+        per_connection: false,
     };
     let rate_bps = match &args.rate {
         None => None,
@@ -166,6 +168,7 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
             delay_ns: [delay("--delay-forward", &args.delay_forward)?, delay("--delay-reverse", &args.delay_reverse)?],
         },
         spin_ns,
+        conns: Default::default(),
         loss: LossModel::new(script, random),
     })
 }

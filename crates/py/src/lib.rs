@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod abt;
+mod advise;
 mod bpf;
 mod daemons;
 mod error;
@@ -17,6 +18,7 @@ mod units;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     abt::register(m)?;
+    advise::register(m)?;
     daemons::register(m)?;
     bpf::register(m)?;
     trace::register(m)?;

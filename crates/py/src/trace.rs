@@ -235,6 +235,8 @@ pub(crate) fn columns<'py>(py: Python<'py>, t: ConnectionTable) -> PyResult<Boun
     cols.set_item("syn_gap_class", list(py, t.syn_gap_class)?)?;
     cols.set_item("synack_gaps_s", list(py, t.synack_gaps_s)?)?;
     cols.set_item("synack_gap_class", list(py, t.synack_gap_class)?)?;
+    cols.set_item("lost_offsets_c2s", list(py, t.lost_offsets_c2s)?)?;
+    cols.set_item("lost_offsets_s2c", list(py, t.lost_offsets_s2c)?)?;
     Ok(cols)
 }
 

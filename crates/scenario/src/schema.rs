@@ -143,6 +143,10 @@ fn range_of(key: &str) -> Option<(&'static Range, bool)> {
     if let Some(k) = key.strip_prefix("{side}.") {
         return ranges::HOST_RANGES.iter().find(|r| r.key == k).map(|r| (r, true));
     }
+    // The occurrence lists share one range; the byte-offset lists (`drop.*_bytes`) have none.
+    if key.starts_with("drop.") && key.ends_with("_bytes") {
+        return None;
+    }
     let k = if key.starts_with("drop.") { "drop.*" } else { key };
     // A dumbbell key without a range of its own has its path twin's (bandwidth, queue).
     let find = |k: &str| ranges::RANGES.iter().find(|r| r.key == k);

@@ -7,7 +7,9 @@
 //!                 → RunReport (per connection) + CaptureSink (pcap written during the run by the wire layer)
 //! ```
 
+pub mod advise;
 pub mod app;
+pub mod byte_loss;
 pub mod calibrate;
 pub mod capture;
 pub mod engine;

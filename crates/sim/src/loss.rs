@@ -77,13 +77,39 @@ pub struct LossModel {
     rng: ChaCha8Rng,
     kind_rng: ChaCha8Rng,
     gilbert: [Gilbert; 2],
+    /// `random_loss.per_connection`: per connection, how many packets of each kind and
+    /// each direction it has had decided (the rank each draw is keyed by).
+    ranks: rustc_hash::FxHashMap<u64, [u32; 7]>,
+}
+
+/// SplitMix64's finalizer: a well-mixed 64-bit value from one input (Steele, Lea, Flood,
+/// "Fast splittable pseudorandom number generators", OOPSLA 2014).
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A uniform draw in [0, 1) for (seed, connection, stream, rank): the same whatever else
+/// the run did.
+fn keyed_unit(seed: u64, conn: u64, stream: usize, rank: u32) -> f64 {
+    let h = mix(mix(mix(seed ^ 0x5045_5243_4f4e_4e00) ^ conn) ^ ((stream as u64) << 32 | u64::from(rank)));
+    (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
 impl LossModel {
     pub fn new(script: DropConfig, config: RandomLossConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed);
         let kind_rng = ChaCha8Rng::seed_from_u64(config.seed ^ KIND_STREAM);
-        Self { script, seen: [0; 5], config, rng, kind_rng, gilbert: [Gilbert { bad: false }, Gilbert { bad: false }] }
+        Self {
+            script,
+            seen: [0; 5],
+            config,
+            rng,
+            kind_rng,
+            gilbert: [Gilbert { bad: false }, Gilbert { bad: false }],
+            ranks: Default::default(),
+        }
     }
 
     /// The router's model for scenario `sc`: its scripted drops and its seeded random loss.
@@ -99,11 +125,18 @@ impl LossModel {
 
     /// Decides the fate of a segment arriving at the router (and counts it).
     pub fn decide(&mut self, seg: &Segment) -> Fate {
-        self.decide_kind(seg.from_client, Kind::of(seg))
+        self.decide_conn(seg.from_client, Kind::of(seg), u64::from(seg.conn))
     }
 
     /// The same decision from a packet's direction and kind alone (the emulator's view).
     pub fn decide_kind(&mut self, from_client: bool, kind: Option<Kind>) -> Fate {
+        self.decide_conn(from_client, kind, u64::MAX)
+    }
+
+    /// The decision for a packet of connection `conn` (its rank among the connections
+    /// opened: the simulator's id, the emulator's count of first SYNs), which keys the
+    /// draws under `random_loss.per_connection`.
+    pub fn decide_conn(&mut self, from_client: bool, kind: Option<Kind>, conn: u64) -> Fate {
         let mut kind_lost = false;
         if let Some(kind) = kind {
             let i = kind as usize;
@@ -119,6 +152,9 @@ impl LossModel {
             if list.contains(&n) {
                 return Fate::Scripted;
             }
+            if self.config.per_connection {
+                return self.decide_keyed(from_client, Some(kind), conn);
+            }
             let k = &self.config.kinds;
             let p = match kind {
                 Kind::Syn => k.syn,
@@ -129,6 +165,9 @@ impl LossModel {
             };
             // Drawn only where asked for: a scenario without kind losses draws nothing here.
             kind_lost = p > 0.0 && self.kind_rng.random_bool(p);
+        }
+        if self.config.per_connection {
+            return self.decide_keyed(from_client, None, conn);
         }
         let (cfg, g) =
             if from_client { (self.config.forward, &mut self.gilbert[0]) } else { (self.config.reverse, &mut self.gilbert[1]) };
@@ -144,6 +183,42 @@ impl LossModel {
             }
         };
         if lost || kind_lost {
+            Fate::Random
+        } else {
+            Fate::Pass
+        }
+    }
+}
+
+impl LossModel {
+    /// `random_loss.per_connection`: the kind's and the direction's Bernoulli draws, each
+    /// keyed by the connection and the packet's rank among its packets of that kind (that
+    /// direction), so that what one connection sends never moves another's losses.
+    fn decide_keyed(&mut self, from_client: bool, kind: Option<Kind>, conn: u64) -> Fate {
+        let seed = self.config.seed;
+        let ranks = self.ranks.entry(conn).or_insert([0; 7]);
+        let k = &self.config.kinds;
+        let mut lost = false;
+        if let Some(kind) = kind {
+            let p = match kind {
+                Kind::Syn => k.syn,
+                Kind::SynAck => k.synack,
+                Kind::Ack => k.ack,
+                Kind::Data => k.data,
+                Kind::ClientData => k.client_data,
+            };
+            let i = kind as usize;
+            ranks[i] += 1;
+            lost = p > 0.0 && keyed_unit(seed, conn, i, ranks[i]) < p;
+        }
+        let dir = if from_client { 5 } else { 6 };
+        ranks[dir] += 1;
+        let p = match if from_client { self.config.forward } else { self.config.reverse } {
+            LossConfig::Bernoulli(p) => p,
+            LossConfig::Gilbert(_) => unreachable!("the scenario model refuses Gilbert-Elliott loss per connection"),
+        };
+        lost |= p > 0.0 && keyed_unit(seed, conn, dir, ranks[dir]) < p;
+        if lost {
             Fate::Random
         } else {
             Fate::Pass
@@ -186,6 +261,7 @@ mod tests {
             reverse: LossConfig::Bernoulli(0.0),
             seed: 1,
             kinds: KindLoss::default(),
+            per_connection: false,
         };
         let mut m = LossModel::new(script, none);
         let fates: Vec<Fate> = (0..4).map(|_| m.decide(&seg(true, SYN, 0))).collect();
@@ -217,6 +293,7 @@ mod tests {
             reverse: LossConfig::Bernoulli(0.0),
             seed: 1,
             kinds: KindLoss::default(),
+            per_connection: false,
         };
         let mut m = LossModel::new(DropConfig { data: vec![2], ..Default::default() }, none);
         assert_eq!(m.decide_kind(false, Some(Kind::Data)), Fate::Pass);
@@ -233,6 +310,7 @@ mod tests {
             reverse: LossConfig::Bernoulli(0.0),
             seed: 3,
             kinds: KindLoss::default(),
+            per_connection: false,
         };
         let mut m = LossModel::new(DropConfig::default(), cfg);
         let lost: Vec<bool> = (0..100_000).map(|_| m.decide(&seg(true, ACK, 10)) != Fate::Pass).collect();
@@ -247,7 +325,13 @@ mod tests {
     #[test]
     fn a_kind_loses_its_share_and_leaves_the_other_draws_alone() {
         let forward = LossConfig::Bernoulli(0.1);
-        let plain = RandomLossConfig { forward, reverse: LossConfig::Bernoulli(0.0), seed: 9, kinds: KindLoss::default() };
+        let plain = RandomLossConfig {
+            forward,
+            reverse: LossConfig::Bernoulli(0.0),
+            seed: 9,
+            kinds: KindLoss::default(),
+            per_connection: false,
+        };
         let kinds = KindLoss { syn: 0.3, ..KindLoss::default() };
         let mut a = LossModel::new(DropConfig::default(), plain.clone());
         let mut b = LossModel::new(DropConfig::default(), RandomLossConfig { kinds, ..plain });
@@ -269,5 +353,37 @@ mod tests {
         // Lost by either: 1 - 0.9 · 0.7 = 0.37.
         let rate = f64::from(syn_lost) / f64::from(n);
         assert!((rate - 0.37).abs() < 0.01, "{rate}");
+    }
+
+    #[test]
+    fn per_connection_draws_ignore_the_other_connections() {
+        let cfg = RandomLossConfig {
+            forward: LossConfig::Bernoulli(0.1),
+            reverse: LossConfig::Bernoulli(0.0),
+            seed: 4,
+            kinds: KindLoss { synack: 0.3, ..KindLoss::default() },
+            per_connection: true,
+        };
+        // Connection 7's packets alone, then interleaved with another connection's: the
+        // same fates.
+        let fates = |other: bool| {
+            let mut m = LossModel::new(DropConfig::default(), cfg.clone());
+            let mut out = Vec::new();
+            for i in 0..2000 {
+                if other {
+                    m.decide_conn(false, Some(Kind::SynAck), 3);
+                    m.decide_conn(true, Some(Kind::Ack), 3);
+                }
+                let kind = if i % 2 == 0 { Kind::SynAck } else { Kind::ClientData };
+                out.push(m.decide_conn(i % 2 == 1, Some(kind), 7));
+            }
+            out
+        };
+        let alone = fates(false);
+        assert_eq!(alone, fates(true));
+        // About the rates asked for: SYN/ACKs 30 %, client data 10 %.
+        let lost = |parity: usize| alone.iter().skip(parity).step_by(2).filter(|&&f| f == Fate::Random).count();
+        assert!((250..350).contains(&lost(0)), "{}", lost(0));
+        assert!((70..130).contains(&lost(1)), "{}", lost(1));
     }
 }

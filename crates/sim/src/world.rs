@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 
 use crate::app::{ClientApp, Later, ServerApp};
+use crate::byte_loss::ByteLoss;
 use crate::capture::CaptureSink;
 use crate::engine::EventQueue;
 use crate::loss::{Fate, LossModel};
@@ -166,6 +167,8 @@ pub struct World<'s> {
     topo: Topology,
     workload: Box<dyn Workload>,
     loss: LossModel,
+    /// Losses by byte (`drop.*_bytes`), only when the scenario names some.
+    byte_loss: Option<ByteLoss>,
     queue_rng: ChaCha8Rng,
     isn_rng: ChaCha8Rng,
     /// Open connections by id; a connection leaves when both ends are closed.
@@ -221,6 +224,7 @@ impl<'s> World<'s> {
             q: EventQueue::default(),
             topo,
             workload,
+            byte_loss: ByteLoss::new(&sc.drop),
             loss,
             queue_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x5155_4555),
             isn_rng: ChaCha8Rng::seed_from_u64(sc.seed ^ 0x0153_4e53),
@@ -462,7 +466,9 @@ impl<'s> World<'s> {
             if self.sc.capture_point == CapturePoint::Router && self.opts.capture {
                 self.capture(now, &seg);
             }
-            if self.loss.decide(&seg) != Fate::Pass {
+            // Both models see every segment (each counts what it has seen).
+            let by_byte = self.byte_loss.as_mut().is_some_and(|b| b.lose(&seg));
+            if self.loss.decide(&seg) != Fate::Pass || by_byte {
                 self.count_drop(seg.conn);
                 return;
             }

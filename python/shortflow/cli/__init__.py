@@ -33,6 +33,7 @@ from shortflow.cli.common import FAILURE, USAGE, clip, log
 
 COMMAND_MODULES = (
     "shortflow.cli.analyze",
+    "shortflow.cli.advise",
     "shortflow.cli.graph",
     "shortflow.cli.generate",
     "shortflow.cli.demo",

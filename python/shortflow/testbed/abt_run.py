@@ -26,6 +26,7 @@ from shortflow.testbed.capture import Captures
 from shortflow.testbed.link import Link
 from shortflow.testbed.realize import realize
 from shortflow.testbed.scenario_real import NS, RealScenario
+from shortflow.testbed.synopt import start_synopt
 from shortflow.testbed.system import TestbedError
 from shortflow.testbed.topology import Topology
 
@@ -123,6 +124,7 @@ def run(s: RealScenario, pcap_dir: Path | None = None, options: dict[str, Any] |
         server = topo.spawn("abt-server", "server", [sys.executable, str(PEER), "server", N.SERVER_IP, str(s.port),
                                                      str(plan_path)], stdout=DEVNULL, stderr=PIPE)
         _wait_listening(topo, server, s.port)
+        synopt_daemon = start_synopt(topo, s)
         caps = Captures(topo, pcap_dir or topo.workdir / "pcap")
         caps.start()
         client = topo.spawn("abt-client", "client", [sys.executable, str(PEER), "client", N.SERVER_IP, str(s.port),
@@ -141,6 +143,7 @@ def run(s: RealScenario, pcap_dir: Path | None = None, options: dict[str, Any] |
         time.sleep(max(0.2, 2 * s.rtt_s))
         pcaps = caps.stop()
         link_stats = link.stop()
+        synopt_stats = synopt_daemon.stop()[0] if synopt_daemon is not None else None
     return {
         "scenario": s.name,
         "world": "real-kernel",
@@ -148,5 +151,6 @@ def run(s: RealScenario, pcap_dir: Path | None = None, options: dict[str, Any] |
         "rtt_s": float(s.resolved["path"]["rtt"]) / NS,
         "connections": [_connection(json.loads(line)) for line in out.splitlines() if line.strip()],
         "link": link_stats,
+        **({"synopt": synopt_stats} if synopt_stats is not None else {}),
         **({"pcaps": {k: str(v) for k, v in pcaps.items()}} if pcap_dir is not None else {}),
     }

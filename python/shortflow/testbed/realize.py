@@ -230,6 +230,10 @@ class _Realizer:
             self.decide("workload", "set", "the testbed's a-b-t client and server", f"{w['connections']} connection vectors")
         else:
             self.decide("workload", "set", "nginx + the testbed's client", f"{w['connections']} × GET {w['request']}B → {w['response']}B")
+        for key in ("data_bytes", "client_data_bytes"):
+            if r["drop"][key]:
+                raise self.refuse(f"drop.{key}", "the testbed's emulator loses packets by occurrence, not by the bytes "
+                                                 "they carry (a model-only loss)")
         for key in ("sfr", "min_rto_004"):
             if r[key] is not None:
                 raise self.refuse(f"mechanisms.{key}", "the testbed does not apply this mechanism on the kernel yet")

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import shortflow
-from shortflow import synopt
 from shortflow.testbed import names as N
 from shortflow.testbed import stack, wire
 from shortflow.testbed.capture import Captures
@@ -19,7 +18,7 @@ from shortflow.testbed.link import Link
 from shortflow.testbed.realize import realize
 from shortflow.testbed.scenario_real import RealScenario
 from shortflow.testbed.server import Nginx, body_path
-from shortflow.testbed.synopt import SynoptDaemon
+from shortflow.testbed.synopt import start_synopt
 from shortflow.testbed.system import TestbedError, ns_counters
 from shortflow.testbed.topology import Topology
 
@@ -50,7 +49,7 @@ def run(s: RealScenario, pcap_dir: Path | None = None, cgroup: Path | None = Non
         link = Link(topo, s)
         link.start()
         Nginx(topo, [s.response_bytes], s.port).start()
-        synopt_daemon = _start_synopt(topo, s)
+        synopt_daemon = start_synopt(topo, s)
         caps = Captures(topo, pcap_dir or topo.workdir / "pcap")
         caps.start()
         before = {r: ns_counters(topo.names.ns(r)) for r in ("client", "server")}
@@ -64,17 +63,6 @@ def run(s: RealScenario, pcap_dir: Path | None = None, cgroup: Path | None = Non
         if pcap_dir is not None:
             result["pcaps"] = {k: str(v) for k, v in pcaps.items()}
     return result
-
-
-def _start_synopt(topo: Topology, s: RealScenario) -> SynoptDaemon | None:
-    """`[mechanisms] syn_optimizer`: the daemon in the namespace of its side."""
-    o = s.syn_optimizer
-    if o is None:
-        return None
-    d = SynoptDaemon(topo, o.side, synopt.Options(delay_ms=round(o.delay_s * 1000), retries=o.retries,
-                                                   mode=o.side, ports=list(o.ports)))
-    d.start()
-    return d
 
 
 def _run_client(topo: Topology, s: RealScenario) -> list[dict[str, Any]]:

@@ -13,13 +13,16 @@ execs the daemon: the process is the daemon either way).
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shortflow import synopt
 from shortflow.host.daemon import Daemon, Process
 from shortflow.testbed.clean import synopt_rules
 from shortflow.testbed.system import TestbedError
 from shortflow.testbed.topology import Topology
+
+if TYPE_CHECKING:
+    from shortflow.testbed.scenario_real import RealScenario
 
 
 class SynoptDaemon:
@@ -61,3 +64,15 @@ class SynoptDaemon:
             raise TestbedError("shortflow-synopt was not started")
         err = self.daemon.stop()
         return self.daemon.stats(self.stats_path), err
+
+
+def start_synopt(topo: Topology, s: RealScenario) -> SynoptDaemon | None:
+    """`[mechanisms] syn_optimizer`: the daemon in the namespace of its side (nginx's runs
+    and the a-b-t peers' alike)."""
+    o = s.syn_optimizer
+    if o is None:
+        return None
+    d = SynoptDaemon(topo, o.side, synopt.Options(delay_ms=round(o.delay_s * 1000), retries=o.retries,
+                                                   mode=o.side, ports=list(o.ports)))
+    d.start()
+    return d

@@ -184,6 +184,12 @@ pub struct DropConfig {
     pub data: Vec<u32>,
     /// Client data segments.
     pub client_data: Vec<u32>,
+    /// Server stream offsets (0 = the first data byte after the SYN/ACK): the segment that
+    /// carries each is lost at its first transmission (an offset listed k times, at its
+    /// first k), wherever a stack's segment boundaries fall (`shortflow_sim::byte_loss`).
+    pub data_bytes: Vec<u64>,
+    /// Client stream offsets, as `data_bytes`.
+    pub client_data_bytes: Vec<u64>,
 }
 
 /// Gilbert-Elliott two-state loss (Gilbert 1960, Elliott 1963).
@@ -225,6 +231,9 @@ pub struct RandomLossConfig {
     pub reverse: LossConfig,
     pub seed: u64,
     pub kinds: KindLoss,
+    /// Each connection draws from a stream of its own (`random_loss.per_connection`).
+    #[serde(default)]
+    pub per_connection: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -951,10 +960,18 @@ fn ack_policy(c: &mut StackConfig, h: &RawHost, src: &str, side: &str) -> Result
     Ok(())
 }
 
+/// Byte offsets per `drop.*_bytes` list: as many as the occurrence lists hold.
+const MAX_BYTE_DROPS: usize = 10_000;
+
 fn drops(d: &RawDrop, src: &str) -> Result<DropConfig, ScenarioError> {
     for (k, v) in [("syn", &d.syn), ("synack", &d.synack), ("ack", &d.ack), ("data", &d.data), ("client_data", &d.client_data)] {
         if v.contains(&0) {
             return Err(err(src, &format!("drop.{k}"), "occurrence numbers start at 1"));
+        }
+    }
+    for (k, v) in [("data_bytes", &d.data_bytes), ("client_data_bytes", &d.client_data_bytes)] {
+        if v.len() > MAX_BYTE_DROPS {
+            return Err(err(src, &format!("drop.{k}"), format!("{} offsets: at most {MAX_BYTE_DROPS} per list", v.len())));
         }
     }
     Ok(DropConfig {
@@ -963,6 +980,8 @@ fn drops(d: &RawDrop, src: &str) -> Result<DropConfig, ScenarioError> {
         ack: d.ack.clone(),
         data: d.data.clone(),
         client_data: d.client_data.clone(),
+        data_bytes: d.data_bytes.clone(),
+        client_data_bytes: d.client_data_bytes.clone(),
     })
 }
 
@@ -991,7 +1010,16 @@ fn random_loss(r: &RawRandomLoss, src: &str, seed: u64) -> Result<RandomLossConf
             }
         }
     };
+    let per_connection = r.per_connection.unwrap_or(false);
+    if per_connection && (r.gilbert_forward.is_some() || r.gilbert_reverse.is_some()) {
+        return Err(err(
+            src,
+            "random_loss.per_connection",
+            "draws Bernoulli losses only: a Gilbert-Elliott chain runs over the whole direction",
+        ));
+    }
     Ok(RandomLossConfig {
+        per_connection,
         forward: one("forward", r.forward, &r.gilbert_forward)?,
         reverse: one("reverse", r.reverse, &r.gilbert_reverse)?,
         seed: r.seed.unwrap_or(seed),

@@ -337,6 +337,12 @@ pub struct RawDrop {
     /// Client data segments to drop.
     #[serde(default)]
     pub client_data: Vec<u32>,
+    /// Server stream offsets (0 = the first data byte): the segment carrying each is lost at its first transmission (an offset listed k times: at its first k).
+    #[serde(default)]
+    pub data_bytes: Vec<u64>,
+    /// Client stream offsets: the segment carrying each is lost at its first transmission (k times listed: its first k).
+    #[serde(default)]
+    pub client_data_bytes: Vec<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -348,6 +354,8 @@ pub struct RawRandomLoss {
     pub reverse: Option<f64>,
     /// Seed of the loss draws (default: the scenario's seed).
     pub seed: Option<u64>,
+    /// Draw each connection's Bernoulli losses from a stream of its own (keyed by its client port and each packet's rank among the connection's packets of its kind), so a change in one connection leaves the others' losses as they were (default false).
+    pub per_connection: Option<bool>,
     /// Gilbert-Elliott bursty loss, client to server (instead of forward).
     pub gilbert_forward: Option<RawGilbert>,
     /// Gilbert-Elliott bursty loss, server to client (instead of reverse).

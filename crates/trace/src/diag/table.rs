@@ -202,6 +202,8 @@ schema! {
     "retx_unprompted_s2c": "uint32", "", "server data segments resent within half an RTT of their last sending: no loss repair";
     "retx_spurious_c2s": "uint32", "", "client retransmissions found unneeded (D-SACK, timestamps, early ACK)";
     "retx_spurious_s2c": "uint32", "", "server retransmissions found unneeded";
+    "lost_offsets_c2s": "list<item: uint64>", "bytes", "where the client's data was lost: for each resend of its segments (by timeout, fast or early recovery, or a probe), the stream offset of the first byte resent (0 = the first data byte; an offset k times: k copies lost; at most 10,000)";
+    "lost_offsets_s2c": "list<item: uint64>", "bytes", "where the server's data was lost, as lost_offsets_c2s";
     "out_of_order_c2s": "uint32", "", "client data segments seen after data sent later (overtaken on the way, by their IPv4 IDs or TCP timestamps): new data, not retransmissions";
     "out_of_order_s2c": "uint32", "", "server data segments seen after data sent later";
     "rto_events": "uint32", "", "retransmission-timer expiries (both directions, data phase)";
@@ -257,6 +259,8 @@ pub struct ConnectionTable {
     pub syn_gap_class: ListColumn<u8>,
     pub synack_gaps_s: ListColumn<f64>,
     pub synack_gap_class: ListColumn<u8>,
+    pub lost_offsets_c2s: ListColumn<u64>,
+    pub lost_offsets_s2c: ListColumn<u64>,
     pub syn_ladder: StringColumn,
     pub syn_retries_after_rst: Vec<u32>,
     pub capture_duplicates: Vec<u32>,
@@ -481,6 +485,8 @@ impl ConnectionTable {
             &mut t.synack_gaps_s.offsets,
             &mut t.syn_gap_class.offsets,
             &mut t.synack_gap_class.offsets,
+            &mut t.lost_offsets_c2s.offsets,
+            &mut t.lost_offsets_s2c.offsets,
         ] {
             offsets.reserve_exact(rows + 1);
         }
@@ -548,6 +554,8 @@ impl ConnectionTable {
         self.retx_unprompted_s2c.push(sc.retx_unprompted);
         self.retx_spurious_c2s.push(cs.spurious);
         self.retx_spurious_s2c.push(sc.spurious);
+        self.lost_offsets_c2s.push(cs.lost_offsets.iter().copied());
+        self.lost_offsets_s2c.push(sc.lost_offsets.iter().copied());
         self.out_of_order_c2s.push(cs.reordered);
         self.out_of_order_s2c.push(sc.reordered);
         self.rto_events.push(cs.rto_events + sc.rto_events);
@@ -589,7 +597,17 @@ impl ConnectionTable {
             )* };
         }
         crate::plain_columns!(merge);
-        merge!(client_ip, server_ip, syn_ladder, syn_gaps_s, syn_gap_class, synack_gaps_s, synack_gap_class);
+        merge!(
+            client_ip,
+            server_ip,
+            syn_ladder,
+            syn_gaps_s,
+            syn_gap_class,
+            synack_gaps_s,
+            synack_gap_class,
+            lost_offsets_c2s,
+            lost_offsets_s2c
+        );
         let per_thread = jobs.len().div_ceil(threads.max(1));
         std::thread::scope(|s| {
             let mut chunks = Vec::new();
@@ -639,6 +657,8 @@ impl ConnectionTable {
         append_list(&mut self.syn_gap_class, other.syn_gap_class);
         append_list(&mut self.synack_gaps_s, other.synack_gaps_s);
         append_list(&mut self.synack_gap_class, other.synack_gap_class);
+        append_list(&mut self.lost_offsets_c2s, other.lost_offsets_c2s);
+        append_list(&mut self.lost_offsets_s2c, other.lost_offsets_s2c);
     }
 }
 
@@ -796,6 +816,8 @@ mod tests {
             t.syn_gap_class.push((0..i % 3).map(|k| k as u8));
             t.synack_gaps_s.push([]);
             t.synack_gap_class.push([]);
+            t.lost_offsets_c2s.push([]);
+            t.lost_offsets_s2c.push((0..i % 2).map(|k| k * 1448));
         }
         t
     }
@@ -816,6 +838,10 @@ mod tests {
             assert_eq!(
                 (&merged.syn_gaps_s.offsets, &merged.syn_gaps_s.values),
                 (&want.syn_gaps_s.offsets, &want.syn_gaps_s.values)
+            );
+            assert_eq!(
+                (&merged.lost_offsets_s2c.offsets, &merged.lost_offsets_s2c.values),
+                (&want.lost_offsets_s2c.offsets, &want.lost_offsets_s2c.values)
             );
         }
     }

@@ -239,6 +239,10 @@ pub struct Half {
     pub retx_path_mtu: u32,
     pub retx_unprompted: u32,
     pub spurious: u32,
+    /// Stream offsets where this half's data was lost: the first byte resent of a segment
+    /// at each of its resends for loss repair (an offset k times: k copies lost), at most
+    /// `MAX_LOST_OFFSETS`.
+    pub lost_offsets: Vec<u64>,
     pub rto_events: u32,
     pub backoff_max: u8,
     /// `una` when this half last sent a tail loss probe, until an ACK moves it: RFC 8985
@@ -323,6 +327,9 @@ pub struct AckOutcome {
     /// sender had sent nothing since the segment it acknowledges.
     pub delayed_stall_ns: Option<u64>,
 }
+
+/// Lost offsets kept per half: as many as a scenario's `drop.*_bytes` list takes.
+const MAX_LOST_OFFSETS: usize = 10_000;
 
 impl Half {
     /// Starts the sequence space at `seq` (the first byte after the SYN, or the first
@@ -598,14 +605,29 @@ impl Half {
                 RetxClass::Unprompted => self.retx_unprompted += 1,
             }
             let already_acked = self.acked_any && end <= self.una;
+            let repair = matches!(class, RetxClass::Timeout | RetxClass::Fast | RetxClass::Tlp);
             let mut spurious = false;
+            let mut lost = Vec::new();
+            let mut seen_before = false;
             for s in &mut self.flight[self.head as usize..] {
+                seen_before |= s.start <= start && start < s.end;
                 if s.end > start && s.end - 1 < end {
+                    // Each resend says the copy before it was lost: the first
+                    // transmission, then each resend but the last.
+                    lost.push(s.start.max(start));
                     s.retx = true;
                     s.ts_last = ts;
                     s.id_last = extra.ip_id;
                     s.tsval_last = tsval;
                 }
+            }
+            if repair && !already_acked {
+                self.lost_offsets.extend(lost.into_iter().filter_map(|at| u64::try_from(at).ok()));
+                if !seen_before {
+                    // Data the capture never saw go out: lost before the capture point.
+                    self.note_hole_lost(start);
+                }
+                self.lost_offsets.truncate(MAX_LOST_OFFSETS);
             }
             if already_acked {
                 // Seen after its data was acknowledged: the original had arrived.
@@ -636,6 +658,15 @@ impl Half {
     /// a first segment overtaken by the second is told by them (`Hole`).
     pub fn note_syn_stamp(&mut self, extra: &SegmentExtra) {
         self.last_stamp = Stamp::of(extra);
+    }
+
+    /// Keeps where a hole the capture never saw began, once: near the receiver only its
+    /// repair is seen, as often as copies of it arrive.
+    fn note_hole_lost(&mut self, at: i64) {
+        let Ok(at) = u64::try_from(at) else { return };
+        if !self.lost_offsets.iter().rev().take(64).any(|&x| x == at) {
+            self.lost_offsets.push(at);
+        }
     }
 
     /// A segment without data carries its sender's next sequence number, `at`: beyond

@@ -1,0 +1,82 @@
+"""`shortflow advise` end to end from the shell: connection replays per second.
+
+Makes a server-side capture once with the simulator (`--connections` short connections,
+seeded loss of SYN/ACKs and data, each connection's draws its own), then times
+`shortflow advise CAPTURE --json FILE` `--repeat` times: the whole command (start-up,
+analysis, every replay, ranking, output). Prints the replays the command reports, the
+wall time (median and best) and replays per second. No other tool replays a capture's
+connections under start-up fixes: there is no peer to time beside it.
+
+    .venv/bin/python benches/advise_speed.py --connections 20000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SHORTFLOW = [sys.executable, "-m", "shortflow"]
+
+SCENARIO = """\
+seed = 7
+[path]
+rtt = "80ms"
+bandwidth = "1Gbit"
+[client]
+stack = "linux"
+[server]
+stack = "linux"
+[random_loss]
+per_connection = true
+synack = 0.1
+data = 0.02
+[workload]
+request = "300B"
+response = "20kB"
+connections = {connections}
+interval = "10ms"
+parallel = true
+"""
+
+
+def capture(data: Path, connections: int) -> Path:
+    pcap = data / f"advise-{connections}.pcap"
+    if not pcap.exists():
+        sc = data / f"advise-{connections}.toml"
+        sc.write_text(SCENARIO.format(connections=connections))
+        subprocess.run([*SHORTFLOW, "simulate", str(sc), "--set", 'capture.point="server"', "--pcap", str(pcap), "-q"],
+                       check=True)
+    return pcap
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--connections", type=int, default=20000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--data", type=Path, default=Path("bench-data"))
+    a = ap.parse_args()
+    a.data.mkdir(parents=True, exist_ok=True)
+    pcap = capture(a.data, a.connections)
+    walls, replays = [], 0
+    for _ in range(a.repeat):
+        t = time.perf_counter()
+        r = subprocess.run([*SHORTFLOW, "advise", str(pcap), "--json", str(a.data / "advice.json")], capture_output=True,
+                           text=True, check=True)
+        walls.append(time.perf_counter() - t)
+        m = re.search(r"([\d,]+) connection replays", r.stdout)
+        assert m, r.stdout
+        replays = int(m.group(1).replace(",", ""))
+    best, median = min(walls), statistics.median(walls)
+    print("| command | connections | replays | wall s (median) | replays/s (median) |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| `shortflow advise {pcap.name}` | {a.connections:,} | {replays:,} | {best:.2f} ({median:.2f}) | "
+          f"{replays / best:,.0f} ({replays / median:,.0f}) |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+//! One captured connection as a scenario of the one scenario model: its exchanges (a
+//! sequential a-b-t vector), its path's round trip, its stacks as fingerprinted and its
+//! losses — the same bytes of the same direction lost at their first transmission
+//! (`drop.*_bytes`), lost SYNs and SYN/ACKs as the same occurrences (`drop.syn`,
+//! `drop.synack`).
+
+use std::fmt::Write as _;
+
+use shortflow_scenario::abt::{self, ConnVector, Epoch, Units};
+
+use crate::report::ConnReport;
+use crate::world::RunOptions;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnModel {
+    pub conn_id: u64,
+    /// The path's two-way delay, s (the handshake's round trip at the capture point).
+    pub rtt_s: f64,
+    /// SYN and SYN/ACK transmissions lost (the first ones: each retry answers a loss).
+    pub lost_syns: u32,
+    pub lost_synacks: u32,
+    /// The exchanges: request, server wait (µs), response, client wait (µs).
+    pub epochs: Vec<Epoch>,
+    /// Stream offsets lost at their first transmission: client's, server's.
+    pub lost_c2s: Vec<u64>,
+    pub lost_s2c: Vec<u64>,
+    /// The server's initial window in segments, when its first flight showed it (a flight
+    /// cut by the window, not by the end of the response).
+    pub server_iw: Option<u32>,
+    /// The observed duration the replay is compared with: the client's first SYN to its
+    /// receipt of the last response byte, s.
+    pub observed_s: f64,
+}
+
+/// One replay's outcome: what a user waits for and what the network carries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    /// First SYN to the last response byte at the client, s (`None`: never completed).
+    pub duration_s: Option<f64>,
+    /// Packets sent beyond the data's first transmissions: SYN and SYN/ACK copies, data
+    /// resends, the SYN optimizer's copies.
+    pub extra_packets: u32,
+    /// Resends that were not needed (spurious retransmissions and timeouts).
+    pub spurious: u32,
+}
+
+impl ConnModel {
+    /// The scenario as TOML that `shortflow simulate` reads.
+    pub fn scenario_toml(&self) -> String {
+        let rtt_us = (self.rtt_s * 1e6).round().max(0.0) as u64;
+        let vector = ConnVector {
+            start_us: 0,
+            id: self.conn_id,
+            window: [0, 0],
+            min_rtt_us: rtt_us,
+            loss: [0.0, 0.0],
+            units: Units::Sequential(self.epochs.clone()),
+        };
+        let vectors = abt::format(&[vector]);
+        let list = |v: &[u64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+        let first = |n: u32| (1..=n).map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+        let mut s = String::new();
+        let _ = writeln!(s, "name = \"connection {}\"", self.conn_id);
+        let _ = writeln!(
+            s,
+            "description = \"A captured connection as shortflow advise replays it: its exchanges, its path's round trip, \
+             its server's initial window, its losses as the same bytes lost at their first transmission.\""
+        );
+        let _ = writeln!(s, "\n[path]\nrtt = \"{rtt_us}us\"\nbandwidth = \"1Gbit\"");
+        let _ = writeln!(s, "\n[client]\nstack = \"linux\"");
+        let _ = writeln!(s, "\n[server]\nstack = \"linux\"");
+        if let Some(iw) = self.server_iw {
+            let _ = writeln!(s, "initial_window = {iw}");
+        }
+        let _ = writeln!(s, "\n[workload]\nkind = \"abt\"\nvectors = '''\n{vectors}'''");
+        let _ = writeln!(s, "\n[drop]\nsyn = [{}]\nsynack = [{}]", first(self.lost_syns), first(self.lost_synacks));
+        let _ = writeln!(s, "data_bytes = [{}]\nclient_data_bytes = [{}]", list(&self.lost_s2c), list(&self.lost_c2s));
+        s
+    }
+
+    /// Replays the connection with `overrides` (`key=value`, as `simulate --set`).
+    pub fn replay(&self, overrides: &[String]) -> Result<Outcome, crate::ScenarioError> {
+        let text = self.scenario_toml();
+        let source = format!("connection {}", self.conn_id);
+        let opts = RunOptions { capture: false, timeline: false, totals_only: false };
+        let (report, _, _) = crate::simulate(&text, &source, overrides, opts)?;
+        Ok(report.connections.first().map(outcome).unwrap_or(Outcome { duration_s: None, extra_packets: 0, spurious: 0 }))
+    }
+}
+
+fn outcome(c: &ConnReport) -> Outcome {
+    Outcome {
+        duration_s: c.complete_s,
+        extra_packets: c.syn_transmissions.saturating_sub(1)
+            + c.synack_transmissions.saturating_sub(1)
+            + c.retransmissions
+            + c.optimizer_resends,
+        spurious: c.spurious_retransmits + c.spurious_timeouts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn model() -> ConnModel {
+        ConnModel {
+            conn_id: 7,
+            rtt_s: 0.1,
+            lost_syns: 0,
+            lost_synacks: 1,
+            epochs: vec![Epoch { request: 300, response_delay_us: 0, response: 30_000, interval_us: 0 }],
+            lost_c2s: vec![],
+            lost_s2c: vec![20_000],
+            server_iw: None,
+            observed_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_scenario_replays_its_losses() {
+        let m = model();
+        let o = m.replay(&[]).expect("the model's scenario loads");
+        // A lost SYN/ACK costs the kernel's 1 s SYN/ACK timer (the client's SYN timer runs
+        // out too, and its copy gets one more SYN/ACK); the lost data segment a repair.
+        let d = o.duration_s.expect("complete");
+        assert!(d > 1.1 && d < 2.0, "{d}");
+        assert!(o.extra_packets >= 2, "{}", o.extra_packets);
+        let clean = ConnModel { lost_synacks: 0, lost_s2c: vec![], ..m.clone() }.replay(&[]).unwrap();
+        assert_eq!(clean.extra_packets, 0);
+        let faster = m.replay(&["server.syn_rto=\"200ms\"".to_string()]).unwrap().duration_s.unwrap();
+        // The SYN/ACK timer's 800 ms at least (its data-phase RTO follows the SYN's too).
+        assert!(d - faster > 0.75, "{d} vs {faster}");
+    }
+
+    #[test]
+    fn the_scenario_is_valid_toml_for_simulate() {
+        let text = model().scenario_toml();
+        let sc = crate::scenario::load(&text, "explain.toml", &[]).expect("loads");
+        assert_eq!(sc.drop.data_bytes, vec![20_000]);
+        assert_eq!(sc.drop.synack, vec![1]);
+    }
+}

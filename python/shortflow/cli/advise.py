@@ -1,0 +1,122 @@
+"""`shortflow advise TRACE...`: which start-up fix gives a capture's users their time back,
+how much, and the command that applies it (`shortflow.advise` replays; this presents)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from shortflow.cli.common import (
+    FAILURE,
+    USAGE,
+    check_output_dir,
+    check_output_file,
+    clip,
+    emit_table,
+    error,
+    examples,
+    fail,
+    is_stdout,
+    say,
+    write_json,
+)
+
+if TYPE_CHECKING:
+    from shortflow.advise import Advice
+
+
+def _g(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _est(x: float, ci: tuple[float, float]) -> str:
+    return f"{_g(x)} [{_g(ci[0])}, {_g(ci[1])}]"
+
+
+def print_advice(adv: Advice) -> None:
+    n = len(adv.baseline)
+    say(f"{n:,} connections with data, seen near the {adv.vantage}: fixes of the {adv.vantage}'s host")
+    say(f"baseline: {adv.faithful:,} of {n:,} ({adv.faithful_share:.0%}) replay within 10 % of their observed duration; "
+        "only those feed the estimates")
+    rows: list[list[Any]] = []
+    for k, f in enumerate(adv.fixes, 1):
+        rows.append([k, f["fix"], f["connections_helped"], _est(f["saved_s_total"], f["saved_s_total_ci"]),
+                     _est(f["saved_s_median"], f["saved_s_median_ci"]), _est(f["saved_s_p95"], f["saved_s_p95_ci"]),
+                     f"{f['extra_packets']} · {f['spurious_retransmissions']} · {f['connections_slower']}"])
+    emit_table(f"fixes, best first: seconds saved [bootstrap 95 %] on the {adv.faithful_share:.0%} replayed faithfully",
+               ["#", "fix", "helped", "total s", "median s", "p95 s", "harm"], rows,
+               right=[True, False, True, True, True, True, True],
+               caption="helped: connections made faster · median, p95: per connection · harm: extra packets · "
+                       "spurious retransmissions · connections made slower")
+    for k, f in enumerate(adv.fixes, 1):
+        say(f"{k:>2}. {f['apply']}")
+    reasons: dict[str, int] = {}
+    for b in adv.baseline:
+        if not b["faithful"]:
+            why = b.get("reason") or "not replayed"
+            # The reason's kind, without the connection's own figures.
+            key = why.split(": ", 1)[1] if why.startswith("observed ") else why
+            reasons[key] = reasons.get(key, 0) + 1
+    for why, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        say(f"not faithful: {count:,} — {why}")
+    for c in adv.caveats:
+        say(f"note: {c}")
+    say(f"{adv.replays:,} connection replays")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("advise", epilog=examples("shortflow advise server.pcap",
+                                           "shortflow advise server.pcap --json advice.json --out advice/",
+                                           "shortflow advise server.pcap --explain 12 > conn-12.toml && shortflow simulate conn-12.toml"))
+    def advise_cmd(
+        traces: Annotated[list[Path], typer.Argument(help="pcap or pcapng files, plain or gzip", dir_okay=False)],
+        vantage: Annotated[Optional[str], typer.Option("--vantage", metavar="server|client", help="whose host to fix: where the capture was taken (default: as the analyzer infers it from the handshakes)")] = None,
+        json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="write the ranked fixes and the replay's fidelity as JSON (- for standard output)")] = None,
+        out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write connections.parquet (observed and replayed durations, faithful or why not) and savings.parquet (each fix's saving per connection)")] = None,
+        explain: Annotated[Optional[int], typer.Option("--explain", metavar="CONN", min=0, help="print connection CONN's model as a scenario (TOML) for `shortflow simulate`, instead of advising")] = None,
+        threads: Annotated[Optional[int], typer.Option("--threads", min=1, metavar="N", help="replay on this many threads (default: every core)")] = None,
+    ) -> None:
+        """Replay each connection of a capture under every start-up fix its vantage's host
+        can apply (SYN RTO, SYN optimizer, initial window, quick ACKs, minimum RTO, SFR, and
+        pairs of the best three) and rank them by the time they give back."""
+        from shortflow.advise import AdviseError, advise, write_parquet
+        from shortflow.advise import explain as explain_scenario
+        from shortflow.analyze import analyze
+        from shortflow.exceptions import ShortflowError
+
+        for t in traces:
+            if not t.is_file():
+                fail(f"{clip(t)}: no such file", USAGE)
+        if vantage is not None and vantage not in ("server", "client"):
+            fail(f"--vantage {clip(vantage)!r}: expected server or client", USAGE)
+        if json_out is not None and not is_stdout(json_out):
+            check_output_file(json_out, "--json")
+        if out is not None:
+            check_output_dir(out, "--out")
+        try:
+            a = analyze([str(t) for t in traces])
+        except ShortflowError as e:
+            fail(e, FAILURE)
+        for message in a.errors:
+            error(f"{message} — advising on the connections read before it")
+        try:
+            if explain is not None:
+                sys.stdout.write(explain_scenario(a, explain, vantage))
+                return
+            adv = advise(a, vantage, threads)
+        except AdviseError as e:
+            fail(e, USAGE)
+        if json_out is not None:
+            write_json(json_out, adv.document())
+        if out is not None:
+            written = write_parquet(adv, out)
+        if not is_stdout(json_out):
+            print_advice(adv)
+            if out is not None:
+                say("per connection: " + ", ".join(str(p) for p in written))
+        if a.errors:
+            raise typer.Exit(FAILURE)
+
