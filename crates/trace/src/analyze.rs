@@ -15,6 +15,7 @@ use crate::diag::{ConnectionTable, ExchangeTable, Summary};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::feed::{read_loop, SegmentSink, PREFETCH_AHEAD};
 pub use crate::feed::{FileStats, Options, Progress};
+pub use crate::graph::PacketRecord;
 use crate::read::CaptureReader;
 use crate::track::{Cause, Conn, PacketNote, Tracker, TrackerConfig};
 use crate::wire::filter::Filter;
@@ -151,7 +152,7 @@ pub fn analyze_capture(
         return crate::shard::analyze_sharded(reader, trace, opts, progress);
     }
     let mut stats = FileStats { path: reader.path().to_owned(), gzip: reader.is_gzip(), ..Default::default() };
-    let mut rows = Rows::new(opts);
+    let mut rows = Rows::new(opts.table, opts.digest);
     let mut summary = Summary::default();
     let build_table = opts.table;
     let mut peak = 0;
@@ -250,27 +251,6 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &Options, progress: &Progress) -> 
         out.files.push(stats);
     }
     out
-}
-
-/// One packet of a connection, for its time-sequence graph.
-#[derive(Debug, Clone, Copy)]
-pub struct PacketRecord {
-    pub conn_id: u64,
-    pub ts_ns: u64,
-    pub from_client: bool,
-    pub seq: u32,
-    pub ack: u32,
-    pub len: u32,
-    pub flags: u8,
-    pub window: u16,
-    /// The window scale option (RFC 7323) a SYN carried: the graph scales the other
-    /// packets' windows by it when both SYNs did.
-    pub wscale: Option<u8>,
-    pub note: crate::track::PacketNote,
-    pub sack: [(u32, u32); 4],
-    pub sack_len: u8,
-    /// A duplicate ACK (`crate::graph::mark_duplicate_acks`).
-    pub dupack: bool,
 }
 
 /// `connection_packets`' answer: the packets read, and what stopped the reading before

@@ -8,9 +8,29 @@
 //! between them. The packets on both sides of every gap wider than a column stay, so the
 //! gaps labelled with their cause are the connection's own.
 
-use crate::analyze::PacketRecord;
 use crate::track::{Cause, PacketNote};
 use crate::wire::TcpFlags;
+
+/// One packet of a connection, for its time-sequence graph.
+#[derive(Debug, Clone, Copy)]
+pub struct PacketRecord {
+    pub conn_id: u64,
+    pub ts_ns: u64,
+    pub from_client: bool,
+    pub seq: u32,
+    pub ack: u32,
+    pub len: u32,
+    pub flags: u8,
+    pub window: u16,
+    /// The window scale option (RFC 7323) a SYN carried: the graph scales the other
+    /// packets' windows by it when both SYNs did.
+    pub wscale: Option<u8>,
+    pub note: crate::track::PacketNote,
+    pub sack: [(u32, u32); 4],
+    pub sack_len: u8,
+    /// A duplicate ACK (`Records::push`).
+    pub dupack: bool,
+}
 
 /// How a graph's packets are chosen.
 #[derive(Debug, Clone, Copy)]

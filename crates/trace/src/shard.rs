@@ -236,7 +236,7 @@ pub(crate) fn analyze_sharded(
             let back = back_tx.clone();
             let last_ts = &last_ts;
             let config = opts.tracker;
-            let table_rows = Rows::new(opts);
+            let table_rows = Rows::new(opts.table, opts.digest);
             let rows = rows_tx.clone();
             handles.push(s.spawn(move || run_shard(config, trace, table_rows, rx, back, rows, last_ts)));
             shards.push(Shard { tx, batch: Vec::with_capacity(BATCH) });

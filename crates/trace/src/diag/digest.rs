@@ -6,7 +6,6 @@
 //! summary alone); a digest keeps 40 bytes a connection and the few rows it shows.
 
 use super::table::{percentile_values, ConnectionTable, TableBuilder, PERCENTILE_COLUMNS};
-use crate::feed::Options;
 use crate::track::{Cause, Conn};
 
 /// The values of `PERCENTILE_COLUMNS` over a file's connections, a vector a column, in the
@@ -114,8 +113,9 @@ pub(crate) enum Rows {
 }
 
 impl Rows {
-    pub(crate) fn new(opts: &Options) -> Self {
-        match (opts.table, opts.digest) {
+    /// As `Options::table` and `Options::digest` ask.
+    pub(crate) fn new(table: bool, digest: Option<usize>) -> Self {
+        match (table, digest) {
             (true, _) => Rows::Table(TableBuilder::default()),
             (false, Some(worst)) => Rows::Digest(Digest::new(worst)),
             (false, None) => Rows::Nothing,
