@@ -12,6 +12,14 @@ use shortflow_scenario::abt::{self, Adu, ConnVector, Epoch, Units};
 type Epochs = Vec<(u64, u64, u64, u64)>;
 type Sides = (Vec<(u64, u64)>, Vec<(u64, u64)>);
 
+/// Epochs given as (request, response_delay_us, response, interval_us) tuples.
+pub(crate) fn epochs_of(tuples: Epochs) -> Vec<Epoch> {
+    tuples
+        .into_iter()
+        .map(|(request, response_delay_us, response, interval_us)| Epoch { request, response_delay_us, response, interval_us })
+        .collect()
+}
+
 /// The vectors of a tmix connection-vector text; a ValueError names the line at fault.
 #[pyfunction]
 fn abt_parse<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
@@ -48,19 +56,7 @@ fn abt_format(vectors: Vec<Bound<'_, PyDict>>) -> PyResult<String> {
         let window: (u64, u64) = get("window")?.extract()?;
         let loss: (f64, f64) = get("loss")?.extract()?;
         let units = match (d.get_item("epochs")?, d.get_item("concurrent")?) {
-            (Some(e), None) => {
-                let e: Epochs = e.extract()?;
-                let epochs = e
-                    .into_iter()
-                    .map(|(request, response_delay_us, response, interval_us)| Epoch {
-                        request,
-                        response_delay_us,
-                        response,
-                        interval_us,
-                    })
-                    .collect();
-                Units::Sequential(epochs)
-            }
+            (Some(e), None) => Units::Sequential(epochs_of(e.extract()?)),
             (None, Some(c)) => {
                 let (a, b): Sides = c.extract()?;
                 let side = |s: Vec<(u64, u64)>| s.into_iter().map(|(bytes, wait_us)| Adu { bytes, wait_us }).collect();

@@ -6,7 +6,6 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use shortflow_scenario::abt::Epoch;
 use shortflow_sim::advise::{self, ConnModel, Interval, Side};
 
 fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
@@ -17,15 +16,7 @@ fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
         rtt_s: get("rtt_s")?.extract()?,
         lost_syns: get("lost_syns")?.extract()?,
         lost_synacks: get("lost_synacks")?.extract()?,
-        epochs: epochs
-            .into_iter()
-            .map(|(request, response_delay_us, response, interval_us)| Epoch {
-                request,
-                response_delay_us,
-                response,
-                interval_us,
-            })
-            .collect(),
+        epochs: crate::abt::epochs_of(epochs),
         lost_c2s: get("lost_c2s")?.extract()?,
         lost_s2c: get("lost_s2c")?.extract()?,
         server_iw: get("server_iw")?.extract()?,

@@ -7,7 +7,7 @@
 use crate::scenario::Closer;
 use crate::tcp::{State, Tcb};
 use crate::time::Instant;
-use crate::workload::ConnSpec;
+use crate::workload::{Adu, ConnSpec};
 
 /// Something the application wants to happen later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +16,15 @@ pub enum Later {
     NextRequest(Instant),
     /// The server sends a response after its think time.
     Respond(Instant),
+}
+
+/// A concurrent side writes its ADU number `written` (if it has one left) and counts it;
+/// returns when to write the next, its wait after this one, if one is left.
+fn write_next_adu(tcb: &mut Tcb, adus: &[Adu], written: &mut u32, now: Instant) -> Option<Instant> {
+    let adu = adus.get(*written as usize)?;
+    tcb.write(&[adu.bytes], now);
+    *written += 1;
+    ((*written as usize) < adus.len()).then(|| now + adu.wait)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -123,12 +132,8 @@ impl ClientApp {
     /// The next request (or, concurrent, the next ADU, the one after it `later`).
     pub fn send_request(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant, later: &mut Vec<Later>) {
         if let Some(sides) = &w.concurrent {
-            if let Some(adu) = sides[0].get(self.current as usize) {
-                tcb.write(&[adu.bytes], now);
-                self.current += 1;
-                if (self.current as usize) < sides[0].len() {
-                    later.push(Later::NextRequest(now + adu.wait));
-                }
+            if let Some(next) = write_next_adu(tcb, &sides[0], &mut self.current, now) {
+                later.push(Later::NextRequest(next));
             }
             return self.finish_concurrent(tcb, w, now);
         }
@@ -180,12 +185,8 @@ impl ServerApp {
     /// The next response (or, concurrent, the next ADU, the one after it `later`).
     pub fn respond(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant, later: &mut Vec<Later>) {
         if let Some(sides) = &w.concurrent {
-            if let Some(adu) = sides[1].get(self.responded as usize) {
-                tcb.write(&[adu.bytes], now);
-                self.responded += 1;
-                if (self.responded as usize) < sides[1].len() {
-                    later.push(Later::Respond(now + adu.wait));
-                }
+            if let Some(next) = write_next_adu(tcb, &sides[1], &mut self.responded, now) {
+                later.push(Later::Respond(next));
             }
             return;
         }

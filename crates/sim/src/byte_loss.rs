@@ -89,24 +89,7 @@ mod tests {
     use crate::packet::ACK;
 
     fn seg(from_client: bool, flags: u8, seq: u32, len: u32) -> Segment {
-        Segment {
-            conn: 0,
-            from_client,
-            seq,
-            ack: 0,
-            flags,
-            len,
-            window: 0,
-            mss: None,
-            syn_opts: Default::default(),
-            ts: false,
-            tsval: 0,
-            tsecr: 0,
-            sack: Default::default(),
-            dsack: false,
-            hs_sent: 0,
-            hs_echo: 0,
-        }
+        Segment::bare(from_client, flags, seq, len)
     }
 
     fn model(data: &[u64]) -> ByteLoss {

@@ -47,6 +47,17 @@ impl Kind {
         }
     }
 
+    /// `random_loss`'s probability for this kind.
+    fn probability(self, k: &crate::scenario::KindLoss) -> f64 {
+        match self {
+            Kind::Syn => k.syn,
+            Kind::SynAck => k.synack,
+            Kind::Ack => k.ack,
+            Kind::Data => k.data,
+            Kind::ClientData => k.client_data,
+        }
+    }
+
     /// The `[drop]` key that names this kind.
     pub fn key(self) -> &'static str {
         match self {
@@ -155,14 +166,7 @@ impl LossModel {
             if self.config.per_connection {
                 return self.decide_keyed(from_client, Some(kind), conn);
             }
-            let k = &self.config.kinds;
-            let p = match kind {
-                Kind::Syn => k.syn,
-                Kind::SynAck => k.synack,
-                Kind::Ack => k.ack,
-                Kind::Data => k.data,
-                Kind::ClientData => k.client_data,
-            };
+            let p = kind.probability(&self.config.kinds);
             // Drawn only where asked for: a scenario without kind losses draws nothing here.
             kind_lost = p > 0.0 && self.kind_rng.random_bool(p);
         }
@@ -197,16 +201,9 @@ impl LossModel {
     fn decide_keyed(&mut self, from_client: bool, kind: Option<Kind>, conn: u64) -> Fate {
         let seed = self.config.seed;
         let ranks = self.ranks.entry(conn).or_insert([0; 7]);
-        let k = &self.config.kinds;
         let mut lost = false;
         if let Some(kind) = kind {
-            let p = match kind {
-                Kind::Syn => k.syn,
-                Kind::SynAck => k.synack,
-                Kind::Ack => k.ack,
-                Kind::Data => k.data,
-                Kind::ClientData => k.client_data,
-            };
+            let p = kind.probability(&self.config.kinds);
             let i = kind as usize;
             ranks[i] += 1;
             lost = p > 0.0 && keyed_unit(seed, conn, i, ranks[i]) < p;
@@ -233,24 +230,7 @@ mod tests {
     use crate::scenario::{GilbertConfig, KindLoss};
 
     fn seg(from_client: bool, flags: u8, len: u32) -> Segment {
-        Segment {
-            conn: 0,
-            from_client,
-            seq: 0,
-            ack: 0,
-            flags,
-            len,
-            window: 0,
-            mss: None,
-            syn_opts: Default::default(),
-            ts: false,
-            tsval: 0,
-            tsecr: 0,
-            sack: Default::default(),
-            dsack: false,
-            hs_sent: 0,
-            hs_echo: 0,
-        }
+        Segment::bare(from_client, flags, 0, len)
     }
 
     #[test]

@@ -73,6 +73,30 @@ pub struct Segment {
 }
 
 impl Segment {
+    /// A segment of connection 0 with only its direction, flags, sequence number and
+    /// length set (the loss models' tests).
+    #[cfg(test)]
+    pub(crate) fn bare(from_client: bool, flags: u8, seq: u32, len: u32) -> Segment {
+        Segment {
+            conn: 0,
+            from_client,
+            seq,
+            ack: 0,
+            flags,
+            len,
+            window: 0,
+            mss: None,
+            syn_opts: Default::default(),
+            ts: false,
+            tsval: 0,
+            tsecr: 0,
+            sack: Default::default(),
+            dsack: false,
+            hs_sent: 0,
+            hs_echo: 0,
+        }
+    }
+
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
     }
