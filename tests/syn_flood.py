@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def syn_flood_pcap(path: Path, connections: int) -> Path:
-    """A capture of `connections` SYNs that no one answers, each from its own address and
-    port (Ethernet, IPv4): every one a connection the tracker holds until its bound."""
+def syn_flood_pcap(path: Path, connections: int, per_second: int = 100_000) -> Path:
+    """A capture of `connections` SYNs that no one answers, `per_second` of them evenly
+    spread each second, each from its own address and port (Ethernet, IPv4): every one a
+    connection try the tracker holds until its bound or until it is given up."""
     import struct
 
     with path.open("wb") as f:
@@ -18,6 +19,7 @@ def syn_flood_pcap(path: Path, connections: int) -> Path:
             tcp = struct.pack("!HHIIBBHHH", 1024 + i % 60000, 80, i, 0, 5 << 4, 0x02, 64240, 0, 0)
             ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), i & 0xFFFF, 0, 64, 6, 0, src, bytes([10, 231, 0, 2]))
             frame = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + ip + tcp
-            f.write(struct.pack("<IIII", 1_700_000_000 + i // 100_000, (i % 100_000) * 10, len(frame), len(frame)))
+            us = i * 1_000_000 // per_second
+            f.write(struct.pack("<IIII", 1_700_000_000 + us // 1_000_000, us % 1_000_000, len(frame), len(frame)))
             f.write(frame)
     return path

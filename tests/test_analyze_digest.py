@@ -5,7 +5,6 @@ answer and `--summary-json`, in memory that does not grow ~800 bytes a connectio
 from __future__ import annotations
 
 import json
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 import shortflow
 from shortflow.analyze import summary_document
 from shortflow.worst import worst_connections
+from syn_flood import syn_flood_pcap
 
 DATA = Path(__file__).parent / "data" / "real"
 REAL = sorted(p for p in DATA.iterdir() if p.suffix in (".pcap", ".pcapng", ".gz"))
@@ -64,27 +64,10 @@ def test_the_command_prints_and_writes_the_same_with_and_without_the_table(tmp_p
     assert digest == whole
 
 
-def _unanswered_syns(path: Path, n: int, seconds: int) -> Path:
-    """`n` SYNs over `seconds` s, each its own 4-tuple, none answered."""
-    with path.open("wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 256, 1))
-        step_us = seconds * 1_000_000 // n
-        for i in range(n):
-            src = bytes([10, 200 + (i >> 16) % 50, (i >> 8) & 0xFF, i & 0xFF])
-            tcp = struct.pack("!HHIIBBHHH", 1024 + i % 60000, 80, i, 0, 5 << 4, 0x02, 64240, 0, 0)
-            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), i & 0xFFFF, 0, 64, 6, 0, src,
-                             bytes([10, 231, 0, 2]))
-            frame = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + tcp
-            us = i * step_us
-            f.write(struct.pack("<IIII", 1_700_000_000 + us // 1_000_000, us % 1_000_000, len(frame), len(frame)))
-            f.write(frame)
-    return path
-
-
 def test_a_million_unanswered_syns_take_little_memory(tmp_path):
     # Each try is held in 128 bytes while only its SYN is seen and ends when its next SYN
     # is overdue; the summary keeps a digest, not a table: the whole command's peak RSS.
-    trace = _unanswered_syns(tmp_path / "syns.pcap", 1_000_000, 200)
+    trace = syn_flood_pcap(tmp_path / "syns.pcap", 1_000_000, per_second=5_000)
     summary = tmp_path / "s.json"
     # Measured by a fresh process of its own: RUSAGE_CHILDREN is the largest child so far.
     measure = ("import resource, subprocess, sys; "
