@@ -6,7 +6,7 @@
 
 use crate::scenario::Closer;
 use crate::tcp::{State, Tcb};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::workload::{Adu, ConnSpec};
 
 /// Something the application wants to happen later.
@@ -18,13 +18,35 @@ pub enum Later {
     Respond(Instant),
 }
 
-/// A concurrent side writes its ADU number `written` (if it has one left) and counts it;
-/// returns when to write the next, its wait after this one, if one is left.
-fn write_next_adu(tcb: &mut Tcb, adus: &[Adu], written: &mut u32, now: Instant) -> Option<Instant> {
-    let adu = adus.get(*written as usize)?;
-    tcb.write(&[adu.bytes], now);
-    *written += 1;
-    ((*written as usize) < adus.len()).then(|| now + adu.wait)
+/// A concurrent side's ADUs: how many it wrote, and the wait before its next one, which
+/// runs once the last written has left. A side's quiet time is seen on the wire from its
+/// ADU's last byte to the next one's first (the a-b-t model measures it so), so the wait
+/// starts when TCP sent that byte, not when the application handed the ADU over: a large
+/// ADU still leaving would eat into it.
+#[derive(Debug, Clone, Copy, Default)]
+struct ConcurrentSide {
+    written: u32,
+    wait_after_sent: Option<Duration>,
+}
+
+impl ConcurrentSide {
+    /// Writes the next ADU, if one is left; its wait is held until the ADU has left.
+    fn write_next(&mut self, tcb: &mut Tcb, adus: &[Adu], now: Instant, later: &mut Vec<Later>, when: fn(Instant) -> Later) {
+        let Some(adu) = adus.get(self.written as usize) else { return };
+        tcb.write(&[adu.bytes], now);
+        self.written += 1;
+        if (self.written as usize) < adus.len() {
+            self.wait_after_sent = Some(adu.wait);
+        }
+        self.start_wait_once_sent(tcb, now, later, when);
+    }
+
+    /// Once everything written has been sent, the next ADU is due its wait later.
+    fn start_wait_once_sent(&mut self, tcb: &Tcb, now: Instant, later: &mut Vec<Later>, when: fn(Instant) -> Later) {
+        if self.wait_after_sent.is_some() && tcb.written_all_sent() {
+            later.push(when(now + self.wait_after_sent.take().unwrap_or_default()));
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -39,6 +61,8 @@ pub struct ClientApp {
     pub sent_at: Vec<Instant>,
     pub complete_at: Vec<Instant>,
     pub received: u64,
+    /// A concurrent connection's own ADUs.
+    adus: ConcurrentSide,
 }
 
 impl ClientApp {
@@ -108,6 +132,7 @@ impl ClientApp {
             self.awaiting = w.server_bytes();
             self.send_request(tcb, w, now, later);
         }
+        self.adus.start_wait_once_sent(tcb, now, later, Later::NextRequest);
         let n = tcb.take_delivered();
         self.received += n;
         self.awaiting = self.awaiting.saturating_sub(n);
@@ -117,7 +142,7 @@ impl ClientApp {
     /// Done once its own ADUs are written and the server's all read.
     fn finish_concurrent(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant) {
         let Some(sides) = &w.concurrent else { return };
-        if !self.finished && self.started && self.awaiting == 0 && self.current as usize == sides[0].len() {
+        if !self.finished && self.started && self.awaiting == 0 && self.adus.written as usize == sides[0].len() {
             self.finished = true;
             self.complete_at.push(now);
             if w.close == Closer::Client {
@@ -132,9 +157,7 @@ impl ClientApp {
     /// The next request (or, concurrent, the next ADU, the one after it `later`).
     pub fn send_request(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant, later: &mut Vec<Later>) {
         if let Some(sides) = &w.concurrent {
-            if let Some(next) = write_next_adu(tcb, &sides[0], &mut self.current, now) {
-                later.push(Later::NextRequest(next));
-            }
+            self.adus.write_next(tcb, &sides[0], now, later, Later::NextRequest);
             return self.finish_concurrent(tcb, w, now);
         }
         let x = &w.exchanges[self.current as usize];
@@ -149,10 +172,12 @@ pub struct ServerApp {
     /// Request bytes received toward the next complete request (concurrent: all received).
     pending: u64,
     requests_seen: u32,
-    /// Responses (concurrent: ADUs) written.
+    /// Responses written.
     pub responded: u32,
     /// Concurrent: its first ADU was written (at the handshake's end).
     started: bool,
+    /// A concurrent connection's own ADUs.
+    adus: ConcurrentSide,
 }
 
 impl ServerApp {
@@ -163,7 +188,8 @@ impl ServerApp {
                 self.started = true;
                 self.respond(tcb, w, now, later);
             }
-            let done = self.started && self.responded as usize == sides[1].len() && self.pending == w.client_bytes();
+            self.adus.start_wait_once_sent(tcb, now, later, Later::Respond);
+            let done = self.started && self.adus.written as usize == sides[1].len() && self.pending == w.client_bytes();
             if (done && w.close == Closer::Server) || (tcb.fin_received && w.close == Closer::Client) {
                 tcb.close(now);
             }
@@ -185,10 +211,7 @@ impl ServerApp {
     /// The next response (or, concurrent, the next ADU, the one after it `later`).
     pub fn respond(&mut self, tcb: &mut Tcb, w: &ConnSpec, now: Instant, later: &mut Vec<Later>) {
         if let Some(sides) = &w.concurrent {
-            if let Some(next) = write_next_adu(tcb, &sides[1], &mut self.responded, now) {
-                later.push(Later::Respond(next));
-            }
-            return;
+            return self.adus.write_next(tcb, &sides[1], now, later, Later::Respond);
         }
         let writes = &w.exchanges[self.responded as usize].response_writes;
         self.responded += 1;

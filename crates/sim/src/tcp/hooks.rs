@@ -76,6 +76,11 @@ impl Tcb {
         self.snd_max - self.snd_una
     }
 
+    /// Everything the application wrote has been sent at least once.
+    pub fn written_all_sent(&self) -> bool {
+        self.snd_max >= self.data_end
+    }
+
     /// The highest sequence offset sent so far.
     pub fn highest_sent(&self) -> u64 {
         self.snd_max

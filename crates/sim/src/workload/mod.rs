@@ -40,8 +40,8 @@ impl Exchange {
 }
 
 /// One application data unit of a side that sends independently of the other (a-b-t's
-/// concurrent connections), and how long its sender waits after handing it to TCP
-/// before the next.
+/// concurrent connections), and how long its sender waits after its last byte was sent
+/// before writing the next.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Adu {
     pub bytes: u64,
