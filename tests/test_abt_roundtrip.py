@@ -136,7 +136,8 @@ def test_a_vector_file_the_simulator_cannot_replay_is_refused_with_its_line(tmp_
 
 
 #: Two concurrent connections: both sides write on their own (an upload while a response
-#: streams; a server pushing three ADUs after a short request), waits of 0.7-1.2 s.
+#: streams; a server pushing three ADUs after a short request), waits of 0.7-1.2 s (a
+#: side's ADUs are told apart by quiet times of 0.5 s or more).
 CONCURRENT = """\
 CONC 0 2 2 1 0
 r 40000
@@ -161,11 +162,52 @@ t< 0
 """
 
 
+def concurrent_roundtrip(tmp_path: Path, point: str, extra: str = "") -> tuple[list[dict], list[dict]]:
+    (tmp_path / "in.abt").write_text(CONCURRENT)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'[path]\nrtt = "2ms"\nbandwidth = "20Mbit"\n[capture]\npoint = "{point}"\n{extra}\n'
+                        '[workload]\nkind = "abt"\nfile = "in.abt"\nclose = "client"\n')
+    run("-q", "simulate", scenario, "--pcap", tmp_path / "x.pcap")
+    run("-q", "analyze", tmp_path / "x.pcap", "--abt", tmp_path / "out.abt", "--out", tmp_path / "out")
+    return _core.abt_parse(CONCURRENT), _core.abt_parse((tmp_path / "out.abt").read_text())
+
+
+def check_concurrent(sent: list[dict], got: list[dict]) -> None:
+    assert len(got) == len(sent)
+    for a, b in zip(sent, got):
+        assert "concurrent" in b, b
+        rtt = a["min_rtt_us"] + 2000
+        assert abs(b["start_us"] - a["start_us"]) <= rtt, (a, b)
+        for side in (0, 1):
+            assert [n for n, _ in b["concurrent"][side]] == [n for n, _ in a["concurrent"][side]], "sizes exact"
+            for (_, wa), (_, wb) in zip(a["concurrent"][side], b["concurrent"][side]):
+                assert abs(wb - wa) <= rtt, f"side {side}: waits {b['concurrent'][side]} vs {a['concurrent'][side]}"
+
+
+@pytest.mark.parametrize("point", ["client", "server"])
+def test_concurrent_vectors_come_back_from_the_simulator(tmp_path: Path, point: str) -> None:
+    # Each side's ADUs exact, though the other side's data cuts them into several
+    # exchanges, and each wait within one round trip: a side's wait runs from its ADU's
+    # last byte leaving to its next ADU's first, in the replay as on the wire.
+    sent, got = concurrent_roundtrip(tmp_path, point)
+    check_concurrent(sent, got)
+    x = pq.read_table(tmp_path / "out" / "exchanges.parquet").to_pydict()
+    assert any(x["concurrent"][i] for i, conn in enumerate(x["conn_id"]) if conn == 0), "both sides sent at once"
+
+
+def test_concurrent_vectors_come_back_through_losses(tmp_path: Path) -> None:
+    # Segments of both sides lost before the server's capture point: a resend neither
+    # adds to an ADU nor ends one, and a side's quiet time runs from its last new byte.
+    sent, got = concurrent_roundtrip(tmp_path, "client", "[drop]\ndata = [2, 30, 61]\nclient_data = [5, 33]")
+    check_concurrent(sent, got)
+    c = pq.read_table(tmp_path / "out" / "connections.parquet").to_pydict()
+    resent = [sum(c[f"retx_{k}_{d}"][i] for k in ("timeout", "fast", "tlp") for d in ("c2s", "s2c")) for i in range(2)]
+    assert sum(resent) >= 3, resent
+
+
 def test_concurrent_vectors_are_replayed_each_side_on_its_own(tmp_path: Path) -> None:
-    # Each side's bytes exact, both sides' data outstanding at once, and each ADU written
-    # no sooner than its side's wait after the one before. (The analyzer's exchanges split
-    # such a connection by turns, not by each side's ADUs: its --abt does not give these
-    # vectors back, so they are not compared here.)
+    # Each side's bytes exact, and a pushing server's ADUs no sooner than their waits
+    # after the one before has left.
     (tmp_path / "in.abt").write_text(CONCURRENT)
     scenario = tmp_path / "s.toml"
     scenario.write_text('[path]\nrtt = "2ms"\nbandwidth = "20Mbit"\n[capture]\npoint = "server"\n'
@@ -173,12 +215,16 @@ def test_concurrent_vectors_are_replayed_each_side_on_its_own(tmp_path: Path) ->
     run("-q", "simulate", scenario, "--pcap", tmp_path / "x.pcap")
     run("-q", "analyze", tmp_path / "x.pcap", "--out", tmp_path / "out")
     c = pq.read_table(tmp_path / "out" / "connections.parquet").to_pydict()
-    x = pq.read_table(tmp_path / "out" / "exchanges.parquet").to_pydict()
     assert (c["bytes_c2s"], c["bytes_s2c"]) == ([60300, 200], [92000, 34500])
-    assert any(x["concurrent"][i] for i, conn in enumerate(x["conn_id"]) if conn == 0), "both sides sent at once"
-    # The pusher's ADUs: the last (500 B) goes 0.7 + 0.9 s after the first, its own waits.
+    # The pusher's ADUs: the last (500 B) goes 0.7 + 0.9 s after the first has left.
     from shortflow.plot.tsg import packets
 
     pk = packets(tmp_path / "x.pcap", [1])[1]
     data = [(t, n) for t, n, client in zip(pk["ts_ns"], pk["len"], pk["from_client"]) if n and not client]
-    assert data[-1][1] == 500 and (data[-1][0] - data[0][0]) / 1e9 >= 1.6 - 1e-6, data[-3:]
+    sent, first_adu_sent = 0, None
+    for t, n in data:
+        sent += n
+        if sent == 30000:
+            first_adu_sent = t
+    assert first_adu_sent is not None and data[-1][1] == 500, data
+    assert (data[-1][0] - first_adu_sent) / 1e9 >= 1.6 - 1e-6, data[-3:]

@@ -25,7 +25,8 @@ _CONN_COLUMNS = ("trace", "conn_id", "first_seen", "handshake_rtt_s", "rtt_min_s
                  "packets_c2s", "packets_s2c", "retx_timeout_c2s", "retx_fast_c2s", "retx_tlp_c2s",
                  "retx_timeout_s2c", "retx_fast_s2c", "retx_tlp_s2c")
 _EXCHANGE_COLUMNS = ("trace", "conn_id", "exchange", "request_bytes", "response_bytes", "request_start_s",
-                     "request_end_s", "response_start_s", "response_end_s", "ttfb_s", "concurrent")
+                     "request_end_s", "response_start_s", "response_end_s", "ttfb_s", "concurrent",
+                     "request_sent_s", "response_sent_s", "request_continues", "response_continues")
 
 
 def _s(x: float | None) -> float:
@@ -61,15 +62,25 @@ def _sequential(rows: list[dict[str, Any]], server_leg: float, client_leg: float
 
 
 def _concurrent(rows: list[dict[str, Any]]) -> tuple[list[tuple[int, int]], ...]:
-    """Each side's ADUs and its wait after each: the gap between its own ADUs, the same
-    wherever it is seen (both crossed the same path)."""
+    """Each side's ADUs and its wait after each: the gap from an ADU's last new byte (a
+    resend of it repairs the path's loss, not the application's pace) to its next one's
+    first, the same wherever it is seen (both crossed the same path). An ADU the other
+    side's turns cut over several exchanges is put back together (``request_continues``,
+    ``response_continues``)."""
     sides: list[list[tuple[int, int]]] = [[], []]
-    for side, (size, start, end) in enumerate((("request_bytes", "request_start_s", "request_end_s"),
-                                               ("response_bytes", "response_start_s", "response_end_s"))):
-        mine = [x for x in rows if x[size]]
-        for k, x in enumerate(mine):
-            wait = _us(mine[k + 1][start] - x[end]) if k + 1 < len(mine) else 0
-            sides[side].append((int(x[size]), wait))
+    for side, name in enumerate(("request", "response")):
+        adus: list[list[float]] = []  # [bytes, first byte, last byte]
+        for x in rows:
+            if not x[f"{name}_bytes"]:
+                continue
+            if x[f"{name}_continues"] and adus:
+                adus[-1][0] += x[f"{name}_bytes"]
+                adus[-1][2] = x[f"{name}_sent_s"]
+            else:
+                adus.append([x[f"{name}_bytes"], x[f"{name}_start_s"], x[f"{name}_sent_s"]])
+        for k, (size, _, end) in enumerate(adus):
+            wait = _us(adus[k + 1][1] - end) if k + 1 < len(adus) else 0
+            sides[side].append((int(size), wait))
     return tuple(sides)
 
 

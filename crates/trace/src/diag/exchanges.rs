@@ -19,9 +19,13 @@ schema! {
     "request_end_s": "double", "s", "last packet carrying request bytes (a resend included); NaN without request";
     "response_start_s": "double", "s", "first packet carrying response bytes; NaN without response";
     "response_end_s": "double", "s", "last packet carrying response bytes (a resend included); NaN without response";
+    "request_sent_s": "double", "s", "last packet carrying new request bytes (resends not counted): where the client was done sending, its quiet time after the request beginning; NaN without request";
+    "response_sent_s": "double", "s", "last packet carrying new response bytes (resends not counted); NaN without response";
     "ttfb_s": "double", "s", "last request byte to first response byte (at the capture point: the server's think time and the path to it); NaN without request or response";
     "ttlb_s": "double", "s", "last request byte to last response byte; NaN without request or response";
     "concurrent": "bool", "", "both sides had data outstanding at once (pipelining, both sending): tmix's concurrent connection";
+    "request_continues": "bool", "", "concurrent: its request bytes carry on the client's ADU of an earlier exchange (the server's data cut it, no quiet time of the client's own came between); a side's ADUs are told apart by its own quiet times of 0.5 s or more";
+    "response_continues": "bool", "", "concurrent: its response bytes carry on the server's ADU of an earlier exchange";
     "time_network_s": "double", "s", "its time the path explains (its time_*_s columns add up to its duration_s)";
     "time_handshake_s": "double", "s", "waiting for SYN or SYN/ACK retransmissions";
     "time_slow_start_s": "double", "s", "slow-start round trips beyond the first";
@@ -52,9 +56,13 @@ pub struct ExchangeTable {
     pub request_end_s: Vec<f64>,
     pub response_start_s: Vec<f64>,
     pub response_end_s: Vec<f64>,
+    pub request_sent_s: Vec<f64>,
+    pub response_sent_s: Vec<f64>,
     pub ttfb_s: Vec<f64>,
     pub ttlb_s: Vec<f64>,
     pub concurrent: Vec<bool>,
+    pub request_continues: Vec<bool>,
+    pub response_continues: Vec<bool>,
     pub time_network_s: Vec<f64>,
     pub time_handshake_s: Vec<f64>,
     pub time_slow_start_s: Vec<f64>,
@@ -87,9 +95,13 @@ macro_rules! exchange_columns {
             request_end_s,
             response_start_s,
             response_end_s,
+            request_sent_s,
+            response_sent_s,
             ttfb_s,
             ttlb_s,
             concurrent,
+            request_continues,
+            response_continues,
             time_network_s,
             time_handshake_s,
             time_slow_start_s,
@@ -171,9 +183,13 @@ impl ExchangeTable {
         self.request_end_s.push(after(o, r.last_ts[0]));
         self.response_start_s.push(after(o, r.first_ts[1]));
         self.response_end_s.push(after(o, r.last_ts[1]));
+        self.request_sent_s.push(after(o, r.last_new_ts[0]));
+        self.response_sent_s.push(after(o, r.last_new_ts[1]));
         self.ttfb_s.push(r.ttfb_ns().map_or(f64::NAN, secs));
         self.ttlb_s.push(r.ttlb_ns().map_or(f64::NAN, secs));
         self.concurrent.push(r.concurrent);
+        self.request_continues.push(r.continues[0]);
+        self.response_continues.push(r.continues[1]);
         self.push_causes(&r.time_ns.map(secs));
     }
 

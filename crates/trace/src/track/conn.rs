@@ -2,7 +2,7 @@
 //! sender (`Half`) and where its time went (`Cause`).
 
 use super::cause::Cause;
-use super::exchange::{DataSeen, Exchange, ExchangeRow};
+use super::exchange::{DataSeen, Exchange, ExchangeRow, ADU_QUIET_NS};
 use super::half::{AckOutcome, FlightBuffer, Half, PathTimes, RetxClass, SendEvent, MAX_ID_STEP, MS};
 use crate::wire::{Endpoint, IcmpUnreachable, Segment, SegmentExtra, Unreachable};
 
@@ -503,13 +503,6 @@ pub const NEVER: u64 = u64::MAX;
 /// round trip, far below a keep-alive connection's rests.
 const REST_NS: u64 = 1_000_000_000;
 
-/// A rest (nothing outstanding either way) at least this long ends the ADU of the side
-/// that sent before it, as the other side's data does: tmix's model tells one side's ADUs
-/// apart by such quiet times (a concurrent connection has no turns to tell them by). Half
-/// a second: longer than the round trip of nearly every path, shorter than a user's
-/// pause between requests.
-const ADU_QUIET_NS: u64 = 500_000_000;
-
 /// In a connection seen one way only, a silence before new data longer than this is its
 /// sender's choice, not the path's: no ACK clock, loss repair or round trip (the RTT of
 /// paths on Earth stays well below it) holds new data back a second.
@@ -953,7 +946,6 @@ impl Conn {
     ) {
         let other = 1 - dir;
         let prev_data_dir = self.last_data_dir;
-        let data_end_before = self.halves[dir].data_end();
         // Where the connection rested before this data, for the exchange it may end.
         let rest = match &self.quiet {
             Some(q) if seg.payload_len > 0 => Some((q.since, self.lost_ns)),
@@ -963,6 +955,7 @@ impl Conn {
         let id_before = self.halves[dir].last_ip_id();
         let len_before = std::mem::replace(&mut self.last_len[dir], seg.payload_len);
         let write_ended = self.data_pushed[dir];
+        let own_acked = self.halves[dir].data_acked();
         let in_timeout = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Timeout { .. }));
         let in_fast = self.halves.iter().any(|h| matches!(h.recovery, super::half::Recovery::Fast { .. }));
         let zero_window_before = [self.halves[C2S].zero_window, self.halves[S2C].zero_window];
@@ -1164,9 +1157,11 @@ impl Conn {
             }
         }
         if seg.payload_len > 0 && !OUTSIDE {
-            let new_bytes = (self.halves[dir].data_end() - data_end_before).max(0) as u64;
+            let new_bytes = self.exchange.take_new_bytes(dir, self.halves[dir].data_end());
             let other_outstanding = !self.halves[other].data_acked();
-            self.note_exchange_data(DataSeen { ts, dir, new_bytes, other_outstanding, after_rest }, rest, write_ended);
+            let own_write_done = own_acked && write_ended;
+            let d = DataSeen { ts, dir, new_bytes, other_outstanding, after_rest, own_write_done };
+            self.note_exchange_data(d, rest, write_ended);
         }
         self.net_since_send[dir] = 0;
         self.last_dir = dir;

@@ -12,10 +12,25 @@
 //! share of the connection's time account (`Cause`), so the exchanges' accounts add up to
 //! the connection's.
 //!
+//! In a concurrent exchange (both sides sending at once) the turns say nothing: each side's
+//! ADUs are told apart by its own quiet times, as tmix's model has it. A side that sends
+//! new data after being quiet `ADU_QUIET_NS` or longer, its data all acknowledged and its
+//! last write ended (PSH), begins a new ADU; where its bytes in a row carry on the ADU it
+//! was sending in an earlier row (the other side's turn cut it), the row says so
+//! (`ExchangeRow::continues`), so its ADUs can be put back together.
+//!
 //! A connection keeps one exchange's state, of fixed size; a finished exchange leaves as a
 //! row (`ExchangeRow`) at once, so a keep-alive connection of any length holds no more.
 
 use super::cause::Cause;
+
+/// A side quiet this long or longer before new data, its data acknowledged and its write
+/// ended, begins a new ADU (and a rest as long, nothing outstanding either way, ends the
+/// exchange of the side that sent before it): tmix's model tells one side's ADUs apart by
+/// such quiet times (a concurrent connection has no turns to tell them by). Half a second:
+/// longer than the round trip of nearly every path, shorter than a user's pause between
+/// requests.
+pub(crate) const ADU_QUIET_NS: u64 = 500_000_000;
 
 /// One finished exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -31,6 +46,9 @@ pub struct ExchangeRow {
     /// First and last packet carrying each side's bytes (`super::NEVER`: none).
     pub first_ts: [u64; 2],
     pub last_ts: [u64; 2],
+    /// The last packet carrying new bytes of each side (its resends not counted): where
+    /// the side was done sending, its own quiet time after it beginning.
+    pub last_new_ts: [u64; 2],
     /// The connection's first packet: the table's times are counted from it.
     pub origin_ts: u64,
     /// When the connection could first carry data (the handshake's end, or its first
@@ -38,6 +56,9 @@ pub struct ExchangeRow {
     pub ready_ts: u64,
     /// Both sides had data outstanding at once (pipelining, both talking): tmix's concurrent.
     pub concurrent: bool,
+    /// [request, response]: in a concurrent exchange, this side's bytes carry on the ADU it
+    /// sent in an earlier exchange (no quiet time of its own came between).
+    pub continues: [bool; 2],
     /// Its time by cause (ns), indexed by `Cause`; adds up to `end_ts - start_ts`.
     pub time_ns: [u64; Cause::COUNT],
 }
@@ -78,7 +99,15 @@ pub(crate) struct Exchange {
     bytes: [u64; 2],
     first_ts: [u64; 2],
     last_ts: [u64; 2],
+    last_new_ts: [u64; 2],
     concurrent: bool,
+    /// [request, response]: the side's first bytes here began a new ADU of its own.
+    began_adu: [bool; 2],
+    /// The last packet carrying each side's data, in any exchange (`super::NEVER`: none
+    /// yet): where its quiet time runs from.
+    side_last_ts: [u64; 2],
+    /// Each side's data counted into exchanges so far, up to this sequence offset.
+    counted_end: [i64; 2],
 }
 
 impl Default for Exchange {
@@ -90,7 +119,11 @@ impl Default for Exchange {
             bytes: [0; 2],
             first_ts: [super::NEVER; 2],
             last_ts: [super::NEVER; 2],
+            last_new_ts: [super::NEVER; 2],
             concurrent: false,
+            began_adu: [false; 2],
+            side_last_ts: [super::NEVER; 2],
+            counted_end: [0; 2],
         }
     }
 }
@@ -106,11 +139,24 @@ pub(crate) struct DataSeen {
     pub other_outstanding: bool,
     /// It ended a quiet stretch its side began of its own accord (`Cause::Idle`).
     pub after_rest: bool,
+    /// Its sender's earlier data was all acknowledged and its last write ended (PSH): a
+    /// quiet time of its own before this packet is the application's.
+    pub own_write_done: bool,
 }
 
 impl Exchange {
     pub fn starting_at(ts: u64) -> Self {
         Self { start_ts: ts, ..Self::default() }
+    }
+
+    /// The new bytes of side `dir` now that its data reaches `data_end` (its half's
+    /// sequence offset): what it sent since the last count. Data the capture missed (lost
+    /// before the capture point) counts here too, though the packet that showed it (an
+    /// ACK's sequence number) carried none.
+    pub fn take_new_bytes(&mut self, dir: usize, data_end: i64) -> u64 {
+        let new = (data_end - self.counted_end[dir]).max(0) as u64;
+        self.counted_end[dir] = self.counted_end[dir].max(data_end);
+        new
     }
 
     pub fn has_data(&self) -> bool {
@@ -119,11 +165,20 @@ impl Exchange {
 
     /// Whether `d` begins the next exchange: the client speaking after the server's data,
     /// or data after a rest once this exchange has any. Once both sides have sent at once
-    /// (a concurrent exchange: both streaming), the turns say nothing: only a rest ends it
-    /// (tmix's concurrent ADUs are told apart by their quiet times, each side on its own).
+    /// (a concurrent exchange: both streaming), the turns say nothing: a rest ends it, or
+    /// a side beginning a new ADU of its own (`begins_adu`) where it already sent, so that
+    /// an exchange holds at most one ADU of each side.
     pub fn begins_next(&self, d: &DataSeen) -> bool {
         let turn = d.dir == super::C2S && self.bytes[1] > 0 && !self.concurrent;
-        d.new_bytes > 0 && (turn || (d.after_rest && self.has_data()))
+        let own_adu = self.concurrent && self.bytes[d.dir] > 0 && self.begins_adu(d);
+        d.new_bytes > 0 && (turn || own_adu || (d.after_rest && self.has_data()))
+    }
+
+    /// Whether `d`'s new data begins a new ADU of its side: its first, or the first after a
+    /// quiet time of its own of `ADU_QUIET_NS` or more, its write done.
+    fn begins_adu(&self, d: &DataSeen) -> bool {
+        let last = self.side_last_ts[d.dir];
+        last == super::NEVER || (d.own_write_done && d.ts.saturating_sub(last) >= ADU_QUIET_NS)
     }
 
     /// Counts `d`'s bytes in this exchange.
@@ -132,13 +187,16 @@ impl Exchange {
         if d.new_bytes > 0 {
             if self.bytes[k] == 0 {
                 self.first_ts[k] = d.ts;
+                self.began_adu[k] = self.begins_adu(d);
             }
             self.bytes[k] += d.new_bytes;
+            self.last_new_ts[k] = d.ts;
         }
         if self.bytes[k] > 0 {
             // A resend of its bytes is the last of them the receiver may have waited for.
             self.last_ts[k] = d.ts;
         }
+        self.side_last_ts[k] = d.ts;
         self.concurrent |= d.other_outstanding && d.new_bytes > 0;
     }
 
@@ -162,9 +220,11 @@ impl Exchange {
             bytes: self.bytes,
             first_ts: self.first_ts,
             last_ts: self.last_ts,
+            last_new_ts: self.last_new_ts,
             origin_ts,
             ready_ts,
             concurrent: self.concurrent,
+            continues: [0, 1].map(|k| self.concurrent && self.bytes[k] > 0 && !self.began_adu[k]),
             time_ns: span_account(self.start_account.as_deref().unwrap_or(&[0; Cause::COUNT]), account, end_ts - self.start_ts),
         };
         // The next one's reading of the account, in this one's box if it had one.
@@ -175,7 +235,8 @@ impl Exchange {
             *b = *account;
             Some(b)
         };
-        *self = Self { index: self.index + 1, start_ts: end_ts, start_account, ..Self::default() };
+        let (side_last_ts, counted_end) = (self.side_last_ts, self.counted_end);
+        *self = Self { index: self.index + 1, start_ts: end_ts, start_account, side_last_ts, counted_end, ..Self::default() };
         row
     }
 }
