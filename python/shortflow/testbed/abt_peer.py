@@ -22,6 +22,8 @@ wall-clock times of each step, errors); the server prints nothing unless it fail
 
 from __future__ import annotations
 
+import array
+import fcntl
 import json
 import socket
 import struct
@@ -34,6 +36,8 @@ CHUNK = 65536
 ZEROS = bytes(CHUNK)
 #: A stalled reader's receive buffer: small, so that a response fills it and the window closes.
 STALL_RCVBUF = 4096
+#: Linux's ioctl for the bytes of a socket's send queue not yet sent (linux/sockios.h).
+SIOCOUTQNSD = 0x894B
 
 
 def send(s: socket.socket, n: int) -> None:
@@ -58,13 +62,27 @@ def wait_us(us: int) -> None:
         time.sleep(us / 1e6)
 
 
+def wait_until_sent(s: socket.socket) -> None:
+    """Returns once the kernel has sent every byte written to `s` (each at least once)."""
+    unsent = array.array("i", [0])
+    while True:
+        fcntl.ioctl(s.fileno(), SIOCOUTQNSD, unsent, True)
+        if unsent[0] == 0:
+            return
+        time.sleep(0.0005)
+
+
 def concurrent(s: socket.socket, mine: list[list[int]], theirs: list[list[int]]) -> None:
-    """Sends this side's ADUs, each followed by its wait, while reading all of the peer's."""
+    """Sends this side's ADUs while reading all of the peer's, each ADU followed by its
+    wait from the moment its last byte left: a side's quiet time, as the a-b-t model
+    measures it on the wire, runs from an ADU's last byte to the next one's first."""
     reader = threading.Thread(target=receive, args=(s, sum(b for b, _ in theirs)), daemon=True)
     reader.start()
-    for size, wait in mine:
+    for k, (size, wait) in enumerate(mine):
         send(s, size)
-        wait_us(wait)
+        if k + 1 < len(mine):
+            wait_until_sent(s)
+            wait_us(wait)
     reader.join()
 
 
