@@ -129,6 +129,22 @@ def test_concurrent_vectors_come_back_from_the_kernel(tmp_path: Path) -> None:
             assert abs(wb - wa) <= RTT_US, (sent, got)
 
 
+def test_concurrent_vectors_come_back_through_losses(tmp_path: Path) -> None:
+    # Both sides' segments dropped by the emulator: a resend neither adds to an ADU nor
+    # ends one; seen at the client, the client's drops come after the capture point, so
+    # its waits run from the ADU's last new byte as the kernel sent it.
+    replay(scenario(tmp_path, CONCURRENT, "[drop]\ndata = [3]\nclient_data = [6, 20]"), tmp_path / "pcap")
+    (sent,) = _core.abt_parse(CONCURRENT)
+    (got,) = vectors_back(tmp_path / "pcap" / "client-side.pcap", tmp_path)
+    for side in (0, 1):
+        assert [b for b, _ in got["concurrent"][side]] == [b for b, _ in sent["concurrent"][side]], "sizes exact"
+    for (_, wa), (_, wb) in zip(sent["concurrent"][0][:-1], got["concurrent"][0][:-1]):
+        assert abs(wb - wa) <= RTT_US, (sent, got)
+    a = shortflow.analyze(str(tmp_path / "pcap" / "client-side.pcap"))
+    assert sum(a.table.column("retx_timeout_c2s").to_pylist() + a.table.column("retx_fast_c2s").to_pylist()
+               + a.table.column("retx_tlp_c2s").to_pylist()) >= 1
+
+
 def test_vectors_come_back_through_losses_and_the_exchanges_account_matches_the_replay(tmp_path: Path) -> None:
     # Server data segments dropped by the emulator: the repairs cost time, the sizes and
     # quiet times stay the replay's.
