@@ -116,6 +116,45 @@ def test_sequential_vectors_come_back_from_the_kernel(tmp_path: Path, side: str)
     same_sequential(_core.abt_parse(SEQUENTIAL), vectors_back(tmp_path / "pcap" / f"{side}-side.pcap", tmp_path))
 
 
+#: Three connections over their own RTTs on a 20 ms path: 20, 90 and 180 ms.
+OWN_RTTS = """\
+SEQ 0 2 0 0
+r 90000
+> 300
+t 30000
+< 20000
+t 700000
+> 300
+t 0
+< 4000
+SEQ 100000 1 1 0
+r 180000
+> 500
+t 50000
+< 60000
+SEQ 200000 1 2 0
+r 20000
+> 200
+t 10000
+< 1000
+"""
+
+
+def test_each_connection_runs_over_its_vectors_own_rtt(tmp_path: Path) -> None:
+    # The emulator adds each vector's RTT beyond path.rtt to its connection's packets:
+    # the capture gives back each vector's r (within 10 % and 2 ms) and its quiet times
+    # within its own round trip.
+    replay(scenario(tmp_path, OWN_RTTS), tmp_path / "pcap")
+    sent = _core.abt_parse(OWN_RTTS)
+    got = sorted(vectors_back(tmp_path / "pcap" / "client-side.pcap", tmp_path), key=lambda v: v["start_us"])
+    assert len(got) == len(sent)
+    for a, b in zip(sent, got):
+        assert abs(b["min_rtt_us"] - a["min_rtt_us"]) <= 0.1 * a["min_rtt_us"] + 2000, (a, b)
+        assert [(e[0], e[2]) for e in b["epochs"]] == [(e[0], e[2]) for e in a["epochs"]], "sizes exact"
+        for k, (ea, eb) in enumerate(zip(a["epochs"], b["epochs"])):
+            assert abs(eb[1] - ea[1]) <= a["min_rtt_us"], (k, a, b)
+
+
 def test_concurrent_vectors_come_back_from_the_kernel(tmp_path: Path) -> None:
     replay(scenario(tmp_path, CONCURRENT), tmp_path / "pcap")
     (sent,) = _core.abt_parse(CONCURRENT)

@@ -1,8 +1,11 @@
 //! The release loop: take packets off the queue as they arrive, decide their fate, hold the
 //! survivors in one FIFO per direction (constant delay keeps each FIFO in deadline order),
-//! and accept each when its deadline comes.
+//! and accept each when its deadline comes. With a delay of each connection's own
+//! (`Config::flow_delays`) deadlines no longer follow arrival order: the survivors wait in
+//! one deadline heap per direction instead, each accepted on its own.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::Ordering;
 
@@ -24,6 +27,9 @@ pub struct Config {
     /// Each connection's rank among those opened (`random_loss.per_connection` keys its
     /// draws by it, as the simulator keys them by its connection id).
     pub conns: ConnRanks,
+    /// One-way delay (ns) added to every packet of a connection, by its client's port:
+    /// each connection over its own RTT (empty: every packet alike).
+    pub flow_delays: HashMap<u16, u64>,
 }
 
 type Side = ([u8; 16], u16);
@@ -88,19 +94,37 @@ struct Held {
     id: u32,
 }
 
+/// The packets held, per direction: in a FIFO when every packet of a direction is delayed
+/// alike (the due ones are its front, released by one batch accept), or in a deadline heap
+/// when each connection has its own delay (released one by one: a batch accept would pass
+/// another connection's packets held longer).
+#[derive(Default)]
+struct Holding {
+    fifo: [VecDeque<Held>; 2],
+    heap: [BinaryHeap<Reverse<(u64, u32)>>; 2],
+}
+
+impl Holding {
+    fn next_deadline(&self) -> Option<u64> {
+        let fifo = self.fifo.iter().filter_map(|h| h.front().map(|p| p.release_ns));
+        let heap = self.heap.iter().filter_map(|h| h.peek().map(|Reverse((t, _))| *t));
+        fifo.chain(heap).min()
+    }
+}
+
 pub fn run(mut cfg: Config) -> io::Result<Stats> {
     shortflow_sys::on_signals(&[libc::SIGTERM, libc::SIGINT], &[]);
     let mut q = NfQueue::open(&[cfg.queue, cfg.queue + 1], COPY_RANGE, QUEUE_MAX_LEN, 8 << 20)?;
     let fd = q.fd();
     println!("ready");
-    let mut held: [VecDeque<Held>; 2] = [VecDeque::with_capacity(4096), VecDeque::with_capacity(4096)];
+    let mut held = Holding { fifo: [VecDeque::with_capacity(4096), VecDeque::with_capacity(4096)], ..Holding::default() };
     let mut stats = Stats::default();
     while !STOP.load(Ordering::Relaxed) {
         take_arrivals(&mut q, &mut cfg, &mut held, &mut stats)?;
         release_due(&mut q, cfg.queue, &mut held, &mut stats);
         // Drops and releases of this turn, in the order given: one system call.
         q.flush()?;
-        let next = held.iter().filter_map(|h| h.front().map(|p| p.release_ns)).min();
+        let next = held.next_deadline();
         let now = now_ns();
         match next {
             None => wait_readable(&[fd], None),
@@ -116,7 +140,7 @@ pub fn run(mut cfg: Config) -> io::Result<Stats> {
 /// Takes every waiting packet (many per system call), decides its fate and holds the
 /// survivors. Drop verdicts are queued on `q` (sent by the loop's flush, before any
 /// release: a batch accept must never reach a packet meant to be dropped).
-fn take_arrivals(q: &mut NfQueue, cfg: &mut Config, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) -> io::Result<()> {
+fn take_arrivals(q: &mut NfQueue, cfg: &mut Config, held: &mut Holding, stats: &mut Stats) -> io::Result<()> {
     let mut drops: Vec<(u16, u32)> = Vec::new();
     // A stop asked for ends the taking too: under a steady flood of arrivals the batches
     // never run dry, and the loop above would not see the signal before its sender's
@@ -144,17 +168,10 @@ fn take_arrivals(q: &mut NfQueue, cfg: &mut Config, held: &mut [VecDeque<Held>; 
     Ok(())
 }
 
-fn arrive(
-    p: Packet<'_>,
-    now: u64,
-    cfg: &mut Config,
-    held: &mut [VecDeque<Held>; 2],
-    stats: &mut Stats,
-    drops: &mut Vec<(u16, u32)>,
-) {
+fn arrive(p: Packet<'_>, now: u64, cfg: &mut Config, held: &mut Holding, stats: &mut Stats, drops: &mut Vec<(u16, u32)>) {
     let dir = if p.queue == cfg.queue { Dir::Forward } else { Dir::Reverse };
     let forward = dir == Dir::Forward;
-    let (kind, conn) = classify(dir, p.payload, &mut cfg.conns);
+    let (kind, conn, client_port) = classify(dir, p.payload, &mut cfg.conns);
     let bytes = frame_bytes(p.payload);
     stats.packets[dir.index()] += 1;
     // On the simulator's path the router sees a packet after the sender's own link: every
@@ -173,7 +190,6 @@ fn arrive(
         drops.push((p.queue, p.id));
         return;
     }
-    let fifo = &mut held[dir.index()];
     let release_ns = match &mut cfg.timing {
         Timing::Hold { delay_ns, serialize } => {
             let extra = serialize.map_or(0, |(rate, hops)| serialization_ns(bytes, rate, hops));
@@ -193,6 +209,14 @@ fn arrive(
             }
         }
     };
+    if !cfg.flow_delays.is_empty() {
+        // The connection's own delay beyond the path's, after the bottleneck (propagation
+        // only, as the simulator adds it: the ports' queues see the packet as before).
+        let own = client_port.and_then(|port| cfg.flow_delays.get(&port)).copied().unwrap_or(0);
+        held.heap[dir.index()].push(Reverse((release_ns + own, p.id)));
+        return;
+    }
+    let fifo = &mut held.fifo[dir.index()];
     // A link never reorders: a small packet behind a large one waits for it.
     let release_ns = release_ns.max(fifo.back().map_or(0, |h| h.release_ns));
     fifo.push_back(Held { release_ns, id: p.id });
@@ -200,22 +224,34 @@ fn arrive(
 
 /// The kind `[drop]` names for a packet NFQUEUE hands us (it starts at the IP header, cut
 /// to the copy range): decoded by the analyzer's wire layer, classified by the simulator's
-/// loss model, so both worlds count the same packets. Non-TCP or malformed: `None`.
-fn classify(dir: Dir, ip: &[u8], conns: &mut ConnRanks) -> (Option<Kind>, u64) {
-    let Ok(seg) = decode(LinkType::Raw, ip) else { return (None, u64::MAX) };
+/// loss model, so both worlds count the same packets; its connection's rank and its
+/// client's port. Non-TCP or malformed: `None`.
+fn classify(dir: Dir, ip: &[u8], conns: &mut ConnRanks) -> (Option<Kind>, u64, Option<u16>) {
+    let Ok(seg) = decode(LinkType::Raw, ip) else { return (None, u64::MAX, None) };
     let forward = dir == Dir::Forward;
     let (client, server) = if forward { (seg.src, seg.dst) } else { (seg.dst, seg.src) };
     let first_syn = forward && seg.flags.syn() && !seg.flags.ack();
     let conn = conns.rank((client.addr, client.port), (server.addr, server.port), first_syn);
-    (Kind::classify(forward, seg.flags.0, seg.payload_len), conn)
+    (Kind::classify(forward, seg.flags.0, seg.payload_len), conn, Some(client.port))
 }
 
 /// Releases every packet whose deadline has come: per queue, the due packets are the
 /// front of its FIFO, consecutive in the kernel's id order, so one batch accept up to
 /// the last one's id releases them all.
-fn release_due(q: &mut NfQueue, first_queue: u16, held: &mut [VecDeque<Held>; 2], stats: &mut Stats) {
+fn release_due(q: &mut NfQueue, first_queue: u16, held: &mut Holding, stats: &mut Stats) {
     let now = now_ns();
-    for (i, fifo) in held.iter_mut().enumerate() {
+    for (i, heap) in held.heap.iter_mut().enumerate() {
+        while let Some(&Reverse((release_ns, id))) = heap.peek() {
+            if release_ns > now {
+                break;
+            }
+            heap.pop();
+            stats.released[i] += 1;
+            stats.lateness[i].add(now - release_ns);
+            q.accept(first_queue + i as u16, id);
+        }
+    }
+    for (i, fifo) in held.fifo.iter_mut().enumerate() {
         let mut last = None;
         while let Some(front) = fifo.front() {
             if front.release_ns > now {
@@ -258,8 +294,9 @@ mod tests {
             loss: link.loss,
             timing: Timing::Path { topology: link.topology, rng },
             conns: Default::default(),
+            flow_delays: HashMap::new(),
         };
-        let (mut held, mut stats, mut drops) = ([VecDeque::new(), VecDeque::new()], Stats::default(), Vec::new());
+        let (mut held, mut stats, mut drops) = (Holding::default(), Stats::default(), Vec::new());
         let seg = data_segment();
         for id in 1..=3 {
             arrive(Packet { queue: 1, id, payload: &seg }, 0, &mut cfg, &mut held, &mut stats, &mut drops);
@@ -268,10 +305,41 @@ mod tests {
         // leaves it after three serializations (1518 B: 1.2144 ms each) and the router
         // after a fourth, then 10 ms of propagation.
         let ser = 1_214_400;
-        let released: Vec<(u32, u64)> = held[1].iter().map(|h| (h.id, h.release_ns)).collect();
+        let released: Vec<(u32, u64)> = held.fifo[1].iter().map(|h| (h.id, h.release_ns)).collect();
         assert_eq!(released, [(1, 10_000_000 + 2 * ser), (3, 10_000_000 + 4 * ser)]);
         assert_eq!(drops, [(1, 2)]);
         assert_eq!((stats.packets, stats.queue_drops), ([0, 3], [0, 0]));
+    }
+
+    #[test]
+    fn each_connection_gets_its_own_delay_and_a_slower_one_holds_no_other_back() {
+        let sc = shortflow_scenario::load("[path]\nrtt = \"20ms\"\nbandwidth = \"10Mbit\"\n", "p.toml", &[]).unwrap();
+        let link = crate::scenario::link(&sc).unwrap();
+        let rng = Box::new(<ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1));
+        // The segment goes to the client's port 49152 (0xc000); a copy to port 49153.
+        let slow = data_segment();
+        let mut fast = data_segment();
+        fast[23] = 1;
+        let mut cfg = Config {
+            queue: 0,
+            spin_ns: 0,
+            loss: link.loss,
+            timing: Timing::Path { topology: link.topology, rng },
+            conns: Default::default(),
+            flow_delays: HashMap::from([(49152, 40_000_000)]),
+        };
+        let (mut held, mut stats, mut drops) = (Holding::default(), Stats::default(), Vec::new());
+        arrive(Packet { queue: 1, id: 1, payload: &slow }, 0, &mut cfg, &mut held, &mut stats, &mut drops);
+        arrive(Packet { queue: 1, id: 2, payload: &fast }, 0, &mut cfg, &mut held, &mut stats, &mut drops);
+        let ser = 1_214_400;
+        let mut order = Vec::new();
+        while let Some(Reverse((t, id))) = held.heap[1].pop() {
+            order.push((id, t));
+        }
+        // The second waited behind the first at the router (one serialization more), not
+        // for the first's own 40 ms.
+        assert_eq!(order, [(2, 10_000_000 + 3 * ser), (1, 10_000_000 + 2 * ser + 40_000_000)]);
+        assert!(held.fifo.iter().all(VecDeque::is_empty));
     }
 
     #[test]

@@ -41,6 +41,12 @@ struct Args {
     /// Override a scenario key, as `shortflow simulate --set` (e.g. path.rtt=100ms). Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", requires = "scenario")]
     set: Vec<String>,
+    /// A scenario of connection vectors (workload kind "abt"): the a-b-t client's source
+    /// port of the first vector in start order, each next one a port higher. Each
+    /// connection then runs over its vector's own RTT (`r`), its delay beyond path.rtt
+    /// added to its packets, as the simulator does.
+    #[arg(long, value_name = "PORT", requires = "scenario")]
+    abt_first_port: Option<u16>,
     /// Queue number of the forward (client → server) direction; reverse uses this + 1.
     #[arg(long, default_value_t = 0)]
     queue: u16,
@@ -133,6 +139,10 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
             loss: link.loss,
             timing: emulator::Timing::Path { topology: link.topology, rng: Box::new(rng) },
             conns: Default::default(),
+            flow_delays: match args.abt_first_port {
+                Some(port) => scenario::flow_delays(&sc, port)?,
+                None => Default::default(),
+            },
         });
     }
     let mut script = DropConfig::default();
@@ -169,6 +179,7 @@ fn config(args: &Args) -> Result<emulator::Config, OptionError> {
         },
         spin_ns,
         conns: Default::default(),
+        flow_delays: Default::default(),
         loss: LossModel::new(script, random),
     })
 }

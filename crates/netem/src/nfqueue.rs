@@ -239,6 +239,13 @@ impl NfQueue {
         end_message(&mut self.tx, start);
     }
 
+    /// Queues an accept verdict for one packet (sent by [`flush`](Self::flush)).
+    pub fn accept(&mut self, queue: u16, id: u32) {
+        let start = begin_message(&mut self.tx, MSG_VERDICT, NLM_F_REQUEST, queue);
+        put_attr(&mut self.tx, NFQA_VERDICT_HDR, &verdict_hdr(NF_ACCEPT, id));
+        end_message(&mut self.tx, start);
+    }
+
     /// Queues an accept of every packet of `queue` with an id up to `id` that has no
     /// verdict yet (sent by [`flush`](Self::flush)).
     pub fn accept_through(&mut self, queue: u16, id: u32) {

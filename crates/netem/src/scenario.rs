@@ -4,9 +4,11 @@
 //! the client and the server — its one-way delays, the serialization of its store-and-forward
 //! links, and the router's loss model built exactly as the simulator builds it.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
+use shortflow_scenario::scenario::WorkloadKind;
 use shortflow_scenario::scenario::MAX_FILE_BYTES;
 use shortflow_scenario::{Scenario, ScenarioError};
 use shortflow_sim::loss::LossModel;
@@ -38,6 +40,34 @@ pub fn read(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError
         .map_err(|e| cannot(format!("cannot read: {e}")))?;
     // `load` refuses a file above the limit by its size: the cut text says so too.
     shortflow_scenario::load(&text, &source, overrides)
+}
+
+/// Each connection vector's one-way delay beyond the path's (ns), by its client's port:
+/// the vectors in start order from `first_port` up (the testbed's a-b-t client binds
+/// them so). Half of a vector's RTT beyond path.rtt each way; nothing for a vector whose
+/// RTT is unknown (0) or not above the path's.
+pub fn flow_delays(sc: &Scenario, first_port: u16) -> Result<HashMap<u16, u64>, ScenarioError> {
+    let WorkloadKind::Abt(abt) = &sc.workload.kind else {
+        return Err(ScenarioError::new(
+            &sc.source,
+            "workload.kind",
+            "--abt-first-port: not a scenario of connection vectors (kind = \"abt\")",
+        ));
+    };
+    let vectors = shortflow_scenario::abt::in_start_order(&abt.vectors);
+    if vectors.len() > usize::from(u16::MAX - first_port) + 1 {
+        return Err(ScenarioError::new(
+            &sc.source,
+            &abt.key,
+            format!("{} connection vectors do not fit in the ports from {first_port} up", vectors.len()),
+        ));
+    }
+    Ok(vectors
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (first_port + i as u16, v.extra_rtt_ns(sc.path.rtt.0) / 2))
+        .filter(|&(_, ns)| ns > 0)
+        .collect())
 }
 
 /// The link for resolved scenario `sc`, or the key the emulator cannot carry.
@@ -233,6 +263,23 @@ mod tests {
         let _ = std::fs::remove_dir_all(p.parent().unwrap());
         let e = read(Path::new("/nonexistent/s.toml"), &[]).unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/s.toml: cannot read:"), "{e}");
+    }
+
+    #[test]
+    fn each_connection_vector_gets_its_rtt_beyond_the_paths_by_its_port() {
+        let text = "[path]\nrtt = \"20ms\"\n[workload]\nkind = \"abt\"\nvectors = \"\"\"\n\
+                    SEQ 500000 1 7 0\nr 150000\n> 100\n< 100\n\
+                    SEQ 0 1 8 0\nr 80000\n> 100\n< 100\n\
+                    SEQ 900000 1 9 0\nr 10000\n> 100\n< 100\n\"\"\"\n";
+        let sc = shortflow_scenario::load(text, "v.toml", &[]).unwrap();
+        // In start order: the 80 ms one first (port 41000), then 150 ms, then 10 ms (none:
+        // below the path's own).
+        assert_eq!(flow_delays(&sc, 41000).unwrap(), HashMap::from([(41000, 30_000_000), (41001, 65_000_000)]));
+        let http = shortflow_scenario::load("[path]\nrtt = \"20ms\"\n", "h.toml", &[]).unwrap();
+        let e = flow_delays(&http, 41000).unwrap_err();
+        assert_eq!(e.key, "workload.kind", "{e}");
+        let e = flow_delays(&sc, u16::MAX - 1).unwrap_err();
+        assert!(e.to_string().contains("3 connection vectors do not fit"), "{e}");
     }
 
     #[test]

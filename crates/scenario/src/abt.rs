@@ -69,6 +69,21 @@ pub struct ConnVector {
     pub units: Units,
 }
 
+impl ConnVector {
+    /// Its two-way delay beyond a path's own `path_rtt_ns`, in ns: what a per-connection
+    /// delay (ns-2's DelayBox) adds to its packets so it runs over its own RTT.
+    pub fn extra_rtt_ns(&self, path_rtt_ns: u64) -> u64 {
+        self.min_rtt_us.saturating_mul(1000).saturating_sub(path_rtt_ns)
+    }
+}
+
+/// The vectors in the order a replay opens them: by start time, ties in the file's order.
+pub fn in_start_order(vectors: &[ConnVector]) -> Vec<ConnVector> {
+    let mut v = vectors.to_vec();
+    v.sort_by_key(|v| v.start_us);
+    v
+}
+
 /// A line that is not tmix's format: its number (from 1) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {message}")]

@@ -117,7 +117,7 @@ def run(s: RealScenario, pcap_dir: Path | None = None, options: dict[str, Any] |
         stack.apply(topo, "client", plan.client)
         stack.apply(topo, "server", plan.server)
         _copy_vectors_file(s, topo.workdir)
-        link = Link(topo, s)
+        link = Link(topo, s, abt_first_port=FIRST_PORT)
         link.start()
         plan_path = topo.workdir / "abt-plan.json"
         plan_path.write_text(json.dumps(ps))

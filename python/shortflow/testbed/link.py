@@ -36,8 +36,11 @@ SPIN = "20us"
 class Link:
     """Started by `start()`, stopped by `stop()` (which returns the emulator's statistics)."""
 
-    def __init__(self, topo: Topology, s: RealScenario) -> None:
-        self.topo, self.s = topo, s
+    def __init__(self, topo: Topology, s: RealScenario, abt_first_port: int | None = None) -> None:
+        """`abt_first_port`: the a-b-t client's port of the first connection vector (in
+        start order, each next one a port higher), so the emulator gives each connection
+        its vector's own RTT."""
+        self.topo, self.s, self.abt_first_port = topo, s, abt_first_port
         self.stats_path = topo.workdir / "netem-stats.json"
         self.scenario_path = topo.workdir / "scenario.toml"
         self.daemon: Daemon | None = None
@@ -61,7 +64,8 @@ class Link:
         if sc is None:
             raise TestbedError("the emulator needs the scenario's text: load it with shortflow.testbed.load")
         self.scenario_path.write_text(sc.text)
-        return ["--scenario", str(self.scenario_path), *(a for o in sc.overrides for a in ("--set", o))]
+        flows = [] if self.abt_first_port is None else ["--abt-first-port", str(self.abt_first_port)]
+        return ["--scenario", str(self.scenario_path), *(a for o in sc.overrides for a in ("--set", o)), *flows]
 
     def stop(self) -> dict[str, Any]:
         """Stops the emulator and returns its statistics (delays, drops it made)."""

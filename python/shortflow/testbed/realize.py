@@ -228,6 +228,9 @@ class _Realizer:
                 raise self.refuse(f"workload.{key}", why)
         if abt:
             self.decide("workload", "set", "the testbed's a-b-t client and server", f"{w['connections']} connection vectors")
+            self.decide("workload.vectors", "set", "shortflow-netem --abt-first-port",
+                        "each connection over its vector's own RTT (r): its delay beyond path.rtt is added to its "
+                        "packets after the router's queue")
         else:
             self.decide("workload", "set", "nginx + the testbed's client", f"{w['connections']} × GET {w['request']}B → {w['response']}B")
         for key in ("data_bytes", "client_data_bytes"):

@@ -49,8 +49,7 @@ pub struct Abt {
 
 impl Abt {
     pub fn new(w: &WorkloadConfig, a: &AbtConfig, pairs: u32, base_rtt: Duration) -> Self {
-        let mut vectors = a.vectors.clone();
-        vectors.sort_by_key(|v| v.start_us);
+        let vectors = shortflow_scenario::abt::in_start_order(&a.vectors);
         Self { vectors, w: w.clone(), pairs: pairs.max(1), base_rtt, next: 0 }
     }
 
@@ -78,7 +77,7 @@ impl Abt {
                 (Vec::new(), Some(Box::new([adus(&sides[0]), adus(&sides[1])])))
             }
         };
-        let extra = us(v.min_rtt_us).0.saturating_sub(self.base_rtt.0);
+        let extra = v.extra_rtt_ns(self.base_rtt.0);
         ConnSpec {
             pair: i as u32 % self.pairs,
             exchanges,
