@@ -295,3 +295,20 @@ def test_random_vectors_through_random_losses_come_back_readable_and_whole(tmp_p
                     k += 1
                 merged.append(total)
             assert merged == theirs, (a, b)
+
+
+def test_every_real_captures_vectors_read_back(tmp_path: Path) -> None:
+    # What analyze --abt writes of the real captures (tests/data/real, SOURCES.md there)
+    # is tmix text that reads back, one vector per connection that carried data.
+    import shortflow
+    from shortflow.abt import write_abt
+
+    captures = sorted((Path(__file__).parent / "data" / "real").glob("*.pcap*"))
+    assert len(captures) >= 40
+    written = 0
+    for capture in captures:
+        a = shortflow.analyze(str(capture))
+        n = write_abt(a, tmp_path / "out.abt")
+        assert len(_core.abt_parse((tmp_path / "out.abt").read_text())) == n, capture.name
+        written += n
+    assert written > 100
