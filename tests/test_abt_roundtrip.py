@@ -62,8 +62,8 @@ def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return r
 
 
-def roundtrip(tmp_path: Path, extra: str, point: str) -> tuple[list[dict], list[dict]]:
-    (tmp_path / "in.abt").write_text(VECTORS)
+def roundtrip(tmp_path: Path, extra: str, point: str, vectors: str = VECTORS) -> tuple[list[dict], list[dict]]:
+    (tmp_path / "in.abt").write_text(vectors)
     scenario = tmp_path / "s.toml"
     scenario.write_text(f"""
 [path]
@@ -81,7 +81,7 @@ close = "client"
 """)
     run("-q", "simulate", scenario, "--pcap", tmp_path / "x.pcap")
     run("-q", "analyze", tmp_path / "x.pcap", "--abt", tmp_path / "out.abt", "--out", tmp_path / "out")
-    return _core.abt_parse(VECTORS), _core.abt_parse((tmp_path / "out.abt").read_text())
+    return _core.abt_parse(vectors), _core.abt_parse((tmp_path / "out.abt").read_text())
 
 
 def check(sent: list[dict], got: list[dict]) -> None:
@@ -163,16 +163,6 @@ t< 0
 """
 
 
-def concurrent_roundtrip(tmp_path: Path, point: str, extra: str = "") -> tuple[list[dict], list[dict]]:
-    (tmp_path / "in.abt").write_text(CONCURRENT)
-    scenario = tmp_path / "s.toml"
-    scenario.write_text(f'[path]\nrtt = "2ms"\nbandwidth = "20Mbit"\n[capture]\npoint = "{point}"\n{extra}\n'
-                        '[workload]\nkind = "abt"\nfile = "in.abt"\nclose = "client"\n')
-    run("-q", "simulate", scenario, "--pcap", tmp_path / "x.pcap")
-    run("-q", "analyze", tmp_path / "x.pcap", "--abt", tmp_path / "out.abt", "--out", tmp_path / "out")
-    return _core.abt_parse(CONCURRENT), _core.abt_parse((tmp_path / "out.abt").read_text())
-
-
 def check_concurrent(sent: list[dict], got: list[dict]) -> None:
     assert len(got) == len(sent)
     for a, b in zip(sent, got):
@@ -190,7 +180,7 @@ def test_concurrent_vectors_come_back_from_the_simulator(tmp_path: Path, point: 
     # Each side's ADUs exact, though the other side's data cuts them into several
     # exchanges, and each wait within one round trip: a side's wait runs from its ADU's
     # last byte leaving to its next ADU's first, in the replay as on the wire.
-    sent, got = concurrent_roundtrip(tmp_path, point)
+    sent, got = roundtrip(tmp_path, "", point, CONCURRENT)
     check_concurrent(sent, got)
     x = pq.read_table(tmp_path / "out" / "exchanges.parquet").to_pydict()
     assert any(x["concurrent"][i] for i, conn in enumerate(x["conn_id"]) if conn == 0), "both sides sent at once"
@@ -199,7 +189,7 @@ def test_concurrent_vectors_come_back_from_the_simulator(tmp_path: Path, point: 
 def test_concurrent_vectors_come_back_through_losses(tmp_path: Path) -> None:
     # Segments of both sides lost before the server's capture point: a resend neither
     # adds to an ADU nor ends one, and a side's quiet time runs from its last new byte.
-    sent, got = concurrent_roundtrip(tmp_path, "client", "[drop]\ndata = [2, 30, 61]\nclient_data = [5, 33]")
+    sent, got = roundtrip(tmp_path, "[drop]\ndata = [2, 30, 61]\nclient_data = [5, 33]", "client", CONCURRENT)
     check_concurrent(sent, got)
     c = pq.read_table(tmp_path / "out" / "connections.parquet").to_pydict()
     resent = [sum(c[f"retx_{k}_{d}"][i] for k in ("timeout", "fast", "tlp") for d in ("c2s", "s2c")) for i in range(2)]

@@ -281,21 +281,25 @@ mod tests {
         ip
     }
 
-    #[test]
-    fn a_scenario_releases_each_packet_when_the_simulators_path_delivers_it() {
-        // 20 ms RTT at 10 Mbit/s; the server's 2nd data segment is a scripted loss.
-        let text = "[path]\nrtt = \"20ms\"\nbandwidth = \"10Mbit\"\n[drop]\ndata = [2]\n";
+    /// The emulator's configuration for scenario `text` on the simulator's path.
+    fn path_config(text: &str, flow_delays: HashMap<u16, u64>) -> Config {
         let sc = shortflow_scenario::load(text, "p.toml", &[]).unwrap();
         let link = crate::scenario::link(&sc).unwrap();
         let rng = Box::new(<ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1));
-        let mut cfg = Config {
+        Config {
             queue: 0,
             spin_ns: 0,
             loss: link.loss,
             timing: Timing::Path { topology: link.topology, rng },
             conns: Default::default(),
-            flow_delays: HashMap::new(),
-        };
+            flow_delays,
+        }
+    }
+
+    #[test]
+    fn a_scenario_releases_each_packet_when_the_simulators_path_delivers_it() {
+        // 20 ms RTT at 10 Mbit/s; the server's 2nd data segment is a scripted loss.
+        let mut cfg = path_config("[path]\nrtt = \"20ms\"\nbandwidth = \"10Mbit\"\n[drop]\ndata = [2]\n", HashMap::new());
         let (mut held, mut stats, mut drops) = (Holding::default(), Stats::default(), Vec::new());
         let seg = data_segment();
         for id in 1..=3 {
@@ -313,21 +317,12 @@ mod tests {
 
     #[test]
     fn each_connection_gets_its_own_delay_and_a_slower_one_holds_no_other_back() {
-        let sc = shortflow_scenario::load("[path]\nrtt = \"20ms\"\nbandwidth = \"10Mbit\"\n", "p.toml", &[]).unwrap();
-        let link = crate::scenario::link(&sc).unwrap();
-        let rng = Box::new(<ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1));
+        let text = "[path]\nrtt = \"20ms\"\nbandwidth = \"10Mbit\"\n";
+        let mut cfg = path_config(text, HashMap::from([(49152, 40_000_000)]));
         // The segment goes to the client's port 49152 (0xc000); a copy to port 49153.
         let slow = data_segment();
         let mut fast = data_segment();
         fast[23] = 1;
-        let mut cfg = Config {
-            queue: 0,
-            spin_ns: 0,
-            loss: link.loss,
-            timing: Timing::Path { topology: link.topology, rng },
-            conns: Default::default(),
-            flow_delays: HashMap::from([(49152, 40_000_000)]),
-        };
         let (mut held, mut stats, mut drops) = (Holding::default(), Stats::default(), Vec::new());
         arrive(Packet { queue: 1, id: 1, payload: &slow }, 0, &mut cfg, &mut held, &mut stats, &mut drops);
         arrive(Packet { queue: 1, id: 2, payload: &fast }, 0, &mut cfg, &mut held, &mut stats, &mut drops);
