@@ -43,27 +43,8 @@ def _loss(c: dict[str, Any], side: str) -> float:
     return min(1.0, resent / packets) if packets else 0.0
 
 
-def _answered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows with a request left unanswered in its exchange joined to a response that
-    came alone in the next: tmix's text cannot tell the two apart from one exchange (``>``,
-    ``t``, ``<`` reads as a request, the acceptor's wait and its response), so they are
-    written as one, the wait running to the response's first byte."""
-    out: list[dict[str, Any]] = []
-    for x in rows:
-        before = out[-1] if out else None
-        if before is not None and before["request_bytes"] and not before["response_bytes"] \
-                and x["response_bytes"] and not x["request_bytes"]:
-            out[-1] = {**before, **{k: x[k] for k in ("response_bytes", "response_start_s", "response_end_s",
-                                                      "response_sent_s", "response_continues")}}
-            out[-1]["ttfb_s"] = x["response_start_s"] - before["request_end_s"]
-        else:
-            out.append(x)
-    return out
-
-
 def _sequential(rows: list[dict[str, Any]], server_leg: float, client_leg: float) -> list[tuple[int, int, int, int]]:
     epochs = []
-    rows = _answered(rows)
     for k, x in enumerate(rows):
         answered = x["request_bytes"] and x["response_bytes"]
         delay = _us(_s(x["ttfb_s"]) - server_leg) if answered else 0

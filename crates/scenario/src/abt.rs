@@ -240,11 +240,47 @@ fn epochs_of(lines: &[(usize, char, u64)]) -> Result<Vec<Epoch>, AbtError> {
     Ok(out)
 }
 
-/// The vectors as tmix's text.
+/// The epochs as tmix's text can say them, which `format` writes and `parse` reads back
+/// as they are. The text cannot tell some epochs from others, so they are put as it reads
+/// them:
+/// - a request left unanswered in its epoch followed by a response alone in the next (`>`,
+///   `t`, `<` reads as one request, the acceptor's wait and its response): one epoch, the
+///   wait between them the acceptor's;
+/// - an epoch with neither request nor response after another: its wait joins that one's;
+/// - a wait for a response that is not there (or after no request): none.
+pub fn writable(epochs: &[Epoch]) -> Vec<Epoch> {
+    let mut out: Vec<Epoch> = Vec::with_capacity(epochs.len());
+    for e in epochs {
+        let mut e = *e;
+        if e.request == 0 || e.response == 0 {
+            e.response_delay_us = 0;
+        }
+        match out.last_mut() {
+            Some(before) if e.request == 0 && e.response == 0 => {
+                before.interval_us = before.interval_us.saturating_add(e.interval_us);
+            }
+            Some(before) if before.request > 0 && before.response == 0 && e.request == 0 => {
+                *before = Epoch { response_delay_us: before.interval_us, response: e.response, interval_us: e.interval_us, ..*before };
+            }
+            _ => out.push(e),
+        }
+    }
+    out
+}
+
+/// The vectors as tmix's text (a sequential vector's epochs as `writable` puts them).
 pub fn format(vectors: &[ConnVector]) -> String {
     let mut s = String::new();
     for v in vectors {
-        match &v.units {
+        let written;
+        let units = match &v.units {
+            Units::Sequential(epochs) => {
+                written = Units::Sequential(writable(epochs));
+                &written
+            }
+            concurrent => concurrent,
+        };
+        match units {
             Units::Sequential(epochs) => {
                 let _ = writeln!(s, "SEQ {} {} {} 0", v.start_us, epochs.len(), v.id);
             }
@@ -255,7 +291,7 @@ pub fn format(vectors: &[ConnVector]) -> String {
         let _ = writeln!(s, "w {} {}", v.window[0], v.window[1]);
         let _ = writeln!(s, "r {}", v.min_rtt_us);
         let _ = writeln!(s, "l {:.6} {:.6}", v.loss[0], v.loss[1]);
-        match &v.units {
+        match units {
             Units::Sequential(epochs) => {
                 for (i, e) in epochs.iter().enumerate() {
                     let last = i + 1 == epochs.len();
