@@ -260,7 +260,8 @@ pub fn writable(epochs: &[Epoch]) -> Vec<Epoch> {
                 before.interval_us = before.interval_us.saturating_add(e.interval_us);
             }
             Some(before) if before.request > 0 && before.response == 0 && e.request == 0 => {
-                *before = Epoch { response_delay_us: before.interval_us, response: e.response, interval_us: e.interval_us, ..*before };
+                *before =
+                    Epoch { response_delay_us: before.interval_us, response: e.response, interval_us: e.interval_us, ..*before };
             }
             _ => out.push(e),
         }
