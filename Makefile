@@ -106,14 +106,15 @@ mutants: build
 	cargo mutants -p shortflow-sim -f crates/sim/src/tcp/rtte.rs -j 1 --timeout 180 -o target/mutants/rtte
 	benches/mutation/run.sh tune-settings.toml
 
-# Each parser's fuzz target (pcap, pcapng, scenario files) for FUZZ_SECONDS, starting from the committed seeds.
+# Each parser's fuzz target (pcap, pcapng, scenario files, tmix vector files) for FUZZ_SECONDS, starting from the committed seeds.
 fuzz:
 	cargo install -q cargo-fuzz
 	cd crates/trace/fuzz && for t in read_pcap read_pcapng decode_icmp; do \
 	  mkdir -p corpus/$$t && cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=8192 || exit 1; \
 	done
-	cd crates/sim/fuzz && mkdir -p corpus/scenario && \
-	  cargo +nightly fuzz run scenario corpus/scenario seeds/scenario -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096
+	cd crates/sim/fuzz && for t in scenario abt; do \
+	  mkdir -p corpus/$$t && cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096 || exit 1; \
+	done
 
 clean:
 	rm -rf target $(VENV) .deps-stamp out
