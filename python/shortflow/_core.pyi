@@ -37,14 +37,23 @@ DEFAULT_CLOSE_LINGER_S: float
 """After both FINs or a RST, late packets still belong to the connection this long (s)."""
 
 #: The time account's causes, in the core's order: the table's ``time_<cause>_s`` columns
-#: and the summary's ``time_s`` keys.
+#: and the summary's ``time_lost_s`` keys.
 CAUSES: list[str]
+#: (cause, the cause in words), as the command line's time account and the report name it.
+CAUSE_WORDS: list[tuple[str, str]]
+#: (cause, its label on a time-sequence graph's gap); the path's own time has none.
+CAUSE_LABELS: list[tuple[str, str]]
 #: The causes a user waits through (all but idle and teardown, reported apart).
 WAITED_CAUSES: list[str]
 #: The waited causes but the path's own time: what a connection lost (the worst are ranked by it).
 LOST_CAUSES: list[str]
 #: The connection table's columns the summary's percentiles are taken over.
 PERCENTILE_COLUMNS: list[str]
+
+def document_fields() -> dict[str, list[tuple[str, str, str]]]:
+    """The summary document's sections (``summary``, ``file``, ``table1``, ``synack``,
+    ``rtt_ratio``, ``vantage_counts``), each as its fields (key, unit, meaning) in order, as
+    declared once in Rust."""
 
 def table_schema() -> list[tuple[str, str, str, str]]:
     """The connection table's columns, as defined once in Rust: (name, Arrow type, unit,

@@ -92,7 +92,7 @@ impl Watcher {
     }
 
     /// Ends every open connection; returns `(columns, summary, stats)`.
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyAny>, Bound<'py, PyDict>)> {
         let w = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(closed)?;
         let (rows, s, stats) = py.detach(|| w.finish()).map_err(|e| CaptureError::new_err(e.to_string()))?;
         py.import("numpy")?;

@@ -12,8 +12,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
 use shortflow_sim::Budget;
+use shortflow_trace::diag::document::{FieldDoc, FileSection, RttRatio, SummaryDocument, SynackTable, Table1, VantageCounts};
 use shortflow_trace::diag::exchanges::EXCHANGE_SCHEMA;
-use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::diag::table::{PERCENTILE_COLUMNS, SCHEMA};
 use shortflow_trace::graph::GraphView;
@@ -163,7 +163,9 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: bool) -> Py
         d.set_item("peak_open_connections", f.peak_open_connections)?;
         d.set_item("gzip", f.gzip)?;
         d.set_item("warnings", f.warnings)?;
-        d.set_item("summary", summary(py, &f.summary)?)?;
+        let error = f.error.as_ref().map(|e| e.to_string());
+        let section = FileSection::of(f.path.display().to_string(), error, &f.summary);
+        d.set_item("summary", pythonize::pythonize(py, &section)?)?;
         if let Some(values) = f.percentile_values {
             let by_name = PyDict::new(py);
             for (name, column) in PERCENTILE_COLUMNS.iter().zip(values.columns) {
@@ -274,74 +276,10 @@ fn list<'py, T: numpy::Element>(py: Python<'py>, c: ListColumn<T>) -> PyResult<B
     Ok((offsets.into_pyarray(py), c.values.into_pyarray(py)).into_pyobject(py)?.into_any())
 }
 
-fn counts<'py>(py: Python<'py>, c: &HandshakeCounts) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("with_packet", c.with_packet)?;
-    d.set_item("successful", c.successful)?;
-    d.set_item("multiple", c.multiple)?;
-    d.set_item("multiple_successful", c.multiple_successful)?;
-    d.set_item("multiple_unsuccessful", c.multiple_unsuccessful)?;
-    d.set_item("multiple_outside_standard", c.multiple_outside_standard)?;
-    d.set_item("packets_in_successful", c.packets_in_successful)?;
-    d.set_item("retransmissions", c.retransmissions)?;
-    d.set_item("per_successful", c.per_successful())?;
-    d.set_item("repeat_every", c.repeat_every())?;
-    d.set_item("gaps_rfc6298", c.gaps_rfc6298)?;
-    d.set_item("gaps_rfc2988", c.gaps_rfc2988)?;
-    d.set_item("gaps_outside", c.gaps_outside)?;
-    d.set_item("gaps_answer", c.gaps_answer)?;
-    Ok(d)
-}
-
-pub(crate) fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("packets", s.packets)?;
-    d.set_item("tcp_packets", s.tcp_packets)?;
-    d.set_item("connections", s.connections)?;
-    d.set_item("connection_tries", s.connection_tries())?;
-    d.set_item("successful", s.successful())?;
-    d.set_item("unsuccessful", s.unsuccessful())?;
-    d.set_item("syn", counts(py, &s.syn)?)?;
-    d.set_item("synack", counts(py, &s.synack)?)?;
-    let (vantage, basis) = s.vantage_with_basis();
-    d.set_item("vantage", Vantage::NAMES[vantage as usize])?;
-    d.set_item("vantage_basis", basis)?;
-    d.set_item("vantage_client", s.vantage_client)?;
-    d.set_item("vantage_server", s.vantage_server)?;
-    d.set_item("vantage_unknown", s.vantage_unknown)?;
-    d.set_item("vantage_ttl_client", s.vantage_ttl_client)?;
-    d.set_item("vantage_ttl_server", s.vantage_ttl_server)?;
-    d.set_item("one_directional", s.one_directional)?;
-    d.set_item("open_tries", s.open_tries)?;
-    d.set_item("refused_rst", s.refused_rst)?;
-    d.set_item("refused_icmp", s.refused_icmp)?;
-    d.set_item("syn_retries_after_rst", s.syn_retries_after_rst)?;
-    d.set_item("capture_duplicates", s.capture_duplicates)?;
-    d.set_item("late_packets", s.late_packets)?;
-    d.set_item("fast_open", s.fast_open)?;
-    d.set_item("timeout_retransmissions", s.timeout_retransmissions)?;
-    d.set_item("fast_retransmissions", s.fast_retransmissions)?;
-    d.set_item("tlp_probes", s.tlp_probes)?;
-    d.set_item("path_mtu_retransmissions", s.path_mtu_retransmissions)?;
-    d.set_item("unprompted_retransmissions", s.unprompted_retransmissions)?;
-    d.set_item("spurious_retransmissions", s.spurious_retransmissions)?;
-    d.set_item("out_of_order_segments", s.out_of_order)?;
-    d.set_item("rto_events", s.rto_events)?;
-    d.set_item("fast_recoveries", s.fast_recoveries)?;
-    d.set_item("delayed_acks", s.delayed_acks)?;
-    d.set_item("delayed_ack_stalls", s.delayed_ack_stalls)?;
-    d.set_item("zero_window_stalls", s.zero_window_stalls)?;
-    d.set_item("tick_receivers", s.tick_receivers)?;
-    let lost = PyDict::new(py);
-    for (name, ns) in Cause::NAMES.iter().zip(s.time_ns) {
-        lost.set_item(*name, ns as f64 / 1e9)?;
-    }
-    d.set_item("time_s", lost)?;
-    d.set_item("duration_s", s.duration_ns as f64 / 1e9)?;
-    d.set_item("rtt_ratio_connections", s.rtt_ratio_connections)?;
-    d.set_item("rtt_ratio_within_10pct", s.rtt_ratio_within_10pct)?;
-    d.set_item("rtt_max_within_3x", s.rtt_max_within_3x)?;
-    Ok(d)
+/// A summary as the summary document's sections (`shortflow_trace::diag::document`),
+/// converted whole by serde: the keys are the declaration's.
+pub(crate) fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyAny>> {
+    Ok(pythonize::pythonize(py, &SummaryDocument::of(s))?)
 }
 
 fn link_from_name(name: &str) -> PyResult<LinkType> {
@@ -554,7 +492,7 @@ fn check_filter(text: &str) -> PyResult<()> {
 /// The summary of files analysed apart (one Dask task per file): their `summary_state`s
 /// (as `analyze` returns them per file) added up by the core, converted as `analyze`'s.
 #[pyfunction]
-fn merge_summaries<'py>(py: Python<'py>, states: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+fn merge_summaries<'py>(py: Python<'py>, states: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
     let mut total = Summary::default();
     for (i, state) in states.iter().enumerate() {
         let part: Summary = serde_json::from_str(state)
@@ -576,7 +514,24 @@ fn exchange_schema() -> Vec<(&'static str, &'static str, &'static str, &'static 
     EXCHANGE_SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc)).collect()
 }
 
+/// The summary document's sections, each as its fields (key, unit, meaning) in order:
+/// `summary` (what `--summary-json` writes), `file` (each of its `files`), `table1`,
+/// `synack`, `rtt_ratio`, `vantage_counts`.
+#[pyfunction]
+fn document_fields(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    let rows = |f: Vec<FieldDoc>| f.iter().map(|f| (f.name, f.unit, f.meaning())).collect::<Vec<_>>();
+    d.set_item("summary", rows(SummaryDocument::fields()))?;
+    d.set_item("file", rows(FileSection::fields()))?;
+    d.set_item("table1", rows(Table1::fields()))?;
+    d.set_item("synack", rows(SynackTable::fields()))?;
+    d.set_item("rtt_ratio", rows(RttRatio::fields()))?;
+    d.set_item("vantage_counts", rows(VantageCounts::fields()))?;
+    Ok(d)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(document_fields, m)?)?;
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
     m.add_function(wrap_pyfunction!(exchange_schema, m)?)?;
     m.add_function(wrap_pyfunction!(empty_exchange_columns, m)?)?;
@@ -588,6 +543,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;
     m.add("CAUSES", Cause::NAMES.to_vec())?;
+    m.add("CAUSE_WORDS", Cause::NAMES.iter().zip(Cause::WORDS).collect::<Vec<_>>())?;
+    m.add("CAUSE_LABELS", Cause::NAMES.iter().zip(Cause::LABELS).filter(|(_, l)| !l.is_empty()).collect::<Vec<_>>())?;
     m.add("WAITED_CAUSES", Cause::ALL.iter().filter(|c| c.waited()).map(|&c| Cause::NAMES[c as usize]).collect::<Vec<_>>())?;
     m.add("LOST_CAUSES", Cause::ALL.iter().filter(|c| c.lost()).map(|&c| Cause::NAMES[c as usize]).collect::<Vec<_>>())?;
     m.add("PERCENTILE_COLUMNS", PERCENTILE_COLUMNS.to_vec())?;

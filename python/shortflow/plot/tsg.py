@@ -37,19 +37,8 @@ MARK_STYLE = {
     "rst": ("#000000", "RST"),
 }
 
-CAUSE_LABEL = {
-    "handshake": "handshake loss",
-    "slow_start": "slow-start round",
-    "receive_window": "receive window",
-    "timeout": "timeout",
-    "fast_retransmit": "fast retransmit",
-    "tlp": "tail loss probe",
-    "delayed_ack": "delayed ACK",
-    "zero_window": "zero window",
-    "application": "think time",
-    "idle": "idle",
-    "teardown": "teardown",
-}
+#: Each cause's label on a gap it took (the path's own time has none), as the core names them.
+CAUSE_LABEL: dict[str, str] = dict(_core.CAUSE_LABELS)
 
 _SYN, _FIN, _RST, _ACK = 0x02, 0x01, 0x04, 0x10
 

@@ -46,6 +46,7 @@ macro_rules! cause_columns {
 }
 
 pub mod digest;
+pub mod document;
 pub mod exchanges;
 pub mod ladder;
 pub mod summary;
