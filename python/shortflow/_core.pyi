@@ -211,6 +211,13 @@ def scenario_keys_markdown() -> str:
 def scenario_schema() -> str:
     """The JSON Schema of a scenario file, as pretty JSON text."""
 
+def report_fields() -> list[tuple[str, str, str, str]]:
+    """The keys of a connection's report (``simulate``'s ``connections``), as declared once
+    in Rust: (key, unit, Rust type, meaning), in order."""
+
+#: The flows table's columns: (name, the report's key it is taken from, Arrow type).
+FLOW_COLUMNS: list[tuple[str, str, str]]
+
 def simulate(
     scenario_text: str,
     source_name: str,

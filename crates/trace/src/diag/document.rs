@@ -5,54 +5,12 @@
 //! tables (`percentiles`, `version`, `files`), declared here as `()` and never serialized.
 
 use serde::{Serialize, Serializer};
+use shortflow_scenario::document;
+pub use shortflow_scenario::fields::FieldDoc;
 
 use super::summary::{HandshakeCounts, Summary};
 use super::table::Vantage;
 use crate::track::Cause;
-
-/// One field of a result document: its key, its unit ("" for a count, a name or a
-/// section), and what it means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct FieldDoc {
-    pub name: &'static str,
-    pub unit: &'static str,
-    pub doc: &'static str,
-}
-
-impl FieldDoc {
-    /// The meaning as one line (the declaration's doc comment, its lines joined).
-    pub fn meaning(&self) -> String {
-        self.doc.split_whitespace().collect::<Vec<_>>().join(" ")
-    }
-}
-
-/// `document! { /// doc \n pub struct Name { /// doc \n "unit" field: Type, … } }` declares
-/// the struct (serialized in the order written) and `Name::fields()`, each field's key,
-/// unit and doc. A `#[serde(flatten)]` field is a section whose fields are spliced in.
-macro_rules! document {
-    ($(#[doc = $sdoc:literal])* pub struct $name:ident {
-        $( $(#[doc = $doc:literal])+ $(#[serde($($serde:tt)*)])* $unit:literal $field:ident : $ty:ty, )*
-    }) => {
-        $(#[doc = $sdoc])*
-        #[derive(Debug, Clone, PartialEq, Serialize)]
-        pub struct $name { $( $(#[doc = $doc])+ $(#[serde($($serde)*)])* pub $field: $ty, )* }
-
-        impl $name {
-            /// Every key of this document, in order, with its unit and meaning.
-            // Pushed one field at a time: a section's fields are spliced in among them.
-            #[allow(clippy::vec_init_then_push)]
-            pub fn fields() -> Vec<FieldDoc> {
-                let mut out = Vec::new();
-                $( document!(@field out, [$($($serde)*)*], $unit, $field, $ty, concat!($($doc),+)); )*
-                out
-            }
-        }
-    };
-    (@field $out:ident, [flatten], $unit:literal, $field:ident, $ty:ty, $doc:expr) => { $out.extend(<$ty>::fields()) };
-    (@field $out:ident, [$($serde:tt)*], $unit:literal, $field:ident, $ty:ty, $doc:expr) => {
-        $out.push(FieldDoc { name: stringify!($field), unit: $unit, doc: $doc })
-    };
-}
 
 /// A value for each cause (or each cause users wait through), keyed by `Cause::NAMES`,
 /// in the causes' order.
