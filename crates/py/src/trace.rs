@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
 use shortflow_sim::Budget;
+use shortflow_trace::diag::counters;
 use shortflow_trace::diag::document::{FieldDoc, FileSection, RttRatio, SummaryDocument, SynackTable, Table1, VantageCounts};
 use shortflow_trace::diag::exchanges::EXCHANGE_SCHEMA;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
@@ -230,6 +231,9 @@ pub(crate) fn columns<'py>(py: Python<'py>, t: ConnectionTable) -> PyResult<Boun
         ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
     }
     shortflow_trace::plain_columns!(num);
+    for (name, column) in counters::NAMES.iter().zip(t.counters) {
+        cols.set_item(name, column.into_pyarray(py))?;
+    }
     cols.set_item("client_ip", strings(py, t.client_ip)?)?;
     cols.set_item("server_ip", strings(py, t.server_ip)?)?;
     cols.set_item("syn_ladder", strings(py, t.syn_ladder)?)?;
@@ -502,10 +506,13 @@ fn merge_summaries<'py>(py: Python<'py>, states: Vec<String>) -> PyResult<Bound<
     summary(py, &total)
 }
 
-/// The connection table's columns: (name, Arrow type, unit, meaning), in order.
+/// The connection table's columns: (name, Arrow type, unit, meaning), in order (the
+/// counters' after `SCHEMA`'s, their meaning from their doc comments).
 #[pyfunction]
-fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
-    SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc)).collect()
+fn table_schema() -> Vec<(&'static str, &'static str, &'static str, String)> {
+    let counters =
+        counters::COLUMNS.iter().map(|c| (c.name, c.arrow, c.unit, c.doc.split_whitespace().collect::<Vec<_>>().join(" ")));
+    SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc.to_string())).chain(counters).collect()
 }
 
 /// The exchanges table's columns: (name, Arrow type, unit, meaning), in order.

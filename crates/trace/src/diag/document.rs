@@ -8,6 +8,7 @@ use serde::{Serialize, Serializer};
 use shortflow_scenario::document;
 pub use shortflow_scenario::fields::FieldDoc;
 
+use super::counters::Totals;
 use super::summary::{HandshakeCounts, Summary};
 use super::table::Vantage;
 use crate::track::Cause;
@@ -201,6 +202,9 @@ document! {
         "" zero_window_stalls: u64,
         /// Connections whose BSD-tick receiver was recognised.
         "" tick_receivers: u64,
+        /// The counter columns' totals (`counters`), one key each.
+        #[serde(flatten)]
+        "" counters: Totals,
         /// The connections' durations added up: every connection-second.
         "s" duration_s: f64,
         /// The connection-seconds users waited through (every cause but idle and teardown).
@@ -244,6 +248,7 @@ impl Diagnosis {
             delayed_ack_stalls: s.delayed_ack_stalls,
             zero_window_stalls: s.zero_window_stalls,
             tick_receivers: s.tick_receivers,
+            counters: s.counters,
             duration_s: total,
             waited_s: waited,
             time_lost_s: ByCause(Cause::ALL.iter().map(|&c| (c, seconds(c))).collect()),

@@ -45,6 +45,7 @@ macro_rules! cause_columns {
     };
 }
 
+pub mod counters;
 pub mod digest;
 pub mod document;
 pub mod exchanges;
