@@ -337,7 +337,7 @@ fn generate<'py>(
     big_endian: bool,
     snaplen: u32,
     gzip: bool,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let server_side = match vantage {
         "client" => false,
         "server" => true,
@@ -401,15 +401,7 @@ fn generate<'py>(
         GenError::Options(e) => ShortflowError::new_err(format!("{}: {}", e.key, e.message)),
         e => failed(&e),
     })?;
-    let d = PyDict::new(py);
-    d.set_item("packets", truth.packets)?;
-    d.set_item("connections", truth.connections)?;
-    d.set_item("successful", truth.successful)?;
-    d.set_item("syns_captured", truth.syns_captured)?;
-    d.set_item("synacks_captured", truth.synacks_captured)?;
-    d.set_item("multiple_syns", truth.multiple_syns)?;
-    d.set_item("multiple_synacks", truth.multiple_synacks)?;
-    Ok(d)
+    Ok(pythonize::pythonize(py, &truth)?)
 }
 
 /// `connection_packets`' answer: the packets' columns, the endpoints, what each connection
