@@ -246,6 +246,9 @@ def size_bytes(text: str, what: str | None = None) -> int:
 def rate_bps(text: str, what: str | None = None) -> int:
     """Bits per second in a rate with its unit (`10Mbit`, `10Mbps`, tc's `10mbit`)."""
 
+#: The TCP header's flag bits, as the wire crate defines them: (name, bit).
+TCP_FLAGS: list[tuple[str, int]]
+
 def segments(path: str | PathLike[str]) -> dict[str, Any]:
     """Every TCP segment of a capture in file order, as numpy columns `ts_ns`, `src_port`,
     `dst_port`, `flags`, `seq`, `ack`, `payload_len` (read by the analyzer's readers)."""
