@@ -39,6 +39,8 @@ DEFAULT_CLOSE_LINGER_S: float
 #: The time account's causes, in the core's order: the table's ``time_<cause>_s`` columns
 #: and the summary's ``time_lost_s`` keys.
 CAUSES: list[str]
+#: (capture point, in words): where a trace was captured, as the command line says it.
+VANTAGE_WORDS: list[tuple[str, str]]
 #: (cause, the cause in words), as the command line's time account and the report name it.
 CAUSE_WORDS: list[tuple[str, str]]
 #: (cause, its label on a time-sequence graph's gap); the path's own time has none.

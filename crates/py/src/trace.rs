@@ -13,15 +13,17 @@ use pyo3::types::{PyDict, PyList};
 use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
 use shortflow_sim::Budget;
 use shortflow_trace::diag::counters;
-use shortflow_trace::diag::document::{FieldDoc, FileSection, RttRatio, SummaryDocument, SynackTable, Table1, VantageCounts};
+use shortflow_trace::diag::document::{
+    FieldDoc, FileSection, ReadCounts, RttRatio, SummaryDocument, SynackTable, Table1, VantageCounts,
+};
 use shortflow_trace::diag::exchanges::EXCHANGE_SCHEMA;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::diag::table::{PERCENTILE_COLUMNS, SCHEMA};
 use shortflow_trace::graph::GraphView;
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
 use shortflow_trace::{
-    analyze_paths, Analysis, ConnectionTable, ExchangeTable, FileStats, GapClass, LinkType, Options, Progress, ReadErrorKind,
-    Summary, Vantage,
+    analyze_paths, Analysis, ConnectionTable, ExchangeTable, GapClass, LinkType, Options, Progress, ReadErrorKind, Summary,
+    Vantage,
 };
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
 use shortflow_wire::filter::Filter;
@@ -160,7 +162,7 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: bool) -> Py
     for f in a.files {
         let d = PyDict::new(py);
         d.set_item("path", &f.path)?;
-        read_counts(&d, &f)?;
+        d.update(&pythonize::pythonize(py, &ReadCounts::of(&f))?.cast_into::<pyo3::types::PyMapping>()?)?;
         d.set_item("peak_open_connections", f.peak_open_connections)?;
         d.set_item("gzip", f.gzip)?;
         d.set_item("warnings", f.warnings)?;
@@ -193,23 +195,6 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: bool) -> Py
     }
     out.set_item("files", files)?;
     Ok(out)
-}
-
-/// What the reading of a capture counted (a file's, or a live interface's so far): its
-/// packets, how many were TCP, why the others were skipped, and the span of their times.
-pub(crate) fn read_counts(d: &Bound<'_, PyDict>, f: &FileStats) -> PyResult<()> {
-    d.set_item("packets", f.packets)?;
-    d.set_item("tcp_packets", f.tcp_packets)?;
-    d.set_item("skipped_not_ip", f.skipped_not_ip)?;
-    d.set_item("skipped_not_tcp", f.skipped_not_tcp)?;
-    d.set_item("icmp_unreachable", f.icmp_unreachable)?;
-    d.set_item("skipped_fragment", f.skipped_fragment)?;
-    d.set_item("skipped_malformed", f.skipped_malformed)?;
-    d.set_item("skipped_link_repeat", f.skipped_link_repeat)?;
-    d.set_item("filtered_out", f.filtered_out)?;
-    d.set_item("first_ts_s", f.first_ts_ns.map(|t| t as f64 / 1e9))?;
-    d.set_item("last_ts_s", f.last_ts_ns.map(|t| t as f64 / 1e9))?;
-    Ok(())
 }
 
 /// The names the table's dictionary columns' codes index (`vantage`, `outcome`,
@@ -541,6 +526,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let d = TrackerConfig::default();
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;
+    m.add("VANTAGE_WORDS", Vantage::NAMES.iter().zip(Vantage::WORDS).collect::<Vec<_>>())?;
     m.add("CAUSES", Cause::NAMES.to_vec())?;
     m.add("CAUSE_WORDS", Cause::NAMES.iter().zip(Cause::WORDS).collect::<Vec<_>>())?;
     m.add("CAUSE_LABELS", Cause::NAMES.iter().zip(Cause::LABELS).filter(|(_, l)| !l.is_empty()).collect::<Vec<_>>())?;

@@ -357,6 +357,90 @@ impl FileSection {
     }
 }
 
+document! {
+    /// What the reading of a capture counted (a file's, or a live interface's so far): its
+    /// packets, how many were TCP, why the others were skipped, and the span of their times.
+    pub struct ReadCounts {
+        /// Packets read, TCP or not.
+        "" packets: u64,
+        /// Of those, TCP segments (tunnelled ones included).
+        "" tcp_packets: u64,
+        /// Skipped: not IP (ARP, a link's own frames, …).
+        "" skipped_not_ip: u64,
+        /// Skipped: IP but not TCP.
+        "" skipped_not_tcp: u64,
+        /// ICMP destination-unreachable and packet-too-big messages quoting a TCP segment
+        /// (among those skipped as not TCP).
+        "" icmp_unreachable: u64,
+        /// IP fragments, but for the piece that completes a datagram.
+        "" skipped_fragment: u64,
+        /// Skipped: malformed, or cut by the snap length before the end of the TCP header.
+        "" skipped_malformed: u64,
+        /// 802.11 frames the link sent again (one packet on the air twice).
+        "" skipped_link_repeat: u64,
+        /// Packets the filter left out (counted in `packets`, never decoded).
+        "" filtered_out: u64,
+        /// The first packet's time (none without a packet).
+        "s since the Unix epoch" first_ts_s: Option<f64>,
+        /// The last packet's time (none without a packet).
+        "s since the Unix epoch" last_ts_s: Option<f64>,
+    }
+}
+
+impl ReadCounts {
+    pub fn of(f: &crate::FileStats) -> Self {
+        let s = |t: Option<u64>| t.map(|t| t as f64 / 1e9);
+        Self {
+            packets: f.packets,
+            tcp_packets: f.tcp_packets,
+            skipped_not_ip: f.skipped_not_ip,
+            skipped_not_tcp: f.skipped_not_tcp,
+            icmp_unreachable: f.icmp_unreachable,
+            skipped_fragment: f.skipped_fragment,
+            skipped_malformed: f.skipped_malformed,
+            skipped_link_repeat: f.skipped_link_repeat,
+            filtered_out: f.filtered_out,
+            first_ts_s: s(f.first_ts_ns),
+            last_ts_s: s(f.last_ts_ns),
+        }
+    }
+}
+
+document! {
+    /// A live capture's counts so far (`watch`): the reading's, the kernel's, the tracker's.
+    pub struct CaptureCounts {
+        /// What the reading counted.
+        #[serde(flatten)]
+        "" read: ReadCounts,
+        /// Packets that reached the capture socket.
+        "" kernel_received: u64,
+        /// Packets the kernel dropped because the capture's ring was full.
+        "" ring_drops: u64,
+        /// Packets the interface or its driver dropped.
+        "" interface_drops: u64,
+        /// Connections ended early to keep the bound on open connections.
+        "" evicted: u64,
+        /// Connections ended so far.
+        "" ended: u64,
+        /// Connections open now.
+        "" open_connections: usize,
+    }
+}
+
+impl CaptureCounts {
+    pub fn of(s: &crate::live::LiveStats) -> Self {
+        Self {
+            read: ReadCounts::of(&s.read),
+            kernel_received: s.kernel_received,
+            ring_drops: s.ring_drops,
+            interface_drops: s.interface_drops,
+            evicted: s.evicted,
+            ended: s.ended,
+            open_connections: s.open_connections,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,8 @@ pub const INITIAL_TTLS: [u8; 4] = [32, 64, 128, 255];
 
 impl Vantage {
     pub const NAMES: [&'static str; 3] = ["unknown", "client", "server"];
+    /// Each capture point in words, as the command line says where a trace was captured.
+    pub const WORDS: [&'static str; 3] = ["undecided", "near the client", "near the server"];
 
     /// The handshake's timing, else the hop count (see the type's documentation).
     pub fn of(conn: &Conn) -> Self {
