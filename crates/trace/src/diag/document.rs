@@ -274,8 +274,8 @@ document! {
         /// The whole-trace counts and the time account.
         #[serde(flatten)]
         "" diagnosis: Diagnosis,
-        /// p50, p90 and p99 of each of the connection table's columns `PERCENTILE_COLUMNS`
-        /// names (made by the Python layer from the table).
+        /// p50, p90 and p99 of the connections' duration_s, handshake_rtt_s, rtt_ratio and max_idle_s.
+        // Made by the Python layer from the table (`PERCENTILE_COLUMNS`).
         #[serde(skip)]
         "" percentiles: (),
         /// Document 000's Table 1 for SYN/ACKs.
@@ -286,10 +286,12 @@ document! {
         "" vantage_basis: String,
         /// The votes the capture point was inferred from.
         "" vantage_counts: VantageCounts,
-        /// The version of shortflow that wrote the document (filled by the Python layer).
+        /// The version of shortflow that wrote the document.
+        // Filled by the Python layer.
         #[serde(skip)]
         "" version: (),
-        /// One section per trace (`FileSection`, filled by the Python layer).
+        /// One section per trace: its path, error, Table 1, diagnosis, vantage and percentiles.
+        // `FileSection`s, filled by the Python layer (the path as the user named it, the percentiles).
         #[serde(skip)]
         "" files: (),
     }
@@ -335,8 +337,8 @@ document! {
         "" vantage: &'static str,
         /// What the trace's capture point was inferred from, in words.
         "" vantage_basis: String,
-        /// The trace's percentiles, as the document's (made by the Python layer, where it
-        /// has the trace's rows).
+        /// The trace's percentiles, as the document's.
+        // Made by the Python layer, where it has the trace's rows.
         #[serde(skip)]
         "" percentiles: (),
     }
@@ -474,6 +476,9 @@ mod tests {
         let waited = f.iter().find(|f| f.name == "waited_s").unwrap();
         assert_eq!(waited.unit, "s");
         assert!(waited.meaning().starts_with("The connection-seconds users waited through"), "{}", waited.meaning());
+        // The percentiles' meaning names the columns they are taken over.
+        let p = f.iter().find(|f| f.name == "percentiles").unwrap().meaning();
+        assert!(super::super::table::PERCENTILE_COLUMNS.iter().all(|c| p.contains(c)), "{p}");
         let names: Vec<_> = FileSection::fields().iter().map(|f| f.name).collect();
         assert_eq!(names.first(), Some(&"path"));
         assert_eq!(names.last(), Some(&"percentiles"));
