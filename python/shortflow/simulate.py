@@ -23,28 +23,12 @@ from shortflow.units import parse_size
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: Per-connection keys every report has (see the core's `report_fields`).
-CONNECTION_KEYS = (
-    "id",
-    "start_s",
-    "request_sent_s",
-    "complete_s",
-    "established",
-    "syn_transmissions",
-    "synack_transmissions",
-    "retransmissions",
-    "timeouts",
-    "fast_retransmits",
-    "rack_losses",
-    "tlp_probes",
-    "spurious_timeouts",
-    "dsacks",
-    "delayed_acks",
-    "optimizer_resends",
-    "handshake_rtt_s",
-    "bytes_received",
-    "packets_dropped",
-)
+#: A connection's report as the core declares it: (key, unit, Rust type, meaning), in order.
+REPORT_FIELDS: tuple[tuple[str, str, str, str], ...] = tuple(_core.report_fields())
+
+#: The report's keys that hold one value each (not a list): every report has them, and
+#: `SimulationResult.table` has a column of each.
+CONNECTION_KEYS: tuple[str, ...] = tuple(name for name, _, ty, _ in REPORT_FIELDS if "Vec<" not in ty)
 
 #: `--flows` columns, as the core declares them (crates/sim's report): the analyzer's name
 #: where it measures the same quantity, the simulator's own otherwise; then the report's
@@ -102,6 +86,7 @@ class SimulationResult:
 
     @property
     def table(self) -> pa.Table:
+        """One row per connection, a column per key of `CONNECTION_KEYS`, named as the report names it."""
         import pyarrow as pa
 
         return pa.table({k: [c[k] for c in self.connections] for k in CONNECTION_KEYS})
