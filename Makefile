@@ -92,7 +92,7 @@ bench-deps:
 bench-sim: build bench-deps
 	$(PY) benches/sim_vs_ns3.py
 
-# Issue 9: PackMime-HTTP over a 50-pair dumbbell, shortflow's flow list replayed in ns-3.
+# PackMime-HTTP over a 50-pair dumbbell, shortflow's flow list replayed in ns-3.
 bench-web: build bench-deps
 	$(PY) benches/sim_vs_ns3.py --web
 

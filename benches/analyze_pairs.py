@@ -1,6 +1,7 @@
 """Benchmark: `shortflow analyze` end to end beside its peers, in alternated pairs.
 
     .venv/bin/python benches/analyze_pairs.py [--pairs 11] [--filter 'tcp port 80'] [--packets 5000000] [--data DIR]
+        [--beside PKGDIR]
 
 On a shared machine a peer's own time moves by a quarter between runs, so each figure is
 taken in pairs: our command, then the peer's, in turn, whole processes, the trace read
@@ -11,7 +12,11 @@ ratios. The pairs:
   `tcptrace -l -n TRACE`;
 - with `--filter EXPR`: the same with `--filter EXPR` beside `tcpdump -r TRACE -w
   /dev/null EXPR` (libpcap reading and filtering alone, the least a filter costs), and
-  the unfiltered command beside the filtered one (what a filter adds to a run).
+  the unfiltered command beside the filtered one (what a filter adds to a run);
+- with `--beside PKGDIR`: the same command run by another build of the package (a
+  directory holding its `shortflow/` with its extension module, put first on PYTHONPATH;
+  ours runs the same way, from this checkout's `python/`) beside ours: a refactoring's
+  cost, the other build as the peer. Both write their own outputs.
 
 The trace is benches/run.py's (made once, from `--packets`, in `--data`).
 """
@@ -45,6 +50,7 @@ def main() -> None:
     ap.add_argument("--filter", dest="expr", default=None, help="also time this libpcap filter expression")
     ap.add_argument("--packets", type=int, default=5_000_000)
     ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--beside", type=Path, metavar="PKGDIR", help="time another build of the package beside this one")
     args = ap.parse_args()
 
     data: Path = args.data
@@ -57,6 +63,16 @@ def main() -> None:
     print("|---|---:|---:|---:|")
     if shutil.which("tcptrace"):
         pairs("analyze --out --summary-json / tcptrace -l -n", sf, ["tcptrace", "-l", "-n", str(trace)], trace, args.pairs)
+    if args.beside is not None:
+        if not (args.beside / "shortflow" / "__init__.py").is_file():
+            sys.exit(f"--beside {args.beside}: no shortflow package in it")
+
+        def build(pkg: Path, tag: str) -> list[str]:
+            return ["env", f"PYTHONPATH={pkg}", sys.executable, "-m", "shortflow", "analyze", str(trace),
+                    "--summary-json", str(data / f"s-{tag}.json"), "--out", str(data / f"bench-out-{tag}")]
+
+        pairs(f"analyze --out --summary-json: this build / {args.beside}", build(ROOT / "python", "ours"),
+              build(args.beside, "beside"), trace, args.pairs)
     if args.expr is not None:
         filtered = [*sf, "--filter", args.expr]
         if shutil.which("tcpdump"):

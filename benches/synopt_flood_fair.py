@@ -1,4 +1,4 @@
-"""Issue 11's flood: SYNs at RATE per second for SECONDS from 200 forged addresses of one /24
+"""A SYN flood: SYNs at RATE per second for SECONDS from 200 forged addresses of one /24
 (10.231.9.0/24) to a silent port, through a router-mode `shortflow-synopt -d 200 -r 3`,
 while a legitimate client of another /24 (10.231.1.1) connects to nginx once every 100 ms
 with its first SYN of each connection dropped at the server (iptables statistic nth 2): its

@@ -1,4 +1,4 @@
-"""The floors of the house (design.md), enforced: no module or crate imports upward.
+"""The floors of the house (docs/architecture.md), enforced: no module or crate imports upward.
 
 Python: import-linter's contracts in pyproject.toml (host <- testbed, tune <- front door;
 testbed and tune independent) and no import cycle between the package's modules (grimp's

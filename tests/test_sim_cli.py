@@ -12,7 +12,7 @@ import pytest
 
 import shortflow
 from shortflow.exceptions import SimulationLimitError
-from shortflow.simulate import CONNECTION_KEYS
+from shortflow.simulate import CONNECTION_KEYS, REPORT_FIELDS
 
 SHORTFLOW = [sys.executable, "-m", "shortflow"]
 SCENARIOS = Path(shortflow.__file__).parent / "scenarios"
@@ -41,7 +41,14 @@ def test_json_has_the_connection_keys_and_the_hand_computed_timeline(tmp_path):
     assert "9.100" in r.stdout
     report = json.loads(out.read_text())
     (c,) = report["connections"]
-    assert set(CONNECTION_KEYS) <= set(c)
+    # Every key the core declares is written (the timeline only when asked for), and the
+    # API's table has a column of each that holds one value.
+    declared = [name for name, *_ in REPORT_FIELDS]
+    assert list(c) == [k for k in declared if k != "timeline"]
+    assert set(CONNECTION_KEYS) == {k for k in declared if k not in ("rto_costs", "requests", "timeline")}
+    result = shortflow.simulate(s, ["drop.syn=[1, 2]"])
+    assert result.table.column_names == list(CONNECTION_KEYS)
+    assert result.table.column("syn_transmissions").to_pylist() == [3]
     # SYNs at 0, 3 and 9 s; the SYN/ACK is back 100 ms later and the request leaves at once.
     assert math.isclose(c["request_sent_s"], 9.1, abs_tol=1e-4)
     assert c["syn_transmissions"] == 3 and c["synack_transmissions"] == 1

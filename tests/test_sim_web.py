@@ -1,4 +1,4 @@
-"""Issue 9 from the outside: flow records, sweeps on a local Dask cluster, and
+"""Web workloads from the outside: flow records, sweeps on a local Dask cluster, and
 `reproduce 001/004` in their shortened form."""
 
 from __future__ import annotations

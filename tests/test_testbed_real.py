@@ -105,7 +105,7 @@ def test_2008_client_retransmits_its_syn_after_3s_via_bpf(tmp_path):
 
 
 def test_gilbert_elliott_loss_runs_on_the_testbed_and_the_emulator_counts_its_drops(tmp_path):
-    """Issue 13: the emulator reads the scenario itself (`--scenario`) and decides with the
+    """The emulator reads the scenario itself (`--scenario`) and decides with the
     simulator's loss model, so a bursty (Gilbert-Elliott) loss, which the emulator's own
     flags cannot express, reaches the kernel world. Loss only server → client, plus one
     scripted drop: the emulator's statistics must show both, and nothing client → server."""

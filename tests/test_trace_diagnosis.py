@@ -126,6 +126,12 @@ def test_columns_flag_prints_the_schema():
     exchanges = text[text.index("Exchanges table columns"):]
     for name in ("request_bytes", "response_bytes", "think_before_s", "ttfb_s", "ttlb_s", "time_idle_s"):
         assert f"\n{name}" in exchanges or f"│ {name}" in exchanges, name
+    # Then the summary document's keys, each with its unit and meaning, as --summary-json writes them.
+    keys = text[text.index("--summary-json keys"):]
+    rows = [line.split("\t") for line in keys.splitlines()[1:] if "\t" in line]
+    assert [r[0] for r in rows[1:]] == list(SUMMARY_KEYS), rows[:3]
+    waited = next(r for r in rows if r[0] == "waited_s")
+    assert waited[1] == "s" and waited[2].startswith("The connection-seconds users waited through"), waited
 
 
 def test_dash_reads_stdin_and_writes_stdout(doc003):

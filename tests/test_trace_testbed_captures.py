@@ -23,7 +23,7 @@ def test_a_capture_of_the_kernels_nflog_is_read() -> None:
     # HTTP downloads of 30,000 bytes on a namespace's loopback (SOURCES.md).
     a = shortflow.analyze(DATA / "nflog-loopback-http.pcap")
     assert not a.errors
-    assert (a.raw_summary["packets"], a.raw_summary["tcp_packets"]) == (24, 24)
+    assert (a.files[0]["packets"], a.files[0]["tcp_packets"]) == (24, 24)
     rows = a.table.to_pylist()
     assert [r["outcome"] for r in rows] == ["fin", "fin"]
     # Every payload byte: the sum of tshark's `tcp.len` over the file.

@@ -10,6 +10,7 @@ work=$(mktemp -d /tmp/shortflow-mutation-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cp -r "$here/python" "$here/tests" "$here/bpf" "$here/pyproject.toml" "$work/"
 mkdir -p "$work/benches/mutation" && cp "$cfg" "$work/benches/mutation/"
+sed -i "s#@PYTHON@#$here/.venv/bin/python#" "$work/benches/mutation/$1"
 if [ $# -ge 2 ]; then
     sed -i "s#^test-command = .*#test-command = \"$2\"#" "$work/benches/mutation/$1"
 fi

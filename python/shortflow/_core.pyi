@@ -37,14 +37,25 @@ DEFAULT_CLOSE_LINGER_S: float
 """After both FINs or a RST, late packets still belong to the connection this long (s)."""
 
 #: The time account's causes, in the core's order: the table's ``time_<cause>_s`` columns
-#: and the summary's ``time_s`` keys.
+#: and the summary's ``time_lost_s`` keys.
 CAUSES: list[str]
+#: (capture point, in words): where a trace was captured, as the command line says it.
+VANTAGE_WORDS: list[tuple[str, str]]
+#: (cause, the cause in words), as the command line's time account and the report name it.
+CAUSE_WORDS: list[tuple[str, str]]
+#: (cause, its label on a time-sequence graph's gap); the path's own time has none.
+CAUSE_LABELS: list[tuple[str, str]]
 #: The causes a user waits through (all but idle and teardown, reported apart).
 WAITED_CAUSES: list[str]
 #: The waited causes but the path's own time: what a connection lost (the worst are ranked by it).
 LOST_CAUSES: list[str]
 #: The connection table's columns the summary's percentiles are taken over.
 PERCENTILE_COLUMNS: list[str]
+
+def document_fields() -> dict[str, list[tuple[str, str, str]]]:
+    """The summary document's sections (``summary``, ``file``, ``table1``, ``synack``,
+    ``rtt_ratio``, ``vantage_counts``), each as its fields (key, unit, meaning) in order, as
+    declared once in Rust."""
 
 def table_schema() -> list[tuple[str, str, str, str]]:
     """The connection table's columns, as defined once in Rust: (name, Arrow type, unit,
@@ -202,6 +213,13 @@ def scenario_keys_markdown() -> str:
 def scenario_schema() -> str:
     """The JSON Schema of a scenario file, as pretty JSON text."""
 
+def report_fields() -> list[tuple[str, str, str, str]]:
+    """The keys of a connection's report (``simulate``'s ``connections``), as declared once
+    in Rust: (key, unit, Rust type, meaning), in order."""
+
+#: The flows table's columns: (name, the report's key it is taken from, Arrow type).
+FLOW_COLUMNS: list[tuple[str, str, str]]
+
 def simulate(
     scenario_text: str,
     source_name: str,
@@ -229,6 +247,9 @@ def size_bytes(text: str, what: str | None = None) -> int:
 
 def rate_bps(text: str, what: str | None = None) -> int:
     """Bits per second in a rate with its unit (`10Mbit`, `10Mbps`, tc's `10mbit`)."""
+
+#: The TCP header's flag bits, as the wire crate defines them: (name, bit).
+TCP_FLAGS: list[tuple[str, int]]
 
 def segments(path: str | PathLike[str]) -> dict[str, Any]:
     """Every TCP segment of a capture in file order, as numpy columns `ts_ns`, `src_port`,

@@ -8,7 +8,6 @@ column buffers as Arrow arrays and names things.
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -21,71 +20,19 @@ from shortflow import _core
 if TYPE_CHECKING:
     import pyarrow as pa
 
+#: The summary document's sections as the core declares them: each one's fields as (key,
+#: unit, meaning), in order (``summary``: what `--summary-json` writes; ``file``: each of
+#: its ``files``; ``table1``, ``synack``, ``rtt_ratio``, ``vantage_counts``).
+DOCUMENT_FIELDS: dict[str, list[tuple[str, str, str]]] = _core.document_fields()
+
 #: Document 000's Table 1 (SYN rows), in the paper's order: ``Analysis.summary``'s keys.
-TABLE1_KEYS = (
-    "connection_tries",
-    "successful",
-    "unsuccessful",
-    "multiple_syns",
-    "multiple_syns_successful",
-    "multiple_syns_unsuccessful",
-    "multiple_syns_outside_standard",
-    "syns_per_successful",
-    "duplicate_syn_every",
-    "syn_retransmissions",
-    "synack_retransmissions",
-    "packets",
-    "connections",
-)
+TABLE1_KEYS: tuple[str, ...] = tuple(name for name, _, _ in DOCUMENT_FIELDS["table1"])
 
-#: Whole-trace counts of the data phase and the handshake's corner cases.
-DIAGNOSIS_KEYS = (
-    "open_tries",
-    "refused_rst",
-    "refused_icmp",
-    "syn_retries_after_rst",
-    "capture_duplicates",
-    "late_packets",
-    "one_directional",
-    "fast_open",
-    "timeout_retransmissions",
-    "fast_retransmissions",
-    "tlp_probes",
-    "path_mtu_retransmissions",
-    "unprompted_retransmissions",
-    "spurious_retransmissions",
-    "out_of_order_segments",
-    "rto_events",
-    "fast_recoveries",
-    "delayed_acks",
-    "delayed_ack_stalls",
-    "zero_window_stalls",
-    "tick_receivers",
-)
+#: The keys of `--summary-json`, in order.
+SUMMARY_KEYS: tuple[str, ...] = tuple(name for name, _, _ in DOCUMENT_FIELDS["summary"])
 
-#: The keys of `--summary-json`, in order: Table 1, the diagnosis counts, then the
-#: time-lost breakdown, RTT predictor, percentiles, SYN/ACK table, vantage, version, files.
-SUMMARY_KEYS = (
-    *TABLE1_KEYS,
-    *DIAGNOSIS_KEYS,
-    "duration_s",
-    "waited_s",
-    "time_lost_s",
-    "time_lost_share",
-    "time_waited_share",
-    "rtt_ratio",
-    "percentiles",
-    "synack",
-    "vantage",
-    "vantage_basis",
-    "vantage_counts",
-    "version",
-    "files",
-)
-
-#: `vantage_counts`: completed handshakes by their timing, then connections without a timed
-#: handshake by their hop counts, and those seen in one direction only.
-VANTAGE_COUNTS = ("client", "server", "unknown", "ttl_client", "ttl_server")
+#: The keys of each trace's section of `--summary-json` (``files``), in order.
+FILE_KEYS: tuple[str, ...] = tuple(name for name, _, _ in DOCUMENT_FIELDS["file"])
 
 #: Time-account causes, as the table's ``time_<cause>_s`` columns name them (the core's).
 CAUSES: tuple[str, ...] = tuple(_core.CAUSES)
@@ -94,20 +41,7 @@ CAUSES: tuple[str, ...] = tuple(_core.CAUSES)
 WAITED_CAUSES: tuple[str, ...] = tuple(_core.WAITED_CAUSES)
 
 #: Each cause in words, as the command line and the report name it.
-CAUSE_WORDS = {
-    "network": "the path itself",
-    "handshake": "handshake losses",
-    "slow_start": "slow-start round trips",
-    "receive_window": "the receiver's window",
-    "timeout": "loss repair by timeout",
-    "fast_retransmit": "loss repair by fast retransmit",
-    "tlp": "tail loss probes",
-    "delayed_ack": "delayed-ACK stalls",
-    "zero_window": "zero-window stalls",
-    "application": "application think time",
-    "idle": "idle",
-    "teardown": "teardown",
-}
+CAUSE_WORDS: dict[str, str] = dict(_core.CAUSE_WORDS)
 
 #: Columns whose p50/p90/p99 the summary gives.
 PERCENTILE_COLUMNS: tuple[str, ...] = tuple(_core.PERCENTILE_COLUMNS)
@@ -136,6 +70,8 @@ class Analysis:
     #: What the capture point was inferred from (handshake timing, hop counts), or why
     #: it is undecided, in words.
     vantage_basis: str = ""
+    #: The core's summary of all the traces: the keys of `SUMMARY_KEYS` but those made
+    #: from the tables (``percentiles``, ``version``, ``files``).
     raw_summary: dict[str, Any] = field(default_factory=dict, repr=False)
     #: The table, or None until `table` makes it: an analysis made with ``table=False``
     #: builds its empty table only if asked (pyarrow and numpy are ~0.12 s of importing,
@@ -192,50 +128,10 @@ def exchange_schema_rows() -> list[tuple[str, str, str, str]]:
     return [tuple(r) for r in _core.exchange_schema()]  # type: ignore[misc]
 
 
-def _finite_or_none(x: float) -> float | None:
-    return None if (math.isinf(x) or math.isnan(x)) else x
-
-
-def table1(raw_summary: dict[str, Any]) -> dict[str, Any]:
-    """Document 000's Table 1 (SYN rows) with the keys of `TABLE1_KEYS`."""
-    syn = raw_summary["syn"]
-    return {
-        "connection_tries": raw_summary["connection_tries"],
-        "successful": raw_summary["successful"],
-        "unsuccessful": raw_summary["unsuccessful"],
-        "multiple_syns": syn["multiple"],
-        "multiple_syns_successful": syn["multiple_successful"],
-        "multiple_syns_unsuccessful": syn["multiple_unsuccessful"],
-        "multiple_syns_outside_standard": syn["multiple_outside_standard"],
-        "syns_per_successful": _finite_or_none(syn["per_successful"]),
-        "duplicate_syn_every": _finite_or_none(syn["repeat_every"]),
-        "syn_retransmissions": syn["retransmissions"],
-        "synack_retransmissions": raw_summary["synack"]["retransmissions"],
-        "packets": raw_summary["packets"],
-        "connections": raw_summary["connections"],
-    }
-
-
-def diagnosis(raw_summary: dict[str, Any]) -> dict[str, Any]:
-    """The data-phase counts, the time-lost breakdown (seconds and shares of all
-    connection-seconds) and document 001's RTT predictor, from the core's summary."""
-    s = raw_summary
-    out: dict[str, Any] = {k: s[k] for k in DIAGNOSIS_KEYS}
-    total = s["duration_s"]
-    out["duration_s"] = total
-    # What users waited through: the connection-seconds but idle and teardown.
-    waited = sum(s["time_s"][c] for c in WAITED_CAUSES)
-    out["waited_s"] = waited
-    out["time_lost_s"] = dict(s["time_s"])
-    out["time_lost_share"] = {k: (v / total if total > 0 else None) for k, v in s["time_s"].items()}
-    out["time_waited_share"] = {k: (s["time_s"][k] / waited if waited > 0 else None) for k in WAITED_CAUSES}
-    n = s["rtt_ratio_connections"]
-    out["rtt_ratio"] = {
-        "connections": n,
-        "within_10pct_share": s["rtt_ratio_within_10pct"] / n if n else None,
-        "max_within_3x_share": s["rtt_max_within_3x"] / n if n else None,
-    }
-    return out
+def table1(summary: dict[str, Any]) -> dict[str, Any]:
+    """Document 000's Table 1 (SYN rows) with the keys of `TABLE1_KEYS`, from one of the
+    core's summaries."""
+    return {k: summary[k] for k in TABLE1_KEYS}
 
 
 def share_not_the_paths(section: dict[str, Any]) -> float | None:
@@ -247,28 +143,18 @@ def share_not_the_paths(section: dict[str, Any]) -> float | None:
 
 
 def summary_document(a: Analysis) -> dict[str, Any]:
-    """Everything `--summary-json` writes, in `SUMMARY_KEYS` order; ``files`` holds one
-    section per trace with its own Table 1 and diagnosis."""
+    """Everything `--summary-json` writes, in `SUMMARY_KEYS` order: the core's summary with
+    what is made here from the tables (``percentiles``), the version, and ``files``: one
+    section per trace with its own Table 1, diagnosis and percentiles (`FILE_KEYS`)."""
     from shortflow import __version__
 
-    doc: dict[str, Any] = dict(a.summary)
-    doc.update(diagnosis(a.raw_summary))
-    doc["percentiles"] = _percentiles_of(a, a.files)
-    doc["synack"] = a.synack
-    doc["vantage"] = a.vantage
-    doc["vantage_basis"] = a.vantage_basis
-    doc["vantage_counts"] = a.vantage_counts
-    doc["version"] = __version__
+    percentiles = _percentiles_of(a, a.files)
     files = []
     for f in a.files:
-        fs = f["summary"]
-        section: dict[str, Any] = {"path": str(f["path"]), "error": f["error"]}
-        section.update(table1(fs))
-        section.update(diagnosis(fs))
-        section["vantage"] = fs["vantage"]
-        section["vantage_basis"] = fs["vantage_basis"]
+        section: dict[str, Any] = dict(f["summary"])
+        section["path"] = str(f["path"])  # as the user named it
         if len(a.files) == 1:
-            section["percentiles"] = doc["percentiles"]
+            section["percentiles"] = percentiles
         elif "percentile_values" in f:
             section["percentiles"] = _percentiles_of(a, [f])
         elif a.rows:
@@ -280,9 +166,9 @@ def summary_document(a: Analysis) -> dict[str, Any]:
             mine = a.table.select(["trace", *cols])
             mine = mine.filter(pc.equal(mine.column("trace").cast(pa.string()), str(f["path"])))
             section["percentiles"] = _percentiles(mine)
-        files.append(section)
-    doc["files"] = files
-    return {k: doc[k] for k in SUMMARY_KEYS}
+        files.append({k: section[k] for k in FILE_KEYS if k in section})
+    made = {"percentiles": percentiles, "version": __version__, "files": files}
+    return {k: made[k] if k in made else a.raw_summary[k] for k in SUMMARY_KEYS}
 
 
 def _percentiles_of(a: Analysis, files: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
@@ -304,23 +190,6 @@ def _percentiles(table: pa.Table) -> dict[str, dict[str, float | None]]:
     from shortflow.arrow_table import percentiles  # numpy and pyarrow: only with a table
 
     return percentiles(table, PERCENTILE_COLUMNS)
-
-
-def synack_table(raw_summary: dict[str, Any]) -> dict[str, Any]:
-    """Table 1's rows for SYN/ACKs, over connections in which a SYN/ACK was seen."""
-    s = raw_summary["synack"]
-    return {
-        "connections_with_synack": s["with_packet"],
-        "successful": s["successful"],
-        "unsuccessful": s["with_packet"] - s["successful"],
-        "multiple_synacks": s["multiple"],
-        "multiple_synacks_successful": s["multiple_successful"],
-        "multiple_synacks_unsuccessful": s["multiple_unsuccessful"],
-        "multiple_synacks_outside_standard": s["multiple_outside_standard"],
-        "synacks_per_successful": _finite_or_none(s["per_successful"]),
-        "duplicate_synack_every": _finite_or_none(s["repeat_every"]),
-        "synack_retransmissions": s["retransmissions"],
-    }
 
 
 def analyze(
@@ -449,9 +318,9 @@ def _analysis(table: pa.Table | Callable[[], pa.Table], s: dict[str, Any], files
         built_exchanges=built_x,
         make_exchanges=make_x,
         summary=table1(s),
-        synack=synack_table(s),
+        synack=s["synack"],
         vantage=s["vantage"],
-        vantage_counts={k: s[f"vantage_{k}"] for k in VANTAGE_COUNTS},
+        vantage_counts=s["vantage_counts"],
         vantage_basis=s["vantage_basis"],
         files=files,
         interrupted=interrupted,

@@ -23,58 +23,24 @@ from shortflow.units import parse_size
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: Per-connection keys every report has (see crates/sim/src/report.rs).
-CONNECTION_KEYS = (
-    "id",
-    "start_s",
-    "request_sent_s",
-    "complete_s",
-    "established",
-    "syn_transmissions",
-    "synack_transmissions",
-    "retransmissions",
-    "timeouts",
-    "fast_retransmits",
-    "rack_losses",
-    "tlp_probes",
-    "spurious_timeouts",
-    "dsacks",
-    "delayed_acks",
-    "optimizer_resends",
-    "handshake_rtt_s",
-    "bytes_received",
-    "packets_dropped",
-)
+#: A connection's report as the core declares it: (key, unit, Rust type, meaning), in order.
+REPORT_FIELDS: tuple[tuple[str, str, str, str], ...] = tuple(_core.report_fields())
 
-#: `--flows` columns: the analyzer's name where it measures the same quantity (see
-#: crates/trace's connection table), the simulator's own otherwise; then the simulator's
+#: The report's keys that hold one value each (not a list): every report has them, and
+#: `SimulationResult.table` has a column of each.
+CONNECTION_KEYS: tuple[str, ...] = tuple(name for name, _, ty, _ in REPORT_FIELDS if "Vec<" not in ty)
+
+#: `--flows` columns, as the core declares them (crates/sim's report): the analyzer's name
+#: where it measures the same quantity, the simulator's own otherwise; then the report's
 #: key and the Arrow type's name. Names, not `pa` types, so that importing this module
 #: (every `simulate` and `reproduce` command) does not import pyarrow (~0.1 s).
-FLOW_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("conn_id", "id", "uint32"),
-    ("first_ts_s", "start_s", "float64"),
-    ("syn_count", "syn_transmissions", "uint32"),
-    ("synack_count", "synack_transmissions", "uint32"),
-    ("established", "established", "bool"),
-    ("handshake_rtt_s", "handshake_rtt_s", "float64"),
-    ("bytes_c2s", "request_bytes", "uint64"),
-    ("bytes_s2c", "bytes_received", "uint64"),
-    ("pair", "pair", "uint32"),
-    ("request_bytes", "request_bytes", "uint64"),
-    ("response_bytes", "response_bytes", "uint64"),
-    ("think_s", "think_s", "float64"),
-    ("request_sent_s", "request_sent_s", "float64"),
-    ("complete_s", "complete_s", "float64"),
-    ("retransmissions", "retransmissions", "uint32"),
-    ("timeouts", "timeouts", "uint32"),
-    ("fast_retransmits", "fast_retransmits", "uint32"),
-    ("delayed_acks", "delayed_acks", "uint32"),
-    ("packets_dropped", "packets_dropped", "uint32"),
-    ("spurious_retransmits", "spurious_retransmits", "uint32"),
-    ("sfr_retransmits", "sfr_retransmits", "uint32"),
-    ("sfr_timeout_s", "sfr_timeout_s", "float64"),
-    ("optimizer_resends", "optimizer_resends", "uint32"),
-)
+FLOW_COLUMNS: tuple[tuple[str, str, str], ...] = tuple(_core.FLOW_COLUMNS)
+
+
+def _arrow_type(name: str) -> pa.DataType:
+    import pyarrow as pa
+
+    return pa.list_(pa.float64()) if name == "list<item: double>" else pa.type_for_alias(name)
 
 
 #: Events a run may take by default (~3 minutes of this simulator at its usual speed).
@@ -120,6 +86,7 @@ class SimulationResult:
 
     @property
     def table(self) -> pa.Table:
+        """One row per connection, a column per key of `CONNECTION_KEYS`, named as the report names it."""
         import pyarrow as pa
 
         return pa.table({k: [c[k] for c in self.connections] for k in CONNECTION_KEYS})
@@ -132,11 +99,8 @@ class SimulationResult:
         mechanism counters, and ``rto_costs``: document 004's C(f) per timeout)."""
         import pyarrow as pa
 
-        cols: dict[str, pa.Array] = {
-            name: pa.array([c.get(key) for c in self.connections], type=pa.type_for_alias(t)) for name, key, t in FLOW_COLUMNS
-        }
-        cols["rto_costs"] = pa.array([c.get("rto_costs", []) for c in self.connections], type=pa.list_(pa.float64()))
-        return pa.table(cols)
+        return pa.table({name: pa.array([c.get(key) for c in self.connections], type=_arrow_type(t))
+                         for name, key, t in FLOW_COLUMNS})
 
     def metadata(self) -> dict[str, str]:
         """What made the run, as the flows' Parquet file keeps it: the scenario file (or

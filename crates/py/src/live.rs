@@ -8,12 +8,13 @@ use std::time::Duration;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use shortflow_trace::diag::document::CaptureCounts;
 use shortflow_trace::live::{LiveStats, WatchOptions, Watcher as CoreWatcher};
 use shortflow_trace::read::live::LiveOptions;
 use shortflow_trace::track::TrackerConfig;
 
 use crate::error::CaptureError;
-use crate::trace::{columns, read_counts, summary};
+use crate::trace::{columns, summary};
 
 /// A live analysis of one interface (see `shortflow.watch`).
 #[pyclass(module = "shortflow._core")]
@@ -26,16 +27,8 @@ fn closed() -> PyErr {
     PyValueError::new_err("the watcher was finished")
 }
 
-fn stats_dict<'py>(py: Python<'py>, s: &LiveStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    read_counts(&d, &s.read)?;
-    d.set_item("kernel_received", s.kernel_received)?;
-    d.set_item("ring_drops", s.ring_drops)?;
-    d.set_item("interface_drops", s.interface_drops)?;
-    d.set_item("evicted", s.evicted)?;
-    d.set_item("ended", s.ended)?;
-    d.set_item("open_connections", s.open_connections)?;
-    Ok(d)
+fn stats_dict<'py>(py: Python<'py>, s: &LiveStats) -> PyResult<Bound<'py, PyAny>> {
+    Ok(pythonize::pythonize(py, &CaptureCounts::of(s))?)
 }
 
 #[pymethods]
@@ -86,13 +79,13 @@ impl Watcher {
         columns(py, rows)
     }
 
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         stats_dict(py, &guard.as_mut().ok_or_else(closed)?.stats())
     }
 
     /// Ends every open connection; returns `(columns, summary, stats)`.
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let w = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(closed)?;
         let (rows, s, stats) = py.detach(|| w.finish()).map_err(|e| CaptureError::new_err(e.to_string()))?;
         py.import("numpy")?;

@@ -59,5 +59,16 @@ fn segments(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    use shortflow_wire::TcpFlags;
+    m.add(
+        "TCP_FLAGS",
+        vec![
+            ("FIN", TcpFlags::FIN),
+            ("SYN", TcpFlags::SYN),
+            ("RST", TcpFlags::RST),
+            ("PSH", TcpFlags::PSH),
+            ("ACK", TcpFlags::ACK),
+        ],
+    )?;
     m.add_function(wrap_pyfunction!(segments, m)?)
 }

@@ -146,7 +146,15 @@ fn simulate(
     })
 }
 
+/// The keys of a connection's report (`simulate --json`), in order: (key, unit, Rust type, meaning).
+#[pyfunction]
+fn report_fields() -> Vec<(&'static str, &'static str, &'static str, String)> {
+    shortflow_sim::ConnReport::fields().iter().map(|f| (f.name, f.unit, f.ty, f.meaning())).collect()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(report_fields, m)?)?;
+    m.add("FLOW_COLUMNS", shortflow_sim::report::FLOW_COLUMNS.iter().map(|c| (c.name, c.key, c.arrow)).collect::<Vec<_>>())?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("SimulationLimitError", m.py().get_type::<SimulationLimitError>())?;
     m.add_function(wrap_pyfunction!(check_scenario, m)?)?;

@@ -12,15 +12,18 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
 use shortflow_sim::Budget;
+use shortflow_trace::diag::counters;
+use shortflow_trace::diag::document::{
+    FieldDoc, FileSection, ReadCounts, RttRatio, SummaryDocument, SynackTable, Table1, VantageCounts,
+};
 use shortflow_trace::diag::exchanges::EXCHANGE_SCHEMA;
-use shortflow_trace::diag::summary::HandshakeCounts;
 use shortflow_trace::diag::table::{ListColumn, StringColumn};
 use shortflow_trace::diag::table::{PERCENTILE_COLUMNS, SCHEMA};
 use shortflow_trace::graph::GraphView;
 use shortflow_trace::track::{Cause, EndReason, Handshake, PacketNote, TrackerConfig};
 use shortflow_trace::{
-    analyze_paths, Analysis, ConnectionTable, ExchangeTable, FileStats, GapClass, LinkType, Options, Progress, ReadErrorKind,
-    Summary, Vantage,
+    analyze_paths, Analysis, ConnectionTable, ExchangeTable, GapClass, LinkType, Options, Progress, ReadErrorKind, Summary,
+    Vantage,
 };
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
 use shortflow_wire::filter::Filter;
@@ -159,11 +162,13 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: bool) -> Py
     for f in a.files {
         let d = PyDict::new(py);
         d.set_item("path", &f.path)?;
-        read_counts(&d, &f)?;
+        d.update(&pythonize::pythonize(py, &ReadCounts::of(&f))?.cast_into::<pyo3::types::PyMapping>()?)?;
         d.set_item("peak_open_connections", f.peak_open_connections)?;
         d.set_item("gzip", f.gzip)?;
         d.set_item("warnings", f.warnings)?;
-        d.set_item("summary", summary(py, &f.summary)?)?;
+        let error = f.error.as_ref().map(|e| e.to_string());
+        let section = FileSection::of(f.path.display().to_string(), error, &f.summary);
+        d.set_item("summary", pythonize::pythonize(py, &section)?)?;
         if let Some(values) = f.percentile_values {
             let by_name = PyDict::new(py);
             for (name, column) in PERCENTILE_COLUMNS.iter().zip(values.columns) {
@@ -192,23 +197,6 @@ fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: bool) -> Py
     Ok(out)
 }
 
-/// What the reading of a capture counted (a file's, or a live interface's so far): its
-/// packets, how many were TCP, why the others were skipped, and the span of their times.
-pub(crate) fn read_counts(d: &Bound<'_, PyDict>, f: &FileStats) -> PyResult<()> {
-    d.set_item("packets", f.packets)?;
-    d.set_item("tcp_packets", f.tcp_packets)?;
-    d.set_item("skipped_not_ip", f.skipped_not_ip)?;
-    d.set_item("skipped_not_tcp", f.skipped_not_tcp)?;
-    d.set_item("icmp_unreachable", f.icmp_unreachable)?;
-    d.set_item("skipped_fragment", f.skipped_fragment)?;
-    d.set_item("skipped_malformed", f.skipped_malformed)?;
-    d.set_item("skipped_link_repeat", f.skipped_link_repeat)?;
-    d.set_item("filtered_out", f.filtered_out)?;
-    d.set_item("first_ts_s", f.first_ts_ns.map(|t| t as f64 / 1e9))?;
-    d.set_item("last_ts_s", f.last_ts_ns.map(|t| t as f64 / 1e9))?;
-    Ok(())
-}
-
 /// The names the table's dictionary columns' codes index (`vantage`, `outcome`,
 /// `handshake`, `gap_class`).
 #[pyfunction]
@@ -228,6 +216,9 @@ pub(crate) fn columns<'py>(py: Python<'py>, t: ConnectionTable) -> PyResult<Boun
         ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
     }
     shortflow_trace::plain_columns!(num);
+    for (name, column) in counters::NAMES.iter().zip(t.counters) {
+        cols.set_item(name, column.into_pyarray(py))?;
+    }
     cols.set_item("client_ip", strings(py, t.client_ip)?)?;
     cols.set_item("server_ip", strings(py, t.server_ip)?)?;
     cols.set_item("syn_ladder", strings(py, t.syn_ladder)?)?;
@@ -274,74 +265,10 @@ fn list<'py, T: numpy::Element>(py: Python<'py>, c: ListColumn<T>) -> PyResult<B
     Ok((offsets.into_pyarray(py), c.values.into_pyarray(py)).into_pyobject(py)?.into_any())
 }
 
-fn counts<'py>(py: Python<'py>, c: &HandshakeCounts) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("with_packet", c.with_packet)?;
-    d.set_item("successful", c.successful)?;
-    d.set_item("multiple", c.multiple)?;
-    d.set_item("multiple_successful", c.multiple_successful)?;
-    d.set_item("multiple_unsuccessful", c.multiple_unsuccessful)?;
-    d.set_item("multiple_outside_standard", c.multiple_outside_standard)?;
-    d.set_item("packets_in_successful", c.packets_in_successful)?;
-    d.set_item("retransmissions", c.retransmissions)?;
-    d.set_item("per_successful", c.per_successful())?;
-    d.set_item("repeat_every", c.repeat_every())?;
-    d.set_item("gaps_rfc6298", c.gaps_rfc6298)?;
-    d.set_item("gaps_rfc2988", c.gaps_rfc2988)?;
-    d.set_item("gaps_outside", c.gaps_outside)?;
-    d.set_item("gaps_answer", c.gaps_answer)?;
-    Ok(d)
-}
-
-pub(crate) fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("packets", s.packets)?;
-    d.set_item("tcp_packets", s.tcp_packets)?;
-    d.set_item("connections", s.connections)?;
-    d.set_item("connection_tries", s.connection_tries())?;
-    d.set_item("successful", s.successful())?;
-    d.set_item("unsuccessful", s.unsuccessful())?;
-    d.set_item("syn", counts(py, &s.syn)?)?;
-    d.set_item("synack", counts(py, &s.synack)?)?;
-    let (vantage, basis) = s.vantage_with_basis();
-    d.set_item("vantage", Vantage::NAMES[vantage as usize])?;
-    d.set_item("vantage_basis", basis)?;
-    d.set_item("vantage_client", s.vantage_client)?;
-    d.set_item("vantage_server", s.vantage_server)?;
-    d.set_item("vantage_unknown", s.vantage_unknown)?;
-    d.set_item("vantage_ttl_client", s.vantage_ttl_client)?;
-    d.set_item("vantage_ttl_server", s.vantage_ttl_server)?;
-    d.set_item("one_directional", s.one_directional)?;
-    d.set_item("open_tries", s.open_tries)?;
-    d.set_item("refused_rst", s.refused_rst)?;
-    d.set_item("refused_icmp", s.refused_icmp)?;
-    d.set_item("syn_retries_after_rst", s.syn_retries_after_rst)?;
-    d.set_item("capture_duplicates", s.capture_duplicates)?;
-    d.set_item("late_packets", s.late_packets)?;
-    d.set_item("fast_open", s.fast_open)?;
-    d.set_item("timeout_retransmissions", s.timeout_retransmissions)?;
-    d.set_item("fast_retransmissions", s.fast_retransmissions)?;
-    d.set_item("tlp_probes", s.tlp_probes)?;
-    d.set_item("path_mtu_retransmissions", s.path_mtu_retransmissions)?;
-    d.set_item("unprompted_retransmissions", s.unprompted_retransmissions)?;
-    d.set_item("spurious_retransmissions", s.spurious_retransmissions)?;
-    d.set_item("out_of_order_segments", s.out_of_order)?;
-    d.set_item("rto_events", s.rto_events)?;
-    d.set_item("fast_recoveries", s.fast_recoveries)?;
-    d.set_item("delayed_acks", s.delayed_acks)?;
-    d.set_item("delayed_ack_stalls", s.delayed_ack_stalls)?;
-    d.set_item("zero_window_stalls", s.zero_window_stalls)?;
-    d.set_item("tick_receivers", s.tick_receivers)?;
-    let lost = PyDict::new(py);
-    for (name, ns) in Cause::NAMES.iter().zip(s.time_ns) {
-        lost.set_item(*name, ns as f64 / 1e9)?;
-    }
-    d.set_item("time_s", lost)?;
-    d.set_item("duration_s", s.duration_ns as f64 / 1e9)?;
-    d.set_item("rtt_ratio_connections", s.rtt_ratio_connections)?;
-    d.set_item("rtt_ratio_within_10pct", s.rtt_ratio_within_10pct)?;
-    d.set_item("rtt_max_within_3x", s.rtt_max_within_3x)?;
-    Ok(d)
+/// A summary as the summary document's sections (`shortflow_trace::diag::document`),
+/// converted whole by serde: the keys are the declaration's.
+pub(crate) fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyAny>> {
+    Ok(pythonize::pythonize(py, &SummaryDocument::of(s))?)
 }
 
 fn link_from_name(name: &str) -> PyResult<LinkType> {
@@ -395,7 +322,7 @@ fn generate<'py>(
     big_endian: bool,
     snaplen: u32,
     gzip: bool,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let server_side = match vantage {
         "client" => false,
         "server" => true,
@@ -459,15 +386,7 @@ fn generate<'py>(
         GenError::Options(e) => ShortflowError::new_err(format!("{}: {}", e.key, e.message)),
         e => failed(&e),
     })?;
-    let d = PyDict::new(py);
-    d.set_item("packets", truth.packets)?;
-    d.set_item("connections", truth.connections)?;
-    d.set_item("successful", truth.successful)?;
-    d.set_item("syns_captured", truth.syns_captured)?;
-    d.set_item("synacks_captured", truth.synacks_captured)?;
-    d.set_item("multiple_syns", truth.multiple_syns)?;
-    d.set_item("multiple_synacks", truth.multiple_synacks)?;
-    Ok(d)
+    Ok(pythonize::pythonize(py, &truth)?)
 }
 
 /// `connection_packets`' answer: the packets' columns, the endpoints, what each connection
@@ -554,7 +473,7 @@ fn check_filter(text: &str) -> PyResult<()> {
 /// The summary of files analysed apart (one Dask task per file): their `summary_state`s
 /// (as `analyze` returns them per file) added up by the core, converted as `analyze`'s.
 #[pyfunction]
-fn merge_summaries<'py>(py: Python<'py>, states: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+fn merge_summaries<'py>(py: Python<'py>, states: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
     let mut total = Summary::default();
     for (i, state) in states.iter().enumerate() {
         let part: Summary = serde_json::from_str(state)
@@ -564,10 +483,13 @@ fn merge_summaries<'py>(py: Python<'py>, states: Vec<String>) -> PyResult<Bound<
     summary(py, &total)
 }
 
-/// The connection table's columns: (name, Arrow type, unit, meaning), in order.
+/// The connection table's columns: (name, Arrow type, unit, meaning), in order (the
+/// counters' after `SCHEMA`'s, their meaning from their doc comments).
 #[pyfunction]
-fn table_schema() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
-    SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc)).collect()
+fn table_schema() -> Vec<(&'static str, &'static str, &'static str, String)> {
+    let counters =
+        counters::COLUMNS.iter().map(|c| (c.name, c.arrow, c.unit, c.doc.split_whitespace().collect::<Vec<_>>().join(" ")));
+    SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc.to_string())).chain(counters).collect()
 }
 
 /// The exchanges table's columns: (name, Arrow type, unit, meaning), in order.
@@ -576,7 +498,24 @@ fn exchange_schema() -> Vec<(&'static str, &'static str, &'static str, &'static 
     EXCHANGE_SCHEMA.iter().map(|c| (c.name, c.arrow, c.unit, c.doc)).collect()
 }
 
+/// The summary document's sections, each as its fields (key, unit, meaning) in order:
+/// `summary` (what `--summary-json` writes), `file` (each of its `files`), `table1`,
+/// `synack`, `rtt_ratio`, `vantage_counts`.
+#[pyfunction]
+fn document_fields(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    let rows = |f: Vec<FieldDoc>| f.iter().map(|f| (f.name, f.unit, f.meaning())).collect::<Vec<_>>();
+    d.set_item("summary", rows(SummaryDocument::fields()))?;
+    d.set_item("file", rows(FileSection::fields()))?;
+    d.set_item("table1", rows(Table1::fields()))?;
+    d.set_item("synack", rows(SynackTable::fields()))?;
+    d.set_item("rtt_ratio", rows(RttRatio::fields()))?;
+    d.set_item("vantage_counts", rows(VantageCounts::fields()))?;
+    Ok(d)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(document_fields, m)?)?;
     m.add_function(wrap_pyfunction!(table_schema, m)?)?;
     m.add_function(wrap_pyfunction!(exchange_schema, m)?)?;
     m.add_function(wrap_pyfunction!(empty_exchange_columns, m)?)?;
@@ -587,7 +526,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let d = TrackerConfig::default();
     m.add("DEFAULT_IDLE_TIMEOUT_S", d.idle_timeout_ns as f64 / 1e9)?;
     m.add("DEFAULT_CLOSE_LINGER_S", d.close_linger_ns as f64 / 1e9)?;
+    m.add("VANTAGE_WORDS", Vantage::NAMES.iter().zip(Vantage::WORDS).collect::<Vec<_>>())?;
     m.add("CAUSES", Cause::NAMES.to_vec())?;
+    m.add("CAUSE_WORDS", Cause::NAMES.iter().zip(Cause::WORDS).collect::<Vec<_>>())?;
+    m.add("CAUSE_LABELS", Cause::NAMES.iter().zip(Cause::LABELS).filter(|(_, l)| !l.is_empty()).collect::<Vec<_>>())?;
     m.add("WAITED_CAUSES", Cause::ALL.iter().filter(|c| c.waited()).map(|&c| Cause::NAMES[c as usize]).collect::<Vec<_>>())?;
     m.add("LOST_CAUSES", Cause::ALL.iter().filter(|c| c.lost()).map(|&c| Cause::NAMES[c as usize]).collect::<Vec<_>>())?;
     m.add("PERCENTILE_COLUMNS", PERCENTILE_COLUMNS.to_vec())?;

@@ -6,6 +6,7 @@
 
 pub mod abt;
 pub mod error;
+pub mod fields;
 pub mod kernel;
 pub mod profile;
 pub mod scenario;

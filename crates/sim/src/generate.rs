@@ -76,7 +76,7 @@ impl Default for GenOptions {
 }
 
 /// What the generated capture holds, counted by the simulator as its capture point saw it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct GenTruth {
     pub packets: u64,
     /// Connections started (a connection whose every SYN was lost before a server-side

@@ -128,7 +128,7 @@ fn random_074() {
     agrees(&c, 0.230942, [1, 2, 1, 1, 0]);
 }
 
-// Issue 14's second round (`--random 200 --seed 1`, the client reading at real-time
+// A second random round (`--random 200 --seed 1`, the client reading at real-time
 // priority): the kernel's figures from that run.
 
 #[test]

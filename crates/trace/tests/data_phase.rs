@@ -616,7 +616,7 @@ fn data_overtaken_on_the_way_is_new_data_not_a_retransmission() {
 fn gap_filled_by_segments_sent_later_is_a_repair() {
     // The same gap filled by segments with later IDs (sent after 4: lost before the
     // capture point and resent), or with IDs that count nothing (a step of thousands:
-    // random IDs), stays a retransmission, as before.
+    // random IDs), stays a retransmission.
     let t0 = 60 * MS;
     for (name, ids) in [("resent.pcap", [100, 101, 104, 105, 106]), ("random-ids.pcap", [100, 101, 5000, 2000, 3000])] {
         let mut v = data_with_ids(t0, &[(0, ids[0]), (1, ids[1]), (4, ids[2])]);
@@ -707,7 +707,7 @@ fn without_ip_ids_the_timestamps_tell_data_overtaken_from_data_resent() {
 #[test]
 fn ip_ids_that_count_outrank_the_timestamps() {
     // IDs that count (step 3) say 2 and 3 were sent after 4; their TSvals (a contradiction
-    // no sender makes) are not asked: where the IDs count, they decide, as before.
+    // no sender makes) are not asked: where the IDs count, they decide.
     let t0 = 60 * MS;
     let stamp = |k: u32, id: u16, tsval: u32| (t0, data(k), SegmentExtra { ip_id: id, ..with_ts(tsval, 7) });
     let mut v = vec![stamp(0, 100, 1000), stamp(1, 101, 1000), stamp(4, 104, 1002), stamp(2, 105, 1001), stamp(3, 106, 1001)];

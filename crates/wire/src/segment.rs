@@ -343,7 +343,7 @@ fn decode_within(link: LinkType, frame: &[u8], tunnels: u8) -> Result<(Segment, 
 fn decode_tunneled(proto: u8, payload: &[u8], fragmented: bool, tunnels: u8) -> Result<(Segment, SegmentExtra), Skip> {
     let (link, frame) = crate::tunnel::inner(proto, payload).ok_or(Skip::NotTcp)?;
     if fragmented {
-        return Err(Skip::Fragment); // a piece of a tunnel's packet (other fragments: not TCP, as before)
+        return Err(Skip::Fragment); // a piece of a tunnel's packet (fragments of anything else: not TCP)
     }
     // What the tunnel carries is counted as the packet's own kind: not TCP, whatever it is.
     decode_within(link, frame, tunnels).map_err(|e| if e == Skip::NotIp { Skip::NotTcp } else { e })

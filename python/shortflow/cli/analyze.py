@@ -125,12 +125,15 @@ def _tracking(timeouts: dict[str, float]) -> list[str]:
 
 
 def print_columns() -> None:
-    from shortflow.analyze import exchange_schema_rows, schema_rows
+    from shortflow.analyze import DOCUMENT_FIELDS, exchange_schema_rows, schema_rows
 
     emit_table("Connection table columns (Arrow types, defined in crates/trace/src/diag/table.rs)",
                ["column", "Arrow type", "unit", "meaning"], [list(r) for r in schema_rows()])
     emit_table("Exchanges table columns (defined in crates/trace/src/diag/exchanges.rs)",
                ["column", "Arrow type", "unit", "meaning"], [list(r) for r in exchange_schema_rows()])
+    emit_table("--summary-json keys, in order (defined in crates/trace/src/diag/document.rs; each of `files` has "
+               "its trace's Table 1, diagnosis, vantage and percentiles)",
+               ["key", "unit", "meaning"], [list(r) for r in DOCUMENT_FIELDS["summary"]])
 
 
 def reading_progress(step: common.Step) -> Callable[[int, int, int], None]:
@@ -210,7 +213,7 @@ def register(app: typer.Typer) -> None:
         close_linger: Annotated[str, typer.Option("--close-linger", help="after both FINs or a RST, late packets still count this long (longer while an unacknowledged FIN is resent: twice its last back-off more)")] = f"{_core.DEFAULT_CLOSE_LINGER_S:g}s",
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="address of a running Dask scheduler: one task per trace on its workers (which must see the traces at the same paths), results merged into one table; --workers is then the cores per trace [default: 1]")] = None,
         report: Annotated[Optional[Path], typer.Option("--report", help="write a self-contained HTML report (report.html) into this directory")] = None,
-        columns: Annotated[bool, typer.Option("--columns", help="print the table's columns (name, Arrow type, unit, meaning) and exit")] = False,
+        columns: Annotated[bool, typer.Option("--columns", help="print the tables' columns (name, Arrow type, unit, meaning) and the --summary-json keys, and exit")] = False,
         listing: Annotated[bool, typer.Option("--list", "-l", help="list the connections, one a line, as tcptrace -l does (in a pipe: a tab-separated table; with --format csv or jsonl: that) instead of the time account")] = False,
         filter_expr: Annotated[Optional[str], typer.Option("--filter", metavar="EXPR", help="analyze only the packets this libpcap filter expression selects (tcpdump's syntax: 'tcp port 443', 'host 10.0.0.1'); it matches the outer headers of tunnelled packets (GRE, VXLAN, GTP-U); needs libpcap")] = None,
         worst: Annotated[int, typer.Option("--worst", metavar="N", min=0, max=1000, help="show the N connections that lost the most time to something other than the path (0: none)")] = 5,

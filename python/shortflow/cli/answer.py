@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from shortflow import _core
 from shortflow.analyze import CAUSE_WORDS
 from shortflow.cli.common import say
 from shortflow.units import format_seconds
@@ -14,7 +15,8 @@ if TYPE_CHECKING:
     from shortflow.worst import Connection
 
 #: A capture point in a few words.
-VANTAGE_WORDS = {"client": "near the client", "server": "near the server", "unknown": "undecided"}
+#: Each capture point in words, as the core names them.
+VANTAGE_WORDS: dict[str, str] = dict(_core.VANTAGE_WORDS)
 
 
 def _plural(n: int, word: str) -> str:

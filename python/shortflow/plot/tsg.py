@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shortflow import _core
+from shortflow import _core, tcp
 from shortflow.exceptions import TraceReadError
 from shortflow.units import format_seconds
 
@@ -37,21 +37,8 @@ MARK_STYLE = {
     "rst": ("#000000", "RST"),
 }
 
-CAUSE_LABEL = {
-    "handshake": "handshake loss",
-    "slow_start": "slow-start round",
-    "receive_window": "receive window",
-    "timeout": "timeout",
-    "fast_retransmit": "fast retransmit",
-    "tlp": "tail loss probe",
-    "delayed_ack": "delayed ACK",
-    "zero_window": "zero window",
-    "application": "think time",
-    "idle": "idle",
-    "teardown": "teardown",
-}
-
-_SYN, _FIN, _RST, _ACK = 0x02, 0x01, 0x04, 0x10
+#: Each cause's label on a gap it took (the path's own time has none), as the core names them.
+CAUSE_LABEL: dict[str, str] = dict(_core.CAUSE_LABELS)
 
 
 def packets(trace: str | Path, conn_ids: list[int], *, errors: list[str] | None = None,
@@ -98,8 +85,8 @@ def four_tuple(pk: dict[str, Any]) -> str:
 def window_shifts(pk: dict[str, Any]) -> tuple[int, int]:
     """The window scale shifts (client, server) in force after the handshake: each side's
     SYN option, when both SYNs carried one (RFC 7323), else none."""
-    client = next((w for w, c, f in zip(pk["wscale"], pk["from_client"], pk["flags"]) if c and f & _SYN), None)
-    server = next((w for w, c, f in zip(pk["wscale"], pk["from_client"], pk["flags"]) if not c and f & _SYN), None)
+    client = next((w for w, c, f in zip(pk["wscale"], pk["from_client"], pk["flags"]) if c and f & tcp.SYN), None)
+    server = next((w for w, c, f in zip(pk["wscale"], pk["from_client"], pk["flags"]) if not c and f & tcp.SYN), None)
     if client is None or server is None:
         return 0, 0
     return min(client, 14), min(server, 14)
@@ -121,10 +108,10 @@ def draw(pk: dict[str, Any], path: Path, *, title: str = "", server_data: bool =
     t0 = pk["ts_ns"][0]
     sender_is_client = not server_data
     data = [i for i in range(n) if pk["from_client"][i] == sender_is_client]
-    acks = [i for i in range(n) if pk["from_client"][i] != sender_is_client and pk["flags"][i] & _ACK]
+    acks = [i for i in range(n) if pk["from_client"][i] != sender_is_client and pk["flags"][i] & tcp.ACK]
     # Sequence numbers relative to the sender's first one (SYN or first segment).
     base = pk["seq"][data[0]] if data else 0
-    syn = next((i for i in data if pk["flags"][i] & _SYN), None)
+    syn = next((i for i in data if pk["flags"][i] & tcp.SYN), None)
     if syn is not None:
         base = pk["seq"][syn] + 1
 
@@ -167,7 +154,7 @@ def draw(pk: dict[str, Any], path: Path, *, title: str = "", server_data: bool =
             ack_line.set_gid("ack-line")
             legend["ack"] = (ack_line, MARK_STYLE["ack"][1])
             # A SYN's window is never scaled (RFC 7323 2.2).
-            edge = [rel(pk["ack"][i]) + (pk["window"][i] << (0 if pk["flags"][i] & _SYN else receiver_shift))
+            edge = [rel(pk["ack"][i]) + (pk["window"][i] << (0 if pk["flags"][i] & tcp.SYN else receiver_shift))
                     for i in acks]
             (rwin,) = ax.step(ts, edge, where="post", color=MARK_STYLE["rwin"][0], lw=1, ls="--")
             rwin.set_gid("rwin-line")
@@ -184,8 +171,8 @@ def draw(pk: dict[str, Any], path: Path, *, title: str = "", server_data: bool =
                 y = rel(pk["seq"][i] + pk["len"][i])
             else:
                 # The receiver's first SYN acknowledges nothing yet: at the start.
-                y = rel(pk["ack"][i]) if pk["flags"][i] & _ACK else 0
-            for bit, cls, marker in ((_SYN, "syn", "^"), (_FIN, "fin", "s"), (_RST, "rst", "x")):
+                y = rel(pk["ack"][i]) if pk["flags"][i] & tcp.ACK else 0
+            for bit, cls, marker in ((tcp.SYN, "syn", "^"), (tcp.FIN, "fin", "s"), (tcp.RST, "rst", "x")):
                 if pk["flags"][i] & bit:
                     line(cls, i, [ms(i)], [y], MARK_STYLE[cls], marker=marker, ms=7, ls="none",
                          markerfacecolor="none" if cls != "rst" else MARK_STYLE[cls][0])

@@ -13,9 +13,9 @@ import re
 import statistics
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
-from shortflow.reproduce.doc003_figures import FIGURES
 from shortflow.reproduce.rows import NONE, Row, Why, row, run_case
 
 #: 4-17 ms per flight, over the one to three flights before the last byte.
@@ -61,10 +61,17 @@ def _key(flags: str, start: int | None, length: int, ack: int | None) -> tuple[s
     return ("ack", ack or 0)
 
 
+def figure_text(figure: str) -> str:
+    """Figure `figure` as printed (tcpdump on the server, the 1998 hosts' own timestamps),
+    transcribed line for line from the document (Jens-S. Vöckler, "Scrutinizing slow start
+    with Solaris servers", 1998): the package's data file ``doc003-figures/figure-N.txt``."""
+    return resources.files("shortflow").joinpath("data", "doc003-figures", f"figure-{figure}.txt").read_text()
+
+
 def figure_packets(figure: str) -> list[Packet]:
     """The packets figure `figure` prints (relative sequence numbers, as tcpdump shows them)."""
     out = []
-    for line in FIGURES[figure].splitlines():
+    for line in figure_text(figure).splitlines():
         m = _LINE.match(line)
         if m is None:
             raise ValueError(f"document 003 figure {figure}: cannot read {line!r}")
@@ -81,20 +88,20 @@ def figure_packets(figure: str) -> list[Packet]:
 
 def capture_packets(pcap: Path, port: int = 80) -> list[Packet]:
     """The simulator's capture in the figures' terms (sequence numbers from each side's SYN)."""
-    from shortflow.testbed.wire import read_pcap
+    from shortflow.tcp import ACK, FIN, PSH, SYN, read_pcap
 
     segs = list(read_pcap(pcap))
     isn: dict[bool, int] = {}
     for s in segs:
-        if s.flags & 0x02:
+        if s.flags & SYN:
             isn.setdefault(s.dst_port == port, s.seq)
     t0 = segs[0].ts if segs else 0.0
     out = []
     for i, s in enumerate(segs, 1):
         c = s.dst_port == port
         rel = (s.seq - isn.get(c, s.seq)) & 0xFFFFFFFF
-        ack = (s.ack - isn.get(not c, s.ack)) & 0xFFFFFFFF if s.flags & 0x10 else None
-        flags = "".join(f for f, bit in (("S", 0x02), ("F", 0x01), ("P", 0x08)) if s.flags & bit) or "."
+        ack = (s.ack - isn.get(not c, s.ack)) & 0xFFFFFFFF if s.flags & ACK else None
+        flags = "".join(f for f, bit in (("S", SYN), ("F", FIN), ("P", PSH)) if s.flags & bit) or "."
         text = f"{flags} {rel}:{rel + s.payload}({s.payload})" + (f" ack {ack}" if ack is not None else "")
         out.append(Packet(i, s.ts - t0, c, _key(flags, rel, s.payload, ack), text))
     return out

@@ -1,39 +1,16 @@
 """What the analyzer's table does not carry yet, read from the router's captures: when the
 request went out, when the response was complete, data retransmissions and the response's
 round trips (flights). The segments come from the project's own readers and wire layer
-(`_core.segments`): every format and link type the analyzer reads, no second parser."""
+(`shortflow.tcp`): every format and link type the analyzer reads, no second parser."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shortflow import _core
+from shortflow.tcp import ACK, SYN, Segment, read_pcap
 
-SYN, ACK = 0x02, 0x10
-
-
-@dataclass(frozen=True)
-class Segment:
-    ts: float
-    src_port: int
-    dst_port: int
-    flags: int
-    seq: int
-    payload: int
-    ack: int = 0
-
-
-def read_pcap(path: Path) -> Iterator[Segment]:
-    """TCP segments of a capture (pcap or pcapng, any link type the analyzer reads), in file
-    order. A damaged file raises TraceReadError naming the file and byte offset."""
-    c = _core.segments(path)
-    columns = (c["ts_ns"].tolist(), c["src_port"].tolist(), c["dst_port"].tolist(),
-               c["flags"].tolist(), c["seq"].tolist(), c["payload_len"].tolist(), c["ack"].tolist())
-    for ts_ns, sport, dport, flags, seq, payload, ack in zip(*columns):
-        yield Segment(ts_ns / 1e9, sport, dport, flags, seq, payload, ack)
-
+__all__ = ["ACK", "SYN", "Flow", "Segment", "flights", "flows", "read_pcap"]
 
 @dataclass
 class Flow:

@@ -18,12 +18,14 @@ impl Side {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Fix {
+    #[serde(rename = "fix")]
     pub name: String,
     /// The host command that applies it.
     pub apply: String,
     /// The same fix as `key=value` strings for `simulate --set`.
+    #[serde(rename = "scenario_overrides")]
     pub overrides: Vec<String>,
 }
 

@@ -18,7 +18,9 @@ const SEED: u64 = 41;
 /// Pairs of the best single fixes that are replayed together.
 const PAIRS_OF_BEST: usize = 3;
 
-#[derive(Debug, Clone, PartialEq)]
+/// The advice's records are serialized (the bindings hand them to Python as they are): the
+/// field names are the keys Python and `advise --json` show.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Baseline {
     pub conn_id: u64,
     pub observed_s: f64,
@@ -28,22 +30,33 @@ pub struct Baseline {
     pub reason: String,
 }
 
-/// A 95 % bootstrap interval.
+/// A 95 % bootstrap interval; serialized as the pair (low, high).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Interval {
     pub low: f64,
     pub high: f64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+impl serde::Serialize for Interval {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (self.low, self.high).serialize(s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct FixResult {
+    /// Its name, command and overrides (`fix`, `apply`, `scenario_overrides`).
+    #[serde(flatten)]
     pub fix: Fix,
     pub connections_helped: u64,
     pub saved_s_total: f64,
     pub saved_s_median: f64,
     pub saved_s_p95: f64,
+    #[serde(rename = "saved_s_total_ci")]
     pub total_ci: Interval,
+    #[serde(rename = "saved_s_median_ci")]
     pub median_ci: Interval,
+    #[serde(rename = "saved_s_p95_ci")]
     pub p95_ci: Interval,
     /// Harm: packets beyond the baseline's, spurious resends beyond its, connections made slower.
     pub extra_packets: i64,
@@ -53,7 +66,7 @@ pub struct FixResult {
     pub saved_s: Vec<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Advice {
     pub baseline: Vec<Baseline>,
     /// The connections that feed the estimates.

@@ -45,7 +45,9 @@ macro_rules! cause_columns {
     };
 }
 
+pub mod counters;
 pub mod digest;
+pub mod document;
 pub mod exchanges;
 pub mod ladder;
 pub mod summary;

@@ -8,6 +8,7 @@
 //! - "duplicate SYN every X connections" = successful / successful with multiple SYNs
 //!   (730,523 / 5,162 = 141.5, printed as 142 in the paper).
 
+use super::counters;
 use super::ladder::GapClass;
 use super::table::{secs, Vantage};
 use crate::track::{Cause, Conn, Handshake};
@@ -174,6 +175,9 @@ pub struct Summary {
     pub rtt_ratio_connections: u64,
     pub rtt_ratio_within_10pct: u64,
     pub rtt_max_within_3x: u64,
+    /// The counter columns added up (`counters`).
+    #[serde(default)]
+    pub counters: counters::Totals,
 }
 
 impl Summary {
@@ -235,6 +239,7 @@ impl Summary {
             }
         }
         self.one_directional += u64::from(c.packets[0] == 0 || c.packets[1] == 0);
+        self.counters.add_conn(c);
     }
 
     pub fn add(&mut self, o: &Summary) {
@@ -276,6 +281,7 @@ impl Summary {
         self.rtt_ratio_connections += o.rtt_ratio_connections;
         self.rtt_ratio_within_10pct += o.rtt_ratio_within_10pct;
         self.rtt_max_within_3x += o.rtt_max_within_3x;
+        self.counters.add(&o.counters);
     }
 
     pub fn connection_tries(&self) -> u64 {

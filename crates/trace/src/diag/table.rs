@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use super::counters;
 use super::ladder::GapClass;
 use crate::track::{Cause, Conn, C2S, NEVER, S2C};
 
@@ -32,6 +33,8 @@ pub const INITIAL_TTLS: [u8; 4] = [32, 64, 128, 255];
 
 impl Vantage {
     pub const NAMES: [&'static str; 3] = ["unknown", "client", "server"];
+    /// Each capture point in words, as the command line says where a trace was captured.
+    pub const WORDS: [&'static str; 3] = ["undecided", "near the client", "near the server"];
 
     /// The handshake's timing, else the hop count (see the type's documentation).
     pub fn of(conn: &Conn) -> Self {
@@ -315,6 +318,8 @@ pub struct ConnectionTable {
     pub time_idle_s: Vec<f64>,
     pub time_teardown_s: Vec<f64>,
     pub time_receive_window_s: Vec<f64>,
+    /// The counter columns (`counters::NAMES`), after the columns above.
+    pub counters: counters::Columns,
 }
 
 /// Rows added as connections end, in chunks allocated whole: columns growing by doubling
@@ -475,6 +480,9 @@ impl ConnectionTable {
             ($($f:ident),*) => { $( t.$f.reserve_exact(rows); )* };
         }
         crate::plain_columns!(reserve);
+        for column in &mut t.counters {
+            column.reserve_exact(rows);
+        }
         for s in [&mut t.client_ip, &mut t.server_ip] {
             s.offsets.reserve_exact(rows + 1);
             s.data.reserve_exact(rows * "255.255.255.255".len());
@@ -571,6 +579,9 @@ impl ConnectionTable {
         self.delack_tick_200ms.push(cs.tick_receiver() || sc.tick_receiver());
         self.zero_window_stalls.push(cs.zw_stalls + sc.zw_stalls);
         self.push_causes(&c.lost_ns.map(secs));
+        for (column, v) in self.counters.iter_mut().zip(counters::of(c)) {
+            column.push(v);
+        }
     }
 
     /// The rows of `parts` (the chunks of one file's tracker, or of its shards' trackers,
@@ -608,6 +619,10 @@ impl ConnectionTable {
             lost_offsets_c2s,
             lost_offsets_s2c
         );
+        for (i, dst) in out.counters.iter_mut().enumerate() {
+            let columns: Vec<_> = parts.iter_mut().map(|p| std::mem::take(&mut p.counters[i])).collect();
+            jobs.push(Box::new(move || *dst = MergeColumn::merge(columns, order)));
+        }
         let per_thread = jobs.len().div_ceil(threads.max(1));
         std::thread::scope(|s| {
             let mut chunks = Vec::new();
@@ -650,6 +665,9 @@ impl ConnectionTable {
             ($($f:ident),*) => { $( self.$f.append(&mut other.$f); )* };
         }
         crate::plain_columns!(cat);
+        for (a, b) in self.counters.iter_mut().zip(&mut other.counters) {
+            a.append(b);
+        }
         append_strings(&mut self.client_ip, other.client_ip);
         append_strings(&mut self.server_ip, other.server_ip);
         append_strings(&mut self.syn_ladder, other.syn_ladder);

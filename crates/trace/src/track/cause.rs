@@ -57,6 +57,37 @@ impl Cause {
         "teardown",
         "receive_window",
     ];
+    /// Each cause in words, as the command line's time account and the report name it.
+    pub const WORDS: [&'static str; Self::COUNT] = [
+        "the path itself",
+        "handshake losses",
+        "slow-start round trips",
+        "loss repair by timeout",
+        "loss repair by fast retransmit",
+        "delayed-ACK stalls",
+        "zero-window stalls",
+        "application think time",
+        "tail loss probes",
+        "idle",
+        "teardown",
+        "the receiver's window",
+    ];
+    /// Each cause as a time-sequence graph labels one of its gaps, in two words at most;
+    /// the path's own time is what a graph shows without a label.
+    pub const LABELS: [&'static str; Self::COUNT] = [
+        "",
+        "handshake loss",
+        "slow-start round",
+        "timeout",
+        "fast retransmit",
+        "delayed ACK",
+        "zero window",
+        "think time",
+        "tail loss probe",
+        "idle",
+        "teardown",
+        "receive window",
+    ];
     /// A `PacketNote::cause` not decided yet: the gap lies in a quiet stretch whose cause
     /// the next data (or the connection's end) decides (`PacketNote::SETTLES`).
     pub const PENDING: u8 = 255;
