@@ -48,6 +48,26 @@ pub struct DumbbellConfig {
     pub server_delay: Vec<Duration>,
 }
 
+/// The network a scenario's connections cross: the one path, or the dumbbell when the
+/// file has one (`Scenario::topology`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TopologyConfig<'a> {
+    /// Client — router — server (`[path]`).
+    Single(&'a PathConfig),
+    /// N pairs across one shared link (`[dumbbell]`).
+    Dumbbell(&'a DumbbellConfig),
+}
+
+impl TopologyConfig<'_> {
+    /// The shared link's rate (the router's egress on the single path).
+    pub fn bottleneck_bps(&self) -> u64 {
+        match self {
+            TopologyConfig::Single(p) => p.bandwidth_bps,
+            TopologyConfig::Dumbbell(d) => d.bandwidth_bps,
+        }
+    }
+}
+
 /// A connection rate, or a target utilisation the rate is calibrated to.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -363,6 +383,16 @@ pub struct Scenario {
     /// `server.sack = false` turns RACK and TLP off), one sentence each.
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+impl Scenario {
+    /// The network its connections cross.
+    pub fn topology(&self) -> TopologyConfig<'_> {
+        match &self.dumbbell {
+            Some(d) => TopologyConfig::Dumbbell(d),
+            None => TopologyConfig::Single(&self.path),
+        }
+    }
 }
 
 /// Reads scenario `text` (from `source`, named in errors), applies `overrides`
