@@ -420,7 +420,7 @@ impl<'s> World<'s> {
         c.report.request_bytes = c.spec.client_bytes();
         c.report.response_bytes = c.spec.server_bytes();
         c.report.think_s = c.spec.exchanges.iter().map(|x| x.think.as_secs_f64()).sum();
-        c.mechanisms = [true, false].map(|client| mechanisms::for_side(&self.sc, client, c.spec.port));
+        c.mechanisms = [true, false].map(|client| mechanisms::for_side(&self.sc.mechanisms, client, c.spec.port));
         let mut tcb = Tcb::connect(self.client_cfg.clone(), id, iss, now);
         for p in &mut c.mechanisms[0] {
             p.mechanism.attach(&mut tcb);

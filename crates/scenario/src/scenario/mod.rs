@@ -2,9 +2,12 @@
 //! the mechanisms and where the capture is taken. `load` checks it all and returns the
 //! typed `Scenario` the simulator runs; every error names the file and the dotted key.
 
+pub mod mechanisms;
 mod overrides;
 pub mod ranges;
 pub mod raw;
+
+pub use mechanisms::{Mechanisms, MinRto004Config, SfrConfig, Side, Sides, SynOptimizerConfig};
 
 use raw::*;
 use toml::Table;
@@ -12,7 +15,9 @@ use toml::Table;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ScenarioError;
-use crate::profile::{self, AckCount, DelayedAck, InitialWindow, StackConfig};
+use crate::profile::{
+    self, AckCount, CongestionControlName, DelayedAck, InitialWindow, RecoveryName, SpuriousRtoName, StackConfig,
+};
 use crate::sizes::{self, SizeDist};
 use crate::time::Duration;
 
@@ -150,36 +155,6 @@ impl WorkloadKind {
     }
 }
 
-/// Which data senders a mechanism runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Sides {
-    Client,
-    Server,
-    Both,
-}
-
-impl Sides {
-    pub fn includes(self, client: bool) -> bool {
-        matches!((self, client), (Sides::Both, _) | (Sides::Client, true) | (Sides::Server, false))
-    }
-}
-
-/// Super Fast Retransmit (document 001).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SfrConfig {
-    pub factor: f64,
-    pub cutout: u64,
-    pub sides: Sides,
-}
-
-/// The delayed-ACK-aware minimum RTO (document 004).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct MinRto004Config {
-    pub extended: Duration,
-    pub sides: Sides,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathConfig {
     pub rtt: Duration,
@@ -290,23 +265,6 @@ pub struct WorkloadConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Side {
-    Client,
-    Server,
-}
-
-/// Document 000's syn_optimizer: keep a copy of each SYN (client) or SYN/ACK (server) to
-/// `port`; resend it when nothing answered within `delay`, at most `retries` times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SynOptimizerConfig {
-    pub side: Side,
-    pub delay: Duration,
-    pub retries: u32,
-    pub port: u16,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub enum CapturePoint {
     Client,
     Router,
@@ -370,9 +328,10 @@ pub struct Scenario {
     pub drop: DropConfig,
     pub random_loss: RandomLossConfig,
     pub workload: WorkloadConfig,
-    pub syn_optimizer: Option<SynOptimizerConfig>,
-    pub sfr: Option<SfrConfig>,
-    pub min_rto_004: Option<MinRto004Config>,
+    /// The mechanisms under test, each `None` when the file does not configure it (their
+    /// fields stand in the scenario's own table).
+    #[serde(flatten)]
+    pub mechanisms: Mechanisms,
     pub capture_point: CapturePoint,
     pub capture_link: CaptureLink,
     /// The capture writes IPv6 packets.
@@ -464,31 +423,6 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
     client.jiffies_origin_ns = origin;
     server.jiffies_origin_ns = origin;
     let workload = workload(&raw.workload, src)?;
-    let sides = |key: &str, v: &Option<String>| -> Result<Sides, ScenarioError> {
-        match v.as_deref().unwrap_or("server") {
-            "server" => Ok(Sides::Server),
-            "client" => Ok(Sides::Client),
-            "both" => Ok(Sides::Both),
-            other => Err(err(src, key, format!("{other:?}: expected \"server\", \"client\" or \"both\""))),
-        }
-    };
-    let sfr = match &raw.mechanisms.sfr {
-        None => None,
-        Some(r) => {
-            let factor = r.factor.unwrap_or(3.0);
-            if !(factor > 0.0 && factor.is_finite()) {
-                return Err(err(src, "mechanisms.sfr.factor", "must be a positive number"));
-            }
-            Some(SfrConfig { factor, cutout: r.cutout.map_or(80_000, |c| c.0), sides: sides("mechanisms.sfr.side", &r.side)? })
-        }
-    };
-    let min_rto_004 = match &raw.mechanisms.min_rto_004 {
-        None => None,
-        Some(r) => Some(MinRto004Config {
-            extended: r.extended.map_or(Duration::from_millis(200), |d| d.0),
-            sides: sides("mechanisms.min_rto_004.side", &r.side)?,
-        }),
-    };
     let dumbbell = match &raw.dumbbell {
         None => None,
         Some(d) => Some(dumbbell(d, src)?),
@@ -509,23 +443,7 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         },
         None => path(&raw.path, src)?,
     };
-    let syn_optimizer = match &raw.mechanisms.syn_optimizer {
-        None => None,
-        Some(o) => {
-            let side = match o.side.as_str() {
-                "client" => Side::Client,
-                "server" => Side::Server,
-                other => {
-                    return Err(err(
-                        src,
-                        "mechanisms.syn_optimizer.side",
-                        format!("{other:?}: expected \"client\" or \"server\""),
-                    ))
-                }
-            };
-            Some(SynOptimizerConfig { side, delay: o.delay.0, retries: o.retries, port: o.port.unwrap_or(workload.port) })
-        }
-    };
+    let mechanisms = mechanisms::resolve(&raw.mechanisms, src, workload.port)?;
     let capture_point = match raw.capture.point.as_deref().unwrap_or("client") {
         "client" => CapturePoint::Client,
         "router" => CapturePoint::Router,
@@ -571,9 +489,7 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         drop: drops(&raw.drop, src)?,
         random_loss: random_loss(&raw.random_loss, src, seed)?,
         workload,
-        syn_optimizer,
-        sfr,
-        min_rto_004,
+        mechanisms,
         capture_point,
         capture_link,
         capture_ipv6,
@@ -734,9 +650,9 @@ fn queue(q: &RawQueue, src: &str, at: &str, rate_bps: u64, rtt: Duration) -> Res
 /// file itself turns on is a contradiction, refused in one message naming every key
 /// involved and the fix.
 fn sack_off(c: &mut StackConfig, h: &RawHost, src: &str, side: &str, notes: &mut Vec<String>) -> Result<(), ScenarioError> {
-    let needs = profile::needs_sack(&c.recovery);
+    let needs = c.recovery.needs_sack();
     let involved = [
-        (needs, h.recovery.is_some(), "recovery", format!("{:?}", c.recovery)),
+        (needs, h.recovery.is_some(), "recovery", format!("{:?}", c.recovery.name())),
         (c.rack, h.rack.is_some(), "rack", "true".to_string()),
         (c.tlp, h.tlp.is_some(), "tlp", "true".to_string()),
     ];
@@ -762,7 +678,7 @@ fn sack_off(c: &mut StackConfig, h: &RawHost, src: &str, side: &str, notes: &mut
         return Ok(());
     }
     if needs {
-        c.recovery = "newreno".to_string(); // RFC 6675 without SACK: RFC 6582
+        c.recovery = RecoveryName::NewReno; // RFC 6675 without SACK: RFC 6582
     }
     c.rack = false;
     c.tlp = false;
@@ -773,7 +689,8 @@ fn sack_off(c: &mut StackConfig, h: &RawHost, src: &str, side: &str, notes: &mut
             k => format!("{side}.{k} = false"),
         })
         .collect();
-    let prr = if c.recovery == "prr" { "; PRR stays, duplicate ACKs counted as SACKs (tcp_add_reno_sack)" } else { "" };
+    let prr =
+        if c.recovery == RecoveryName::Prr { "; PRR stays, duplicate ACKs counted as SACKs (tcp_add_reno_sack)" } else { "" };
     notes.push(format!(
         "{side}.sack = false implies {}, as the kernel without SACK (tcp_is_reno: tcp_newreno_mark_lost, \
          no tcp_schedule_loss_probe){prr}",
@@ -837,15 +754,15 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str, notes: &mut Vec<Strin
         // that recovery (their meaning before congestion control became a plug-in).
         match cc.as_str() {
             "reno" | "newreno" => {
-                c.congestion_control = "reno".to_string();
-                if matches!(c.recovery.as_str(), "reno" | "newreno") {
-                    c.recovery = cc.clone();
+                c.congestion_control = CongestionControlName::Reno;
+                if matches!(c.recovery, RecoveryName::Reno | RecoveryName::NewReno) {
+                    c.recovery = RecoveryName::from_name(cc).expect("reno and newreno are recoveries");
                 }
             }
-            "cubic" => c.congestion_control = "cubic".to_string(),
+            "cubic" => c.congestion_control = CongestionControlName::Cubic,
             // BBR is modelled as the kernel's tcp_bbr.c on the Linux sender (rate samples,
             // pacing, PRR-free recovery): no other profile has that sender.
-            "bbr" if c.profile == "linux" => c.congestion_control = "bbr".to_string(),
+            "bbr" if c.profile == "linux" => c.congestion_control = CongestionControlName::Bbr,
             "bbr" => {
                 return Err(err(
                     src,
@@ -879,18 +796,14 @@ fn host(h: &RawHost, src: &str, side: &str, default: &str, notes: &mut Vec<Strin
         c.timer_lag = l.0;
     }
     if let Some(r) = &h.recovery {
-        if !profile::RECOVERY_NAMES.contains(&r.as_str()) {
-            let known = profile::RECOVERY_NAMES.join(", ");
-            return Err(err(src, &key("recovery"), format!("{r:?}: unknown recovery (known: {known})")));
-        }
-        c.recovery = r.clone();
+        c.recovery = RecoveryName::from_name(r)
+            .ok_or_else(|| err(src, &key("recovery"), format!("{r:?}: unknown recovery (known: {})", RecoveryName::known())))?;
     }
     if let Some(s) = &h.spurious_rto {
-        if !profile::SPURIOUS_RTO_NAMES.contains(&s.as_str()) {
-            let known = profile::SPURIOUS_RTO_NAMES.join(", ");
-            return Err(err(src, &key("spurious_rto"), format!("{s:?}: unknown spurious-timeout response (known: {known})")));
-        }
-        c.spurious_rto = s.clone();
+        c.spurious_rto = SpuriousRtoName::from_name(s).ok_or_else(|| {
+            let known = SpuriousRtoName::known();
+            err(src, &key("spurious_rto"), format!("{s:?}: unknown spurious-timeout response (known: {known})"))
+        })?;
     }
     if !c.sack {
         sack_off(&mut c, h, src, side, notes)?;
@@ -1304,7 +1217,7 @@ mod tests {
         assert_eq!(s.client.rto.initial, Duration::from_secs(3));
         assert_eq!(s.client.rto.min, Duration::from_millis(200));
         assert_eq!(s.server.initial_window, InitialWindow::Segments(2));
-        assert_eq!(s.syn_optimizer.unwrap().retries, 3);
+        assert_eq!(s.mechanisms.syn_optimizer.unwrap().retries, 3);
         let e = load(MINIMAL, "s.toml", &["client.stack=vms".into()]).unwrap_err();
         assert_eq!(e.key, "client.stack");
         let e = load(MINIMAL, "s.toml", &["workload.response_writes=[\"1kB\"]".into()]).unwrap_err();
@@ -1316,7 +1229,7 @@ mod tests {
     #[test]
     fn bbr_is_for_the_linux_stack_only() {
         let s = load(MINIMAL, "s.toml", &["server.congestion_control=\"bbr\"".into()]).unwrap();
-        assert_eq!((s.server.congestion_control.as_str(), s.client.congestion_control.as_str()), ("bbr", "cubic"));
+        assert_eq!((s.server.congestion_control.name(), s.client.congestion_control.name()), ("bbr", "cubic"));
         let sets = ["client.stack=\"rfc6298\"".into(), "client.congestion_control=\"bbr\"".into()];
         let e = load(MINIMAL, "s.toml", &sets).unwrap_err();
         assert_eq!(e.key, "client.congestion_control");
@@ -1330,18 +1243,18 @@ mod tests {
     fn sack_off_implies_what_the_kernel_implies_and_contradictions_are_refused_at_once() {
         let s = load(MINIMAL, "s.toml", &["server.sack=false".into()]).unwrap();
         let sv = &s.server;
-        assert_eq!((sv.sack, sv.rack, sv.tlp, sv.recovery.as_str()), (false, false, false, "prr"));
+        assert_eq!((sv.sack, sv.rack, sv.tlp, sv.recovery), (false, false, false, RecoveryName::Prr));
         assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
         let note = &s.notes[0];
         for k in ["server.sack = false", "server.rack = false", "server.tlp = false", "PRR stays"] {
             assert!(note.contains(k), "{note}");
         }
         // The client is untouched, and the defaults imply nothing.
-        assert_eq!((s.client.rack, s.client.tlp, s.client.recovery.as_str()), (true, true, "prr"));
+        assert_eq!((s.client.rack, s.client.tlp, s.client.recovery), (true, true, RecoveryName::Prr));
         assert!(load(MINIMAL, "s.toml", &[]).unwrap().notes.is_empty());
         // What the file says beside it stays when it needs no SACK.
         let s = load(MINIMAL, "s.toml", &["client.sack=false".into(), "client.recovery=reno".into()]).unwrap();
-        assert_eq!((s.client.recovery.as_str(), s.client.rack, s.client.tlp), ("reno", false, false));
+        assert_eq!((s.client.recovery.name(), s.client.rack, s.client.tlp), ("reno", false, false));
         assert!(!s.notes[0].contains("recovery"), "{:?}", s.notes);
 
         let e = load(MINIMAL, "s.toml", &["server.sack=false".into(), "server.rack=true".into(), "server.tlp=true".into()])
@@ -1354,7 +1267,7 @@ mod tests {
         assert!(e.message.contains("client.recovery = \"rfc6675\"") && !e.message.contains("rack"), "{e}");
         // Linux's PRR runs without SACK too.
         let s = load(MINIMAL, "s.toml", &["client.sack=false".into(), "client.recovery=prr".into()]).unwrap();
-        assert_eq!(s.client.recovery, "prr");
+        assert_eq!(s.client.recovery, RecoveryName::Prr);
         // A profile without SACK: the key that needs it is named with the reason.
         let e = load(MINIMAL, "s.toml", &["client.stack=bsd".into(), "client.tlp=true".into()]).unwrap_err();
         assert!(e.message.contains("the profile has no SACK") && e.message.contains("client.tlp = true"), "{e}");
@@ -1363,9 +1276,9 @@ mod tests {
     #[test]
     fn spurious_rto_defaults_by_profile_and_names_what_it_knows() {
         let s = load(MINIMAL, "s.toml", &["client.stack=rfc2988".into()]).unwrap();
-        assert_eq!((s.client.spurious_rto.as_str(), s.server.spurious_rto.as_str()), ("off", "linux"));
+        assert_eq!((s.client.spurious_rto.name(), s.server.spurious_rto.name()), ("off", "linux"));
         let s = load(MINIMAL, "s.toml", &["client.stack=rfc2988".into(), "client.spurious_rto=frto".into()]).unwrap();
-        assert_eq!(s.client.spurious_rto, "frto");
+        assert_eq!(s.client.spurious_rto, SpuriousRtoName::Frto);
         let e = load(MINIMAL, "s.toml", &["server.spurious_rto=eifel".into()]).unwrap_err();
         assert_eq!(e.key, "server.spurious_rto");
         assert!(e.message.contains("known: off, frto, linux"), "{e}");

@@ -6,6 +6,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::borrow::Cow;
 
+pub use super::mechanisms::RawMechanisms;
 use crate::time::Duration;
 use crate::units;
 
@@ -462,51 +463,6 @@ pub struct RawWorkload {
     /// Who closes first: "server" or "client".
     pub close: Option<String>,
     /// The server's port.
-    pub port: Option<u16>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RawMechanisms {
-    /// Document 000's SYN optimizer: resend an unanswered SYN (client) or SYN/ACK (server) after delay.
-    pub syn_optimizer: Option<RawSynOptimizer>,
-    /// Super Fast Retransmit (document 001).
-    pub sfr: Option<RawSfr>,
-    /// The delayed-ACK-aware minimum RTO (document 004).
-    pub min_rto_004: Option<RawMinRto004>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawSfr {
-    /// Timeout = factor × handshake RTT (the paper's "multiplication factor", 3).
-    pub factor: Option<f64>,
-    /// Off once this much data is acknowledged (the paper's "cut-out limit", 80 kB).
-    pub cutout: Option<Size>,
-    /// The data sender it runs on: "server" (default), "client" or "both".
-    pub side: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawMinRto004 {
-    /// R: the extended minimum for the last packet of an odd train (default 200 ms, the
-    /// peer's delayed-ACK timer).
-    pub extended: Option<Dur>,
-    /// The data sender it runs on: "server" (default), "client" or "both".
-    pub side: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawSynOptimizer {
-    /// "client" (resends SYNs) or "server" (resends SYN/ACKs).
-    pub side: String,
-    /// Resend when nothing answered within this delay.
-    pub delay: Dur,
-    /// At most this many resends.
-    pub retries: u32,
-    /// The server port it watches.
     pub port: Option<u16>,
 }
 

@@ -18,7 +18,7 @@ pub mod syn_optimizer;
 
 use crate::packet::Segment;
 use crate::report::ConnReport;
-use crate::scenario::Scenario;
+use crate::scenario::{Mechanisms, Side};
 use crate::tcp::Tcb;
 use crate::time::Instant;
 
@@ -77,18 +77,18 @@ impl Plugged {
     }
 }
 
-/// The mechanisms the scenario runs beside one side of a connection to `port`, in a fixed
+/// The mechanisms configured to run beside one side of a connection to `port`, in a fixed
 /// order (their timers are queued in it).
-pub fn for_side(sc: &Scenario, client: bool, port: u16) -> Vec<Plugged> {
+pub fn for_side(configured: &Mechanisms, client: bool, port: u16) -> Vec<Plugged> {
     let mut out = Vec::new();
     let mut plug = |m: Box<dyn Mechanism>| out.push(Plugged { mechanism: m, scheduled: None });
-    if let Some(cfg) = sc.syn_optimizer.filter(|o| (o.side == crate::scenario::Side::Client) == client) {
+    if let Some(cfg) = configured.syn_optimizer.filter(|o| (o.side == Side::Client) == client) {
         plug(Box::new(syn_optimizer::SynOptimizer::new(cfg, port)));
     }
-    if let Some(cfg) = sc.sfr.filter(|s| s.sides.includes(client)) {
+    if let Some(cfg) = configured.sfr.filter(|s| s.sides.includes(client)) {
         plug(Box::new(sfr::Sfr::new(cfg)));
     }
-    if let Some(cfg) = sc.min_rto_004.filter(|m| m.sides.includes(client)) {
+    if let Some(cfg) = configured.min_rto_004.filter(|m| m.sides.includes(client)) {
         plug(Box::new(min_rto_004::Plugin(cfg)));
     }
     out
