@@ -15,9 +15,10 @@ use shortflow_sim::topology::Topology;
 
 /// What the emulator does to each direction's packets, from a resolved scenario.
 pub struct ScenarioLink {
-    /// The simulator's own single path (`Topology::single`): per direction the sending
-    /// host's access port, then the router's egress (the bottleneck, with the scenario's
-    /// drop-tail queue), each with its rate and its share of the propagation delay. The
+    /// The simulator's own single path (`Topology::build` of `TopologyConfig::Single`): per
+    /// direction the sending host's access port, then the router's egress (the bottleneck,
+    /// with the scenario's drop-tail queue), each with its rate and its share of the
+    /// propagation delay. The
     /// emulator offers every packet to these ports as the simulator does and releases it
     /// when its last bit would reach the far end, so the emulator itself is the rate
     /// limit (no tbf: tbf with a one-frame bucket loses the lateness of every late

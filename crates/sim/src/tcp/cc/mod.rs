@@ -10,7 +10,7 @@
 //! sets the window and the pacing rate the sender's pacing clock (`tcp::pacing`) follows.
 //!
 //! One file per algorithm, each with its own tests; profiles choose one by name
-//! (`StackConfig::congestion_control`, resolved by `by_name`).
+//! (`StackConfig::congestion_control`, built by `build`).
 
 pub mod bbr;
 pub mod cubic;

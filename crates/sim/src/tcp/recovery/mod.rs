@@ -4,7 +4,7 @@
 //! (`CongestionControl::ssthresh`) when `enter` is called; the endpoint retransmits.
 //!
 //! One file per algorithm with its tests; profiles choose one by name
-//! (`StackConfig::recovery`, resolved by `by_name`).
+//! (`StackConfig::recovery`, built by `build`).
 
 pub mod newreno;
 pub mod prr;
