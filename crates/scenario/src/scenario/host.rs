@@ -106,50 +106,9 @@ pub(super) fn host(
     if c.rto.min > c.rto.max {
         return Err(err(src, &key("rto_min"), "is larger than rto_max"));
     }
-    match (&h.initial_window, h.slow_start_initial) {
-        (Some(_), Some(_)) => {
-            return Err(err(src, &key("slow_start_initial"), "is Solaris's name for initial_window: set one of them"))
-        }
-        (Some(RawWindow::Segments(n)), None) => c.initial_window = InitialWindow::Segments(*n),
-        (Some(RawWindow::Named(s)), None) if s == "rfc3390" => c.initial_window = InitialWindow::Rfc3390,
-        (Some(RawWindow::Named(s)), None) => {
-            return Err(err(src, &key("initial_window"), format!("{s:?}: expected a number of segments or \"rfc3390\"")))
-        }
-        (None, Some(n)) => c.initial_window = InitialWindow::Segments(n),
-        (None, None) => {}
-    }
-    if c.initial_window == InitialWindow::Segments(0) {
-        return Err(err(src, &key("initial_window"), "must be at least 1 segment"));
-    }
+    initial_window(&mut c, h, src, side)?;
     if let Some(cc) = &h.congestion_control {
-        // "reno"/"newreno" name Reno's window rules, and for a profile without SACK also
-        // that recovery (their meaning before congestion control became a plug-in).
-        match cc.as_str() {
-            "reno" | "newreno" => {
-                c.congestion_control = CongestionControlName::Reno;
-                if matches!(c.recovery, RecoveryName::Reno | RecoveryName::NewReno) {
-                    c.recovery = RecoveryName::from_name(cc).expect("reno and newreno are recoveries");
-                }
-            }
-            "cubic" => c.congestion_control = CongestionControlName::Cubic,
-            // BBR is modelled as the kernel's tcp_bbr.c on the Linux sender (rate samples,
-            // pacing, PRR-free recovery): no other profile has that sender.
-            "bbr" if c.profile == "linux" => c.congestion_control = CongestionControlName::Bbr,
-            "bbr" => {
-                return Err(err(
-                    src,
-                    &key("congestion_control"),
-                    format!("\"bbr\" is Linux's tcp_bbr.c: it needs stack = \"linux\", not {:?}", c.profile),
-                ))
-            }
-            other => {
-                return Err(err(
-                    src,
-                    &key("congestion_control"),
-                    format!("{other:?}: the simulator models \"reno\", \"newreno\", \"cubic\" and \"bbr\""),
-                ))
-            }
-        }
+        congestion_control(&mut c, cc, src, side)?;
     }
     set!(c.timestamps, h.timestamps);
     set!(c.sack, h.sack);
@@ -184,42 +143,7 @@ pub(super) fn host(
         return Err(err(src, &key("timer_slack"), format!("the {:?} profile has no jiffies timers to be slack", c.profile)));
     }
     ack_policy(&mut c, h, src, side)?;
-    if let Some(m) = h.mss {
-        if !(64..=65_495).contains(&m.0) {
-            return Err(err(src, &key("mss"), "must be between 64B and 65495B"));
-        }
-        c.mss = m.0 as u32;
-    }
-    if let Some(m) = h.mtu {
-        if c.mtu.is_none() {
-            return Err(err(
-                src,
-                &key("mtu"),
-                format!("the {:?} profile sends with the MSS it announces: set mss instead", c.profile),
-            ));
-        }
-        if !(576..=65_535).contains(&m.0) {
-            return Err(err(src, &key("mtu"), "must be between 576B (RFC 791) and 65535B"));
-        }
-        c.mtu = Some(m.0 as u32);
-        if h.mss.is_none() {
-            // The route's advmss follows its MTU (ipv4_default_advmss: mtu − 40).
-            c.mss = m.0 as u32 - 40;
-        }
-    }
-    if let Some(w) = h.receive_window {
-        if w.0 == 0 || w.0 > u64::from(u32::MAX) {
-            return Err(err(src, &key("receive_window"), "must be between 1B and 4GB"));
-        }
-        c.receive_window = w.0 as u32;
-        if let Some(lr) = &mut c.linux_receiver {
-            // As the testbed sets it: tcp_rmem[1] = 2 × window (tcp_adv_win_scale 1),
-            // tcp_rmem[2] at least 6 MB, route initrwnd = the window in segments.
-            let buf = 2 * w.0;
-            lr.rmem = [4096, buf, buf.max(6_291_456)];
-            lr.init_rcv_wnd = Some(w.0.div_ceil(u64::from(c.mss)) as u32);
-        }
-    }
+    segment_sizes(&mut c, h, src, side)?;
     if c.ack.ack_every == 0 {
         return Err(err(src, &key("ack_every"), "must be at least 1"));
     }
@@ -271,6 +195,104 @@ fn ack_policy(c: &mut StackConfig, h: &RawHost, src: &str, side: &str) -> Result
             "segments" => AckCount::Segments,
             other => return Err(err(src, &key("ack_count"), format!("{other:?}: expected \"bytes\" or \"segments\""))),
         };
+    }
+    Ok(())
+}
+
+/// `initial_window` (or Solaris's `slow_start_initial`) over the profile's.
+fn initial_window(c: &mut StackConfig, h: &RawHost, src: &str, side: &str) -> Result<(), ScenarioError> {
+    let key = |k: &str| format!("{side}.{k}");
+    match (&h.initial_window, h.slow_start_initial) {
+        (Some(_), Some(_)) => {
+            return Err(err(src, &key("slow_start_initial"), "is Solaris's name for initial_window: set one of them"))
+        }
+        (Some(RawWindow::Segments(n)), None) => c.initial_window = InitialWindow::Segments(*n),
+        (Some(RawWindow::Named(s)), None) if s == "rfc3390" => c.initial_window = InitialWindow::Rfc3390,
+        (Some(RawWindow::Named(s)), None) => {
+            return Err(err(src, &key("initial_window"), format!("{s:?}: expected a number of segments or \"rfc3390\"")))
+        }
+        (None, Some(n)) => c.initial_window = InitialWindow::Segments(n),
+        (None, None) => {}
+    }
+    if c.initial_window == InitialWindow::Segments(0) {
+        return Err(err(src, &key("initial_window"), "must be at least 1 segment"));
+    }
+    Ok(())
+}
+
+/// The congestion control the file names, `cc`, over the profile's.
+fn congestion_control(c: &mut StackConfig, cc: &str, src: &str, side: &str) -> Result<(), ScenarioError> {
+    let key = |k: &str| format!("{side}.{k}");
+    // "reno"/"newreno" name Reno's window rules, and for a profile without SACK also
+    // that recovery (their meaning before congestion control became a plug-in).
+    match cc {
+        "reno" | "newreno" => {
+            c.congestion_control = CongestionControlName::Reno;
+            if matches!(c.recovery, RecoveryName::Reno | RecoveryName::NewReno) {
+                c.recovery = RecoveryName::from_name(cc).expect("reno and newreno are recoveries");
+            }
+        }
+        "cubic" => c.congestion_control = CongestionControlName::Cubic,
+        // BBR is modelled as the kernel's tcp_bbr.c on the Linux sender (rate samples,
+        // pacing, PRR-free recovery): no other profile has that sender.
+        "bbr" if c.profile == "linux" => c.congestion_control = CongestionControlName::Bbr,
+        "bbr" => {
+            return Err(err(
+                src,
+                &key("congestion_control"),
+                format!("\"bbr\" is Linux's tcp_bbr.c: it needs stack = \"linux\", not {:?}", c.profile),
+            ))
+        }
+        other => {
+            return Err(err(
+                src,
+                &key("congestion_control"),
+                format!("{other:?}: the simulator models \"reno\", \"newreno\", \"cubic\" and \"bbr\""),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `mss`, `mtu` and `receive_window` over the profile's (the window sizes the Linux
+/// receiver's buffers as the testbed sets them).
+fn segment_sizes(c: &mut StackConfig, h: &RawHost, src: &str, side: &str) -> Result<(), ScenarioError> {
+    let key = |k: &str| format!("{side}.{k}");
+    if let Some(m) = h.mss {
+        if !(64..=65_495).contains(&m.0) {
+            return Err(err(src, &key("mss"), "must be between 64B and 65495B"));
+        }
+        c.mss = m.0 as u32;
+    }
+    if let Some(m) = h.mtu {
+        if c.mtu.is_none() {
+            return Err(err(
+                src,
+                &key("mtu"),
+                format!("the {:?} profile sends with the MSS it announces: set mss instead", c.profile),
+            ));
+        }
+        if !(576..=65_535).contains(&m.0) {
+            return Err(err(src, &key("mtu"), "must be between 576B (RFC 791) and 65535B"));
+        }
+        c.mtu = Some(m.0 as u32);
+        if h.mss.is_none() {
+            // The route's advmss follows its MTU (ipv4_default_advmss: mtu − 40).
+            c.mss = m.0 as u32 - 40;
+        }
+    }
+    if let Some(w) = h.receive_window {
+        if w.0 == 0 || w.0 > u64::from(u32::MAX) {
+            return Err(err(src, &key("receive_window"), "must be between 1B and 4GB"));
+        }
+        c.receive_window = w.0 as u32;
+        if let Some(lr) = &mut c.linux_receiver {
+            // As the testbed sets it: tcp_rmem[1] = 2 × window (tcp_adv_win_scale 1),
+            // tcp_rmem[2] at least 6 MB, route initrwnd = the window in segments.
+            let buf = 2 * w.0;
+            lr.rmem = [4096, buf, buf.max(6_291_456)];
+            lr.init_rcv_wnd = Some(w.0.div_ceil(u64::from(c.mss)) as u32);
+        }
     }
     Ok(())
 }

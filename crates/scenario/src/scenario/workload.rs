@@ -192,6 +192,48 @@ fn abt_vectors(w: &RawWorkload, src: &str) -> Result<AbtConfig, ScenarioError> {
 }
 
 pub(super) fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, ScenarioError> {
+    let kind = kind(w, src)?;
+    let response = w.response.map_or(13_549, |s| s.0);
+    let response_writes = response_writes(w, response, src)?;
+    let response_headers = w.response_headers.map_or(0, |s| s.0);
+    let close = match w.close.as_deref().unwrap_or("server") {
+        "server" => Closer::Server,
+        "client" => Closer::Client,
+        other => return Err(err(src, "workload.close", format!("{other:?}: expected \"server\" or \"client\""))),
+    };
+    let request = w.request.map_or(300, |s| s.0);
+    if request == 0 {
+        return Err(err(src, "workload.request", "must be at least 1B"));
+    }
+    let requests = w.requests.unwrap_or(1);
+    let connections = match &kind {
+        // Every vector is a connection; they may all be open at once.
+        WorkloadKind::Abt(a) => a.vectors.len() as u32,
+        _ => w.connections.unwrap_or(1),
+    };
+    if requests == 0 || connections == 0 {
+        return Err(err(src, if requests == 0 { "workload.requests" } else { "workload.connections" }, "must be at least 1"));
+    }
+    Ok(WorkloadConfig {
+        kind,
+        duration: w.duration.map_or(Duration::ZERO, |d| d.0),
+        request,
+        response,
+        response_writes,
+        response_headers,
+        think_time: w.think_time.map_or(Duration::ZERO, |d| d.0),
+        requests,
+        idle: w.idle.map_or(Duration::ZERO, |d| d.0),
+        connections,
+        parallel: w.parallel.unwrap_or(false),
+        interval: w.interval.map_or(Duration::ZERO, |d| d.0),
+        close,
+        port: w.port.unwrap_or(80),
+    })
+}
+
+/// The workload's kind and its own keys, each refused under another kind.
+fn kind(w: &RawWorkload, src: &str) -> Result<WorkloadKind, ScenarioError> {
     let kind_name = w.kind.as_deref().unwrap_or("http");
     let rate = || -> Result<ArrivalRate, ScenarioError> {
         match (w.connections_per_second, &w.load) {
@@ -255,9 +297,13 @@ pub(super) fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, Sce
             format!("a {kind_name} workload needs duration = \"300s\" (arrivals stop then) or max_connections"),
         ));
     }
-    let response = w.response.map_or(13_549, |s| s.0);
-    let response_writes = match &w.response_writes {
-        None => vec![response],
+    Ok(kind)
+}
+
+/// How the server hands the response to TCP: `response_writes`, adding up to `response`.
+fn response_writes(w: &RawWorkload, response: u64, src: &str) -> Result<Vec<u64>, ScenarioError> {
+    match &w.response_writes {
+        None => Ok(vec![response]),
         Some(v) => {
             let writes: Vec<u64> = v.iter().map(|s| s.0).collect();
             let total: u64 = writes.iter().sum();
@@ -268,42 +314,7 @@ pub(super) fn workload(w: &RawWorkload, src: &str) -> Result<WorkloadConfig, Sce
                     format!("the writes add up to {total}B, the response is {response}B (and none may be 0B)"),
                 ));
             }
-            writes
+            Ok(writes)
         }
-    };
-    let response_headers = w.response_headers.map_or(0, |s| s.0);
-    let close = match w.close.as_deref().unwrap_or("server") {
-        "server" => Closer::Server,
-        "client" => Closer::Client,
-        other => return Err(err(src, "workload.close", format!("{other:?}: expected \"server\" or \"client\""))),
-    };
-    let request = w.request.map_or(300, |s| s.0);
-    if request == 0 {
-        return Err(err(src, "workload.request", "must be at least 1B"));
     }
-    let requests = w.requests.unwrap_or(1);
-    let connections = match &kind {
-        // Every vector is a connection; they may all be open at once.
-        WorkloadKind::Abt(a) => a.vectors.len() as u32,
-        _ => w.connections.unwrap_or(1),
-    };
-    if requests == 0 || connections == 0 {
-        return Err(err(src, if requests == 0 { "workload.requests" } else { "workload.connections" }, "must be at least 1"));
-    }
-    Ok(WorkloadConfig {
-        kind,
-        duration: w.duration.map_or(Duration::ZERO, |d| d.0),
-        request,
-        response,
-        response_writes,
-        response_headers,
-        think_time: w.think_time.map_or(Duration::ZERO, |d| d.0),
-        requests,
-        idle: w.idle.map_or(Duration::ZERO, |d| d.0),
-        connections,
-        parallel: w.parallel.unwrap_or(false),
-        interval: w.interval.map_or(Duration::ZERO, |d| d.0),
-        close,
-        port: w.port.unwrap_or(80),
-    })
 }

@@ -440,11 +440,11 @@ mod tests {
                     (state, len) = (r.state, 1.0);
                 }
             }
-            for s in 0..2 {
-                let got = runs[s].iter().sum::<f64>() / runs[s].len() as f64;
+            for (s, lens) in runs.iter().enumerate() {
+                let got = lens.iter().sum::<f64>() / lens.len() as f64;
                 let want = mean_ceil_weibull(r.shape[s], r.scale[s]);
                 assert!((got / want - 1.0).abs() < 0.03, "rate {rate}, state {s}: mean run {got} vs {want}");
-                assert!(runs[s].iter().all(|&l| l >= 1.0));
+                assert!(lens.iter().all(|&l| l >= 1.0));
             }
         }
     }
