@@ -82,6 +82,7 @@ pub struct RawSynOptimizer {
     /// At most this many resends.
     pub retries: u32,
     /// The server port it watches.
+    #[schemars(extend("default" = "workload.port"))]
     pub port: Option<u16>,
 }
 
@@ -108,10 +109,13 @@ fn syn_optimizer(o: &RawSynOptimizer, src: &str, port: u16) -> Result<SynOptimiz
 #[serde(deny_unknown_fields)]
 pub struct RawSfr {
     /// Timeout = factor × handshake RTT (the paper's "multiplication factor", 3).
+    #[schemars(extend("default" = "3.0"))]
     pub factor: Option<f64>,
     /// Off once this much data is acknowledged (the paper's "cut-out limit", 80 kB).
+    #[schemars(extend("default" = "80000B"))]
     pub cutout: Option<Size>,
     /// The data sender it runs on: "server" (default), "client" or "both".
+    #[schemars(extend("default" = "server"))]
     pub side: Option<String>,
 }
 
@@ -140,8 +144,10 @@ fn sfr(r: &RawSfr, src: &str) -> Result<SfrConfig, ScenarioError> {
 pub struct RawMinRto004 {
     /// R: the extended minimum for the last packet of an odd train (default 200 ms, the
     /// peer's delayed-ACK timer).
+    #[schemars(extend("default" = "200ms"))]
     pub extended: Option<Dur>,
     /// The data sender it runs on: "server" (default), "client" or "both".
+    #[schemars(extend("default" = "server"))]
     pub side: Option<String>,
 }
 
