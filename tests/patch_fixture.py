@@ -15,6 +15,30 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PATCHES = ROOT / "tests" / "data" / "patches"
 
+#: Document 001's tail loss: the last of four segments lost, no tail loss probe or RACK, so
+#: only a timer repairs it (Linux's RTO, at least 200 ms, without a mechanism).
+TAIL_LOSS = """
+[path]
+rtt = "20ms"
+bandwidth = "100Mbit"
+[client]
+stack = "linux"
+delayed_ack = "off"
+timestamps = false
+mss = "1000B"
+[server]
+stack = "linux"
+mss = "1000B"
+initial_window = 10
+timestamps = false
+rack = false
+tlp = false
+[drop]
+data = [4]
+[workload]
+response = "4000B"
+"""
+
 needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")
 
 

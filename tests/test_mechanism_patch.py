@@ -14,33 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from patch_fixture import PATCHES, cargo, copy_applied, needs_cargo, touched
+from patch_fixture import PATCHES, TAIL_LOSS, cargo, copy_applied, needs_cargo, touched
 
 PATCH = PATCHES / "dummy-mechanism.patch"
-
-#: Document 001's tail loss: the last of four segments lost, no tail loss probe or RACK, so
-#: only a timer repairs it (Linux's RTO, at least 200 ms, without a mechanism).
-TAIL_LOSS = """
-[path]
-rtt = "20ms"
-bandwidth = "100Mbit"
-[client]
-stack = "linux"
-delayed_ack = "off"
-timestamps = false
-mss = "1000B"
-[server]
-stack = "linux"
-mss = "1000B"
-initial_window = 10
-timestamps = false
-rack = false
-tlp = false
-[drop]
-data = [4]
-[workload]
-response = "4000B"
-"""
 
 
 def test_the_patch_touches_the_mechanism_list_its_keys_and_a_file_of_its_own() -> None:
