@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,19 @@ def cargo(copy: Path, target: str, *args: str) -> str:
     r = subprocess.run(["nice", "cargo", *args], cwd=copy, capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
+
+
+def mean_complete(copy: Path, target: str, scenario: Path, *sets: str) -> float:
+    """The mean completion time (s) of the copy's simulator on `scenario` (one connection),
+    with `sets` (`key=value`), from its `speed` example."""
+    out = cargo(copy, target, "run", "-q", "-p", "shortflow-sim", "--example", "speed", "--", str(scenario), *sets)
+    m = re.search(r"mean complete Some\(([0-9.]+)\) s +completed 1", out)
+    assert m, out
+    return float(m.group(1))
+
+
+def refused_here(scenario: Path, setting: str) -> str:
+    """What this build's `shortflow simulate` says of `--set SETTING`."""
+    exe = str(Path(sys.executable).with_name("shortflow"))
+    r = subprocess.run([exe, "simulate", str(scenario), "--set", setting], capture_output=True, text=True)
+    return r.stdout + r.stderr

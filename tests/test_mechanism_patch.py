@@ -9,12 +9,9 @@ moves the run's completion; this build refuses the key."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
-from patch_fixture import PATCHES, TAIL_LOSS, cargo, copy_applied, needs_cargo, touched
+from patch_fixture import PATCHES, TAIL_LOSS, copy_applied, mean_complete, needs_cargo, refused_here, touched
 
 PATCH = PATCHES / "dummy-mechanism.patch"
 
@@ -32,27 +29,17 @@ def test_the_patch_touches_the_mechanism_list_its_keys_and_a_file_of_its_own() -
     assert "world.rs" not in patch and "report.rs" not in patch
 
 
-def _mean_complete(copy: Path, scenario: Path, *sets: str) -> float:
-    out = cargo(copy, "mechanism-fixture", "run", "-q", "-p", "shortflow-sim", "--example", "speed", "--",
-                str(scenario), *sets)
-    m = re.search(r"mean complete Some\(([0-9.]+)\) s +completed 1", out)
-    assert m, out
-    return float(m.group(1))
-
-
 @needs_cargo
 def test_the_copy_runs_the_new_mechanism_and_this_build_refuses_it(tmp_path: Path) -> None:
     scenario = tmp_path / "tail.toml"
     scenario.write_text(TAIL_LOSS)
     key = 'mechanisms.dummy={after="30ms"}'
-    ours = subprocess.run([str(Path(sys.executable).with_name("shortflow")), "simulate", str(scenario), "--set", key],
-                          capture_output=True, text=True)
-    assert "mechanisms.dummy: unknown key" in ours.stdout + ours.stderr
+    assert "mechanisms.dummy: unknown key" in refused_here(scenario, key)
 
     copy = copy_applied(tmp_path, PATCH)
-    plain = _mean_complete(copy, scenario)
-    early = _mean_complete(copy, scenario, key)
-    later = _mean_complete(copy, scenario, 'mechanisms.dummy={after="90ms"}')
+    plain = mean_complete(copy, "mechanism-fixture", scenario)
+    early = mean_complete(copy, "mechanism-fixture", scenario, key)
+    later = mean_complete(copy, "mechanism-fixture", scenario, 'mechanisms.dummy={after="90ms"}')
     # Without it the RTO (200 ms and more) repairs the tail; with it the resend leaves
     # `after` the last send: 60 ms later for 90 ms than for 30 ms, both before the RTO.
     assert plain > 0.2, plain

@@ -8,12 +8,9 @@ and help, and its value moves SFR's resend; this build refuses the key."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
-from patch_fixture import PATCHES, TAIL_LOSS, cargo, copy_applied, needs_cargo, touched
+from patch_fixture import PATCHES, TAIL_LOSS, cargo, copy_applied, mean_complete, needs_cargo, refused_here, touched
 
 PATCH = PATCHES / "dummy-scenario-key.patch"
 
@@ -28,22 +25,12 @@ def test_the_patch_touches_the_keys_table_and_the_code_that_uses_it() -> None:
     assert "schema.rs" not in patch and "raw.rs" not in patch
 
 
-def _mean_complete(copy: Path, scenario: Path, *sets: str) -> float:
-    out = cargo(copy, "key-fixture", "run", "-q", "-p", "shortflow-sim", "--example", "speed", "--",
-                str(scenario), *sets)
-    m = re.search(r"mean complete Some\(([0-9.]+)\) s +completed 1", out)
-    assert m, out
-    return float(m.group(1))
-
-
 @needs_cargo
 def test_the_copy_documents_and_runs_the_new_key_and_this_build_refuses_it(tmp_path: Path) -> None:
     scenario = tmp_path / "tail.toml"
     scenario.write_text(TAIL_LOSS)
     key = 'mechanisms.sfr={factor=3, floor="100ms"}'
-    ours = subprocess.run([str(Path(sys.executable).with_name("shortflow")), "simulate", str(scenario), "--set", key],
-                          capture_output=True, text=True)
-    assert "mechanisms.sfr.floor: unknown key" in ours.stdout + ours.stderr
+    assert "mechanisms.sfr.floor: unknown key" in refused_here(scenario, key)
 
     copy = copy_applied(tmp_path, PATCH)
     rows = [r for r in cargo(copy, "key-fixture", "run", "-q", "-p", "shortflow-scenario", "--example", "reference")
@@ -52,8 +39,8 @@ def test_the_copy_documents_and_runs_the_new_key_and_this_build_refuses_it(tmp_p
                     "timeout SFR arms, whatever the handshake RTT. |"], rows
     # SFR's timeout is 3 handshake RTTs (60 ms here); a 100 ms floor resends the tail 40 ms
     # later, a floor below the timeout changes nothing.
-    sfr = _mean_complete(copy, scenario, "mechanisms.sfr={factor=3}")
-    floored = _mean_complete(copy, scenario, key)
-    low = _mean_complete(copy, scenario, 'mechanisms.sfr={factor=3, floor="10ms"}')
+    sfr = mean_complete(copy, "key-fixture", scenario, "mechanisms.sfr={factor=3}")
+    floored = mean_complete(copy, "key-fixture", scenario, key)
+    low = mean_complete(copy, "key-fixture", scenario, 'mechanisms.sfr={factor=3, floor="10ms"}')
     assert abs((floored - sfr) - 0.040) < 1e-3, (sfr, floored)
     assert low == sfr, (sfr, low)
