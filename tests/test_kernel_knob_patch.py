@@ -14,14 +14,12 @@ The copy is checked with its own `cargo test` and the JSON it serves (the scenar
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from patch_fixture import PATCHES, cargo, copy_applied, needs_cargo, touched
 from shortflow import _core, tune
 from shortflow.exceptions import TuneError
 from shortflow.host import knobs, sysctl
@@ -29,15 +27,8 @@ from shortflow.testbed import load, realize
 from shortflow.testbed.realize import RealizeError
 from shortflow.tune.settings import TuneSettings, parse_set
 
-ROOT = Path(__file__).resolve().parents[1]
-PATCH = ROOT / "tests" / "data" / "patches" / "dummy-kernel-knob.patch"
+PATCH = PATCHES / "dummy-kernel-knob.patch"
 SYSCTL = "net.ipv4.tcp_comp_sack_nr"
-
-needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")
-
-
-def touched(patch: str) -> list[str]:
-    return sorted(set(re.findall(r"^\+\+\+ b/(\S+)$", patch, re.M)))
 
 
 def test_the_patch_touches_one_table_file_and_its_test() -> None:
@@ -52,26 +43,8 @@ def test_the_patch_touches_one_table_file_and_its_test() -> None:
     assert sum("assert" in line for line in added) == 1
 
 
-def _copy_applied(tmp: Path) -> Path:
-    """The Rust workspace as it stands in this checkout, copied, with the patch applied."""
-    copy = tmp / "tree"
-    copy.mkdir()
-    for name in ("Cargo.toml", "Cargo.lock", "rustfmt.toml", "bpf"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, copy / name)
-    shutil.copytree(ROOT / "crates", copy / "crates", ignore=shutil.ignore_patterns("target", "fuzz"))
-    for step in (["--check"], []):
-        r = subprocess.run(["git", "apply", *step, str(PATCH)], cwd=copy, capture_output=True, text=True)
-        assert r.returncode == 0, f"the fixture no longer applies to this tree (regenerate it): {r.stderr}"
-    return copy
-
-
 def _cargo(copy: Path, *args: str) -> str:
-    # A target directory of the fixture's own under the checkout's: kept between runs.
-    env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target" / "knob-fixture")}
-    r = subprocess.run(["nice", "cargo", *args], cwd=copy, capture_output=True, text=True, env=env, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return r.stdout
+    return cargo(copy, "knob-fixture", *args)
 
 
 @needs_cargo
@@ -81,7 +54,7 @@ def test_one_table_row_reaches_the_simulator_realize_and_tune(tmp_path: Path, mo
     with pytest.raises(TuneError, match="--set 'quick_acks=16': expected NAME=VALUE"):
         parse_set("quick_acks=16")
 
-    copy = _copy_applied(tmp_path)
+    copy = copy_applied(tmp_path, PATCH)
     _cargo(copy, "test", "-q", "-p", "shortflow-scenario", "--lib", "kernel::")
     served = json.loads(_cargo(copy, "run", "-q", "-p", "shortflow-scenario", "--example", "reference", "kernel"))
     linux = json.loads(_cargo(copy, "run", "-q", "-p", "shortflow-scenario", "--example", "reference", "linux"))

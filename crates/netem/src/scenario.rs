@@ -12,14 +12,15 @@ use shortflow_scenario::scenario::WorkloadKind;
 use shortflow_scenario::scenario::MAX_FILE_BYTES;
 use shortflow_scenario::{Scenario, ScenarioError};
 use shortflow_sim::loss::LossModel;
-use shortflow_sim::scenario::QueueConfig;
+use shortflow_sim::scenario::{QueueConfig, TopologyConfig};
 use shortflow_sim::topology::Topology;
 
 /// What the emulator does to each direction's packets, from a resolved scenario.
 pub struct ScenarioLink {
-    /// The simulator's own single path (`Topology::single`): per direction the sending
-    /// host's access port, then the router's egress (the bottleneck, with the scenario's
-    /// drop-tail queue), each with its rate and its share of the propagation delay. The
+    /// The simulator's own single path (`Topology::build` of `TopologyConfig::Single`): per
+    /// direction the sending host's access port, then the router's egress (the bottleneck,
+    /// with the scenario's drop-tail queue), each with its rate and its share of the
+    /// propagation delay. The
     /// emulator offers every packet to these ports as the simulator does and releases it
     /// when its last bit would reach the far end, so the emulator itself is the rate
     /// limit (no tbf: tbf with a one-frame bucket loses the lateness of every late
@@ -72,14 +73,16 @@ pub fn flow_delays(sc: &Scenario, first_port: u16) -> Result<HashMap<u16, u64>, 
 
 /// The link for resolved scenario `sc`, or the key the emulator cannot carry.
 pub fn link(sc: &Scenario) -> Result<ScenarioLink, ScenarioError> {
-    if sc.dumbbell.is_some() {
-        return Err(ScenarioError::new(
-            &sc.source,
-            "dumbbell",
-            "the emulator is one link between one client and one server, not a dumbbell",
-        ));
-    }
-    let p = &sc.path;
+    let p = match sc.topology() {
+        TopologyConfig::Single(p) => p,
+        TopologyConfig::Dumbbell(_) => {
+            return Err(ScenarioError::new(
+                &sc.source,
+                "dumbbell",
+                "the emulator is one link between one client and one server, not a dumbbell",
+            ))
+        }
+    };
     if p.access_bandwidth_bps != p.bandwidth_bps {
         // Slower hosts would queue on their own links before the router: tbf shapes only
         // the router's egress, so the emulator has no queue to put there.
@@ -105,7 +108,7 @@ pub fn link(sc: &Scenario) -> Result<ScenarioLink, ScenarioError> {
     if p.bandwidth_bps == 0 {
         return Err(ScenarioError::new(&sc.source, "path.bandwidth", "the emulator's link needs a rate above 0"));
     }
-    Ok(ScenarioLink { topology: Topology::single(p), loss: LossModel::for_scenario(sc) })
+    Ok(ScenarioLink { topology: Topology::build(TopologyConfig::Single(p)), loss: LossModel::for_scenario(sc) })
 }
 
 #[cfg(test)]

@@ -1,61 +1,14 @@
 //! The scenario file's reference, generated from the model: the JSON Schema of the raw
-//! document (derived from the serde structs and their doc comments), each key's default
-//! and range added from the model's own tables, and the flat list of keys that
-//! `shortflow scenario keys` prints and `docs/scenario.md` shows.
+//! document (derived from the serde structs: each key's help from its doc comment, its
+//! unit from its type, its default as shown from its `schemars(extend("default" = …))`),
+//! each key's range added from the model's table (`ranges`), and the flat list of keys
+//! that `shortflow scenario keys` prints and `docs/scenario.md` shows.
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::scenario::ranges::{self, Range, Unit};
 use crate::scenario::raw::RawScenario;
-
-/// Defaults of the keys that have one fixed value (each checked by a test: setting the key
-/// to it changes nothing). Host keys default to their `stack` profile's value; the value
-/// shown is the `linux` profile's.
-pub const DEFAULTS: &[(&str, &str)] = &[
-    ("seed", "1"),
-    ("time_limit", "3600s"),
-    ("path.bandwidth", "1Gbit"),
-    ("path.access_bandwidth", "path.bandwidth"),
-    ("path.queue", "{ kind = \"droptail\", packets = 1000 }"),
-    ("dumbbell.access_bandwidth", "100Mbit"),
-    ("dumbbell.client_delay", "1ms"),
-    ("dumbbell.server_delay", "1ms"),
-    ("dumbbell.queue", "{ kind = \"droptail\", packets = 100 }"),
-    ("random_loss.forward", "0.0"),
-    ("random_loss.reverse", "0.0"),
-    ("random_loss.seed", "seed"),
-    ("random_loss.syn", "0.0"),
-    ("random_loss.synack", "0.0"),
-    ("random_loss.ack", "0.0"),
-    ("random_loss.data", "0.0"),
-    ("random_loss.client_data", "0.0"),
-    ("workload.kind", "http"),
-    ("workload.request", "300B"),
-    ("workload.response", "13549B"),
-    ("workload.response_writes", "[workload.response]"),
-    ("workload.requests", "1"),
-    ("workload.connections", "1"),
-    ("workload.parallel", "false"),
-    ("workload.think_time", "0s"),
-    ("workload.idle", "0s"),
-    ("workload.interval", "0s"),
-    ("workload.close", "server"),
-    ("workload.port", "80"),
-    ("workload.http_1_1", "false"),
-    ("workload.flows", "1"),
-    ("workload.spacing", "0s"),
-    ("mechanisms.sfr.factor", "3.0"),
-    ("mechanisms.sfr.cutout", "80000B"),
-    ("mechanisms.sfr.side", "server"),
-    ("mechanisms.min_rto_004.extended", "200ms"),
-    ("mechanisms.min_rto_004.side", "server"),
-    ("mechanisms.syn_optimizer.port", "workload.port"),
-    ("capture.point", "client"),
-    ("capture.link", "ethernet"),
-    ("capture.ipv6", "false"),
-    ("{side}.stack", "linux"),
-];
 
 /// One key of the scenario file as `shortflow scenario keys` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -119,9 +72,6 @@ fn annotate(node: &mut Value, prefix: &str) -> Vec<(String, String)> {
         // serde(default) tables get their Default as a JSON default: noise, not a value.
         if p.get("default").is_some_and(|d| d.is_object()) {
             p.remove("default");
-        }
-        if let Some((_, d)) = DEFAULTS.iter().find(|(k, _)| *k == key) {
-            p.insert("default".into(), json!(d));
         }
         if let Some((range, _)) = range_of(&key) {
             p.insert(

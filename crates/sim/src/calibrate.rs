@@ -58,7 +58,7 @@ pub fn try_run_to(
 }
 
 fn capacity_bps(sc: &Scenario) -> f64 {
-    sc.dumbbell.as_ref().map_or(sc.path.bandwidth_bps, |d| d.bandwidth_bps) as f64
+    sc.topology().bottleneck_bps() as f64
 }
 
 /// Server-to-client utilisation of a run.

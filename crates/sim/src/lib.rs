@@ -21,7 +21,6 @@ pub mod mechanisms;
 pub mod packet;
 pub mod queue;
 pub mod report;
-pub mod synopt;
 pub mod tcp;
 pub mod time;
 pub mod topology;

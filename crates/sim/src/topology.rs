@@ -6,13 +6,14 @@
 //! "router" observation point (scripted and random losses, the router capture) is the
 //! arrival after a route's first hop, the same place on every topology.
 //!
-//! * `single`: today's path, client — router — server, the N = 1 case. The two-way delay
+//! `Topology::build` lays out the scenario's `TopologyConfig`:
+//! * `single`: the path, client — router — server, the N = 1 case. The two-way delay
 //!   splits evenly over the four link crossings; the router's egress is the bottleneck.
 //! * `dumbbell`: N client and N server hosts, each on its own access link (rate, one-way
 //!   delay), a left and a right router joined by one bottleneck link per direction.
 
 use crate::link::Port;
-use crate::scenario::{DumbbellConfig, PathConfig, QueueConfig};
+use crate::scenario::{DumbbellConfig, PathConfig, QueueConfig, TopologyConfig};
 use crate::time::Duration;
 
 /// The ports one direction of a pair crosses, in order (at most three).
@@ -53,8 +54,16 @@ fn host_queue() -> QueueConfig {
 }
 
 impl Topology {
+    /// The ports and routes of the scenario's network.
+    pub fn build(cfg: TopologyConfig) -> Self {
+        match cfg {
+            TopologyConfig::Single(p) => Self::single(p),
+            TopologyConfig::Dumbbell(d) => Self::dumbbell(d),
+        }
+    }
+
     /// Client — router — server (the N = 1 case).
-    pub fn single(p: &PathConfig) -> Self {
+    fn single(p: &PathConfig) -> Self {
         let quarter = Duration(p.rtt.0 / 4);
         let rest = Duration(p.rtt.0 / 2 - quarter.0);
         let ports = vec![
@@ -69,7 +78,7 @@ impl Topology {
     /// N pairs across one shared bottleneck. Port 0 and 1 are the bottleneck's two
     /// directions; pair i's client has ports 2+4i (up) and 3+4i (down), its server 4+4i
     /// (up) and 5+4i (down).
-    pub fn dumbbell(d: &DumbbellConfig) -> Self {
+    fn dumbbell(d: &DumbbellConfig) -> Self {
         let n = d.pairs as usize;
         let mut ports = Vec::with_capacity(2 + 4 * n);
         ports.push(Port::new(d.bandwidth_bps, d.delay, d.queue.clone()));
@@ -113,7 +122,7 @@ mod tests {
             client_delay: vec![Duration::from_millis(1), Duration::from_millis(2), Duration::from_millis(3)],
             server_delay: vec![Duration::from_millis(5)],
         };
-        let t = Topology::dumbbell(&d);
+        let t = Topology::build(TopologyConfig::Dumbbell(&d));
         assert_eq!(t.ports.len(), 14);
         for p in 0..3 {
             assert_eq!(t.route(p, true).hop(1), Some(0));

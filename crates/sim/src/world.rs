@@ -12,13 +12,11 @@ use crate::byte_loss::ByteLoss;
 use crate::capture::CaptureSink;
 use crate::engine::EventQueue;
 use crate::loss::{Fate, LossModel};
-use crate::mechanisms::min_rto_004::MinRto004;
-use crate::mechanisms::sfr::Sfr;
+use crate::mechanisms::{self, Fired, Plugged};
 use crate::packet::Segment;
 use crate::profile::StackConfig;
 use crate::report::{ConnReport, LinkReport, RequestReport, RunReport, Summary, Totals};
-use crate::scenario::{CapturePoint, Scenario, Side};
-use crate::synopt::SynOptimizer;
+use crate::scenario::{CapturePoint, Scenario};
 use crate::tcp::{State, Tcb, TimerKind, TIMER_KINDS};
 use crate::time::{Duration, Instant};
 use crate::topology::Topology;
@@ -68,9 +66,6 @@ enum Event {
         client: bool,
         kind: TimerKind,
     },
-    Optimizer {
-        conn: u32,
-    },
     /// The workload's next connection arrives.
     Start,
     NextRequest {
@@ -79,10 +74,11 @@ enum Event {
     Respond {
         conn: u32,
     },
-    /// Super Fast Retransmit's timer on one side.
-    Sfr {
+    /// The timer of mechanism `slot` of one side (`Conn::mechanisms`).
+    Mechanism {
         conn: u32,
         client: bool,
+        slot: u8,
     },
     /// A segment that arrived at a host with a `processing_time` reaches its TCP.
     Process {
@@ -99,15 +95,13 @@ struct Conn {
     scheduled: [[Option<Instant>; 3]; 2],
     client_app: ClientApp,
     server_app: ServerApp,
-    optimizer: SynOptimizer,
     start: Instant,
     first_synack_at_client: Option<Instant>,
     last_syn_before_synack: Option<Instant>,
     report: ConnReport,
     done: bool,
-    /// Super Fast Retransmit per side ([client, server]) where it runs.
-    sfr: [Option<Sfr>; 2],
-    sfr_scheduled: [Option<Instant>; 2],
+    /// The mechanisms each side runs ([client, server]; empty, unallocated, without).
+    mechanisms: [Vec<Plugged>; 2],
     /// Per side: when the last segment that arrived reaches TCP (`processing_time`).
     processed_until: [Instant; 2],
     /// What the capture point saw of this connection's handshake.
@@ -133,7 +127,15 @@ impl Conn {
         let tcb_bytes: usize = tcbs.map(|t| std::mem::size_of::<Tcb>() + t.heap_bytes() + 8 * PER_ALLOCATION).sum();
         let exchanges = self.spec.exchanges.capacity() * std::mem::size_of::<crate::workload::Exchange>()
             + self.spec.exchanges.iter().map(|x| x.response_writes.capacity() * 8 + PER_ALLOCATION).sum::<usize>();
-        tcb_bytes + exchanges + self.client_app.heap_bytes() + self.report.heap_bytes() + 4 * PER_ALLOCATION
+        let mechanisms: usize = self
+            .mechanisms
+            .iter()
+            .map(|side| {
+                let boxes: usize = side.iter().map(|p| std::mem::size_of_val(&*p.mechanism) + PER_ALLOCATION).sum();
+                side.capacity() * std::mem::size_of::<Plugged>() + boxes
+            })
+            .sum();
+        tcb_bytes + exchanges + mechanisms + self.client_app.heap_bytes() + self.report.heap_bytes() + 4 * PER_ALLOCATION
     }
 
     fn new(spec: ConnSpec) -> Self {
@@ -144,14 +146,12 @@ impl Conn {
             scheduled: [[None; 3]; 2],
             client_app: ClientApp::default(),
             server_app: ServerApp::default(),
-            optimizer: SynOptimizer::default(),
             start: Instant::ZERO,
             first_synack_at_client: None,
             last_syn_before_synack: None,
             report: ConnReport::default(),
             done: false,
-            sfr: [None, None],
-            sfr_scheduled: [None; 2],
+            mechanisms: [Vec::new(), Vec::new()],
             processed_until: [Instant::ZERO; 2],
             seen: Seen::default(),
         }
@@ -211,10 +211,7 @@ impl<'s> World<'s> {
     /// The same, with `rate` (connections/s) instead of a rate-driven workload's own (the
     /// calibration's guess for a target load, or a calibrated run's rate replayed).
     pub fn with_rate(sc: Scenario, opts: RunOptions, rate: Option<f64>) -> Self {
-        let topo = match &sc.dumbbell {
-            Some(d) => Topology::dumbbell(d),
-            None => Topology::single(&sc.path),
-        };
+        let topo = Topology::build(sc.topology());
         let loss = LossModel::for_scenario(&sc);
         let mut workload = workload::build(&sc, topo.pairs(), rate);
         let first = workload.first();
@@ -385,7 +382,6 @@ impl<'s> World<'s> {
         match *ev {
             Event::Arrive { hop, seg } => self.arrive(hop, seg, now),
             Event::Timer { conn, client, kind } => self.timer(conn, client, kind, now),
-            Event::Optimizer { conn } => self.optimizer_fire(conn, now),
             Event::Start => self.start(now),
             Event::NextRequest { conn } => {
                 let Some(c) = self.conns.get_mut(&conn) else { return true };
@@ -401,7 +397,7 @@ impl<'s> World<'s> {
                 }
                 self.pump(conn, false, now);
             }
-            Event::Sfr { conn, client } => self.sfr_fire(conn, client, now),
+            Event::Mechanism { conn, client, slot } => self.mechanism_fire(conn, client, slot, now),
             Event::Process { seg, client } => self.endpoint_process(seg, client, now),
         }
         true
@@ -424,18 +420,12 @@ impl<'s> World<'s> {
         c.report.request_bytes = c.spec.client_bytes();
         c.report.response_bytes = c.spec.server_bytes();
         c.report.think_s = c.spec.exchanges.iter().map(|x| x.think.as_secs_f64()).sum();
+        c.mechanisms = [true, false].map(|client| mechanisms::for_side(&self.sc.mechanisms, client, c.spec.port));
         let mut tcb = Tcb::connect(self.client_cfg.clone(), id, iss, now);
-        if let Some(m) = self.sc.min_rto_004.filter(|m| m.sides.includes(true)) {
-            tcb.rto_hook = Some(Box::new(MinRto004::new(m.extended)));
+        for p in &mut c.mechanisms[0] {
+            p.mechanism.attach(&mut tcb);
         }
         c.client = Some(Box::new(tcb));
-        if let Some(cfg) = self.sc.sfr {
-            for (side, client) in [(0, true), (1, false)] {
-                if cfg.sides.includes(client) {
-                    c.sfr[side] = Some(Sfr::new(cfg));
-                }
-            }
-        }
         self.pair_of.push(c.spec.pair);
         if let Some(max) = self.sc.path.rtt_max {
             // Uniform in [rtt, rtt_max] (a draw only when the scenario asks for one).
@@ -546,12 +536,11 @@ impl<'s> World<'s> {
 
     fn endpoint_process(&mut self, seg: Segment, client: bool, now: Instant) {
         let conn = seg.conn;
-        let optimizer = self.sc.syn_optimizer;
         let Some(c) = self.conns.get_mut(&conn) else { return };
-        if let Some(cfg) = optimizer.filter(|o| (o.side == Side::Client) == client) {
-            c.optimizer.incoming(&cfg, &seg);
-        }
         let side = usize::from(!client);
+        for p in &mut c.mechanisms[side] {
+            p.mechanism.on_receive(&seg);
+        }
         let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
         match tcb {
             Some(tcb) => {
@@ -560,21 +549,21 @@ impl<'s> World<'s> {
                 }
                 let (acked, was_established) = (tcb.bytes_acked(), tcb.state == State::Established);
                 tcb.on_segment(&seg, now);
-                if let Some(sfr) = c.sfr[side].as_mut() {
-                    if !was_established && tcb.state == State::Established {
-                        if let Some(rtt) = tcb.handshake_rtt() {
-                            sfr.established(rtt, tcb.highest_sent());
-                        }
-                    } else if tcb.bytes_acked() > acked {
-                        sfr.on_ack(tcb.bytes_acked(), tcb.outstanding() > 0, now);
+                let established = !was_established && tcb.state == State::Established;
+                let acked_new = !established && tcb.bytes_acked() > acked;
+                for p in &mut c.mechanisms[side] {
+                    if established {
+                        p.mechanism.on_established(tcb, now);
+                    } else if acked_new {
+                        p.mechanism.on_ack(tcb, now);
                     }
                 }
             }
             None if !client && seg.is_syn() && !c.done => {
                 let iss: u32 = self.isn_rng.random();
                 let mut tcb = Tcb::accept(self.server_cfg.clone(), &seg, iss, now);
-                if let Some(m) = self.sc.min_rto_004.filter(|m| m.sides.includes(false)) {
-                    tcb.rto_hook = Some(Box::new(MinRto004::new(m.extended)));
+                for p in &mut c.mechanisms[1] {
+                    p.mechanism.attach(&mut tcb);
                 }
                 c.server = Some(Box::new(tcb));
             }
@@ -583,23 +572,25 @@ impl<'s> World<'s> {
         self.pump(conn, client, now);
     }
 
-    /// Super Fast Retransmit's timer fired on one side.
-    fn sfr_fire(&mut self, conn: u32, client: bool, now: Instant) {
+    /// The timer of one side's mechanism `slot` fired.
+    fn mechanism_fire(&mut self, conn: u32, client: bool, slot: u8, now: Instant) {
         let side = usize::from(!client);
         let Some(c) = self.conns.get_mut(&conn) else { return };
-        if c.sfr_scheduled[side] != Some(now) {
+        let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
+        let Some(p) = c.mechanisms[side].get_mut(usize::from(slot)) else { return };
+        if p.scheduled != Some(now) {
             return; // moved or cancelled
         }
-        c.sfr_scheduled[side] = None;
-        let Some(sfr) = c.sfr[side].as_mut() else { return };
-        if !sfr.on_expiry(now) {
-            return;
+        p.scheduled = None;
+        let fired = p.mechanism.on_timer(tcb, now);
+        if let Some(at) = p.reschedule() {
+            self.q.schedule(at, Event::Mechanism { conn, client, slot });
         }
-        let tcb = if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() };
-        if let Some(tcb) = tcb {
-            tcb.retransmit_first_unacked(now);
+        match fired {
+            Fired::Nothing => {}
+            Fired::Endpoint => self.pump(conn, client, now),
+            Fired::Send(copy) => self.send_from(&copy, client, now),
         }
-        self.pump(conn, client, now);
     }
 
     fn timer(&mut self, conn: u32, client: bool, kind: TimerKind, now: Instant) {
@@ -632,19 +623,7 @@ impl<'s> World<'s> {
         self.pump(conn, client, now);
     }
 
-    fn optimizer_fire(&mut self, conn: u32, now: Instant) {
-        let Some(cfg) = self.sc.syn_optimizer else { return };
-        let Some(c) = self.conns.get_mut(&conn) else { return };
-        if let Some(copy) = c.optimizer.fire(&cfg, now) {
-            c.report.optimizer_resends += 1;
-            if let Some(next) = c.optimizer.deadline {
-                self.q.schedule(next, Event::Optimizer { conn });
-            }
-            self.send_from(&copy, cfg.side == Side::Client, now);
-        }
-    }
-
-    /// A segment leaves an endpoint (or its SYN optimizer).
+    /// A segment leaves an endpoint (or a mechanism beside it).
     fn send_from(&mut self, seg: &Segment, client: bool, now: Instant) {
         if self.captured_at(client) {
             self.capture(now, seg);
@@ -664,7 +643,6 @@ impl<'s> World<'s> {
     /// queued, schedule its timers, and notice the end of the connection.
     fn pump(&mut self, conn: u32, client: bool, now: Instant) {
         self.last_active = now;
-        let sc = self.sc.clone();
         let side = usize::from(!client);
         let Some(c) = self.conns.get_mut(&conn) else { return };
         let Some(tcb) = (if client { c.client.as_deref_mut() } else { c.server.as_deref_mut() }) else { return };
@@ -691,30 +669,16 @@ impl<'s> World<'s> {
         // their capacity, so no segment costs an allocation (a new `Vec` a pump did).
         let mut out = std::mem::take(&mut self.out_spare);
         std::mem::swap(&mut out, &mut tcb.out);
-        if let Some(sfr) = c.sfr[side].as_mut() {
-            if out.iter().any(|s| s.seq_len() > 0 && !s.has(crate::packet::SYN)) {
-                sfr.on_send(tcb.highest_sent(), now);
-            }
-            if sfr.deadline != c.sfr_scheduled[side] {
-                if let Some(at) = sfr.deadline {
-                    self.q.schedule(at, Event::Sfr { conn, client });
-                }
-                c.sfr_scheduled[side] = sfr.deadline;
+        for (slot, p) in c.mechanisms[side].iter_mut().enumerate() {
+            p.mechanism.on_send(tcb, &out, now);
+            if let Some(at) = p.reschedule() {
+                self.q.schedule(at, Event::Mechanism { conn, client, slot: slot as u8 });
             }
         }
-        let port = c.spec.port;
-        let optimizer = sc.syn_optimizer.filter(|o| (o.side == Side::Client) == client);
         // Each segment is read where `emit` wrote it, by reference down to the event that
         // carries it: a copy passed on by value was read back in wider pieces than it was
         // written, and waited for the store buffer (`perf annotate`: ~20 % of `pump`).
         for seg in &out {
-            if let Some(cfg) = optimizer {
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    if let Some(at) = c.optimizer.outgoing(&cfg, seg, port, now) {
-                        self.q.schedule(at, Event::Optimizer { conn });
-                    }
-                }
-            }
             self.send_from(seg, client, now);
         }
         out.clear();
@@ -815,8 +779,9 @@ impl<'s> World<'s> {
         }
         r.established = c.client.as_ref().is_some_and(|t| t.established_at.is_some());
         r.retransmissions = retr;
-        r.sfr_retransmits = c.sfr.iter().flatten().map(|s| s.retransmits).sum();
-        r.sfr_timeout_s = c.sfr.iter().flatten().find_map(|s| s.timeout()).map(|d| d.as_secs_f64());
+        for p in c.mechanisms.iter().flatten() {
+            p.mechanism.report(r);
+        }
         r.timeouts = to;
         r.fast_retransmits = fr;
         r.delayed_acks = da;

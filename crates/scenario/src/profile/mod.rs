@@ -168,22 +168,22 @@ pub struct StackConfig {
     /// Slow-start growth per ACK in segments (RFC 5681: 1; RFC 3465 L = 2); 0 = as many
     /// as the ACK acknowledges (Linux tcp_slow_start).
     pub abc_limit: u32,
-    /// Congestion control by name (`tcp::cc::NAMES`): "reno" (RFC 5681), "cubic" (RFC 9438
-    /// as Linux's tcp_cubic.c), "bbr" (BBR v1 as Linux's tcp_bbr.c, with internal pacing).
-    pub congestion_control: String,
+    /// Congestion control: "reno" (RFC 5681), "cubic" (RFC 9438 as Linux's tcp_cubic.c),
+    /// "bbr" (BBR v1 as Linux's tcp_bbr.c, with internal pacing).
+    pub congestion_control: CongestionControlName,
     /// HyStart (tcp_cubic.c hystart = 1, ACK train and delay detection) for "cubic".
     pub hystart: bool,
-    /// Loss recovery by name (`tcp::recovery::NAMES`): "reno" (RFC 5681 3.2), "newreno"
+    /// Loss recovery: "reno" (RFC 5681 3.2), "newreno"
     /// (RFC 6582) without SACK; "rfc6675" (conservative SACK recovery) with SACK; "prr"
     /// (RFC 6937, Linux tcp_cwnd_reduction) with SACK or, without it, with duplicate ACKs
     /// counted as SACKed segments and the head resent at each partial ACK (tcp_is_reno:
     /// tcp_add_reno_sack, tcp_newreno_mark_lost).
-    pub recovery: String,
-    /// Spurious-timeout detection and response by name (`tcp::spurious::NAMES`): "off",
+    pub recovery: RecoveryName,
+    /// Spurious-timeout detection and response: "off",
     /// "frto" (RFC 5682 with the RFC 4015 response, ns-2's frto_enabled_ and
     /// spurious_response_ 1) or "linux" (net.ipv4.tcp_frto = 2: tcp_process_loss,
     /// tcp_try_undo_loss).
-    pub spurious_rto: String,
+    pub spurious_rto: SpuriousRtoName,
     /// TCP timestamps (RFC 7323; Linux net.ipv4.tcp_timestamps = 1): when both ends offer
     /// them, every segment carries 12 option bytes, so the payload is MSS − 12 (1448 B on a
     /// 1500 B MTU).
@@ -258,10 +258,10 @@ fn base(profile: &str) -> StackConfig {
         linux_handshake: false,
         slow_start_after_idle: true,
         abc_limit: 1,
-        congestion_control: "reno".to_string(),
+        congestion_control: CongestionControlName::Reno,
         hystart: false,
-        recovery: "newreno".to_string(),
-        spurious_rto: "off".to_string(),
+        recovery: RecoveryName::NewReno,
+        spurious_rto: SpuriousRtoName::Off,
         timestamps: false,
         sack: false,
         window_scaling: false,
@@ -331,10 +331,10 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             // default is BBR, the testbed sets cubic on its routes), SACK, RACK-TLP and PRR
             // (tcp_sack 1, tcp_recovery 1, tcp_early_retrans 3), timestamps and window
             // scaling on (tcp_timestamps 1, tcp_window_scaling 1), jiffies of 4 ms (HZ 250).
-            c.congestion_control = "cubic".to_string();
+            c.congestion_control = CongestionControlName::Cubic;
             c.hystart = true;
-            c.recovery = "prr".to_string();
-            c.spurious_rto = "linux".to_string(); // net.ipv4.tcp_frto = 2
+            c.recovery = RecoveryName::Prr;
+            c.spurious_rto = SpuriousRtoName::Linux; // net.ipv4.tcp_frto = 2
             c.timestamps = true;
             c.sack = true;
             c.window_scaling = true;
@@ -361,7 +361,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.rto.initial = Duration::from_secs(3);
             c.rto.min = Duration::from_millis(400);
             c.initial_window = InitialWindow::Segments(1);
-            c.recovery = "reno".to_string();
+            c.recovery = RecoveryName::Reno;
             c.ack = AckPolicy {
                 delayed: DelayedAck::Timer(Duration::from_millis(200)),
                 ack_every: 8,
@@ -380,7 +380,7 @@ pub fn profile(name: &str) -> Option<StackConfig> {
             c.rto.granularity = Duration::from_millis(500);
             c.syn_backoff = SynBackoff::Table(vec![1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64, 64, 64]);
             c.initial_window = InitialWindow::Segments(1);
-            c.recovery = "reno".to_string();
+            c.recovery = RecoveryName::Reno;
             c.ack.delayed = DelayedAck::Tick { period: Duration::from_millis(200), phase: Duration::ZERO };
         }
         // Windows (Vista/7/2008 era): initial window 2 segments (document 002: "netsh ... icw"
@@ -439,22 +439,94 @@ pub fn profile_source(name: &str) -> Option<&'static str> {
     PROFILE_SOURCES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
 }
 
-/// Congestion controls a profile or a scenario may name (the simulator has a plug-in for
-/// each: `shortflow_sim::tcp::cc::by_name`; a test there holds the two together).
-pub const CONGESTION_CONTROL_NAMES: &[&str] = &["reno", "cubic", "bbr"];
+/// An enum of plug-in names, each variant written in files and reports under its name:
+/// the simulator matches the enum exhaustively, so a name the model accepts always has
+/// its plug-in (a new variant does not compile until it has one).
+macro_rules! plug_in_names {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $text)] $variant,)+
+        }
 
-/// Loss recoveries a profile or a scenario may name (`shortflow_sim::tcp::recovery`).
-pub const RECOVERY_NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
+        impl $name {
+            /// Every variant, in the order messages list them.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
-/// Spurious-timeout detections a profile or a scenario may name
-/// (`shortflow_sim::tcp::spurious`): none, RFC 5682 F-RTO with RFC 4015's response, or
-/// Linux's SACK-enhanced F-RTO (`tcp_frto`, net.ipv4.tcp_frto = 2).
-pub const SPURIOUS_RTO_NAMES: &[&str] = &["off", "frto", "linux"];
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
 
-/// Whether the recovery needs SACK: RFC 6675 works on SACKed segments; Linux's PRR runs
-/// with or without it (without, duplicate ACKs count as SACKed segments: tcp_add_reno_sack).
-pub fn needs_sack(recovery: &str) -> bool {
-    recovery == "rfc6675"
+            pub fn from_name(text: &str) -> Option<Self> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// The names, comma-separated, for messages that list what is accepted.
+            pub fn known() -> String {
+                Self::ALL.iter().map(|v| v.name()).collect::<Vec<_>>().join(", ")
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+plug_in_names! {
+    /// Congestion controls a profile or a scenario may name (`shortflow_sim::tcp::cc`).
+    CongestionControlName {
+        /// RFC 5681 (the `linux` profile's: the kernel's tcp_cong.c, counting packets).
+        Reno = "reno",
+        /// RFC 9438 as Linux's tcp_cubic.c.
+        Cubic = "cubic",
+        /// BBR v1 as Linux's tcp_bbr.c, with internal pacing.
+        Bbr = "bbr",
+    }
+}
+
+plug_in_names! {
+    /// Loss recoveries a profile or a scenario may name (`shortflow_sim::tcp::recovery`).
+    RecoveryName {
+        /// RFC 5681 3.2.
+        Reno = "reno",
+        /// RFC 6582.
+        NewReno = "newreno",
+        /// RFC 6675's conservative SACK recovery.
+        Rfc6675 = "rfc6675",
+        /// RFC 6937, Linux tcp_cwnd_reduction.
+        Prr = "prr",
+    }
+}
+
+plug_in_names! {
+    /// Spurious-timeout detections a profile or a scenario may name
+    /// (`shortflow_sim::tcp::spurious`).
+    SpuriousRtoName {
+        /// None: conventional RTO recovery.
+        Off = "off",
+        /// RFC 5682 F-RTO with RFC 4015's response.
+        Frto = "frto",
+        /// Linux's SACK-enhanced F-RTO (`tcp_frto`, net.ipv4.tcp_frto = 2).
+        Linux = "linux",
+    }
+}
+
+impl RecoveryName {
+    /// Whether the recovery needs SACK: RFC 6675 works on SACKed segments; Linux's PRR
+    /// runs with or without it (without, duplicate ACKs count as SACKed segments:
+    /// tcp_add_reno_sack).
+    pub fn needs_sack(self) -> bool {
+        self == RecoveryName::Rfc6675
+    }
 }
 
 #[cfg(test)]
@@ -477,13 +549,24 @@ mod tests {
     }
 
     #[test]
-    fn every_profile_names_known_plug_ins() {
-        for name in PROFILE_NAMES {
-            let c = profile(name).unwrap();
-            assert!(CONGESTION_CONTROL_NAMES.contains(&c.congestion_control.as_str()), "{name}");
-            assert!(RECOVERY_NAMES.contains(&c.recovery.as_str()), "{name}");
-            assert!(SPURIOUS_RTO_NAMES.contains(&c.spurious_rto.as_str()), "{name}");
+    fn plug_in_names_are_written_as_files_write_them() {
+        fn round_trip<T: Copy + PartialEq + std::fmt::Debug + Serialize + serde::de::DeserializeOwned>(
+            all: &[T],
+            name: fn(T) -> &'static str,
+            from_name: fn(&str) -> Option<T>,
+        ) {
+            for &v in all {
+                assert_eq!(serde_json::to_value(v).unwrap(), serde_json::json!(name(v)));
+                assert_eq!(serde_json::from_value::<T>(serde_json::json!(name(v))).unwrap(), v);
+                assert_eq!(from_name(name(v)), Some(v));
+            }
+            assert_eq!(from_name("vegas"), None);
         }
+        round_trip(CongestionControlName::ALL, CongestionControlName::name, CongestionControlName::from_name);
+        round_trip(RecoveryName::ALL, RecoveryName::name, RecoveryName::from_name);
+        round_trip(SpuriousRtoName::ALL, SpuriousRtoName::name, SpuriousRtoName::from_name);
+        assert_eq!(RecoveryName::known(), "reno, newreno, rfc6675, prr");
+        assert_eq!(profile("linux").unwrap().recovery, RecoveryName::Prr);
     }
 
     #[test]

@@ -178,7 +178,7 @@ pub fn check_scenario(sc: &Scenario, src: &str) -> Result<(), ScenarioError> {
     if let Some(m) = sc.path.rtt_max {
         values.push(("path.rtt_max", m.0));
     }
-    if let Some(o) = &sc.syn_optimizer {
+    if let Some(o) = &sc.mechanisms.syn_optimizer {
         values.push(("mechanisms.syn_optimizer.delay", o.delay.0));
         values.push(("mechanisms.syn_optimizer.retries", u64::from(o.retries)));
         values.push(("mechanisms.syn_optimizer.port", u64::from(o.port)));

@@ -6,6 +6,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::borrow::Cow;
 
+pub use super::mechanisms::RawMechanisms;
 use crate::time::Duration;
 use crate::units;
 
@@ -69,8 +70,10 @@ pub struct RawScenario {
     /// Free text, for the reader.
     pub description: Option<String>,
     /// Seeds every random draw of the run (losses, workload, jiffies phase).
+    #[schemars(extend("default" = "1"))]
     pub seed: Option<u64>,
     /// The run stops at this simulated time even if connections are still open.
+    #[schemars(extend("default" = "3600s"))]
     pub time_limit: Option<Dur>,
     /// One client, one router, one server: the links and the router's queue.
     #[serde(default)]
@@ -110,10 +113,13 @@ pub struct RawPath {
     /// connection's packets on both ends' links, not to the shared queue.
     pub rtt_max: Option<Dur>,
     /// Rate of the router's egress links (the bottleneck).
+    #[schemars(extend("default" = "1Gbit"))]
     pub bandwidth: Option<Rate>,
     /// Rate of the client's and server's own links (default: `bandwidth`).
+    #[schemars(extend("default" = "path.bandwidth"))]
     pub access_bandwidth: Option<Rate>,
     /// The router's egress queue.
+    #[schemars(extend("default" = "{ kind = \"droptail\", packets = 1000 }"))]
     pub queue: Option<RawQueue>,
 }
 
@@ -135,12 +141,16 @@ pub struct RawDumbbell {
     /// One-way propagation delay of the shared link.
     pub delay: Dur,
     /// The shared link's queue (default: drop-tail, 100 packets).
+    #[schemars(extend("default" = "{ kind = \"droptail\", packets = 100 }"))]
     pub queue: Option<RawQueue>,
     /// Rate of every host's own link (default 100 Mbit/s).
+    #[schemars(extend("default" = "100Mbit"))]
     pub access_bandwidth: Option<Rate>,
     /// One-way delay of each client's and each server's own link (default 1 ms).
+    #[schemars(extend("default" = "1ms"))]
     pub client_delay: Option<RawDelays>,
     /// One-way delay of each server's own link (default 1 ms): one, or one per pair.
+    #[schemars(extend("default" = "1ms"))]
     pub server_delay: Option<RawDelays>,
 }
 
@@ -234,6 +244,7 @@ impl<'de> Deserialize<'de> for RawWindow {
 #[serde(deny_unknown_fields)]
 pub struct RawHost {
     /// Named stack profile: rfc2988, rfc6298, linux, solaris, bsd or windows (crates/scenario/src/profile).
+    #[schemars(extend("default" = "linux"))]
     pub stack: Option<String>,
     /// Initial RTO: the SYN (SYN/ACK) timer and the RTO before any RTT sample (RFC 6298 (2.1)).
     pub syn_rto: Option<Dur>,
@@ -349,10 +360,13 @@ pub struct RawDrop {
 #[serde(deny_unknown_fields)]
 pub struct RawRandomLoss {
     /// Bernoulli loss probability, client to server.
+    #[schemars(extend("default" = "0.0"))]
     pub forward: Option<f64>,
     /// Bernoulli loss probability, server to client.
+    #[schemars(extend("default" = "0.0"))]
     pub reverse: Option<f64>,
     /// Seed of the loss draws (default: the scenario's seed).
+    #[schemars(extend("default" = "seed"))]
     pub seed: Option<u64>,
     /// Draw each connection's Bernoulli losses from a stream of its own (keyed by its client port and each packet's rank among the connection's packets of its kind), so a change in one connection leaves the others' losses as they were (default false).
     pub per_connection: Option<bool>,
@@ -361,15 +375,20 @@ pub struct RawRandomLoss {
     /// Gilbert-Elliott bursty loss, server to client (instead of reverse).
     pub gilbert_reverse: Option<RawGilbert>,
     /// Bernoulli loss probability of each client SYN, besides its direction's loss.
+    #[schemars(extend("default" = "0.0"))]
     pub syn: Option<f64>,
     /// Bernoulli loss probability of each server SYN/ACK, besides its direction's loss.
+    #[schemars(extend("default" = "0.0"))]
     pub synack: Option<f64>,
     /// Bernoulli loss probability of each client pure ACK (the handshake's third packet
     /// and every later one), besides its direction's loss.
+    #[schemars(extend("default" = "0.0"))]
     pub ack: Option<f64>,
     /// Bernoulli loss probability of each server data segment, besides its direction's loss.
+    #[schemars(extend("default" = "0.0"))]
     pub data: Option<f64>,
     /// Bernoulli loss probability of each client data segment, besides its direction's loss.
+    #[schemars(extend("default" = "0.0"))]
     pub client_data: Option<f64>,
 }
 
@@ -412,6 +431,7 @@ pub struct RawDist {
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
     /// "http" (default), "poisson", "packmime", "bulk" or "abt".
+    #[schemars(extend("default" = "http"))]
     pub kind: Option<String>,
     /// abt: a file of tmix connection vectors (`shortflow analyze --abt`), relative to the scenario file.
     pub file: Option<String>,
@@ -432,81 +452,50 @@ pub struct RawWorkload {
     /// poisson: the distribution of response sizes (instead of response).
     pub response_dist: Option<RawDist>,
     /// PackMime: HTTP/1.1 persistent connections (pages and objects); off as in ns-2.
+    #[schemars(extend("default" = "false"))]
     pub http_1_1: Option<bool>,
     /// bulk: number of long-lived flows, the bytes each asks for, spacing of their starts.
+    #[schemars(extend("default" = "1"))]
     pub flows: Option<u32>,
     /// bulk: the bytes each flow asks for.
     pub size: Option<Size>,
     /// bulk: the spacing of the flows' starts.
+    #[schemars(extend("default" = "0s"))]
     pub spacing: Option<Dur>,
     /// Bytes the client sends per request.
+    #[schemars(extend("default" = "300B"))]
     pub request: Option<Size>,
     /// Bytes the server answers per request.
+    #[schemars(extend("default" = "13549B"))]
     pub response: Option<Size>,
     /// How the server's application hands the response to TCP (sizes summing to response).
+    #[schemars(extend("default" = "[workload.response]"))]
     pub response_writes: Option<Vec<Size>>,
     /// HTTP response headers sent before the body, in the first write (nginx: ~245 B).
     pub response_headers: Option<Size>,
     /// Pause between a response and the next request (closed loop).
+    #[schemars(extend("default" = "0s"))]
     pub think_time: Option<Dur>,
     /// Requests per connection.
+    #[schemars(extend("default" = "1"))]
     pub requests: Option<u32>,
     /// Idle gap between a complete response and the next request on the same connection.
+    #[schemars(extend("default" = "0s"))]
     pub idle: Option<Dur>,
     /// Connections, one after another (or all at once with parallel).
+    #[schemars(extend("default" = "1"))]
     pub connections: Option<u32>,
     /// Open the connections together, interval apart.
+    #[schemars(extend("default" = "false"))]
     pub parallel: Option<bool>,
     /// Sequential: pause after a connection ends; parallel: spacing of starts.
+    #[schemars(extend("default" = "0s"))]
     pub interval: Option<Dur>,
     /// Who closes first: "server" or "client".
+    #[schemars(extend("default" = "server"))]
     pub close: Option<String>,
     /// The server's port.
-    pub port: Option<u16>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RawMechanisms {
-    /// Document 000's SYN optimizer: resend an unanswered SYN (client) or SYN/ACK (server) after delay.
-    pub syn_optimizer: Option<RawSynOptimizer>,
-    /// Super Fast Retransmit (document 001).
-    pub sfr: Option<RawSfr>,
-    /// The delayed-ACK-aware minimum RTO (document 004).
-    pub min_rto_004: Option<RawMinRto004>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawSfr {
-    /// Timeout = factor × handshake RTT (the paper's "multiplication factor", 3).
-    pub factor: Option<f64>,
-    /// Off once this much data is acknowledged (the paper's "cut-out limit", 80 kB).
-    pub cutout: Option<Size>,
-    /// The data sender it runs on: "server" (default), "client" or "both".
-    pub side: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawMinRto004 {
-    /// R: the extended minimum for the last packet of an odd train (default 200 ms, the
-    /// peer's delayed-ACK timer).
-    pub extended: Option<Dur>,
-    /// The data sender it runs on: "server" (default), "client" or "both".
-    pub side: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawSynOptimizer {
-    /// "client" (resends SYNs) or "server" (resends SYN/ACKs).
-    pub side: String,
-    /// Resend when nothing answered within this delay.
-    pub delay: Dur,
-    /// At most this many resends.
-    pub retries: u32,
-    /// The server port it watches.
+    #[schemars(extend("default" = "80"))]
     pub port: Option<u16>,
 }
 
@@ -514,12 +503,15 @@ pub struct RawSynOptimizer {
 #[serde(deny_unknown_fields)]
 pub struct RawCapture {
     /// "client", "router" or "server": where the simulator's capture is taken.
+    #[schemars(extend("default" = "client"))]
     pub point: Option<String>,
     /// The pcap's link type: "ethernet", "raw" (LINKTYPE_RAW), "null", "loop", "sll",
     /// "sll2", "ipv4" or "ipv6" (LINKTYPE_IPV4/IPV6, raw packets of that version only).
+    #[schemars(extend("default" = "ethernet"))]
     pub link: Option<String>,
     /// Write the packets with IPv6 addresses and headers (the simulated links still carry
     /// IPv4-sized packets); link = "ipv6" implies it.
+    #[schemars(extend("default" = "false"))]
     pub ipv6: Option<bool>,
     /// An 802.1Q VLAN id on every frame (link = "ethernet" only).
     pub vlan: Option<u16>,

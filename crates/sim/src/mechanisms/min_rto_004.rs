@@ -16,8 +16,21 @@
 //! The cost function C(f) = RTO_min / RTO_current is R / RTO_current for an extended
 //! packet, 1 otherwise; it is kept for the timer armed last so a timeout can report it.
 
+use super::Mechanism;
+use crate::scenario::MinRto004Config;
 use crate::tcp::hooks::{RtoHook, RtoView};
+use crate::tcp::Tcb;
 use crate::time::Duration;
+
+/// The mechanism as the world plugs it beside an endpoint: it lives inside TCP, as the
+/// endpoint's retransmission-timer hook (its cost reaches the report through the timer).
+pub struct Plugin(pub MinRto004Config);
+
+impl Mechanism for Plugin {
+    fn attach(&mut self, tcb: &mut Tcb) {
+        tcb.rto_hook = Some(Box::new(MinRto004::new(self.0.extended)));
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct MinRto004 {

@@ -13,20 +13,24 @@
 //! rest of the connection. The standard RTO stays in force throughout; SFR's resend does
 //! not touch the congestion window (the paper changes nothing else in Reno).
 
+use super::{Fired, Mechanism};
+use crate::packet::Segment;
+use crate::report::ConnReport;
 use crate::scenario::SfrConfig;
+use crate::tcp::Tcb;
 use crate::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 pub struct Sfr {
     cfg: SfrConfig,
     timeout: Option<Duration>,
-    pub deadline: Option<Instant>,
+    deadline: Option<Instant>,
     /// Step 4: expired, waiting for a new segment before the timer may run again.
     waiting_for_new: bool,
     highest_sent: u64,
     off: bool,
     /// Segments SFR resent.
-    pub retransmits: u32,
+    retransmits: u32,
 }
 
 impl Sfr {
@@ -54,7 +58,7 @@ impl Sfr {
     }
 
     /// Step 2: the sender transmitted data; `highest_sent` is the top of what it has sent.
-    pub fn on_send(&mut self, highest_sent: u64, now: Instant) {
+    pub fn sent(&mut self, highest_sent: u64, now: Instant) {
         let Some(t) = self.active() else { return };
         if highest_sent > self.highest_sent {
             self.highest_sent = highest_sent;
@@ -67,7 +71,7 @@ impl Sfr {
 
     /// Step 3: a new acknowledgement; `acked` bytes acknowledged in all, `outstanding`
     /// whether unacknowledged data remains. The cut-out acts here.
-    pub fn on_ack(&mut self, acked: u64, outstanding: bool, now: Instant) {
+    pub fn acked(&mut self, acked: u64, outstanding: bool, now: Instant) {
         let Some(t) = self.active() else { return };
         if acked >= self.cfg.cutout {
             self.off = true;
@@ -92,6 +96,49 @@ impl Sfr {
     }
 }
 
+impl Mechanism for Sfr {
+    fn on_established(&mut self, tcb: &Tcb, _now: Instant) {
+        if let Some(rtt) = tcb.handshake_rtt() {
+            self.established(rtt, tcb.highest_sent());
+        }
+    }
+
+    fn on_ack(&mut self, tcb: &Tcb, now: Instant) {
+        self.acked(tcb.bytes_acked(), tcb.outstanding() > 0, now);
+    }
+
+    fn on_send(&mut self, tcb: &Tcb, out: &[Segment], now: Instant) {
+        if out.iter().any(|s| s.seq_len() > 0 && !s.has(crate::packet::SYN)) {
+            self.sent(tcb.highest_sent(), now);
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    fn on_timer(&mut self, tcb: Option<&mut Tcb>, now: Instant) -> Fired {
+        if !self.on_expiry(now) {
+            return Fired::Nothing;
+        }
+        match tcb {
+            Some(tcb) => {
+                tcb.retransmit_first_unacked(now);
+                Fired::Endpoint
+            }
+            None => Fired::Nothing,
+        }
+    }
+
+    /// Both sides' resends add up; the timeout shown is the first side's that has one.
+    fn report(&self, r: &mut ConnReport) {
+        r.sfr_retransmits += self.retransmits;
+        if r.sfr_timeout_s.is_none() {
+            r.sfr_timeout_s = self.timeout.map(|d| d.as_secs_f64());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,22 +154,22 @@ mod tests {
     fn the_four_steps() {
         let mut s = sfr();
         assert_eq!(s.timeout(), Some(Duration::from_millis(60))); // step 1: 3 × 20 ms
-        s.on_send(1461, Instant(0)); // step 2
+        s.sent(1461, Instant(0)); // step 2
         assert_eq!(s.deadline, Some(Instant(60_000_000)));
-        s.on_send(2921, Instant(1_000_000)); // running: not restarted by a send
+        s.sent(2921, Instant(1_000_000)); // running: not restarted by a send
         assert_eq!(s.deadline, Some(Instant(60_000_000)));
-        s.on_ack(1460, true, Instant(20_000_000)); // step 3: restart
+        s.acked(1460, true, Instant(20_000_000)); // step 3: restart
         assert_eq!(s.deadline, Some(Instant(80_000_000)));
         assert!(!s.on_expiry(Instant(60_000_000))); // a stale deadline does nothing
         assert!(s.on_expiry(Instant(80_000_000))); // step 4: resend
         assert_eq!(s.deadline, None);
-        s.on_ack(1460, true, Instant(90_000_000)); // no restart until a new segment
+        s.acked(1460, true, Instant(90_000_000)); // no restart until a new segment
         assert_eq!(s.deadline, None);
-        s.on_send(2921, Instant(95_000_000)); // a retransmission is not new
+        s.sent(2921, Instant(95_000_000)); // a retransmission is not new
         assert_eq!(s.deadline, None);
-        s.on_send(4381, Instant(100_000_000)); // a new segment starts it again
+        s.sent(4381, Instant(100_000_000)); // a new segment starts it again
         assert_eq!(s.deadline, Some(Instant(160_000_000)));
-        s.on_ack(4380, false, Instant(110_000_000)); // nothing outstanding: cancelled
+        s.acked(4380, false, Instant(110_000_000)); // nothing outstanding: cancelled
         assert_eq!(s.deadline, None);
         assert_eq!(s.retransmits, 1);
     }
@@ -130,10 +177,10 @@ mod tests {
     #[test]
     fn cut_out_after_80kb() {
         let mut s = sfr();
-        s.on_send(100_000, Instant(0));
-        s.on_ack(80_000, true, Instant(1));
+        s.sent(100_000, Instant(0));
+        s.acked(80_000, true, Instant(1));
         assert_eq!(s.deadline, None);
-        s.on_send(120_000, Instant(2));
+        s.sent(120_000, Instant(2));
         assert_eq!(s.deadline, None, "off for good after the cut-out");
     }
 }

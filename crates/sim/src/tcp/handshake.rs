@@ -6,7 +6,7 @@ use std::rc::Rc;
 use super::linux_rcv::LinuxRcv;
 use super::{recovery, State, Tcb, TimerKind};
 use crate::packet::{Segment, SynOptions, ACK, SYN};
-use crate::profile::{DelayedAck, StackConfig, SynBackoff};
+use crate::profile::{DelayedAck, RecoveryName, StackConfig, SynBackoff};
 use crate::time::{Duration, Instant};
 
 /// Bytes the timestamps option takes from every segment's payload (TCPOLEN_TSTAMP_ALIGNED).
@@ -51,12 +51,12 @@ impl Tcb {
         self.wscale_ok = self.cfg.window_scaling && peer.window_scale.is_some();
         // Linux's PRR runs with or without SACK (tcp_cwnd_reduction); without it duplicate
         // ACKs stand in for SACKed segments (tcp_is_reno: tcp_add_reno_sack).
-        let prr = self.cfg.recovery == "prr";
-        self.sack_sender = (self.sack_on && recovery::needs_sack(&self.cfg.recovery)) || prr;
+        let prr = self.cfg.recovery == RecoveryName::Prr;
+        self.sack_sender = (self.sack_on && self.cfg.recovery.needs_sack()) || prr;
         self.reno = prr && !self.sack_on;
-        if !self.sack_sender && recovery::needs_sack(&self.cfg.recovery) {
+        if !self.sack_sender && self.cfg.recovery.needs_sack() {
             // No SACK from the peer: RFC 6675 falls back to NewReno (RFC 6582).
-            self.rec = recovery::by_name("newreno").expect("newreno is built in");
+            self.rec = recovery::build(RecoveryName::NewReno);
         }
         let ts = if self.ts_on { TS_OPTION } else { 0 };
         // Linux sends at most the peer's MSS and its own path MTU less the headers, not what

@@ -234,12 +234,9 @@ impl Tcb {
         let rtte = RttEstimator::new(cfg.rto.clone()).with_jiffy(cfg.jiffy);
         let mss = cfg.mss;
         let seed = (u64::from(conn) << 32) | u64::from(iss);
-        let cc = cc::by_name(&cfg.congestion_control, &cfg, seed)
-            .unwrap_or_else(|| panic!("congestion control {:?} is checked by the scenario", cfg.congestion_control));
-        let rec =
-            recovery::by_name(&cfg.recovery).unwrap_or_else(|| panic!("recovery {:?} is checked by the scenario", cfg.recovery));
-        let frto = spurious::by_name(&cfg.spurious_rto)
-            .unwrap_or_else(|| panic!("spurious_rto {:?} is checked by the scenario", cfg.spurious_rto));
+        let cc = cc::build(cfg.congestion_control, &cfg, seed);
+        let rec = recovery::build(cfg.recovery);
+        let frto = cfg.spurious_rto;
         Self {
             cfg,
             conn,

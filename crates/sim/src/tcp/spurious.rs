@@ -30,27 +30,9 @@ use super::cc::Window;
 use super::Tcb;
 use crate::time::Instant;
 
-/// Names the profile field `spurious_rto` takes.
-pub const NAMES: &[&str] = &["off", "frto", "linux"];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Off,
-    /// RFC 5682 with the RFC 4015 response.
-    Frto,
-    /// Linux tcp_frto = 2 with tcp_try_undo_loss.
-    Linux,
-}
-
-/// The setting called `name`; None for an unknown name.
-pub fn by_name(name: &str) -> Option<Kind> {
-    match name {
-        "off" => Some(Kind::Off),
-        "frto" => Some(Kind::Frto),
-        "linux" => Some(Kind::Linux),
-        _ => None,
-    }
-}
+/// The profile's `spurious_rto`: off, RFC 5682 with the RFC 4015 response, or Linux
+/// tcp_frto = 2 with tcp_try_undo_loss.
+pub use crate::profile::SpuriousRtoName as Kind;
 
 /// Where F-RTO stands after a timeout (ns-2's frto_ 1 and 2; Linux tp->frto with
 /// snd_nxt ≤ or > high_seq).

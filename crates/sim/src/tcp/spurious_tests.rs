@@ -19,7 +19,7 @@ fn stack(name: &str, spurious: &str) -> Rc<StackConfig> {
     cfg.ack.delayed = DelayedAck::Off;
     cfg.initial_window = InitialWindow::Segments(10);
     cfg.tlp = false; // the RTO, not a probe, is under test
-    cfg.spurious_rto = spurious.to_string();
+    cfg.spurious_rto = crate::profile::SpuriousRtoName::from_name(spurious).expect("a spurious-timeout setting");
     Rc::new(cfg)
 }
 
@@ -158,7 +158,7 @@ fn without_new_data_frto_falls_back_to_conventional_recovery() {
 fn sack_stack(spurious: &str) -> Rc<StackConfig> {
     let mut cfg = (*stack("rfc6298", spurious)).clone();
     cfg.sack = true;
-    cfg.recovery = "rfc6675".to_string();
+    cfg.recovery = crate::profile::RecoveryName::Rfc6675;
     cfg.rack = false;
     Rc::new(cfg)
 }

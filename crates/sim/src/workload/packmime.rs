@@ -415,6 +415,62 @@ mod tests {
         assert!((q9 / want9 - 1.0).abs() < 0.08, "{q9} vs {want9}");
     }
 
+    /// E[ceil(W)] for W ~ Weibull(shape, scale): the sum over k ≥ 0 of P(W > k).
+    fn mean_ceil_weibull(shape: f64, scale: f64) -> f64 {
+        (0..100_000).map(|k| (-(f64::from(k) / scale).powf(shape)).exp()).take_while(|&p| p > 1e-15).sum()
+    }
+
+    #[test]
+    fn run_lengths_are_ceiled_weibulls_and_start_with_a_download() {
+        // The runs of each state on their own: their mean against E[ceil(Weibull)] with the
+        // state's shape (logit of the rate) and scale (0.775 validations, 3.11 downloads).
+        for rate in [2.0, 15.0, 200.0] {
+            let mut rng = ChaCha8Rng::seed_from_u64(11);
+            let mut r = Responses::new(rate);
+            r.next(&mut rng);
+            assert_eq!(r.state, 1, "the first run is a download");
+            let mut runs: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+            let (mut state, mut len) = (r.state, 1.0);
+            for _ in 0..200_000 {
+                r.next(&mut rng);
+                if r.state == state {
+                    len += 1.0;
+                } else {
+                    runs[state].push(len);
+                    (state, len) = (r.state, 1.0);
+                }
+            }
+            for (s, lens) in runs.iter().enumerate() {
+                let got = lens.iter().sum::<f64>() / lens.len() as f64;
+                let want = mean_ceil_weibull(r.shape[s], r.scale[s]);
+                assert!((got / want - 1.0).abs() < 0.03, "rate {rate}, state {s}: mean run {got} vs {want}");
+                assert!(lens.iter().all(|&l| l >= 1.0));
+            }
+        }
+    }
+
+    #[test]
+    fn size_mix_is_the_share_of_download_runs() {
+        // The share of responses that are downloads: E[run₁] / (E[run₀] + E[run₁]), which
+        // moves with the rate (the run lengths' shapes are logits of it).
+        let mut shares = Vec::new();
+        for rate in [2.0, 15.0, 200.0] {
+            let mut rng = ChaCha8Rng::seed_from_u64(12);
+            let mut r = Responses::new(rate);
+            let n = 200_000;
+            let downloads = (0..n).filter(|_| {
+                r.next(&mut rng);
+                r.state == 1
+            });
+            let share = downloads.count() as f64 / f64::from(n);
+            let (m0, m1) = (mean_ceil_weibull(r.shape[0], r.scale[0]), mean_ceil_weibull(r.shape[1], r.scale[1]));
+            let want = m1 / (m0 + m1);
+            assert!((share - want).abs() < 0.01, "rate {rate}: downloads {share} vs {want}");
+            shares.push(share);
+        }
+        assert!(shares.windows(2).all(|w| w[0] != w[1]), "{shares:?}");
+    }
+
     #[test]
     fn arrivals_have_mean_one_over_rate_and_weibull_quantiles() {
         // The gaps are long-range dependent (d = 0.33): one run's mean wanders, so the

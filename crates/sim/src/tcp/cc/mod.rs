@@ -10,13 +10,14 @@
 //! sets the window and the pacing rate the sender's pacing clock (`tcp::pacing`) follows.
 //!
 //! One file per algorithm, each with its own tests; profiles choose one by name
-//! (`StackConfig::congestion_control`, resolved by `by_name`).
+//! (`StackConfig::congestion_control`, built by `build`).
 
 pub mod bbr;
 pub mod cubic;
 pub mod linux_reno;
 pub mod reno;
 
+use crate::profile::CongestionControlName;
 use crate::tcp::rate::RateSample;
 use crate::time::{Duration, Instant};
 
@@ -148,18 +149,14 @@ pub trait CongestionControl {
     fn cong_control(&mut self, _w: &mut Window, _rs: &RateSample, _s: &mut SockView) {}
 }
 
-/// Names `by_name` knows.
-pub const NAMES: &[&str] = &["reno", "cubic", "bbr"];
-
-/// The algorithm called `name`, configured from `cfg`; None for an unknown name. `seed`
-/// draws what the kernel draws at random (BBR's first gain-cycle phase).
-pub fn by_name(name: &str, cfg: &crate::profile::StackConfig, seed: u64) -> Option<Box<dyn CongestionControl>> {
+/// The algorithm `name`, configured from `cfg`. `seed` draws what the kernel draws at
+/// random (BBR's first gain-cycle phase).
+pub fn build(name: CongestionControlName, cfg: &crate::profile::StackConfig, seed: u64) -> Box<dyn CongestionControl> {
     match name {
         // The linux profile's "reno" is the kernel's (tcp_cong.c), counting packets.
-        "reno" if cfg.profile == "linux" => Some(Box::new(linux_reno::LinuxReno::default())),
-        "reno" => Some(Box::new(reno::Reno::new(cfg.abc_limit))),
-        "cubic" => Some(Box::new(cubic::Cubic::new(cfg.hystart))),
-        "bbr" => Some(Box::new(bbr::Bbr::new(seed))),
-        _ => None,
+        CongestionControlName::Reno if cfg.profile == "linux" => Box::new(linux_reno::LinuxReno::default()),
+        CongestionControlName::Reno => Box::new(reno::Reno::new(cfg.abc_limit)),
+        CongestionControlName::Cubic => Box::new(cubic::Cubic::new(cfg.hystart)),
+        CongestionControlName::Bbr => Box::new(bbr::Bbr::new(seed)),
     }
 }

@@ -4,7 +4,7 @@
 //! (`CongestionControl::ssthresh`) when `enter` is called; the endpoint retransmits.
 //!
 //! One file per algorithm with its tests; profiles choose one by name
-//! (`StackConfig::recovery`, resolved by `by_name`).
+//! (`StackConfig::recovery`, built by `build`).
 
 pub mod newreno;
 pub mod prr;
@@ -12,6 +12,7 @@ pub mod reno;
 pub mod rfc6675;
 
 use super::cc::Window;
+use crate::profile::RecoveryName;
 
 /// What a recovery algorithm sees of an ACK during recovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,22 +59,12 @@ pub trait RecoveryOps {
     fn on_sent(&mut self, _bytes: u64) {}
 }
 
-/// Names `by_name` knows.
-pub const NAMES: &[&str] = &["reno", "newreno", "rfc6675", "prr"];
-
-/// Whether the algorithm needs SACK (RFC 6675 works on SACKed segments; Linux's PRR runs
-/// either way, counting duplicate ACKs as SACKs without it: tcp_add_reno_sack).
-pub fn needs_sack(name: &str) -> bool {
-    name == "rfc6675"
-}
-
-/// The recovery algorithm called `name`; None for an unknown name.
-pub fn by_name(name: &str) -> Option<Box<dyn RecoveryOps>> {
+/// The recovery algorithm `name`.
+pub fn build(name: RecoveryName) -> Box<dyn RecoveryOps> {
     match name {
-        "reno" => Some(Box::new(reno::Reno)),
-        "newreno" => Some(Box::new(newreno::NewReno)),
-        "rfc6675" => Some(Box::new(rfc6675::Rfc6675)),
-        "prr" => Some(Box::new(prr::Prr::default())),
-        _ => None,
+        RecoveryName::Reno => Box::new(reno::Reno),
+        RecoveryName::NewReno => Box::new(newreno::NewReno),
+        RecoveryName::Rfc6675 => Box::new(rfc6675::Rfc6675),
+        RecoveryName::Prr => Box::new(prr::Prr::default()),
     }
 }
