@@ -1,12 +1,15 @@
 //! Bindings of `shortflow_sim::advise`: connection models in as dicts, the replays' verdict
-//! out as dicts. A model is a dict: `conn_id`, `rtt_s`, `lost_syns`, `lost_synacks`,
+//! out as dicts, batch by batch. A model is a dict: `conn_id`, `rtt_s`, `lost_syns`, `lost_synacks`,
 //! `epochs` (request, response_delay_us, response, interval_us), `lost_c2s`, `lost_s2c`
 //! (stream offsets), `server_iw` (None or segments), `observed_s`.
 
-use pyo3::exceptions::PyValueError;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use shortflow_sim::advise::{self, ConnModel, Interval, Side};
+use shortflow_sim::advise::{ConnModel, Fix, Interval, Outcome, Ranking, Side};
 
 fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
     let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("model {i}: no {k:?}")));
@@ -42,57 +45,145 @@ fn interval(py: Python<'_>, x: Interval) -> PyResult<Py<PyAny>> {
     Ok((x.low, x.high).into_pyobject(py)?.into_any().unbind())
 }
 
-/// Replays `models` unchanged and under the vantage's fixes on `threads` threads: a dict
-/// with `baseline` (one dict per model), `faithful_ids`, `fixes` (best first) and `replays`.
-#[pyfunction]
-fn advise_run<'py>(
-    py: Python<'py>,
-    models: Vec<Bound<'py, PyDict>>,
-    vantage: &str,
-    threads: usize,
-) -> PyResult<Bound<'py, PyDict>> {
-    let models: Vec<ConnModel> = models.iter().enumerate().map(|(i, d)| model(i, d)).collect::<PyResult<_>>()?;
-    let side = side(vantage)?;
-    let a = py.detach(|| advise::advise(&models, side, threads));
-    let out = PyDict::new(py);
-    let baseline = PyList::empty(py);
-    for b in &a.baseline {
-        let d = PyDict::new(py);
-        d.set_item("conn_id", b.conn_id)?;
-        d.set_item("observed_s", b.observed_s)?;
-        d.set_item("replay_s", b.replay_s)?;
-        d.set_item("faithful", b.faithful)?;
-        d.set_item("reason", &b.reason)?;
-        baseline.append(d)?;
+fn io_error(e: std::io::Error) -> PyErr {
+    PyOSError::new_err(format!("advise's spill of per-connection savings: {e}"))
+}
+
+fn fix_dict<'py>(py: Python<'py>, f: &Fix) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("fix", &f.name)?;
+    d.set_item("apply", &f.apply)?;
+    d.set_item("scenario_overrides", f.overrides.clone())?;
+    Ok(d)
+}
+
+fn models(list: &[Bound<'_, PyDict>]) -> PyResult<Vec<ConnModel>> {
+    list.iter().enumerate().map(|(i, d)| model(i, d)).collect()
+}
+
+/// The fixes' accounts over a capture's connections, fed in batches (`shortflow_sim::
+/// advise::Ranking`): `replay_batch` per batch of models, then `pairs` and `replay_pairs`
+/// over the faithful ones, then `finish`.
+#[pyclass(module = "shortflow._core")]
+pub struct AdviseRanking {
+    /// None once finished.
+    inner: Mutex<Option<Ranking>>,
+}
+
+fn finished() -> PyErr {
+    PyValueError::new_err("the ranking was finished")
+}
+
+impl AdviseRanking {
+    fn with<T>(&self, f: impl FnOnce(&mut Ranking) -> PyResult<T>) -> PyResult<T> {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        f(guard.as_mut().ok_or_else(finished)?)
     }
-    let fixes = PyList::empty(py);
-    for r in &a.fixes {
-        let d = PyDict::new(py);
-        d.set_item("fix", &r.fix.name)?;
-        d.set_item("apply", &r.fix.apply)?;
-        d.set_item("scenario_overrides", r.fix.overrides.clone())?;
-        d.set_item("connections_helped", r.connections_helped)?;
-        d.set_item("saved_s_total", r.saved_s_total)?;
-        d.set_item("saved_s_median", r.saved_s_median)?;
-        d.set_item("saved_s_p95", r.saved_s_p95)?;
-        d.set_item("saved_s_total_ci", interval(py, r.total_ci)?)?;
-        d.set_item("saved_s_median_ci", interval(py, r.median_ci)?)?;
-        d.set_item("saved_s_p95_ci", interval(py, r.p95_ci)?)?;
-        d.set_item("extra_packets", r.extra_packets)?;
-        d.set_item("spurious_retransmissions", r.spurious_retransmissions)?;
-        d.set_item("connections_slower", r.connections_slower)?;
-        d.set_item("saved_s", r.saved_s.clone())?;
-        fixes.append(d)?;
+}
+
+#[pymethods]
+impl AdviseRanking {
+    /// The accounts of the vantage's fixes; per-connection savings spill to files in
+    /// `spill_dir` (None: kept in memory).
+    #[new]
+    #[pyo3(signature = (vantage, spill_dir=None))]
+    fn new(vantage: &str, spill_dir: Option<PathBuf>) -> PyResult<Self> {
+        let r = Ranking::new(side(vantage)?, spill_dir.as_deref()).map_err(io_error)?;
+        Ok(Self { inner: Mutex::new(Some(r)) })
     }
-    out.set_item("baseline", baseline)?;
-    out.set_item("faithful_ids", a.faithful_ids.clone())?;
-    out.set_item("fixes", fixes)?;
-    out.set_item("replays", a.replays)?;
-    Ok(out)
+
+    /// Replays a batch of models unchanged and under every single fix on `threads`
+    /// threads: ``baseline`` (a dict per model), ``faithful`` ((index, outcome) per
+    /// faithful model; an outcome is (duration_s, extra_packets, spurious)) and ``saved_s``
+    /// (per fix, in `fixes()` order, seconds saved per faithful model).
+    fn replay_batch<'py>(&self, py: Python<'py>, batch: Vec<Bound<'py, PyDict>>, threads: usize) -> PyResult<Bound<'py, PyDict>> {
+        let ms = models(&batch)?;
+        let b = self.with(|r| py.detach(|| r.replay_batch(&ms, threads)).map_err(io_error))?;
+        let out = PyDict::new(py);
+        let baseline = PyList::empty(py);
+        for x in &b.baseline {
+            let d = PyDict::new(py);
+            d.set_item("conn_id", x.conn_id)?;
+            d.set_item("observed_s", x.observed_s)?;
+            d.set_item("replay_s", x.replay_s)?;
+            d.set_item("faithful", x.faithful)?;
+            d.set_item("reason", &x.reason)?;
+            baseline.append(d)?;
+        }
+        let faithful: Vec<(usize, (Option<f64>, u32, u32))> =
+            b.faithful.iter().map(|(i, o)| (*i, (o.duration_s, o.extra_packets, o.spurious))).collect();
+        out.set_item("baseline", baseline)?;
+        out.set_item("faithful", faithful)?;
+        out.set_item("saved_s", b.saved_s)?;
+        Ok(out)
+    }
+
+    /// The fixes accounted so far, in order: dicts with ``fix``, ``apply``,
+    /// ``scenario_overrides``.
+    fn fixes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.with(|r| r.fixes().map(|f| fix_dict(py, f)).collect())
+    }
+
+    /// After every batch: the pairs of the best three single fixes, as `fixes()` gives
+    /// them; replay the faithful models under them with `replay_pairs`.
+    fn pairs<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let pairs = self.with(|r| r.pairs().map_err(io_error))?;
+        pairs.iter().map(|f| fix_dict(py, f)).collect()
+    }
+
+    /// Replays faithful models with their baseline outcomes (as `replay_batch` gave them)
+    /// under the pairs; each pair's savings per model.
+    fn replay_pairs(
+        &self,
+        py: Python<'_>,
+        batch: Vec<Bound<'_, PyDict>>,
+        outcomes: Vec<(Option<f64>, u32, u32)>,
+        threads: usize,
+    ) -> PyResult<Vec<Vec<f64>>> {
+        if batch.len() != outcomes.len() {
+            return Err(PyValueError::new_err(format!("{} models, {} outcomes", batch.len(), outcomes.len())));
+        }
+        let both: Vec<(ConnModel, Outcome)> = models(&batch)?
+            .into_iter()
+            .zip(outcomes)
+            .map(|(m, (duration_s, extra_packets, spurious))| (m, Outcome { duration_s, extra_packets, spurious }))
+            .collect();
+        self.with(|r| py.detach(|| r.replay_pairs(&both, threads)).map_err(io_error))
+    }
+
+    /// Connection replays run so far.
+    fn replays(&self) -> PyResult<u64> {
+        self.with(|r| Ok(r.replays()))
+    }
+
+    /// The fixes best first, each a dict (``fix``, ``apply``, ``scenario_overrides``,
+    /// ``connections_helped``, ``saved_s_total``/``_median``/``_p95`` and their
+    /// ``*_ci`` intervals, ``extra_packets``, ``spurious_retransmissions``,
+    /// ``connections_slower``).
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(finished)?;
+        let (fixes, _) = py.detach(|| r.finish(false)).map_err(io_error)?;
+        fixes
+            .iter()
+            .map(|r| {
+                let d = fix_dict(py, &r.fix)?;
+                d.set_item("connections_helped", r.connections_helped)?;
+                d.set_item("saved_s_total", r.saved_s_total)?;
+                d.set_item("saved_s_median", r.saved_s_median)?;
+                d.set_item("saved_s_p95", r.saved_s_p95)?;
+                d.set_item("saved_s_total_ci", interval(py, r.total_ci)?)?;
+                d.set_item("saved_s_median_ci", interval(py, r.median_ci)?)?;
+                d.set_item("saved_s_p95_ci", interval(py, r.p95_ci)?)?;
+                d.set_item("extra_packets", r.extra_packets)?;
+                d.set_item("spurious_retransmissions", r.spurious_retransmissions)?;
+                d.set_item("connections_slower", r.connections_slower)?;
+                Ok(d)
+            })
+            .collect()
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(advise_scenario, m)?)?;
-    m.add_function(wrap_pyfunction!(advise_run, m)?)?;
-    Ok(())
+    m.add_class::<AdviseRanking>()
 }

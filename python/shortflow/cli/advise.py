@@ -37,7 +37,7 @@ def _est(x: float, ci: tuple[float, float]) -> str:
 
 
 def print_advice(adv: Advice) -> None:
-    n = len(adv.baseline)
+    n = adv.connections
     say(f"{n:,} connections with data, seen near the {adv.vantage}: fixes of the {adv.vantage}'s host")
     say(f"baseline: {adv.faithful:,} of {n:,} ({adv.faithful_share:.0%}) replay within 10 % of their observed duration; "
         "only those feed the estimates")
@@ -53,14 +53,7 @@ def print_advice(adv: Advice) -> None:
                        "spurious retransmissions · connections made slower")
     for k, f in enumerate(adv.fixes, 1):
         say(f"{k:>2}. {f['apply']}")
-    reasons: dict[str, int] = {}
-    for b in adv.baseline:
-        if not b["faithful"]:
-            why = b.get("reason") or "not replayed"
-            # The reason's kind, without the connection's own figures.
-            key = why.split(": ", 1)[1] if why.startswith("observed ") else why
-            reasons[key] = reasons.get(key, 0) + 1
-    for why, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
+    for why, count in sorted(adv.reasons.items(), key=lambda kv: -kv[1]):
         say(f"not faithful: {count:,} — {why}")
     for c in adv.caveats:
         say(f"note: {c}")
@@ -82,13 +75,14 @@ def register(app: typer.Typer) -> None:
         """Replay each connection of a capture under every start-up fix its vantage's host
         can apply (SYN RTO, SYN optimizer, initial window, quick ACKs, minimum RTO, SFR, and
         pairs of the best three) and rank them by the time they give back."""
-        from shortflow.advise import AdviseError, advise, write_parquet
+        from shortflow.advise import AdviseError, advise
         from shortflow.advise import explain as explain_scenario
-        from shortflow.analyze import analyze
         from shortflow.exceptions import ShortflowError
 
         for t in traces:
-            if not t.is_file():
+            if t.is_dir():
+                fail(f"{clip(t)}: is a directory, not a trace", USAGE)
+            if not t.exists():
                 fail(f"{clip(t)}: no such file", USAGE)
         if vantage is not None and vantage not in ("server", "client"):
             fail(f"--vantage {clip(vantage)!r}: expected server or client", USAGE)
@@ -96,27 +90,24 @@ def register(app: typer.Typer) -> None:
             check_output_file(json_out, "--json")
         if out is not None:
             check_output_dir(out, "--out")
-        try:
-            a = analyze([str(t) for t in traces])
-        except ShortflowError as e:
-            fail(e, FAILURE)
-        for message in a.errors:
-            error(f"{message} — advising on the connections read before it")
+        paths = [str(t) for t in traces]
         try:
             if explain is not None:
-                sys.stdout.write(explain_scenario(a, explain, vantage))
+                sys.stdout.write(explain_scenario(paths, explain, vantage))
                 return
-            adv = advise(a, vantage, threads)
+            adv = advise(paths, vantage, threads, out)
         except AdviseError as e:
             fail(e, USAGE)
+        except ShortflowError as e:
+            fail(e, FAILURE)
+        for message in adv.errors:
+            error(f"{message} — advised on the connections read before it")
         if json_out is not None:
             write_json(json_out, adv.document())
-        if out is not None:
-            written = write_parquet(adv, out)
         if not is_stdout(json_out):
             print_advice(adv)
-            if out is not None:
-                say("per connection: " + ", ".join(str(p) for p in written))
-        if a.errors:
+            if adv.written:
+                say("per connection: " + ", ".join(str(p) for p in adv.written))
+        if adv.errors:
             raise typer.Exit(FAILURE)
 
