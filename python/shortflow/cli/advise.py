@@ -60,15 +60,28 @@ def print_advice(adv: Advice) -> None:
     say(f"{adv.replays:,} connection replays")
 
 
+def _write_report(traces: list[Path], adv: Advice, out: Path) -> Path:
+    """The analysis' report of `traces` with what would help. The rest of the page (the
+    worst connections, the distributions) needs the whole table: this reads the captures
+    again, and holds their table as `analyze --report` does."""
+    from shortflow.analyze import analyze, summary_document
+    from shortflow.report import write_report
+
+    a = analyze([str(t) for t in traces])
+    return write_report(a, summary_document(a), out, traces=list(traces), advice=adv)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("advise", epilog=examples("shortflow advise server.pcap",
                                            "shortflow advise server.pcap --json advice.json --out advice/",
+                                           "shortflow advise server.pcap --report report/",
                                            "shortflow advise server.pcap --explain 12 > conn-12.toml && shortflow simulate conn-12.toml"))
     def advise_cmd(
         traces: Annotated[list[Path], typer.Argument(help="pcap or pcapng files, plain or gzip", dir_okay=False)],
         vantage: Annotated[Optional[str], typer.Option("--vantage", metavar="server|client", help="whose host to fix: where the capture was taken (default: as the analyzer infers it from the handshakes)")] = None,
         json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="write the ranked fixes and the replay's fidelity as JSON (- for standard output)")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write connections.parquet (observed and replayed durations, faithful or why not) and savings.parquet (each fix's saving per connection)")] = None,
+        report: Annotated[Optional[Path], typer.Option("--report", metavar="DIR", help="write the analysis' HTML report (report.html) into this directory, with what would help: the fixes ranked and the share of connections replayed faithfully")] = None,
         explain: Annotated[Optional[int], typer.Option("--explain", metavar="CONN", min=0, help="print connection CONN's model as a scenario (TOML) for `shortflow simulate`, instead of advising")] = None,
         threads: Annotated[Optional[int], typer.Option("--threads", min=1, metavar="N", help="replay on this many threads (default: every core)")] = None,
     ) -> None:
@@ -90,6 +103,8 @@ def register(app: typer.Typer) -> None:
             check_output_file(json_out, "--json")
         if out is not None:
             check_output_dir(out, "--out")
+        if report is not None:
+            check_output_dir(report, "--report")
         paths = [str(t) for t in traces]
         try:
             if explain is not None:
@@ -104,10 +119,15 @@ def register(app: typer.Typer) -> None:
             error(f"{message} — advised on the connections read before it")
         if json_out is not None:
             write_json(json_out, adv.document())
+        page = None
+        if report is not None:
+            page = _write_report(traces, adv, report)
         if not is_stdout(json_out):
             print_advice(adv)
             if adv.written:
                 say("per connection: " + ", ".join(str(p) for p in adv.written))
+            if page is not None:
+                say(f"report: {page}")
         if adv.errors:
             raise typer.Exit(FAILURE)
 
