@@ -76,6 +76,10 @@ def advise_scenario(m: dict[str, Any]) -> str:
     ``lost_synacks``, ``epochs``, ``lost_c2s``, ``lost_s2c``, ``server_iw``,
     ``observed_s``): what `shortflow simulate` replays."""
 
+def advise_faithful(batch: list[dict[str, Any]], threads: int) -> list[tuple[int, tuple[float | None, int, int]]]:
+    """The faithful models of a batch (indices) with their baseline outcomes, as
+    `AdviseRanking.replay_batch` finds them, without replaying any fix."""
+
 @final
 class AdviseRanking:
     """The fixes' accounts over a capture's connections, fed in batches: `replay_batch`
@@ -95,6 +99,16 @@ class AdviseRanking:
     def replay_pairs(self, batch: list[dict[str, Any]], outcomes: list[tuple[float | None, int, int]],
                      threads: int) -> list[list[float]]:
         """Replays faithful models (with their baseline outcomes) under the pairs."""
+    def add_pairs(self, pairs: list[dict[str, Any]]) -> None:
+        """Adds accounts for pairs another ranking's `pairs()` chose."""
+    def singles(self) -> int:
+        """The number of single fixes (the pairs' accounts follow them)."""
+    def take_parts(self, first: int) -> tuple[list[dict[str, Any]], list[int]]:
+        """The accounts from the `first`-th on as parts (``helped``, ``slower``, ``extra``,
+        ``spurious``, ``total``, ``saved``), emptied, and (connections, faithful, replays)
+        counted so far, zeroed: for another ranking's `absorb`."""
+    def absorb(self, first: int, parts: list[dict[str, Any]], counts: list[int]) -> None:
+        """Adds another ranking's parts to the accounts from the `first`-th on, and its counts."""
     def replays(self) -> int:
         """Connection replays run so far."""
     def finish(self) -> list[dict[str, Any]]:

@@ -253,6 +253,49 @@ class _Sample:
         elif (k := self._rng.randrange(self.seen)) < self.SAMPLE:
             self.values[k] = x
 
+    def merge(self, other: _Sample) -> None:
+        """Adds another trace's sample: all of both while they fit, else a seeded draw
+        weighted by what each saw."""
+        if len(self.values) + len(other.values) <= self.SAMPLE:
+            self.values += other.values
+        else:
+            pool = [(x, self.seen) for x in self.values] + [(x, other.seen) for x in other.values]
+            keys = [self._rng.random() ** (1.0 / w) for _, w in pool]
+            best = sorted(range(len(pool)), key=lambda k: keys[k], reverse=True)[:self.SAMPLE]
+            self.values = [pool[k][0] for k in sorted(best)]
+        self.seen += other.seen
+
+
+@dataclass
+class _Counts:
+    """What only the whole capture says, counted connection by connection: each server's
+    first flights (its initial window), each client's round trips, the servers' ports.
+    Bounded by the hosts and ports, not the connections."""
+
+    windows: dict[str, Counter[int]] = field(default_factory=dict)
+    rtts: dict[str, _Sample] = field(default_factory=dict)
+    ports: Counter[int] = field(default_factory=Counter)
+
+    def add(self, f: dict[str, Any]) -> None:
+        self.ports[f["server_port"]] += 1
+        if (iw := _first_flight(f)) is not None:
+            self.windows.setdefault(f["server_ip"], Counter())[iw] += 1
+        if _clean(f) and (r := _finite(f["handshake_rtt_s"])) is not None:
+            self.rtts.setdefault(f["client_ip"], _Sample()).add(r)
+
+    def merge(self, o: _Counts) -> None:
+        self.ports.update(o.ports)
+        for server, c in o.windows.items():
+            self.windows.setdefault(server, Counter()).update(c)
+        for client, sample in o.rtts.items():
+            self.rtts.setdefault(client, _Sample()).merge(sample)
+
+    def hosts(self) -> tuple[dict[str, int], dict[str, float]]:
+        """Each server's initial window (the one most of its first flights show: a host
+        setting) and each client's round trip (the median of its clean handshakes)."""
+        return ({server: c.most_common(1)[0][0] for server, c in self.windows.items()},
+                {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()})
+
 
 class _Batch:
     """One batch of the stream as `connection_vectors` reads an analysis."""
@@ -261,41 +304,26 @@ class _Batch:
         self.table, self.exchanges = table, exchanges
 
 
-@dataclass
-class _Gathered:
-    """The first pass: every connection's facts (spilled), the host-wide counts the models
-    need, and what the analyzer said of the captures."""
+class _Stream:
+    """The connections of `paths` (named `names` in the tables) as facts, batch by batch
+    (`facts()`); `raw` is the analyzer's answer without tables once they are all read."""
 
-    facts: _Spill
-    raw: dict[str, Any]
-    windows: dict[str, Counter[int]]
-    rtts: dict[str, _Sample]
-    ports: Counter[int]
+    def __init__(self, paths: list[str], names: list[str]) -> None:
+        self.paths, self.names = paths, names
+        self.raw: dict[str, Any] = {}
 
+    def facts(self) -> Iterator[list[dict[str, Any]]]:
+        from shortflow.arrow_table import exchanges as exchange_table
+        from shortflow.arrow_table import table as connection_table
 
-def _gather(paths: list[str], spill_dir: str) -> _Gathered:
-    from shortflow.arrow_table import exchanges as exchange_table
-    from shortflow.arrow_table import table as connection_table
-
-    stream = _core.ConnectionStream([Path(p) for p in paths], rows=BATCH_ROWS)
-    dictionaries = _core.table_dictionaries()
-    g = _Gathered(_Spill(spill_dir, "facts"), {}, {}, {}, Counter())
-    while (batch := stream.next_batch()) is not None:
-        cols, xcols = batch
-        b = _Batch(connection_table({"columns": cols, "dictionaries": dictionaries}, paths),
-                   exchange_table({"exchange_columns": xcols}, paths))
-        facts = []
-        for c, v in connection_vectors(b, _COLUMNS):  # type: ignore[arg-type]
-            f = _facts(c, v)
-            facts.append(f)
-            g.ports[f["server_port"]] += 1
-            if (iw := _first_flight(f)) is not None:
-                g.windows.setdefault(f["server_ip"], Counter())[iw] += 1
-            if _clean(f) and (r := _finite(f["handshake_rtt_s"])) is not None:
-                g.rtts.setdefault(f["client_ip"], _Sample()).add(r)
-        g.facts.append(facts)
-    g.raw = stream.finish()
-    return g
+        stream = _core.ConnectionStream([Path(p) for p in self.paths], rows=BATCH_ROWS)
+        dictionaries = _core.table_dictionaries()
+        while (batch := stream.next_batch()) is not None:
+            cols, xcols = batch
+            b = _Batch(connection_table({"columns": cols, "dictionaries": dictionaries}, self.names),
+                       exchange_table({"exchange_columns": xcols}, self.names))
+            yield [_facts(c, v) for c, v in connection_vectors(b, _COLUMNS)]  # type: ignore[arg-type]
+        self.raw = stream.finish()
 
 
 def _vantage(raw: dict[str, Any], vantage: str | None) -> str:
@@ -314,31 +342,73 @@ def _errors(raw: dict[str, Any]) -> list[str]:
     return [f["error"] for f in raw["files"] if f["error"]]
 
 
-def _models(g: _Gathered, side: str) -> Iterator[list[tuple[dict[str, Any], dict[str, Any] | str]]]:
-    """The spilled connections batch by batch, each with its model or why it has none;
-    a model's ``conn_id`` is its connection's place in the stream (the row's own
-    ``conn_id`` is per trace)."""
-    windows = {server: counts.most_common(1)[0][0] for server, counts in g.windows.items()}
-    clients = {ip: statistics.median(rs.values) for ip, rs in g.rtts.items()}
+Modelled = list[tuple[dict[str, Any], "dict[str, Any] | str"]]
+
+
+def _models(batches: Iterator[list[dict[str, Any]]], side: str, counts: _Counts) -> Iterator[Modelled]:
+    """Each batch of facts with each connection's model or why it has none; a model's
+    ``conn_id`` is its connection's place in the batches (the row's own ``conn_id`` is per
+    trace)."""
+    windows, clients = counts.hosts()
     i = 0
-    for facts in g.facts:
-        out = []
+    for facts in batches:
+        out: Modelled = []
         for f in facts:
             out.append((f, _model(i, f, side, windows.get(f["server_ip"]), clients)))
             i += 1
         yield out
 
 
+def _row(f: dict[str, Any]) -> dict[str, Any]:
+    return {"trace": f["trace"], "conn_id": f["conn_id"]}
+
+
+@dataclass
+class _Replays:
+    """The second pass over batches of models: the ranking fed, the per-connection rows
+    (for ``--out``) handed to `rows`, the faithful connections to `keep`."""
+
+    ranking: Any
+    threads: int
+    rows: Any = None
+    keep: Any = None
+    connections: int = 0
+    faithful: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def batch(self, batch: Modelled) -> None:
+        models = [m for _, m in batch if not isinstance(m, str)]
+        facts = [f for f, m in batch if not isinstance(m, str)]
+        result = self.ranking.replay_batch(models, self.threads)
+        by_row: list[dict[str, Any]] = []
+        for f, m in batch:
+            if isinstance(m, str):
+                by_row.append({**_row(f), "observed_s": None, "replay_s": None, "faithful": False, "reason": m})
+                self.reasons[m] += 1
+        for f, b in zip(facts, result["baseline"]):
+            by_row.append({**_row(f), **{k: b[k] for k in ("observed_s", "replay_s", "faithful", "reason")}})
+            if not b["faithful"]:
+                # The reason's kind, without the connection's own figures.
+                why = b["reason"]
+                self.reasons[why.split(": ", 1)[1] if why.startswith("observed ") else why] += 1
+        self.connections += len(batch)
+        self.faithful += len(result["faithful"])
+        held = [(models[i], _row(facts[i]), o) for i, o in result["faithful"]]
+        if self.keep is not None:
+            self.keep(held)
+        if self.rows is not None:
+            self.rows(by_row, [r for _, r, _ in held], result["saved_s"])
+
+
 class _Tables:
     """``--out``'s per-connection tables, written batch by batch."""
 
-    def __init__(self, out: Path, trace_names: list[str]) -> None:
+    def __init__(self, out: Path) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         out.mkdir(parents=True, exist_ok=True)
         self.paths = [out / "connections.parquet", out / "savings.parquet"]
-        self.names = trace_names
         self.conn_schema = pa.schema([("trace", pa.string()), ("conn_id", pa.uint64()), ("observed_s", pa.float64()),
                                       ("replay_s", pa.float64()), ("faithful", pa.bool_()), ("reason", pa.string())])
         self.saving_schema = pa.schema([("fix", pa.string()), ("trace", pa.string()), ("conn_id", pa.uint64()),
@@ -363,72 +433,180 @@ class _Tables:
         self.savings.close()
 
 
+def _finish(ranking: Any, side: str, counts: _Counts, replays: _Replays, raw: dict[str, Any],
+            tables: _Tables | None) -> Advice:
+    fixes: list[dict[str, Any]] = ranking.finish()
+    # The SYN optimizer watches the server's ports: those the capture's connections went to.
+    port_list = ",".join(str(p) for p, _ in sorted(counts.ports.most_common(_MAX_PORTS))) or "PORT"
+    for f in fixes:
+        f["apply"] = f["apply"].replace("--port PORT", f"--port {port_list}")
+    return Advice(vantage=side, fixes=fixes, connections=replays.connections, faithful=replays.faithful,
+                  reasons=replays.reasons, replays=0, errors=_errors(raw), written=tables.paths if tables else [])
+
+
 def advise(paths: list[str], vantage: str | None = None, threads: int | None = None,
-           out: Path | None = None) -> Advice:
+           out: Path | None = None, scheduler: str | None = None) -> Advice:
     """Replays every connection of the captures `paths` unchanged and under the vantage
     host's fixes; with `out`, writes ``connections.parquet`` (observed and replayed
     durations, faithful or why not) and ``savings.parquet`` (seconds each fix saves each
-    faithful connection) there."""
+    faithful connection) there. With `scheduler` (a Dask scheduler's address) each
+    trace's passes are tasks on that cluster, replaying on `threads` threads each (default
+    1), with the advice a local run gives (see `_advise_on_cluster`)."""
+    if scheduler is not None:
+        return _advise_on_cluster(paths, vantage, out, scheduler, threads or 1)
     threads = threads or (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
-        g = _gather(paths, spill_dir)
-        side = _vantage(g.raw, vantage)
+        stream, counts, facts = _Stream(paths, paths), _Counts(), _Spill(spill_dir, "facts")
+        for batch in stream.facts():
+            for f in batch:
+                counts.add(f)
+            facts.append(batch)
+        side = _vantage(stream.raw, vantage)
         ranking = _core.AdviseRanking(side, spill_dir)
         singles = ranking.fixes()
-        tables = _Tables(out, paths) if out is not None else None
+        tables = _Tables(out) if out is not None else None
         kept = _Spill(spill_dir, "faithful")
-        connections = faithful = 0
-        reasons: Counter[str] = Counter()
+
+        def rows(conns: list[dict[str, Any]], held: list[dict[str, Any]], saved: list[list[float]]) -> None:
+            assert tables is not None
+            tables.connections(conns)
+            tables.saved(singles, held, saved)
+
+        replays = _Replays(ranking, threads, rows if tables else None, kept.append)
         try:
-            for batch in _models(g, side):
-                models = [m for _, m in batch if not isinstance(m, str)]
-                rows = [f for f, m in batch if not isinstance(m, str)]
-                result = ranking.replay_batch(models, threads)
-                by_row: list[dict[str, Any]] = []
-                for f, m in batch:
-                    row = {"trace": f["trace"], "conn_id": f["conn_id"]}
-                    if isinstance(m, str):
-                        by_row.append({**row, "observed_s": None, "replay_s": None, "faithful": False, "reason": m})
-                        reasons[m] += 1
-                for r, b in zip(rows, result["baseline"]):
-                    by_row.append({"trace": r["trace"], "conn_id": r["conn_id"], **{k: b[k] for k in
-                                   ("observed_s", "replay_s", "faithful", "reason")}})
-                    if not b["faithful"]:
-                        # The reason's kind, without the connection's own figures.
-                        why = b["reason"]
-                        reasons[why.split(": ", 1)[1] if why.startswith("observed ") else why] += 1
-                connections += len(batch)
-                faithful += len(result["faithful"])
-                held = [(models[i], rows[i], o) for i, o in result["faithful"]]
-                kept.append([(m, {"trace": r["trace"], "conn_id": r["conn_id"]}, o) for m, r, o in held])
-                if tables is not None:
-                    tables.connections(by_row)
-                    tables.saved(singles, [r for _, r, _ in held], result["saved_s"])
+            for modelled in _models(iter(facts), side, counts):
+                replays.batch(modelled)
             pairs = ranking.pairs()
             if pairs:
                 for held in kept:
                     saved = ranking.replay_pairs([m for m, _, _ in held], [o for _, _, o in held], threads)
                     if tables is not None:
                         tables.saved(pairs, [r for _, r, _ in held], saved)
-            replays = ranking.replays()
-            fixes = ranking.finish()
+            n = ranking.replays()
+            adv = _finish(ranking, side, counts, replays, stream.raw, tables)
         finally:
             if tables is not None:
                 tables.close()
-    # The SYN optimizer watches the server's ports: those the capture's connections went to.
-    port_list = ",".join(str(p) for p, _ in sorted(g.ports.most_common(_MAX_PORTS))) or "PORT"
-    for f in fixes:
-        f["apply"] = f["apply"].replace("--port PORT", f"--port {port_list}")
-    return Advice(vantage=side, fixes=fixes, connections=connections, faithful=faithful, reasons=reasons,
-                  replays=replays, errors=_errors(g.raw), written=tables.paths if tables is not None else [])
+    adv.replays = n
+    return adv
+
+
+def _gather_task(path: str, name: str) -> tuple[_Counts, dict[str, Any]]:
+    """A cluster's first pass over one trace: its host-wide counts and the analyzer's
+    record of the file (its summary state among it)."""
+    stream, counts = _Stream([path], [name]), _Counts()
+    for batch in stream.facts():
+        for f in batch:
+            counts.add(f)
+    return counts, stream.raw["files"][0]
+
+
+def _replay_task(path: str, name: str, side: str, counts: _Counts, threads: int,
+                 rows: bool) -> tuple[list[dict[str, Any]], list[int], Counter[str], list[Any]]:
+    """A cluster's second pass over one trace: its models replayed unchanged and under the
+    single fixes; the accounts' parts and counts (`AdviseRanking.take_parts`), the reasons
+    of the unfaithful, and with `rows` the per-connection rows for ``--out``."""
+    ranking = _core.AdviseRanking(side)
+    written: list[Any] = []
+    replays = _Replays(ranking, threads, (lambda *r: written.append(r)) if rows else None)
+    for batch in _models(_Stream([path], [name]).facts(), side, counts):
+        replays.batch(batch)
+    parts, n = ranking.take_parts(0)
+    return parts, [n[0], n[1], n[2]], replays.reasons, written
+
+
+def _pairs_task(path: str, name: str, side: str, counts: _Counts, pairs: list[dict[str, Any]], threads: int,
+                rows: bool) -> tuple[list[dict[str, Any]], list[int], list[Any]]:
+    """A cluster's third pass over one trace: its faithful models (found again by their
+    baseline replays) replayed under the pairs; the pairs' parts and counts, and with
+    `rows` their savings per connection."""
+    ranking = _core.AdviseRanking(side)
+    ranking.add_pairs(pairs)
+    written: list[Any] = []
+    for batch in _models(_Stream([path], [name]).facts(), side, counts):
+        modelled = [(f, m) for f, m in batch if not isinstance(m, str)]
+        found = _core.advise_faithful([m for _, m in modelled], threads)
+        saved = ranking.replay_pairs([modelled[i][1] for i, _ in found], [o for _, o in found], threads)
+        if rows:
+            written.append(([_row(modelled[i][0]) for i, _ in found], saved))
+    parts, n = ranking.take_parts(ranking.singles())
+    return parts, [n[0], n[1], n[2]], written
+
+
+def _advise_on_cluster(paths: list[str], vantage: str | None, out: Path | None, scheduler: str,
+                       threads: int) -> Advice:
+    """Each trace's three passes as tasks on the cluster at `scheduler`, the results
+    absorbed in the traces' order: the advice a local run gives. The
+    workers must see the traces at the same paths (absolute paths are sent); each pass
+    reads its trace again, where the local run keeps the first pass's facts in a spill.
+
+    The ranking, its spill and ``--out``'s tables stay here; a worker hands back sums, one
+    trace's savings and, for ``--out``, that trace's rows."""
+    if "-" in paths:
+        raise AdviseError("standard input ('-') cannot be sent to a Dask cluster: give a file")
+    from shortflow.cluster import dask_client
+
+    absolute = [os.path.abspath(p) for p in paths]
+    with dask_client(scheduler, None) as client:
+        gathered = client.gather(client.map(_gather_task, absolute, paths, pure=False))
+        counts = _Counts()
+        for c, _ in gathered:
+            counts.merge(c)
+        files = [f for _, f in gathered]
+        for f, p in zip(files, paths):
+            f["path"] = p
+        raw = {"summary": _core.merge_summaries([f["summary_state"] for f in files]), "files": files}
+        side = _vantage(raw, vantage)
+        with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
+            ranking = _core.AdviseRanking(side, spill_dir)
+            singles = ranking.fixes()
+            tables = _Tables(out) if out is not None else None
+            replays = _Replays(ranking, 1)
+            try:
+                futures = client.map(_replay_task, absolute, paths, [side] * len(paths), [counts] * len(paths),
+                                     [threads] * len(paths), [tables is not None] * len(paths), pure=False)
+                # In the traces' order (each waited for in turn): the savings go in the
+                # order a local run gives them.
+                for fut in futures:
+                    parts, n, reasons, written = fut.result()
+                    ranking.absorb(0, parts, n)
+                    replays.connections += n[0]
+                    replays.faithful += n[1]
+                    replays.reasons.update(reasons)
+                    for conns, held, saved in written:
+                        assert tables is not None
+                        tables.connections(conns)
+                        tables.saved(singles, held, saved)
+                pairs = ranking.pairs()
+                if pairs:
+                    futures = client.map(_pairs_task, absolute, paths, [side] * len(paths), [counts] * len(paths),
+                                         [pairs] * len(paths), [threads] * len(paths), [tables is not None] * len(paths),
+                                         pure=False)
+                    for fut in futures:
+                        parts, n, written = fut.result()
+                        ranking.absorb(ranking.singles(), parts, n)
+                        for held, saved in written:
+                            assert tables is not None
+                            tables.saved(pairs, held, saved)
+                n_replays = ranking.replays()
+                adv = _finish(ranking, side, counts, replays, raw, tables)
+            finally:
+                if tables is not None:
+                    tables.close()
+    adv.replays = n_replays
+    return adv
 
 
 def explain(paths: list[str], conn: int, vantage: str | None = None) -> str:
     """Connection `conn`'s model as a scenario file (TOML) that `shortflow simulate` runs."""
     with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
-        g = _gather(paths, spill_dir)
-        side = _vantage(g.raw, vantage)
-        found = [(f, m) for batch in _models(g, side) for f, m in batch if f["conn_id"] == conn]
+        stream, counts, facts = _Stream(paths, paths), _Counts(), _Spill(spill_dir, "facts")
+        for batch in stream.facts():
+            for f in batch:
+                counts.add(f)
+            facts.append([f for f in batch if f["conn_id"] == conn])
+        side = _vantage(stream.raw, vantage)
+        found = [(f, m) for batch in _models(iter(facts), side, counts) for f, m in batch]
     if not found:
         raise AdviseError(f"--explain {conn}: no connection {conn} with data in the capture")
     if len(found) > 1:

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use shortflow_sim::advise::{ConnModel, Fix, Interval, Outcome, Ranking, Side};
+use shortflow_sim::advise::{faithful_baseline, AccountPart, ConnModel, Fix, Interval, Outcome, Ranking, Side};
 
 fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
     let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("model {i}: no {k:?}")));
@@ -55,6 +55,20 @@ fn fix_dict<'py>(py: Python<'py>, f: &Fix) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("apply", &f.apply)?;
     d.set_item("scenario_overrides", f.overrides.clone())?;
     Ok(d)
+}
+
+fn fix_of(d: &Bound<'_, PyDict>) -> PyResult<Fix> {
+    let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("fix: no {k:?}")));
+    Ok(Fix { name: get("fix")?.extract()?, apply: get("apply")?.extract()?, overrides: get("scenario_overrides")?.extract()? })
+}
+
+/// The faithful models of a batch (indices) with their baseline outcomes, as
+/// `AdviseRanking.replay_batch` finds them, without replaying any fix.
+#[pyfunction]
+fn advise_faithful(py: Python<'_>, batch: Vec<Bound<'_, PyDict>>, threads: usize) -> PyResult<Vec<(usize, (Option<f64>, u32, u32))>> {
+    let ms = models(&batch)?;
+    let found = py.detach(|| faithful_baseline(&ms, threads));
+    Ok(found.into_iter().map(|(i, o)| (i, (o.duration_s, o.extra_packets, o.spurious))).collect())
 }
 
 fn models(list: &[Bound<'_, PyDict>]) -> PyResult<Vec<ConnModel>> {
@@ -151,6 +165,71 @@ impl AdviseRanking {
         self.with(|r| py.detach(|| r.replay_pairs(&both, threads)).map_err(io_error))
     }
 
+    /// Adds accounts for `pairs` (dicts as `pairs()` gives them, from another ranking),
+    /// to replay with `replay_pairs`.
+    fn add_pairs(&self, pairs: Vec<Bound<'_, PyDict>>) -> PyResult<()> {
+        let fixes = pairs.iter().map(fix_of).collect::<PyResult<Vec<Fix>>>()?;
+        self.with(|r| r.add_pairs(fixes).map_err(io_error))
+    }
+
+    /// The number of single fixes (the pairs' accounts follow them).
+    fn singles(&self) -> PyResult<usize> {
+        self.with(|r| Ok(r.singles()))
+    }
+
+    /// The accounts from the `first`-th on as parts (dicts: ``helped``, ``slower``,
+    /// ``extra``, ``spurious``, ``total``, ``saved``), emptied, and the (connections,
+    /// faithful, replays) counted so far, zeroed: for another ranking's `absorb`.
+    fn take_parts<'py>(&self, py: Python<'py>, first: usize) -> PyResult<(Vec<Bound<'py, PyDict>>, [u64; 3])> {
+        let (parts, counts) = self.with(|r| {
+            if first > r.fixes().count() {
+                return Err(PyValueError::new_err(format!("no account {first}")));
+            }
+            r.take_parts(first).map_err(io_error)
+        })?;
+        let dicts = parts
+            .into_iter()
+            .map(|p| {
+                let d = PyDict::new(py);
+                d.set_item("helped", p.helped)?;
+                d.set_item("slower", p.slower)?;
+                d.set_item("extra", p.extra)?;
+                d.set_item("spurious", p.spurious)?;
+                d.set_item("total", p.total)?;
+                d.set_item("saved", p.saved)?;
+                Ok(d)
+            })
+            .collect::<PyResult<_>>()?;
+        Ok((dicts, counts))
+    }
+
+    /// Adds another ranking's parts (`take_parts`) to the accounts from the `first`-th on,
+    /// and its counts.
+    fn absorb<'py>(&self, first: usize, parts: Vec<Bound<'py, PyDict>>, counts: [u64; 3]) -> PyResult<()> {
+        fn get<'py>(d: &Bound<'py, PyDict>, k: &str) -> PyResult<Bound<'py, PyAny>> {
+            d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("part: no {k:?}")))
+        }
+        let parts = parts
+            .iter()
+            .map(|d| {
+                Ok(AccountPart {
+                    helped: get(d, "helped")?.extract()?,
+                    slower: get(d, "slower")?.extract()?,
+                    extra: get(d, "extra")?.extract()?,
+                    spurious: get(d, "spurious")?.extract()?,
+                    total: get(d, "total")?.extract()?,
+                    saved: get(d, "saved")?.extract()?,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        self.with(|r| {
+            if first + parts.len() > r.fixes().count() {
+                return Err(PyValueError::new_err(format!("{} parts from account {first}: more than the accounts", parts.len())));
+            }
+            r.absorb(first, &parts, counts).map_err(io_error)
+        })
+    }
+
     /// Connection replays run so far.
     fn replays(&self) -> PyResult<u64> {
         self.with(|r| Ok(r.replays()))
@@ -185,5 +264,6 @@ impl AdviseRanking {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(advise_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(advise_faithful, m)?)?;
     m.add_class::<AdviseRanking>()
 }

@@ -60,14 +60,15 @@ def print_advice(adv: Advice) -> None:
     say(f"{adv.replays:,} connection replays")
 
 
-def _write_report(traces: list[Path], adv: Advice, out: Path) -> Path:
+def _write_report(traces: list[Path], adv: Advice, out: Path, scheduler: str | None) -> Path:
     """The analysis' report of `traces` with what would help. The rest of the page (the
     worst connections, the distributions) needs the whole table: this reads the captures
-    again, and holds their table as `analyze --report` does."""
+    again (on the cluster at `scheduler`, if given), and holds their table as `analyze
+    --report` does."""
     from shortflow.analyze import analyze, summary_document
     from shortflow.report import write_report
 
-    a = analyze([str(t) for t in traces])
+    a = analyze([str(t) for t in traces], scheduler=scheduler)
     return write_report(a, summary_document(a), out, traces=list(traces), advice=adv)
 
 
@@ -75,6 +76,7 @@ def register(app: typer.Typer) -> None:
     @app.command("advise", epilog=examples("shortflow advise server.pcap",
                                            "shortflow advise server.pcap --json advice.json --out advice/",
                                            "shortflow advise server.pcap --report report/",
+                                           "shortflow advise /data/day1.pcap /data/day2.pcap --scheduler tcp://10.0.0.1:8786",
                                            "shortflow advise server.pcap --explain 12 > conn-12.toml && shortflow simulate conn-12.toml"))
     def advise_cmd(
         traces: Annotated[list[Path], typer.Argument(help="pcap or pcapng files, plain or gzip", dir_okay=False)],
@@ -83,7 +85,8 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write connections.parquet (observed and replayed durations, faithful or why not) and savings.parquet (each fix's saving per connection)")] = None,
         report: Annotated[Optional[Path], typer.Option("--report", metavar="DIR", help="write the analysis' HTML report (report.html) into this directory, with what would help: the fixes ranked and the share of connections replayed faithfully")] = None,
         explain: Annotated[Optional[int], typer.Option("--explain", metavar="CONN", min=0, help="print connection CONN's model as a scenario (TOML) for `shortflow simulate`, instead of advising")] = None,
-        threads: Annotated[Optional[int], typer.Option("--threads", min=1, metavar="N", help="replay on this many threads (default: every core)")] = None,
+        threads: Annotated[Optional[int], typer.Option("--threads", min=1, metavar="N", help="replay on this many threads (default: every core; with --scheduler, per task: 1)")] = None,
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler: each trace's passes are tasks on its workers (which must see the traces at the same paths), with the advice a local run gives")] = None,
     ) -> None:
         """Replay each connection of a capture under every start-up fix its vantage's host
         can apply (SYN RTO, SYN optimizer, initial window, quick ACKs, minimum RTO, SFR, and
@@ -110,7 +113,7 @@ def register(app: typer.Typer) -> None:
             if explain is not None:
                 sys.stdout.write(explain_scenario(paths, explain, vantage))
                 return
-            adv = advise(paths, vantage, threads, out)
+            adv = advise(paths, vantage, threads, out, scheduler)
         except AdviseError as e:
             fail(e, USAGE)
         except ShortflowError as e:
@@ -121,7 +124,7 @@ def register(app: typer.Typer) -> None:
             write_json(json_out, adv.document())
         page = None
         if report is not None:
-            page = _write_report(traces, adv, report)
+            page = _write_report(traces, adv, report, scheduler)
         if not is_stdout(json_out):
             print_advice(adv)
             if adv.written:

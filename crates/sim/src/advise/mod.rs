@@ -12,4 +12,4 @@ pub mod rank;
 
 pub use fixes::{catalogue, Fix, Side};
 pub use model::{ConnModel, Outcome};
-pub use rank::{advise, Advice, Baseline, BatchResult, FixResult, Interval, Ranking, FAITHFUL};
+pub use rank::{advise, faithful_baseline, AccountPart, Advice, Baseline, BatchResult, FixResult, Interval, Ranking, FAITHFUL};

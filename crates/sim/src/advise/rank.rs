@@ -246,6 +246,18 @@ pub struct BatchResult {
 
 const UNFINISHED: Outcome = Outcome { duration_s: None, extra_packets: 0, spurious: 0 };
 
+/// One fix's account as sums and savings: what a ranking on another machine (one trace
+/// of a cluster's run) hands back to be absorbed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AccountPart {
+    pub helped: u64,
+    pub slower: u64,
+    pub extra: i64,
+    pub spurious: i64,
+    pub total: f64,
+    pub saved: Vec<f64>,
+}
+
 /// The fixes' accounts over a capture's connections, fed in batches.
 pub struct Ranking {
     accounts: Vec<Account>,
@@ -337,6 +349,53 @@ impl Ranking {
         Ok(out)
     }
 
+    /// Adds accounts for `pairs` (as another ranking's `pairs` chose them), to replay
+    /// with `replay_pairs`.
+    pub fn add_pairs(&mut self, pairs: Vec<Fix>) -> std::io::Result<()> {
+        for p in pairs {
+            self.open(p)?;
+        }
+        Ok(())
+    }
+
+    /// The accounts from the `first`-th on, taken out as parts (their savings emptied),
+    /// with the connections, faithful ones and replays counted so far (then zeroed).
+    pub fn take_parts(&mut self, first: usize) -> std::io::Result<(Vec<AccountPart>, [u64; 3])> {
+        let mut parts = Vec::new();
+        for a in &mut self.accounts[first..] {
+            let saved = std::mem::replace(&mut a.saved, Spill::Memory(Vec::new())).read_back()?;
+            parts.push(AccountPart { helped: a.helped, slower: a.slower, extra: a.extra, spurious: a.spurious, total: a.total, saved });
+            (a.helped, a.slower, a.extra, a.spurious, a.total) = (0, 0, 0, 0, 0.0);
+        }
+        let counts = [self.connections, self.faithful, self.replays];
+        (self.connections, self.faithful, self.replays) = (0, 0, 0);
+        Ok((parts, counts))
+    }
+
+    /// Adds `parts` (another ranking's `take_parts`) to the accounts from the `first`-th
+    /// on, and its counts: as if its connections had come here after those seen so far.
+    pub fn absorb(&mut self, first: usize, parts: &[AccountPart], counts: [u64; 3]) -> std::io::Result<()> {
+        for (a, p) in self.accounts[first..].iter_mut().zip(parts) {
+            a.helped += p.helped;
+            a.slower += p.slower;
+            a.extra += p.extra;
+            a.spurious += p.spurious;
+            a.total += p.total;
+            for &x in &p.saved {
+                a.saved.push(x)?;
+            }
+        }
+        self.connections += counts[0];
+        self.faithful += counts[1];
+        self.replays += counts[2];
+        Ok(())
+    }
+
+    /// The number of single fixes (the pairs' accounts follow them).
+    pub fn singles(&self) -> usize {
+        self.singles
+    }
+
     /// After every batch: the pairs of the best three single fixes (those that saved
     /// time), added to the accounts; the caller replays the faithful connections under
     /// them with `replay_pairs`.
@@ -405,6 +464,17 @@ impl Ranking {
         out.sort_by(|a, b| by_saving(&a.0, &b.0));
         Ok(out.into_iter().unzip())
     }
+}
+
+/// The faithful models of a batch (indices) with their baseline outcomes, as
+/// `Ranking::replay_batch` finds them, without replaying any fix: what a cluster's worker
+/// needs to replay a trace's faithful connections under the pairs.
+pub fn faithful_baseline(models: &[ConnModel], threads: usize) -> Vec<(usize, Outcome)> {
+    parallel(models.len(), threads, |i| models[i].replay(&[]).ok().filter(|o| reason(models[i].observed_s, o.duration_s).is_empty()))
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.map(|o| (i, o)))
+        .collect()
 }
 
 fn by_saving(a: &FixResult, b: &FixResult) -> std::cmp::Ordering {
