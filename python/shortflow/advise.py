@@ -19,6 +19,8 @@ replays the faithful connections (spilled by the second) under the pairs of the 
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import os
 import pickle
@@ -47,6 +49,7 @@ CAVEATS = (
 )
 
 _COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
+            "syn_seen", "sack_permitted", "timestamps", "window_scaling", "rto_margin_c2s_s", "rto_margin_s2c_s",
             "rtt_max_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
 
 #: Connections the analyzer hands over at a time (and replayed at a time).
@@ -122,10 +125,12 @@ def _path_rtt(c: dict[str, Any], clients: dict[str, float]) -> float | None:
     return _answered_rtt(c) or clients.get(c["client_ip"]) or _finite(c["handshake_rtt_s"])
 
 
-def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dict[str, float]) -> dict[str, Any] | str:
+def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dict[str, float],
+           rto_min: tuple[float | None, float | None] = (None, None)) -> dict[str, Any] | str:
     """Connection `c` (its facts, `_facts`) as a model, or why it cannot be one. `iw` is its
     server's initial window, `clients` each client's round trip (where the connection's own
-    handshake does not say it)."""
+    handshake does not say it), `rto_min` its client's and server's minimum RTO where
+    their timeouts bound it below the stack's."""
     if c["epochs"] is None:
         return "concurrent exchanges (both sides sending at once): the simulator replays sequential ones only"
     rtt = _path_rtt(c, clients)
@@ -151,6 +156,11 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         "lost_s2c": list(c["lost_offsets_s2c"] or []),
         # The host's initial window where its connections showed it (else the stack's).
         "server_iw": iw,
+        # The options as both SYNs offered them (a SYN/ACK answers the SYN's offer).
+        "options": ((bool(c["sack_permitted"]), bool(c["timestamps"]), bool(c["window_scaling"]))
+                    if c["syn_seen"] and (c["synack_count"] or 0) > 0 else None),
+        "client_rto_min_s": rto_min[0],
+        "server_rto_min_s": rto_min[1],
         "observed_s": observed,
     }
 
@@ -202,6 +212,7 @@ def _facts(c: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
     keeps this, not the row."""
     ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
     keep = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
+            "syn_seen", "sack_permitted", "timestamps", "window_scaling", "rto_margin_c2s_s", "rto_margin_s2c_s",
             "rtt_max_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
             "lost_offsets_s2c")
     return {**{k: c[k] for k in keep},
@@ -273,6 +284,9 @@ class _Counts:
     Bounded by the hosts and ports, not the connections."""
 
     windows: dict[str, Counter[int]] = field(default_factory=dict)
+    #: Each host's smallest margin of a first retransmission timeout over its SRTT:
+    #: clients' (their data's) and servers'.
+    rto_margins: dict[str, float] = field(default_factory=dict)
     rtts: dict[str, _Sample] = field(default_factory=dict)
     ports: Counter[int] = field(default_factory=Counter)
 
@@ -282,6 +296,9 @@ class _Counts:
             self.windows.setdefault(f["server_ip"], Counter())[iw] += 1
         if _clean(f) and (r := _finite(f["handshake_rtt_s"])) is not None:
             self.rtts.setdefault(f["client_ip"], _Sample()).add(r)
+        for host, margin in ((f["client_ip"], f["rto_margin_c2s_s"]), (f["server_ip"], f["rto_margin_s2c_s"])):
+            if (m := _finite(margin)) is not None:
+                self.rto_margins[host] = min(m, self.rto_margins.get(host, m))
 
     def merge(self, o: _Counts) -> None:
         self.ports.update(o.ports)
@@ -289,12 +306,27 @@ class _Counts:
             self.windows.setdefault(server, Counter()).update(c)
         for client, sample in o.rtts.items():
             self.rtts.setdefault(client, _Sample()).merge(sample)
+        for host, m in o.rto_margins.items():
+            self.rto_margins[host] = min(m, self.rto_margins.get(host, m))
+
+    def rto_min(self, host: str) -> float | None:
+        """The host's minimum RTO where its timeouts bound it below Linux's (200 ms, less
+        a tolerance for the timer's tick): its smallest margin of a first timeout over
+        SRTT, an upper bound (RTO = SRTT + max(rto_min, 4·RTTVAR)). None: the stack's."""
+        m = self.rto_margins.get(host)
+        return m if m is not None and m < _linux_rto_min_s() * 0.95 else None
 
     def hosts(self) -> tuple[dict[str, int], dict[str, float]]:
         """Each server's initial window (the one most of its first flights show: a host
         setting) and each client's round trip (the median of its clean handshakes)."""
         return ({server: c.most_common(1)[0][0] for server, c in self.windows.items()},
                 {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()})
+
+
+@functools.cache
+def _linux_rto_min_s() -> float:
+    """The minimum RTO of the replays' stacks (the simulator's Linux profile)."""
+    return float(json.loads(_core.stack_profiles())["linux"]["config"]["rto"]["min"]) / 1e9
 
 
 class _Batch:
@@ -354,7 +386,8 @@ def _models(batches: Iterator[list[dict[str, Any]]], side: str, counts: _Counts)
     for facts in batches:
         out: Modelled = []
         for f in facts:
-            out.append((f, _model(i, f, side, windows.get(f["server_ip"]), clients)))
+            rto_min = (counts.rto_min(f["client_ip"]), counts.rto_min(f["server_ip"]))
+            out.append((f, _model(i, f, side, windows.get(f["server_ip"]), clients, rto_min)))
             i += 1
         yield out
 

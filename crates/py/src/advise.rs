@@ -1,7 +1,8 @@
 //! Bindings of `shortflow_sim::advise`: connection models in as dicts, the replays' verdict
 //! out as dicts, batch by batch. A model is a dict: `conn_id`, `rtt_s`, `lost_syns`, `lost_synacks`,
 //! `epochs` (request, response_delay_us, response, interval_us), `lost_c2s`, `lost_s2c`
-//! (stream offsets), `server_iw` (None or segments), `observed_s`.
+//! (stream offsets), `server_iw` (None or segments), `options` (None or SACK, timestamps,
+//! window scaling), `client_rto_min_s`, `server_rto_min_s` (None or s), `observed_s`.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -23,6 +24,8 @@ fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
         lost_c2s: get("lost_c2s")?.extract()?,
         lost_s2c: get("lost_s2c")?.extract()?,
         server_iw: get("server_iw")?.extract()?,
+        options: get("options")?.extract()?,
+        rto_min_s: [get("client_rto_min_s")?.extract()?, get("server_rto_min_s")?.extract()?],
         observed_s: get("observed_s")?.extract()?,
     })
 }

@@ -100,6 +100,8 @@ mod tests {
             lost_c2s: vec![],
             lost_s2c: vec![],
             server_iw: None,
+            options: None,
+            rto_min_s: [None, None],
             observed_s: 0.0,
         };
         for side in [Side::Server, Side::Client] {

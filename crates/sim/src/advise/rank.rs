@@ -510,6 +510,8 @@ mod tests {
             lost_c2s: vec![],
             lost_s2c: vec![],
             server_iw: None,
+            options: None,
+            rto_min_s: [None, None],
             observed_s: 0.0,
         };
         m.observed_s = m.replay(&[]).unwrap().duration_s.unwrap();

@@ -260,6 +260,10 @@ pub struct Half {
     /// probe before it), and the silence before it: the next step of its ladder tells.
     rto_could_be_probe: bool,
     rto_first_gap_ns: u64,
+    /// The first retransmission timeout's silence less the smoothed RTT then: what this
+    /// sender's RTO added to its SRTT (Linux: max(rto_min, 4·RTTVAR)); None without a
+    /// timeout after an RTT sample.
+    pub rto_margin_ns: Option<u64>,
     /// That expiry turned out to be the probe (`take_revision`).
     revised_to_tlp: bool,
     pub fast_recoveries: u32,
@@ -593,6 +597,9 @@ impl Half {
                 RetxClass::Timeout => {
                     self.retx_timeout += 1;
                     self.rto_gap_ns = since_last;
+                    if self.backoff == 0 && self.rto_margin_ns.is_none() {
+                        self.rto_margin_ns = srtt.map(|(s, _)| since_last.saturating_sub(s as u64));
+                    }
                 }
                 RetxClass::Fast => self.retx_fast += 1,
                 RetxClass::Tlp => {
@@ -910,6 +917,8 @@ impl Half {
             self.rto_events -= 1;
             self.backoff = 0;
             self.revised_to_tlp = true;
+            // Its silence was the probe's, not a timer's: this expiry says the RTO.
+            self.rto_margin_ns = None;
         }
         self.rto_could_be_probe = !repeat_rto && probe_eligible;
         if !repeat_rto {
