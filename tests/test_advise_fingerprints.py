@@ -1,6 +1,6 @@
 """What `shortflow advise` reads of the stacks from a capture, on captures the simulator
 made with known settings: the options both SYNs offered (SACK, timestamps, window
-scaling) and a server's minimum RTO from its timeouts. Each is recovered, written into the
+scaling) and the MSS each announced, and a server's minimum RTO from its timeouts. Each is recovered, written into the
 connection's scenario (`--explain`) and used by the replay."""
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ OPTIONS = """\
 [path]
 rtt = "60ms"
 [client]
+mss = "{mss}B"
 sack = {sack}
 timestamps = {ts}
 window_scaling = {ws}
@@ -48,13 +49,15 @@ interval = "200ms"
 
 
 def test_the_options_both_syns_offered_are_the_replays(tmp_path):
-    for sack, ts, ws in ((False, True, False), (True, False, True), (True, True, True)):
-        text = OPTIONS.format(sack=str(sack).lower(), ts=str(ts).lower(), ws=str(ws).lower())
+    for sack, ts, ws, mss in ((False, True, False, 1400), (True, False, True, 1460), (True, True, True, 536)):
+        text = OPTIONS.format(sack=str(sack).lower(), ts=str(ts).lower(), ws=str(ws).lower(), mss=mss)
         pcap = capture(tmp_path, f"o{sack:d}{ts:d}{ws:d}", text)
         sc = explained(pcap, 1)
         # Negotiated: what the client's SYN did not offer, neither side uses.
         for side in ("client", "server"):
             assert (sc[side]["sack"], sc[side]["timestamps"], sc[side]["window_scaling"]) == (sack, ts, ws), sc[side]
+        # Each SYN's MSS: the client's as set, the server's Linux's own.
+        assert (sc["client"]["mss"], sc["server"]["mss"]) == (f"{mss}B", "1460B")
         out = tmp_path / f"out{sack:d}{ts:d}{ws:d}"
         doc = json.loads(run("advise", str(pcap), "--json", "-", "--out", str(out)))
         assert doc["replay"]["faithful_share"] == 1.0

@@ -49,7 +49,8 @@ CAVEATS = (
 )
 
 _COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
-            "syn_seen", "sack_permitted", "timestamps", "window_scaling", "rto_margin_c2s_s", "rto_margin_s2c_s",
+            "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
+            "rto_margin_s2c_s",
             "rtt_max_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
 
 #: Connections the analyzer hands over at a time (and replayed at a time).
@@ -159,6 +160,9 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         # The options as both SYNs offered them (a SYN/ACK answers the SYN's offer).
         "options": ((bool(c["sack_permitted"]), bool(c["timestamps"]), bool(c["window_scaling"]))
                     if c["syn_seen"] and (c["synack_count"] or 0) > 0 else None),
+        # The MSS each SYN announced: the segments' size.
+        "client_mss": c["mss_client"] or None,
+        "server_mss": c["mss_server"] or None,
         "client_rto_min_s": rto_min[0],
         "server_rto_min_s": rto_min[1],
         "observed_s": observed,
@@ -212,7 +216,8 @@ def _facts(c: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
     keeps this, not the row."""
     ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
     keep = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
-            "syn_seen", "sack_permitted", "timestamps", "window_scaling", "rto_margin_c2s_s", "rto_margin_s2c_s",
+            "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
+            "rto_margin_s2c_s",
             "rtt_max_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
             "lost_offsets_s2c")
     return {**{k: c[k] for k in keep},

@@ -2,7 +2,7 @@
 //! out as dicts, batch by batch. A model is a dict: `conn_id`, `rtt_s`, `lost_syns`, `lost_synacks`,
 //! `epochs` (request, response_delay_us, response, interval_us), `lost_c2s`, `lost_s2c`
 //! (stream offsets), `server_iw` (None or segments), `options` (None or SACK, timestamps,
-//! window scaling), `client_rto_min_s`, `server_rto_min_s` (None or s), `observed_s`.
+//! window scaling), `client_mss`, `server_mss` (None or bytes), `client_rto_min_s`, `server_rto_min_s` (None or s), `observed_s`.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -25,6 +25,7 @@ fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
         lost_s2c: get("lost_s2c")?.extract()?,
         server_iw: get("server_iw")?.extract()?,
         options: get("options")?.extract()?,
+        mss: [get("client_mss")?.extract()?, get("server_mss")?.extract()?],
         rto_min_s: [get("client_rto_min_s")?.extract()?, get("server_rto_min_s")?.extract()?],
         observed_s: get("observed_s")?.extract()?,
     })
@@ -68,7 +69,11 @@ fn fix_of(d: &Bound<'_, PyDict>) -> PyResult<Fix> {
 /// The faithful models of a batch (indices) with their baseline outcomes, as
 /// `AdviseRanking.replay_batch` finds them, without replaying any fix.
 #[pyfunction]
-fn advise_faithful(py: Python<'_>, batch: Vec<Bound<'_, PyDict>>, threads: usize) -> PyResult<Vec<(usize, (Option<f64>, u32, u32))>> {
+fn advise_faithful(
+    py: Python<'_>,
+    batch: Vec<Bound<'_, PyDict>>,
+    threads: usize,
+) -> PyResult<Vec<(usize, (Option<f64>, u32, u32))>> {
     let ms = models(&batch)?;
     let found = py.detach(|| faithful_baseline(&ms, threads));
     Ok(found.into_iter().map(|(i, o)| (i, (o.duration_s, o.extra_packets, o.spurious))).collect())

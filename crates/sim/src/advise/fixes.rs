@@ -101,6 +101,7 @@ mod tests {
             lost_s2c: vec![],
             server_iw: None,
             options: None,
+            mss: [None, None],
             rto_min_s: [None, None],
             observed_s: 0.0,
         };

@@ -364,7 +364,14 @@ impl Ranking {
         let mut parts = Vec::new();
         for a in &mut self.accounts[first..] {
             let saved = std::mem::replace(&mut a.saved, Spill::Memory(Vec::new())).read_back()?;
-            parts.push(AccountPart { helped: a.helped, slower: a.slower, extra: a.extra, spurious: a.spurious, total: a.total, saved });
+            parts.push(AccountPart {
+                helped: a.helped,
+                slower: a.slower,
+                extra: a.extra,
+                spurious: a.spurious,
+                total: a.total,
+                saved,
+            });
             (a.helped, a.slower, a.extra, a.spurious, a.total) = (0, 0, 0, 0, 0.0);
         }
         let counts = [self.connections, self.faithful, self.replays];
@@ -470,11 +477,13 @@ impl Ranking {
 /// `Ranking::replay_batch` finds them, without replaying any fix: what a cluster's worker
 /// needs to replay a trace's faithful connections under the pairs.
 pub fn faithful_baseline(models: &[ConnModel], threads: usize) -> Vec<(usize, Outcome)> {
-    parallel(models.len(), threads, |i| models[i].replay(&[]).ok().filter(|o| reason(models[i].observed_s, o.duration_s).is_empty()))
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, o)| o.map(|o| (i, o)))
-        .collect()
+    parallel(models.len(), threads, |i| {
+        models[i].replay(&[]).ok().filter(|o| reason(models[i].observed_s, o.duration_s).is_empty())
+    })
+    .into_iter()
+    .enumerate()
+    .filter_map(|(i, o)| o.map(|o| (i, o)))
+    .collect()
 }
 
 fn by_saving(a: &FixResult, b: &FixResult) -> std::cmp::Ordering {
@@ -511,6 +520,7 @@ mod tests {
             lost_s2c: vec![],
             server_iw: None,
             options: None,
+            mss: [None, None],
             rto_min_s: [None, None],
             observed_s: 0.0,
         };

@@ -862,6 +862,11 @@ impl Conn {
         (self.sack_ok == [true, true], self.ts_ok == [true, true], self.wscale_ok)
     }
 
+    /// The MSS each side's SYN announced: [client's, server's] (0: none seen).
+    pub fn mss_announced(&self) -> [u16; 2] {
+        self.mss_announced
+    }
+
     /// Accounts one segment (with its IP fields and options) captured at `ts`.
     pub fn observe_ext(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
         let from_client = seg.src == self.client;
