@@ -149,6 +149,16 @@ def test_bad_input_says_what_was_wrong(lossy, tmp_path):
     assert r.returncode == 2 and "no connection 99999" in r.stderr
     r = run("advise", str(tmp_path / "missing.pcap"), check=False)
     assert r.returncode == 2 and "missing.pcap: no such file" in r.stderr
+    text = tmp_path / "text.pcap"
+    text.write_text("hello\n")
+    r = run("advise", str(text), check=False)
+    assert r.returncode == 2 and "text.pcap: byte 0: not a pcap or pcapng file" in r.stderr, r.stderr
+    # A capture cut short: advised on what was read, the error said, exit status 1.
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(pcap.read_bytes()[:200_000])
+    r = run("advise", str(cut), "--json", "-", check=False)
+    assert r.returncode == 1 and "cut.pcap: byte" in r.stderr and "advised on the connections read before it" in r.stderr
+    assert json.loads(r.stdout)["replay"]["connections"] > 0
 
 
 def test_a_client_capture_is_judged_by_the_clients_fixes(tmp_path):

@@ -369,6 +369,9 @@ def _vantage(raw: dict[str, Any], vantage: str | None) -> str:
             raise AdviseError(f"--vantage {vantage!r}: expected server or client")
         return vantage
     s = raw["summary"]
+    if s["vantage"] not in VANTAGES and (errors := _errors(raw)):
+        # A trace that could not be read is the answer, not the capture point.
+        raise AdviseError("; ".join(errors))
     if s["vantage"] not in VANTAGES:
         raise AdviseError(f"the capture point is undecided ({s['vantage_basis'] or 'no complete handshake'}): "
                           "say whose host to fix with --vantage server or --vantage client")
