@@ -61,6 +61,13 @@ fn fix_dict<'py>(py: Python<'py>, f: &Fix) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+/// A replay's outcome as Python sees it: (duration_s or None, extra packets, spurious).
+type OutcomeTuple = (Option<f64>, u32, u32);
+
+fn outcome_tuple(o: &Outcome) -> OutcomeTuple {
+    (o.duration_s, o.extra_packets, o.spurious)
+}
+
 fn fix_of(d: &Bound<'_, PyDict>) -> PyResult<Fix> {
     let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("fix: no {k:?}")));
     Ok(Fix { name: get("fix")?.extract()?, apply: get("apply")?.extract()?, overrides: get("scenario_overrides")?.extract()? })
@@ -69,14 +76,10 @@ fn fix_of(d: &Bound<'_, PyDict>) -> PyResult<Fix> {
 /// The faithful models of a batch (indices) with their baseline outcomes, as
 /// `AdviseRanking.replay_batch` finds them, without replaying any fix.
 #[pyfunction]
-fn advise_faithful(
-    py: Python<'_>,
-    batch: Vec<Bound<'_, PyDict>>,
-    threads: usize,
-) -> PyResult<Vec<(usize, (Option<f64>, u32, u32))>> {
+fn advise_faithful(py: Python<'_>, batch: Vec<Bound<'_, PyDict>>, threads: usize) -> PyResult<Vec<(usize, OutcomeTuple)>> {
     let ms = models(&batch)?;
     let found = py.detach(|| faithful_baseline(&ms, threads));
-    Ok(found.into_iter().map(|(i, o)| (i, (o.duration_s, o.extra_packets, o.spurious))).collect())
+    Ok(found.iter().map(|(i, o)| (*i, outcome_tuple(o))).collect())
 }
 
 fn models(list: &[Bound<'_, PyDict>]) -> PyResult<Vec<ConnModel>> {
@@ -132,8 +135,7 @@ impl AdviseRanking {
             d.set_item("reason", &x.reason)?;
             baseline.append(d)?;
         }
-        let faithful: Vec<(usize, (Option<f64>, u32, u32))> =
-            b.faithful.iter().map(|(i, o)| (*i, (o.duration_s, o.extra_packets, o.spurious))).collect();
+        let faithful: Vec<(usize, OutcomeTuple)> = b.faithful.iter().map(|(i, o)| (*i, outcome_tuple(o))).collect();
         out.set_item("baseline", baseline)?;
         out.set_item("faithful", faithful)?;
         out.set_item("saved_s", b.saved_s)?;
@@ -159,7 +161,7 @@ impl AdviseRanking {
         &self,
         py: Python<'_>,
         batch: Vec<Bound<'_, PyDict>>,
-        outcomes: Vec<(Option<f64>, u32, u32)>,
+        outcomes: Vec<OutcomeTuple>,
         threads: usize,
     ) -> PyResult<Vec<Vec<f64>>> {
         if batch.len() != outcomes.len() {

@@ -158,6 +158,6 @@ pub fn stream_capture(
     summary.late_packets += late.len() as u64;
     summary.packets = stats.packets - stats.filtered_out;
     summary.tcp_packets = stats.tcp_packets;
-    stats.summary = summary.clone();
+    stats.summary = summary;
     (summary, stats)
 }
