@@ -87,10 +87,55 @@ def advise_scenario(m: dict[str, Any]) -> str:
     ``lost_synacks``, ``epochs``, ``lost_c2s``, ``lost_s2c``, ``server_iw``,
     ``observed_s``): what `shortflow simulate` replays."""
 
-def advise_run(models: list[dict[str, Any]], vantage: str, threads: int) -> dict[str, Any]:
-    """Replays each model unchanged and under the vantage's fixes: ``baseline`` (per
-    model: ``conn_id``, ``observed_s``, ``replay_s``, ``faithful``, ``reason``),
-    ``faithful_ids``, ``fixes`` best first and ``replays``."""
+def advise_faithful(batch: list[dict[str, Any]], threads: int) -> list[tuple[int, tuple[float | None, int, int]]]:
+    """The faithful models of a batch (indices) with their baseline outcomes, as
+    `AdviseRanking.replay_batch` finds them, without replaying any fix."""
+
+@final
+class AdviseRanking:
+    """The fixes' accounts over a capture's connections, fed in batches: `replay_batch`
+    per batch of models, then `pairs` and `replay_pairs` over the faithful ones, then
+    `finish`. Per-connection savings spill to files in ``spill_dir`` (None: memory)."""
+
+    def __new__(cls, vantage: str, spill_dir: str | PathLike[str] | None = None) -> AdviseRanking: ...
+    def replay_batch(self, batch: list[dict[str, Any]], threads: int) -> dict[str, Any]:
+        """Replays the models unchanged and under every single fix: ``baseline`` (a dict
+        per model: ``conn_id``, ``observed_s``, ``replay_s``, ``faithful``, ``reason``),
+        ``faithful`` ((index, (duration_s, extra_packets, spurious)) per faithful model)
+        and ``saved_s`` (per fix in `fixes()` order, seconds saved per faithful model)."""
+    def fixes(self) -> list[dict[str, Any]]:
+        """The fixes accounted so far: ``fix``, ``apply``, ``scenario_overrides``."""
+    def pairs(self) -> list[dict[str, Any]]:
+        """After every batch: the pairs of the best three single fixes, added."""
+    def replay_pairs(self, batch: list[dict[str, Any]], outcomes: list[tuple[float | None, int, int]],
+                     threads: int) -> list[list[float]]:
+        """Replays faithful models (with their baseline outcomes) under the pairs."""
+    def add_pairs(self, pairs: list[dict[str, Any]]) -> None:
+        """Adds accounts for pairs another ranking's `pairs()` chose."""
+    def singles(self) -> int:
+        """The number of single fixes (the pairs' accounts follow them)."""
+    def take_parts(self, first: int) -> tuple[list[dict[str, Any]], list[int]]:
+        """The accounts from the `first`-th on as parts (``helped``, ``slower``, ``extra``,
+        ``spurious``, ``total``, ``saved``), emptied, and (connections, faithful, replays)
+        counted so far, zeroed: for another ranking's `absorb`."""
+    def absorb(self, first: int, parts: list[dict[str, Any]], counts: list[int]) -> None:
+        """Adds another ranking's parts to the accounts from the `first`-th on, and its counts."""
+    def replays(self) -> int:
+        """Connection replays run so far."""
+    def finish(self) -> list[dict[str, Any]]:
+        """The fixes best first, with their estimates, intervals (``*_ci``) and harm."""
+
+@final
+class ConnectionStream:
+    """The ended connections of captures, batch by batch, read on a thread of its own."""
+
+    def __new__(cls, paths: Sequence[str | PathLike[str]], *, rows: int = 4096, idle_timeout_s: float | None = None,
+                close_linger_s: float | None = None, filter: str | None = None) -> ConnectionStream: ...
+    def next_batch(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The next batch as (columns, exchange_columns), as `analyze`'s; None at the end."""
+    def finish(self) -> dict[str, Any]:
+        """After the last batch: `analyze`'s answer without its tables (``summary``,
+        ``dictionaries``, ``files``)."""
 
 def table_dictionaries() -> dict[str, list[str]]:
     """The names the table's dictionary columns' codes index: ``vantage``, ``outcome``,

@@ -1,29 +1,42 @@
 """From a capture to the fix: each connection of a capture as a scenario of its own,
 replayed unchanged (does the model hold it?) and under each start-up fix of the capture's
-vantage host (`shortflow._core.advise_run`, the simulator's `advise` module).
+vantage host (`shortflow._core.AdviseRanking`, the simulator's `advise` module).
 
 A connection's model comes from the analyzer: its exchanges (the a-b-t vector of
 `shortflow.abt`), its handshake's round trip, its server's initial window when its first
 flight showed it, and its losses — the bytes each direction lost
 (``lost_offsets_c2s``/``_s2c``) and the handshake packets lost, replayed as the same bytes
 lost at their first transmission and the same occurrences of SYN or SYN/ACK.
+
+Memory follows the connections in flight, not the capture: the analyzer hands over the
+connections as they end (`_core.ConnectionStream`), a batch at a time. A model needs what
+only the whole capture says (whose capture it is, each server's initial window, each
+client's round trip), so the first pass keeps each connection's few facts in a spill file
+and those host-wide counts in memory; the second makes the models and replays them batch by
+batch, each fix keeping running sums and spilling its per-connection savings; the third
+replays the faithful connections (spilled by the second) under the pairs of the best three.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import os
+import pickle
+import random
 import statistics
+import struct
+import tempfile
+import zlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, Any
 
 from shortflow import _core
 from shortflow.abt import connection_vectors
-
-if TYPE_CHECKING:
-    from shortflow.analyze import Analysis
 
 VANTAGES = ("server", "client")
 
@@ -35,9 +48,13 @@ CAVEATS = (
     "initial window does to its neighbours in a shared queue",
 )
 
-_COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "syn_count", "synack_count", "synack_gaps_s", "rtt_max_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
-            "lost_offsets_s2c")
+_COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
+            "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
+            "rto_margin_s2c_s",
+            "rtt_max_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
 
+#: Connections the analyzer hands over at a time (and replayed at a time).
+BATCH_ROWS = 2048
 
 #: Server ports the SYN optimizer's command names at most (the busiest).
 _MAX_PORTS = 8
@@ -49,25 +66,26 @@ class AdviseError(ValueError):
 
 @dataclass
 class Advice:
-    """The replays' verdict: ``fixes`` best first (each a dict as `_core.advise_run`
-    returns it), ``baseline`` one dict per connection (with its ``trace``, ``conn_id`` and
-    why the model does or does not hold it), the ``vantage`` judged from and the number of
-    connection replays run."""
+    """The replays' verdict: ``fixes`` best first (each a dict as
+    `_core.AdviseRanking.finish` gives it), how many connections were read and how many
+    the model holds, the others counted by ``reasons``, the ``vantage`` judged from, the
+    number of connection replays run, and the read ``errors`` (one per trace that could
+    not be read to its end)."""
 
     vantage: str
     fixes: list[dict[str, Any]]
-    baseline: list[dict[str, Any]]
+    connections: int
+    faithful: int
+    reasons: Counter[str]
     replays: int
+    errors: list[str] = field(default_factory=list)
     caveats: tuple[str, ...] = CAVEATS
-    models: list[dict[str, Any]] = field(default_factory=list, repr=False)
-
-    @property
-    def faithful(self) -> int:
-        return sum(1 for b in self.baseline if b["faithful"])
+    #: The per-connection tables written (``--out``).
+    written: list[Path] = field(default_factory=list)
 
     @property
     def faithful_share(self) -> float:
-        return self.faithful / len(self.baseline) if self.baseline else 0.0
+        return self.faithful / self.connections if self.connections else 0.0
 
     def document(self) -> dict[str, Any]:
         """The JSON document: ``fixes`` (best first) and ``replay``."""
@@ -83,7 +101,7 @@ class Advice:
                      "connections_slower": f["connections_slower"]},
         } for f in self.fixes]
         return {"fixes": fixes,
-                "replay": {"connections": len(self.baseline), "faithful": self.faithful, "faithful_share": self.faithful_share}}
+                "replay": {"connections": self.connections, "faithful": self.faithful, "faithful_share": self.faithful_share}}
 
 
 def _finite(x: float | None) -> float | None:
@@ -94,34 +112,12 @@ def _first_flight(c: dict[str, Any]) -> int | None:
     """The server's first flight in segments when it was cut by the window, not by the end
     of the response, after a handshake without loss (after one Linux starts from one
     segment: the flight then says nothing of the host's setting)."""
-    first_response = next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0)
     iw = c["iw_segments"] or 0
-    return int(iw) if _clean(c) and iw and (c["iw_bytes"] or 0) < first_response else None
-
-
-def _initial_windows(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, int]:
-    """Each server's initial window, the one most of its connections' first flights show
-    (a host setting: every connection to it starts from it)."""
-    seen: dict[str, Counter[int]] = {}
-    for c, _ in pairs:
-        if (iw := _first_flight(c)) is not None:
-            seen.setdefault(c["server_ip"], Counter())[iw] += 1
-    return {server: counts.most_common(1)[0][0] for server, counts in seen.items()}
+    return int(iw) if _clean(c) and iw and (c["iw_bytes"] or 0) < c["first_response"] else None
 
 
 def _clean(c: dict[str, Any]) -> bool:
     return (c["syn_count"] or 0) <= 1 and (c["synack_count"] or 0) <= 1
-
-
-def _path_rtts(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, float]:
-    """Each client's round trip: the median handshake of its connections without a resent
-    SYN or SYN/ACK. After a resend the handshake's gaps count from the last copy, which may
-    have left after the one the client answered: too short a round trip."""
-    seen: dict[str, list[float]] = {}
-    for c, _ in pairs:
-        if _clean(c) and (r := _finite(c["handshake_rtt_s"])) is not None:
-            seen.setdefault(c["client_ip"], []).append(r)
-    return {ip: statistics.median(rs) for ip, rs in seen.items()}
 
 
 def _path_rtt(c: dict[str, Any], clients: dict[str, float]) -> float | None:
@@ -130,21 +126,23 @@ def _path_rtt(c: dict[str, Any], clients: dict[str, float]) -> float | None:
     return _answered_rtt(c) or clients.get(c["client_ip"]) or _finite(c["handshake_rtt_s"])
 
 
-def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str, iw: int | None,
-           clients: dict[str, float]) -> dict[str, Any] | str:
-    """Connection row `c` with its vector `v` as a model, or why it cannot be one."""
-    if "concurrent" in v:
+def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dict[str, float],
+           rto_min: tuple[float | None, float | None] = (None, None)) -> dict[str, Any] | str:
+    """Connection `c` (its facts, `_facts`) as a model, or why it cannot be one. `iw` is its
+    server's initial window, `clients` each client's round trip (where the connection's own
+    handshake does not say it), `rto_min` its client's and server's minimum RTO where
+    their timeouts bound it below the stack's."""
+    if c["epochs"] is None:
         return "concurrent exchanges (both sides sending at once): the simulator replays sequential ones only"
     rtt = _path_rtt(c, clients)
     if rtt is None:
         return "no round trip to replay (no complete handshake, none of its client's either)"
-    ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
-    if not ends:
+    if c["last_end"] is None:
         return "no response"
     # The client's first SYN to its receipt of the last response byte: near the server the
     # SYN came half a round trip after it and the last byte reaches the client half a round
     # trip after it left.
-    observed = max(ends) + (rtt if vantage == "server" else 0.0)
+    observed = c["last_end"] + (rtt if vantage == "server" else 0.0)
     return {
         "conn_id": i,
         "rtt_s": rtt,
@@ -154,11 +152,19 @@ def _model(i: int, c: dict[str, Any], v: dict[str, Any], vantage: str, iw: int |
         # reached it), else of the SYN.
         "lost_syns": _client_losses(c)[0] if vantage == "client" else 0,
         "lost_synacks": _lost_synacks(c, rtt) if vantage == "server" else _client_losses(c)[1],
-        "epochs": [tuple(int(x) for x in e) for e in v["epochs"]],
+        "epochs": c["epochs"],
         "lost_c2s": list(c["lost_offsets_c2s"] or []),
         "lost_s2c": list(c["lost_offsets_s2c"] or []),
         # The host's initial window where its connections showed it (else the stack's).
         "server_iw": iw,
+        # The options as both SYNs offered them (a SYN/ACK answers the SYN's offer).
+        "options": ((bool(c["sack_permitted"]), bool(c["timestamps"]), bool(c["window_scaling"]))
+                    if c["syn_seen"] and (c["synack_count"] or 0) > 0 else None),
+        # The MSS each SYN announced: the segments' size.
+        "client_mss": c["mss_client"] or None,
+        "server_mss": c["mss_server"] or None,
+        "client_rto_min_s": rto_min[0],
+        "server_rto_min_s": rto_min[1],
         "observed_s": observed,
     }
 
@@ -204,106 +210,450 @@ def _client_losses(c: dict[str, Any]) -> tuple[int, int]:
     return retries - synacks, synacks
 
 
-def models(a: Analysis, vantage: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Each connection that carried data as a model (``conn_id`` its index in the second
-    list), and one row per such connection: ``trace``, ``conn_id`` and, for one that
-    cannot be modelled, ``reason``."""
-    out: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
-    pairs = connection_vectors(a, _COLUMNS)
-    windows = _initial_windows(pairs)
-    clients = _path_rtts(pairs)
-    for c, v in pairs:
-        m = _model(len(rows), c, v, vantage, windows.get(c["server_ip"]), clients)
-        row: dict[str, Any] = {"trace": c["trace"], "conn_id": c["conn_id"]}
-        if isinstance(m, str):
-            row["reason"] = m
+
+def _facts(c: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
+    """What a connection's model is made of, of its row `c` and vector `v`: the spill
+    keeps this, not the row."""
+    ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
+    keep = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
+            "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
+            "rto_margin_s2c_s",
+            "rtt_max_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
+            "lost_offsets_s2c")
+    return {**{k: c[k] for k in keep},
+            "first_response": next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0),
+            "last_end": max(ends) if ends else None,
+            "epochs": None if "concurrent" in v else [tuple(int(x) for x in e) for e in v["epochs"]]}
+
+
+class _Spill:
+    """Batches written to a file one after another (pickled, compressed) and read back in
+    the same order: what a pass keeps for the next without holding it."""
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.path = Path(directory) / name
+        self._out: IO[bytes] | None = self.path.open("wb")
+
+    def append(self, batch: Any) -> None:
+        assert self._out is not None, "appended before reading back"
+        blob = zlib.compress(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        self._out.write(struct.pack("<Q", len(blob)))
+        self._out.write(blob)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        with self.path.open("rb") as f:
+            while head := f.read(8):
+                (n,) = struct.unpack("<Q", head)
+                yield pickle.loads(zlib.decompress(f.read(n)))
+
+
+class _Sample:
+    """A seeded uniform sample of at most `SAMPLE` values (all of them, when fewer came):
+    a client's round trips, whose median stands for the client's path. A client of a
+    million connections keeps a few thousand, not a million."""
+
+    SAMPLE = 4096
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.seen = 0
+        self._rng = random.Random(41)
+
+    def add(self, x: float) -> None:
+        self.seen += 1
+        if len(self.values) < self.SAMPLE:
+            self.values.append(x)
+        elif (k := self._rng.randrange(self.seen)) < self.SAMPLE:
+            self.values[k] = x
+
+    def merge(self, other: _Sample) -> None:
+        """Adds another trace's sample: all of both while they fit, else a seeded draw
+        weighted by what each saw."""
+        if len(self.values) + len(other.values) <= self.SAMPLE:
+            self.values += other.values
         else:
-            out.append(m)
-        rows.append(row)
-    return out, rows
+            pool = [(x, self.seen) for x in self.values] + [(x, other.seen) for x in other.values]
+            keys = [self._rng.random() ** (1.0 / w) for _, w in pool]
+            best = sorted(range(len(pool)), key=lambda k: keys[k], reverse=True)[:self.SAMPLE]
+            self.values = [pool[k][0] for k in sorted(best)]
+        self.seen += other.seen
 
 
-def decide_vantage(a: Analysis, vantage: str | None) -> str:
+@dataclass
+class _Counts:
+    """What only the whole capture says, counted connection by connection: each server's
+    first flights (its initial window), each client's round trips, the servers' ports.
+    Bounded by the hosts and ports, not the connections."""
+
+    windows: dict[str, Counter[int]] = field(default_factory=dict)
+    #: Each host's smallest margin of a first retransmission timeout over its SRTT:
+    #: clients' (their data's) and servers'.
+    rto_margins: dict[str, float] = field(default_factory=dict)
+    rtts: dict[str, _Sample] = field(default_factory=dict)
+    ports: Counter[int] = field(default_factory=Counter)
+
+    def add(self, f: dict[str, Any]) -> None:
+        self.ports[f["server_port"]] += 1
+        if (iw := _first_flight(f)) is not None:
+            self.windows.setdefault(f["server_ip"], Counter())[iw] += 1
+        if _clean(f) and (r := _finite(f["handshake_rtt_s"])) is not None:
+            self.rtts.setdefault(f["client_ip"], _Sample()).add(r)
+        for host, margin in ((f["client_ip"], f["rto_margin_c2s_s"]), (f["server_ip"], f["rto_margin_s2c_s"])):
+            if (m := _finite(margin)) is not None:
+                self.rto_margins[host] = min(m, self.rto_margins.get(host, m))
+
+    def merge(self, o: _Counts) -> None:
+        self.ports.update(o.ports)
+        for server, c in o.windows.items():
+            self.windows.setdefault(server, Counter()).update(c)
+        for client, sample in o.rtts.items():
+            self.rtts.setdefault(client, _Sample()).merge(sample)
+        for host, m in o.rto_margins.items():
+            self.rto_margins[host] = min(m, self.rto_margins.get(host, m))
+
+    def rto_min(self, host: str) -> float | None:
+        """The host's minimum RTO where its timeouts bound it below Linux's (200 ms, less
+        a tolerance for the timer's tick): its smallest margin of a first timeout over
+        SRTT, an upper bound (RTO = SRTT + max(rto_min, 4·RTTVAR)). None: the stack's."""
+        m = self.rto_margins.get(host)
+        return m if m is not None and m < _linux_rto_min_s() * 0.95 else None
+
+    def hosts(self) -> tuple[dict[str, int], dict[str, float]]:
+        """Each server's initial window (the one most of its first flights show: a host
+        setting) and each client's round trip (the median of its clean handshakes)."""
+        return ({server: c.most_common(1)[0][0] for server, c in self.windows.items()},
+                {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()})
+
+
+@functools.cache
+def _linux_rto_min_s() -> float:
+    """The minimum RTO of the replays' stacks (the simulator's Linux profile)."""
+    return float(json.loads(_core.stack_profiles())["linux"]["config"]["rto"]["min"]) / 1e9
+
+
+class _Batch:
+    """One batch of the stream as `connection_vectors` reads an analysis."""
+
+    def __init__(self, table: Any, exchanges: Any) -> None:
+        self.table, self.exchanges = table, exchanges
+
+
+class _Stream:
+    """The connections of `paths` (named `names` in the tables) as facts, batch by batch
+    (`facts()`); `raw` is the analyzer's answer without tables once they are all read."""
+
+    def __init__(self, paths: list[str], names: list[str]) -> None:
+        self.paths, self.names = paths, names
+        self.raw: dict[str, Any] = {}
+
+    def facts(self) -> Iterator[list[dict[str, Any]]]:
+        from shortflow.arrow_table import exchanges as exchange_table
+        from shortflow.arrow_table import table as connection_table
+
+        stream = _core.ConnectionStream([Path(p) for p in self.paths], rows=BATCH_ROWS)
+        dictionaries = _core.table_dictionaries()
+        while (batch := stream.next_batch()) is not None:
+            cols, xcols = batch
+            b = _Batch(connection_table({"columns": cols, "dictionaries": dictionaries}, self.names),
+                       exchange_table({"exchange_columns": xcols}, self.names))
+            yield [_facts(c, v) for c, v in connection_vectors(b, _COLUMNS)]  # type: ignore[arg-type]
+        self.raw = stream.finish()
+
+
+def _vantage(raw: dict[str, Any], vantage: str | None) -> str:
     if vantage is not None:
         if vantage not in VANTAGES:
             raise AdviseError(f"--vantage {vantage!r}: expected server or client")
         return vantage
-    if a.vantage not in VANTAGES:
-        raise AdviseError(f"the capture point is undecided ({a.vantage_basis or 'no complete handshake'}): "
+    s = raw["summary"]
+    if s["vantage"] not in VANTAGES and (errors := _errors(raw)):
+        # A trace that could not be read is the answer, not the capture point.
+        raise AdviseError("; ".join(errors))
+    if s["vantage"] not in VANTAGES:
+        raise AdviseError(f"the capture point is undecided ({s['vantage_basis'] or 'no complete handshake'}): "
                           "say whose host to fix with --vantage server or --vantage client")
-    return a.vantage
+    return str(s["vantage"])
 
 
-def advise(a: Analysis, vantage: str | None = None, threads: int | None = None) -> Advice:
-    """Replays every connection of `a` unchanged and under the vantage host's fixes."""
-    side = decide_vantage(a, vantage)
-    ms, rows = models(a, side)
-    result = _core.advise_run(ms, side, threads or (os.cpu_count() or 1))
-    by_model = {b["conn_id"]: b for b in result["baseline"]}
-    baseline = []
-    for i, row in enumerate(rows):
-        b = by_model.get(i)
-        if b is None:
-            baseline.append({**row, "observed_s": None, "replay_s": None, "faithful": False})
-        else:
-            baseline.append({**row, "observed_s": b["observed_s"], "replay_s": b["replay_s"], "faithful": b["faithful"],
-                             "reason": b["reason"]})
-    fixes = result["fixes"]
+def _errors(raw: dict[str, Any]) -> list[str]:
+    return [f["error"] for f in raw["files"] if f["error"]]
+
+
+Modelled = list[tuple[dict[str, Any], "dict[str, Any] | str"]]
+
+
+def _models(batches: Iterator[list[dict[str, Any]]], side: str, counts: _Counts) -> Iterator[Modelled]:
+    """Each batch of facts with each connection's model or why it has none; a model's
+    ``conn_id`` is its connection's place in the batches (the row's own ``conn_id`` is per
+    trace)."""
+    windows, clients = counts.hosts()
+    i = 0
+    for facts in batches:
+        out: Modelled = []
+        for f in facts:
+            rto_min = (counts.rto_min(f["client_ip"]), counts.rto_min(f["server_ip"]))
+            out.append((f, _model(i, f, side, windows.get(f["server_ip"]), clients, rto_min)))
+            i += 1
+        yield out
+
+
+def _row(f: dict[str, Any]) -> dict[str, Any]:
+    return {"trace": f["trace"], "conn_id": f["conn_id"]}
+
+
+@dataclass
+class _Replays:
+    """The second pass over batches of models: the ranking fed, the per-connection rows
+    (for ``--out``) handed to `rows`, the faithful connections to `keep`."""
+
+    ranking: Any
+    threads: int
+    rows: Any = None
+    keep: Any = None
+    connections: int = 0
+    faithful: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def batch(self, batch: Modelled) -> None:
+        models = [m for _, m in batch if not isinstance(m, str)]
+        facts = [f for f, m in batch if not isinstance(m, str)]
+        result = self.ranking.replay_batch(models, self.threads)
+        by_row: list[dict[str, Any]] = []
+        for f, m in batch:
+            if isinstance(m, str):
+                by_row.append({**_row(f), "observed_s": None, "replay_s": None, "faithful": False, "reason": m})
+                self.reasons[m] += 1
+        for f, b in zip(facts, result["baseline"]):
+            by_row.append({**_row(f), **{k: b[k] for k in ("observed_s", "replay_s", "faithful", "reason")}})
+            if not b["faithful"]:
+                # The reason's kind, without the connection's own figures.
+                why = b["reason"]
+                self.reasons[why.split(": ", 1)[1] if why.startswith("observed ") else why] += 1
+        self.connections += len(batch)
+        self.faithful += len(result["faithful"])
+        held = [(models[i], _row(facts[i]), o) for i, o in result["faithful"]]
+        if self.keep is not None:
+            self.keep(held)
+        if self.rows is not None:
+            self.rows(by_row, [r for _, r, _ in held], result["saved_s"])
+
+
+class _Tables:
+    """``--out``'s per-connection tables, written batch by batch."""
+
+    def __init__(self, out: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        out.mkdir(parents=True, exist_ok=True)
+        self.paths = [out / "connections.parquet", out / "savings.parquet"]
+        self.conn_schema = pa.schema([("trace", pa.string()), ("conn_id", pa.uint64()), ("observed_s", pa.float64()),
+                                      ("replay_s", pa.float64()), ("faithful", pa.bool_()), ("reason", pa.string())])
+        self.saving_schema = pa.schema([("fix", pa.string()), ("trace", pa.string()), ("conn_id", pa.uint64()),
+                                        ("saved_s", pa.float64())])
+        self.conns = pq.ParquetWriter(self.paths[0], self.conn_schema)
+        self.savings = pq.ParquetWriter(self.paths[1], self.saving_schema)
+
+    def connections(self, rows: list[dict[str, Any]]) -> None:
+        import pyarrow as pa
+
+        self.conns.write_table(pa.Table.from_pylist(rows, schema=self.conn_schema))
+
+    def saved(self, fixes: list[dict[str, Any]], rows: list[dict[str, Any]], saved: list[list[float]]) -> None:
+        import pyarrow as pa
+
+        out = [{"fix": f["fix"], "trace": r["trace"], "conn_id": r["conn_id"], "saved_s": s}
+               for f, per in zip(fixes, saved) for r, s in zip(rows, per)]
+        self.savings.write_table(pa.Table.from_pylist(out, schema=self.saving_schema))
+
+    def close(self) -> None:
+        self.conns.close()
+        self.savings.close()
+
+
+def _finish(ranking: Any, side: str, counts: _Counts, replays: _Replays, raw: dict[str, Any],
+            tables: _Tables | None) -> Advice:
+    fixes: list[dict[str, Any]] = ranking.finish()
     # The SYN optimizer watches the server's ports: those the capture's connections went to.
-    ports = Counter(a.table.column("server_port").to_pylist()).most_common(_MAX_PORTS)
-    port_list = ",".join(str(p) for p, _ in sorted(ports)) or "PORT"
+    port_list = ",".join(str(p) for p, _ in sorted(counts.ports.most_common(_MAX_PORTS))) or "PORT"
     for f in fixes:
         f["apply"] = f["apply"].replace("--port PORT", f"--port {port_list}")
-    faithful_rows = [rows[i] for i in result["faithful_ids"]]
-    for f in fixes:
-        f["saved_by_connection"] = [(r["trace"], r["conn_id"], s) for r, s in zip(faithful_rows, f.pop("saved_s"))]
-    return Advice(vantage=side, fixes=fixes, baseline=baseline, replays=int(result["replays"]), models=ms)
+    return Advice(vantage=side, fixes=fixes, connections=replays.connections, faithful=replays.faithful,
+                  reasons=replays.reasons, replays=0, errors=_errors(raw), written=tables.paths if tables else [])
 
 
-def explain(a: Analysis, conn: int, vantage: str | None = None) -> str:
+def advise(paths: list[str], vantage: str | None = None, threads: int | None = None,
+           out: Path | None = None, scheduler: str | None = None) -> Advice:
+    """Replays every connection of the captures `paths` unchanged and under the vantage
+    host's fixes; with `out`, writes ``connections.parquet`` (observed and replayed
+    durations, faithful or why not) and ``savings.parquet`` (seconds each fix saves each
+    faithful connection) there. With `scheduler` (a Dask scheduler's address) each
+    trace's passes are tasks on that cluster, replaying on `threads` threads each (default
+    1), with the advice a local run gives (see `_advise_on_cluster`)."""
+    if scheduler is not None:
+        return _advise_on_cluster(paths, vantage, out, scheduler, threads or 1)
+    threads = threads or (os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
+        stream, counts, facts = _Stream(paths, paths), _Counts(), _Spill(spill_dir, "facts")
+        for batch in stream.facts():
+            for f in batch:
+                counts.add(f)
+            facts.append(batch)
+        side = _vantage(stream.raw, vantage)
+        ranking = _core.AdviseRanking(side, spill_dir)
+        singles = ranking.fixes()
+        tables = _Tables(out) if out is not None else None
+        kept = _Spill(spill_dir, "faithful")
+
+        def rows(conns: list[dict[str, Any]], held: list[dict[str, Any]], saved: list[list[float]]) -> None:
+            assert tables is not None
+            tables.connections(conns)
+            tables.saved(singles, held, saved)
+
+        replays = _Replays(ranking, threads, rows if tables else None, kept.append)
+        try:
+            for modelled in _models(iter(facts), side, counts):
+                replays.batch(modelled)
+            pairs = ranking.pairs()
+            if pairs:
+                for held in kept:
+                    saved = ranking.replay_pairs([m for m, _, _ in held], [o for _, _, o in held], threads)
+                    if tables is not None:
+                        tables.saved(pairs, [r for _, r, _ in held], saved)
+            n = ranking.replays()
+            adv = _finish(ranking, side, counts, replays, stream.raw, tables)
+        finally:
+            if tables is not None:
+                tables.close()
+    adv.replays = n
+    return adv
+
+
+def _gather_task(path: str, name: str) -> tuple[_Counts, dict[str, Any]]:
+    """A cluster's first pass over one trace: its host-wide counts and the analyzer's
+    record of the file (its summary state among it)."""
+    stream, counts = _Stream([path], [name]), _Counts()
+    for batch in stream.facts():
+        for f in batch:
+            counts.add(f)
+    return counts, stream.raw["files"][0]
+
+
+def _replay_task(path: str, name: str, side: str, counts: _Counts, threads: int,
+                 rows: bool) -> tuple[list[dict[str, Any]], list[int], Counter[str], list[Any]]:
+    """A cluster's second pass over one trace: its models replayed unchanged and under the
+    single fixes; the accounts' parts and counts (`AdviseRanking.take_parts`), the reasons
+    of the unfaithful, and with `rows` the per-connection rows for ``--out``."""
+    ranking = _core.AdviseRanking(side)
+    written: list[Any] = []
+    replays = _Replays(ranking, threads, (lambda *r: written.append(r)) if rows else None)
+    for batch in _models(_Stream([path], [name]).facts(), side, counts):
+        replays.batch(batch)
+    parts, n = ranking.take_parts(0)
+    return parts, [n[0], n[1], n[2]], replays.reasons, written
+
+
+def _pairs_task(path: str, name: str, side: str, counts: _Counts, pairs: list[dict[str, Any]], threads: int,
+                rows: bool) -> tuple[list[dict[str, Any]], list[int], list[Any]]:
+    """A cluster's third pass over one trace: its faithful models (found again by their
+    baseline replays) replayed under the pairs; the pairs' parts and counts, and with
+    `rows` their savings per connection."""
+    ranking = _core.AdviseRanking(side)
+    ranking.add_pairs(pairs)
+    written: list[Any] = []
+    for batch in _models(_Stream([path], [name]).facts(), side, counts):
+        modelled = [(f, m) for f, m in batch if not isinstance(m, str)]
+        found = _core.advise_faithful([m for _, m in modelled], threads)
+        saved = ranking.replay_pairs([modelled[i][1] for i, _ in found], [o for _, o in found], threads)
+        if rows:
+            written.append(([_row(modelled[i][0]) for i, _ in found], saved))
+    parts, n = ranking.take_parts(ranking.singles())
+    return parts, [n[0], n[1], n[2]], written
+
+
+def _advise_on_cluster(paths: list[str], vantage: str | None, out: Path | None, scheduler: str,
+                       threads: int) -> Advice:
+    """Each trace's three passes as tasks on the cluster at `scheduler`, the results
+    absorbed in the traces' order: the advice a local run gives. The
+    workers must see the traces at the same paths (absolute paths are sent); each pass
+    reads its trace again, where the local run keeps the first pass's facts in a spill.
+
+    The ranking, its spill and ``--out``'s tables stay here; a worker hands back sums, one
+    trace's savings and, for ``--out``, that trace's rows."""
+    if "-" in paths:
+        raise AdviseError("standard input ('-') cannot be sent to a Dask cluster: give a file")
+    from shortflow.cluster import dask_client
+
+    absolute = [os.path.abspath(p) for p in paths]
+    with dask_client(scheduler, None) as client:
+        gathered = client.gather(client.map(_gather_task, absolute, paths, pure=False))
+        counts = _Counts()
+        for c, _ in gathered:
+            counts.merge(c)
+        files = [f for _, f in gathered]
+        for f, p in zip(files, paths):
+            f["path"] = p
+        raw = {"summary": _core.merge_summaries([f["summary_state"] for f in files]), "files": files}
+        side = _vantage(raw, vantage)
+        with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
+            ranking = _core.AdviseRanking(side, spill_dir)
+            singles = ranking.fixes()
+            tables = _Tables(out) if out is not None else None
+            replays = _Replays(ranking, 1)
+            try:
+                futures = client.map(_replay_task, absolute, paths, [side] * len(paths), [counts] * len(paths),
+                                     [threads] * len(paths), [tables is not None] * len(paths), pure=False)
+                # In the traces' order (each waited for in turn): the savings go in the
+                # order a local run gives them.
+                for fut in futures:
+                    parts, n, reasons, written = fut.result()
+                    ranking.absorb(0, parts, n)
+                    replays.connections += n[0]
+                    replays.faithful += n[1]
+                    replays.reasons.update(reasons)
+                    for conns, held, saved in written:
+                        assert tables is not None
+                        tables.connections(conns)
+                        tables.saved(singles, held, saved)
+                pairs = ranking.pairs()
+                if pairs:
+                    futures = client.map(_pairs_task, absolute, paths, [side] * len(paths), [counts] * len(paths),
+                                         [pairs] * len(paths), [threads] * len(paths), [tables is not None] * len(paths),
+                                         pure=False)
+                    for fut in futures:
+                        parts, n, written = fut.result()
+                        ranking.absorb(ranking.singles(), parts, n)
+                        for held, saved in written:
+                            assert tables is not None
+                            tables.saved(pairs, held, saved)
+                n_replays = ranking.replays()
+                adv = _finish(ranking, side, counts, replays, raw, tables)
+            finally:
+                if tables is not None:
+                    tables.close()
+    adv.replays = n_replays
+    return adv
+
+
+def explain(paths: list[str], conn: int, vantage: str | None = None) -> str:
     """Connection `conn`'s model as a scenario file (TOML) that `shortflow simulate` runs."""
-    side = decide_vantage(a, vantage)
-    ms, rows = models(a, side)
-    found = [i for i, r in enumerate(rows) if r["conn_id"] == conn]
+    with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
+        stream, counts, facts = _Stream(paths, paths), _Counts(), _Spill(spill_dir, "facts")
+        for batch in stream.facts():
+            for f in batch:
+                counts.add(f)
+            facts.append([f for f in batch if f["conn_id"] == conn])
+        side = _vantage(stream.raw, vantage)
+        found = [(f, m) for batch in _models(iter(facts), side, counts) for f, m in batch]
     if not found:
         raise AdviseError(f"--explain {conn}: no connection {conn} with data in the capture")
     if len(found) > 1:
         raise AdviseError(f"--explain {conn}: {len(found)} traces have a connection {conn}; give one trace")
-    row = rows[found[0]]
-    if "reason" in row:
-        raise AdviseError(f"--explain {conn}: not replayable: {row['reason']}")
-    m = next(m for m in ms if m["conn_id"] == found[0])
+    f, m = found[0]
+    if isinstance(m, str):
+        raise AdviseError(f"--explain {conn}: not replayable: {m}")
     text: str = _core.advise_scenario({**m, "conn_id": conn})
-    return f"# connection {conn} of {row['trace']}, as seen near the {side}; `shortflow simulate FILE` replays it\n" + text
-
-
-def write_parquet(adv: Advice, out: Path) -> list[Path]:
-    """Per-connection tables in `out`: ``connections.parquet`` (observed and replayed
-    durations, faithful or why not) and ``savings.parquet`` (seconds each fix saves each
-    faithful connection)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    out.mkdir(parents=True, exist_ok=True)
-    conns = pa.table({
-        "trace": [b["trace"] for b in adv.baseline],
-        "conn_id": pa.array([b["conn_id"] for b in adv.baseline], pa.uint64()),
-        "observed_s": pa.array([b["observed_s"] for b in adv.baseline], pa.float64()),
-        "replay_s": pa.array([b["replay_s"] for b in adv.baseline], pa.float64()),
-        "faithful": [b["faithful"] for b in adv.baseline],
-        "reason": [b.get("reason", "") for b in adv.baseline],
-    })
-    fix, trace, conn, saved = [], [], [], []
-    for f in adv.fixes:
-        for t, c, s in f["saved_by_connection"]:
-            fix.append(f["fix"])
-            trace.append(t)
-            conn.append(c)
-            saved.append(s)
-    savings = pa.table({"fix": fix, "trace": trace, "conn_id": pa.array(conn, pa.uint64()),
-                        "saved_s": pa.array(saved, pa.float64())})
-    paths = [out / "connections.parquet", out / "savings.parquet"]
-    pq.write_table(conns, paths[0])
-    pq.write_table(savings, paths[1])
-    return paths
+    return f"# connection {conn} of {f['trace']}, as seen near the {side}; `shortflow simulate FILE` replays it\n" + text

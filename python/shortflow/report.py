@@ -1,6 +1,8 @@
 """`shortflow analyze --report DIR`: one self-contained HTML page (figures embedded as
 PNG data URIs, no network needed to view it) with document 000's Table 1 and Figure 1,
-the time account, the worst connections' time-sequence graphs, CDFs.
+the time account, the worst connections' time-sequence graphs, CDFs; `shortflow advise
+--report DIR` adds what would help (the fixes ranked, and the share of connections the
+replays hold).
 
 Every figure reads at any table size: an empty one says so in words, log axes carry few
 enough labels not to overlap, a value beyond an axis is counted in words."""
@@ -10,13 +12,16 @@ from __future__ import annotations
 import base64
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from shortflow import _core
 from shortflow.analyze import CAUSE_WORDS, CAUSES, WAITED_CAUSES, Analysis, share_not_the_paths
 from shortflow.units import format_seconds
+
+if TYPE_CHECKING:
+    from shortflow.advise import Advice
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>shortflow report</title><link rel="icon" href="data:,">
@@ -39,6 +44,22 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; } img { max-width:
 {% for c, s, share in breakdown|sort(attribute="1", reverse=True) if s > 0 %}<tr><td>{{ words[c] }}</td><td class="n">{{ format_seconds(s) }}</td><td class="n">{{ "{:.1%}".format(share) }}</td></tr>
 {% endfor %}</table>
 <img alt="shares of the time users waited" src="data:image/png;base64,{{ fig_breakdown }}">
+{% if advice %}<h2 id="what-would-help">What would help</h2>
+<p>Each connection replayed in the simulator, unchanged and under each start-up fix of the {{ advice.vantage }}'s host
+(<code>shortflow advise</code>). <span id="fidelity">{{ "{:,}".format(advice.faithful) }} of {{ "{:,}".format(advice.connections) }}
+connections ({{ "{:.0%}".format(advice.faithful_share) }}) replay within 10 % of their observed duration</span>; only those feed
+the estimates.</p>
+<table id="fixes"><tr><th>#</th><th>fix</th><th>connections helped</th><th>seconds saved, total</th><th>median</th><th>p95</th>
+<th>extra packets</th><th>spurious retransmissions</th><th>connections made slower</th><th>how to apply it</th></tr>
+{% for f in advice.fixes %}<tr><td class="n">{{ loop.index }}</td><td>{{ f.fix }}</td><td class="n">{{ "{:,}".format(f.connections_helped) }}</td>
+<td class="n">{{ est(f.saved_s_total, f.saved_s_total_ci) }}</td><td class="n">{{ est(f.saved_s_median, f.saved_s_median_ci) }}</td>
+<td class="n">{{ est(f.saved_s_p95, f.saved_s_p95_ci) }}</td><td class="n">{{ "{:,}".format(f.extra_packets) }}</td>
+<td class="n">{{ "{:,}".format(f.spurious_retransmissions) }}</td><td class="n">{{ "{:,}".format(f.connections_slower) }}</td>
+<td><code>{{ f.apply }}</code></td></tr>
+{% endfor %}</table>
+<p class="small">Seconds saved on the connections replayed faithfully, with bootstrap 95 % intervals; median and p95 per connection.</p>
+{% if advice.reasons %}<ul class="small">{% for why, n in advice.reasons.most_common() %}<li>not faithful: {{ "{:,}".format(n) }} — {{ why }}</li>{% endfor %}</ul>{% endif %}
+<ul class="small">{% for c in advice.caveats %}<li>{{ c }}</li>{% endfor %}</ul>{% endif %}
 <h2 id="worst">The worst connections</h2>
 <p class="small">The connections with the most time lost to something other than the path, each with its time-sequence graph and the command that draws it.</p>
 {% for w in worst %}<h3 id="conn-{{ w.id }}">{{ w.title }}</h3><p class="small">{{ w.lost }}</p>
@@ -158,11 +179,17 @@ def cdf_figure(table: Any) -> Any:
     return fig
 
 
+def _estimate(x: float, ci: tuple[float, float]) -> str:
+    """A saving and its interval, in seconds, to three figures."""
+    return f"{x:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]"
+
+
 def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: list[Path], worst: int = 3,
                  filter_expr: str | None = None, idle_timeout_s: float | None = None,
-                 close_linger_s: float | None = None) -> Path:
+                 close_linger_s: float | None = None, advice: Advice | None = None) -> Path:
     """Writes `out_dir/report.html` and returns its path; the filter and timeouts are the
-    analysis' (they decide the ids of the connections it draws)."""
+    analysis' (they decide the ids of the connections it draws). With `advice`, the page
+    says what would help."""
     tracking = [w for flag, v, d in (("--idle-timeout", idle_timeout_s, _core.DEFAULT_IDLE_TIMEOUT_S),
                                      ("--close-linger", close_linger_s, _core.DEFAULT_CLOSE_LINGER_S))
                 if v is not None and v != d for w in (flag, f"{v:g}s")]
@@ -237,7 +264,7 @@ def write_report(a: Analysis, doc: dict[str, Any], out_dir: Path, *, traces: lis
         breakdown=breakdown, fig_breakdown=fig_breakdown, counts=counts, table1=table1_rows(a), fig_gaps=fig_gaps,
         gaps_note=gaps_note, filter_expr=filter_expr, words=CAUSE_WORDS, format_seconds=format_seconds,
         fig_cdfs=fig_cdfs, percentiles=list(doc["percentiles"].items()), fmt=_fmt, worst=worst_rows,
-        per_file=per_file, file_headers=[h for h, _ in FILE_COLUMNS],
+        per_file=per_file, file_headers=[h for h, _ in FILE_COLUMNS], advice=advice, est=_estimate,
     )
     path = out_dir / "report.html"
     path.write_text(html)

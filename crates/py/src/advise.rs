@@ -1,12 +1,16 @@
 //! Bindings of `shortflow_sim::advise`: connection models in as dicts, the replays' verdict
-//! out as dicts. A model is a dict: `conn_id`, `rtt_s`, `lost_syns`, `lost_synacks`,
+//! out as dicts, batch by batch. A model is a dict: `conn_id`, `rtt_s`, `lost_syns`, `lost_synacks`,
 //! `epochs` (request, response_delay_us, response, interval_us), `lost_c2s`, `lost_s2c`
-//! (stream offsets), `server_iw` (None or segments), `observed_s`.
+//! (stream offsets), `server_iw` (None or segments), `options` (None or SACK, timestamps,
+//! window scaling), `client_mss`, `server_mss` (None or bytes), `client_rto_min_s`, `server_rto_min_s` (None or s), `observed_s`.
 
-use pyo3::exceptions::PyValueError;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
-use shortflow_sim::advise::{self, ConnModel, Side};
+use pyo3::types::{PyDict, PyList};
+use shortflow_sim::advise::{faithful_baseline, AccountPart, ConnModel, Fix, Interval, Outcome, Ranking, Side};
 
 fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
     let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("model {i}: no {k:?}")));
@@ -20,6 +24,9 @@ fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
         lost_c2s: get("lost_c2s")?.extract()?,
         lost_s2c: get("lost_s2c")?.extract()?,
         server_iw: get("server_iw")?.extract()?,
+        options: get("options")?.extract()?,
+        mss: [get("client_mss")?.extract()?, get("server_mss")?.extract()?],
+        rto_min_s: [get("client_rto_min_s")?.extract()?, get("server_rto_min_s")?.extract()?],
         observed_s: get("observed_s")?.extract()?,
     })
 }
@@ -38,21 +45,235 @@ fn advise_scenario(m: Bound<'_, PyDict>) -> PyResult<String> {
     Ok(model(0, &m)?.scenario_toml())
 }
 
+fn interval(py: Python<'_>, x: Interval) -> PyResult<Py<PyAny>> {
+    Ok((x.low, x.high).into_pyobject(py)?.into_any().unbind())
+}
+
+fn io_error(e: std::io::Error) -> PyErr {
+    PyOSError::new_err(format!("advise's spill of per-connection savings: {e}"))
+}
+
+fn fix_dict<'py>(py: Python<'py>, f: &Fix) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("fix", &f.name)?;
+    d.set_item("apply", &f.apply)?;
+    d.set_item("scenario_overrides", f.overrides.clone())?;
+    Ok(d)
+}
+
+/// A replay's outcome as Python sees it: (duration_s or None, extra packets, spurious).
+type OutcomeTuple = (Option<f64>, u32, u32);
+
+fn outcome_tuple(o: &Outcome) -> OutcomeTuple {
+    (o.duration_s, o.extra_packets, o.spurious)
+}
+
+fn fix_of(d: &Bound<'_, PyDict>) -> PyResult<Fix> {
+    let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("fix: no {k:?}")));
+    Ok(Fix { name: get("fix")?.extract()?, apply: get("apply")?.extract()?, overrides: get("scenario_overrides")?.extract()? })
+}
+
+/// The faithful models of a batch (indices) with their baseline outcomes, as
+/// `AdviseRanking.replay_batch` finds them, without replaying any fix.
 #[pyfunction]
-fn advise_run<'py>(
-    py: Python<'py>,
-    models: Vec<Bound<'py, PyDict>>,
-    vantage: &str,
-    threads: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    let models: Vec<ConnModel> = models.iter().enumerate().map(|(i, d)| model(i, d)).collect::<PyResult<_>>()?;
-    let side = side(vantage)?;
-    let a = py.detach(|| advise::advise(&models, side, threads));
-    Ok(pythonize::pythonize(py, &a)?)
+fn advise_faithful(py: Python<'_>, batch: Vec<Bound<'_, PyDict>>, threads: usize) -> PyResult<Vec<(usize, OutcomeTuple)>> {
+    let ms = models(&batch)?;
+    let found = py.detach(|| faithful_baseline(&ms, threads));
+    Ok(found.iter().map(|(i, o)| (*i, outcome_tuple(o))).collect())
+}
+
+fn models(list: &[Bound<'_, PyDict>]) -> PyResult<Vec<ConnModel>> {
+    list.iter().enumerate().map(|(i, d)| model(i, d)).collect()
+}
+
+/// The fixes' accounts over a capture's connections, fed in batches (`shortflow_sim::
+/// advise::Ranking`): `replay_batch` per batch of models, then `pairs` and `replay_pairs`
+/// over the faithful ones, then `finish`.
+#[pyclass(module = "shortflow._core")]
+pub struct AdviseRanking {
+    /// None once finished.
+    inner: Mutex<Option<Ranking>>,
+}
+
+fn finished() -> PyErr {
+    PyValueError::new_err("the ranking was finished")
+}
+
+impl AdviseRanking {
+    fn with<T>(&self, f: impl FnOnce(&mut Ranking) -> PyResult<T>) -> PyResult<T> {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        f(guard.as_mut().ok_or_else(finished)?)
+    }
+}
+
+#[pymethods]
+impl AdviseRanking {
+    /// The accounts of the vantage's fixes; per-connection savings spill to files in
+    /// `spill_dir` (None: kept in memory).
+    #[new]
+    #[pyo3(signature = (vantage, spill_dir=None))]
+    fn new(vantage: &str, spill_dir: Option<PathBuf>) -> PyResult<Self> {
+        let r = Ranking::new(side(vantage)?, spill_dir.as_deref()).map_err(io_error)?;
+        Ok(Self { inner: Mutex::new(Some(r)) })
+    }
+
+    /// Replays a batch of models unchanged and under every single fix on `threads`
+    /// threads: ``baseline`` (a dict per model), ``faithful`` ((index, outcome) per
+    /// faithful model; an outcome is (duration_s, extra_packets, spurious)) and ``saved_s``
+    /// (per fix, in `fixes()` order, seconds saved per faithful model).
+    fn replay_batch<'py>(&self, py: Python<'py>, batch: Vec<Bound<'py, PyDict>>, threads: usize) -> PyResult<Bound<'py, PyDict>> {
+        let ms = models(&batch)?;
+        let b = self.with(|r| py.detach(|| r.replay_batch(&ms, threads)).map_err(io_error))?;
+        let out = PyDict::new(py);
+        let baseline = PyList::empty(py);
+        for x in &b.baseline {
+            let d = PyDict::new(py);
+            d.set_item("conn_id", x.conn_id)?;
+            d.set_item("observed_s", x.observed_s)?;
+            d.set_item("replay_s", x.replay_s)?;
+            d.set_item("faithful", x.faithful)?;
+            d.set_item("reason", &x.reason)?;
+            baseline.append(d)?;
+        }
+        let faithful: Vec<(usize, OutcomeTuple)> = b.faithful.iter().map(|(i, o)| (*i, outcome_tuple(o))).collect();
+        out.set_item("baseline", baseline)?;
+        out.set_item("faithful", faithful)?;
+        out.set_item("saved_s", b.saved_s)?;
+        Ok(out)
+    }
+
+    /// The fixes accounted so far, in order: dicts with ``fix``, ``apply``,
+    /// ``scenario_overrides``.
+    fn fixes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.with(|r| r.fixes().map(|f| fix_dict(py, f)).collect())
+    }
+
+    /// After every batch: the pairs of the best three single fixes, as `fixes()` gives
+    /// them; replay the faithful models under them with `replay_pairs`.
+    fn pairs<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let pairs = self.with(|r| r.pairs().map_err(io_error))?;
+        pairs.iter().map(|f| fix_dict(py, f)).collect()
+    }
+
+    /// Replays faithful models with their baseline outcomes (as `replay_batch` gave them)
+    /// under the pairs; each pair's savings per model.
+    fn replay_pairs(
+        &self,
+        py: Python<'_>,
+        batch: Vec<Bound<'_, PyDict>>,
+        outcomes: Vec<OutcomeTuple>,
+        threads: usize,
+    ) -> PyResult<Vec<Vec<f64>>> {
+        if batch.len() != outcomes.len() {
+            return Err(PyValueError::new_err(format!("{} models, {} outcomes", batch.len(), outcomes.len())));
+        }
+        let both: Vec<(ConnModel, Outcome)> = models(&batch)?
+            .into_iter()
+            .zip(outcomes)
+            .map(|(m, (duration_s, extra_packets, spurious))| (m, Outcome { duration_s, extra_packets, spurious }))
+            .collect();
+        self.with(|r| py.detach(|| r.replay_pairs(&both, threads)).map_err(io_error))
+    }
+
+    /// Adds accounts for `pairs` (dicts as `pairs()` gives them, from another ranking),
+    /// to replay with `replay_pairs`.
+    fn add_pairs(&self, pairs: Vec<Bound<'_, PyDict>>) -> PyResult<()> {
+        let fixes = pairs.iter().map(fix_of).collect::<PyResult<Vec<Fix>>>()?;
+        self.with(|r| r.add_pairs(fixes).map_err(io_error))
+    }
+
+    /// The number of single fixes (the pairs' accounts follow them).
+    fn singles(&self) -> PyResult<usize> {
+        self.with(|r| Ok(r.singles()))
+    }
+
+    /// The accounts from the `first`-th on as parts (dicts: ``helped``, ``slower``,
+    /// ``extra``, ``spurious``, ``total``, ``saved``), emptied, and the (connections,
+    /// faithful, replays) counted so far, zeroed: for another ranking's `absorb`.
+    fn take_parts<'py>(&self, py: Python<'py>, first: usize) -> PyResult<(Vec<Bound<'py, PyDict>>, [u64; 3])> {
+        let (parts, counts) = self.with(|r| {
+            if first > r.fixes().count() {
+                return Err(PyValueError::new_err(format!("no account {first}")));
+            }
+            r.take_parts(first).map_err(io_error)
+        })?;
+        let dicts = parts
+            .into_iter()
+            .map(|p| {
+                let d = PyDict::new(py);
+                d.set_item("helped", p.helped)?;
+                d.set_item("slower", p.slower)?;
+                d.set_item("extra", p.extra)?;
+                d.set_item("spurious", p.spurious)?;
+                d.set_item("total", p.total)?;
+                d.set_item("saved", p.saved)?;
+                Ok(d)
+            })
+            .collect::<PyResult<_>>()?;
+        Ok((dicts, counts))
+    }
+
+    /// Adds another ranking's parts (`take_parts`) to the accounts from the `first`-th on,
+    /// and its counts.
+    fn absorb<'py>(&self, first: usize, parts: Vec<Bound<'py, PyDict>>, counts: [u64; 3]) -> PyResult<()> {
+        fn get<'py>(d: &Bound<'py, PyDict>, k: &str) -> PyResult<Bound<'py, PyAny>> {
+            d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("part: no {k:?}")))
+        }
+        let parts = parts
+            .iter()
+            .map(|d| {
+                Ok(AccountPart {
+                    helped: get(d, "helped")?.extract()?,
+                    slower: get(d, "slower")?.extract()?,
+                    extra: get(d, "extra")?.extract()?,
+                    spurious: get(d, "spurious")?.extract()?,
+                    total: get(d, "total")?.extract()?,
+                    saved: get(d, "saved")?.extract()?,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        self.with(|r| {
+            if first + parts.len() > r.fixes().count() {
+                return Err(PyValueError::new_err(format!("{} parts from account {first}: more than the accounts", parts.len())));
+            }
+            r.absorb(first, &parts, counts).map_err(io_error)
+        })
+    }
+
+    /// Connection replays run so far.
+    fn replays(&self) -> PyResult<u64> {
+        self.with(|r| Ok(r.replays()))
+    }
+
+    /// The fixes best first, each a dict (``fix``, ``apply``, ``scenario_overrides``,
+    /// ``connections_helped``, ``saved_s_total``/``_median``/``_p95`` and their
+    /// ``*_ci`` intervals, ``extra_packets``, ``spurious_retransmissions``,
+    /// ``connections_slower``).
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let r = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(finished)?;
+        let (fixes, _) = py.detach(|| r.finish(false)).map_err(io_error)?;
+        fixes
+            .iter()
+            .map(|r| {
+                let d = fix_dict(py, &r.fix)?;
+                d.set_item("connections_helped", r.connections_helped)?;
+                d.set_item("saved_s_total", r.saved_s_total)?;
+                d.set_item("saved_s_median", r.saved_s_median)?;
+                d.set_item("saved_s_p95", r.saved_s_p95)?;
+                d.set_item("saved_s_total_ci", interval(py, r.total_ci)?)?;
+                d.set_item("saved_s_median_ci", interval(py, r.median_ci)?)?;
+                d.set_item("saved_s_p95_ci", interval(py, r.p95_ci)?)?;
+                d.set_item("extra_packets", r.extra_packets)?;
+                d.set_item("spurious_retransmissions", r.spurious_retransmissions)?;
+                d.set_item("connections_slower", r.connections_slower)?;
+                Ok(d)
+            })
+            .collect()
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(advise_scenario, m)?)?;
-    m.add_function(wrap_pyfunction!(advise_run, m)?)?;
-    Ok(())
+    m.add_function(wrap_pyfunction!(advise_faithful, m)?)?;
+    m.add_class::<AdviseRanking>()
 }

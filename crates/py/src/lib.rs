@@ -11,6 +11,7 @@ mod error;
 mod live;
 mod segments;
 mod sim;
+mod stream;
 mod trace;
 mod units;
 
@@ -25,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     live::register(m)?;
     segments::register(m)?;
     sim::register(m)?;
+    stream::register(m)?;
     units::register(m)?;
     Ok(())
 }

@@ -138,7 +138,7 @@ fn analyze<'py>(
 /// converting even empty ones imports numpy (~0.08 s of a command that prints a summary).
 /// With a digest kept instead (`digest`), `worst_columns` holds the worst connections'
 /// rows and each file `percentile_values` (a column name to numpy array each).
-fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: bool) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: bool) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("worst_columns", py.None())?;
     if digest {
@@ -239,7 +239,7 @@ fn empty_columns(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 }
 
 /// The exchanges table's columns as numpy arrays.
-fn exchange_columns<'py>(py: Python<'py>, t: ExchangeTable) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn exchange_columns<'py>(py: Python<'py>, t: ExchangeTable) -> PyResult<Bound<'py, PyDict>> {
     let cols = PyDict::new(py);
     macro_rules! num {
         ($($f:ident),*) => { $( cols.set_item(stringify!($f), t.$f.into_pyarray(py))?; )* };
@@ -459,7 +459,7 @@ fn connection_packets<'py>(
 }
 
 /// A libpcap filter expression, checked by libpcap (`FilterError` with its message).
-fn compile_filter(text: Option<&str>) -> PyResult<Option<Filter>> {
+pub(crate) fn compile_filter(text: Option<&str>) -> PyResult<Option<Filter>> {
     text.map(Filter::new).transpose().map_err(|e| FilterError::new_err(e.to_string()))
 }
 

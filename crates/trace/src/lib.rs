@@ -14,6 +14,7 @@ pub mod live;
 mod mem;
 pub mod read;
 mod shard;
+pub mod stream;
 pub mod track;
 
 pub use analyze::{analyze_capture, analyze_file, analyze_paths, Analysis, FileStats, Options, Progress};

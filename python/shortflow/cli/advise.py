@@ -37,7 +37,7 @@ def _est(x: float, ci: tuple[float, float]) -> str:
 
 
 def print_advice(adv: Advice) -> None:
-    n = len(adv.baseline)
+    n = adv.connections
     say(f"{n:,} connections with data, seen near the {adv.vantage}: fixes of the {adv.vantage}'s host")
     say(f"baseline: {adv.faithful:,} of {n:,} ({adv.faithful_share:.0%}) replay within 10 % of their observed duration; "
         "only those feed the estimates")
@@ -53,42 +53,52 @@ def print_advice(adv: Advice) -> None:
                        "spurious retransmissions · connections made slower")
     for k, f in enumerate(adv.fixes, 1):
         say(f"{k:>2}. {f['apply']}")
-    reasons: dict[str, int] = {}
-    for b in adv.baseline:
-        if not b["faithful"]:
-            why = b.get("reason") or "not replayed"
-            # The reason's kind, without the connection's own figures.
-            key = why.split(": ", 1)[1] if why.startswith("observed ") else why
-            reasons[key] = reasons.get(key, 0) + 1
-    for why, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
+    for why, count in sorted(adv.reasons.items(), key=lambda kv: -kv[1]):
         say(f"not faithful: {count:,} — {why}")
     for c in adv.caveats:
         say(f"note: {c}")
     say(f"{adv.replays:,} connection replays")
 
 
+def _write_report(traces: list[Path], adv: Advice, out: Path, scheduler: str | None) -> Path:
+    """The analysis' report of `traces` with what would help. The rest of the page (the
+    worst connections, the distributions) needs the whole table: this reads the captures
+    again (on the cluster at `scheduler`, if given), and holds their table as `analyze
+    --report` does."""
+    from shortflow.analyze import analyze, summary_document
+    from shortflow.report import write_report
+
+    a = analyze([str(t) for t in traces], scheduler=scheduler)
+    return write_report(a, summary_document(a), out, traces=list(traces), advice=adv)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("advise", epilog=examples("shortflow advise server.pcap",
                                            "shortflow advise server.pcap --json advice.json --out advice/",
+                                           "shortflow advise server.pcap --report report/",
+                                           "shortflow advise /data/day1.pcap /data/day2.pcap --scheduler tcp://10.0.0.1:8786",
                                            "shortflow advise server.pcap --explain 12 > conn-12.toml && shortflow simulate conn-12.toml"))
     def advise_cmd(
         traces: Annotated[list[Path], typer.Argument(help="pcap or pcapng files, plain or gzip", dir_okay=False)],
         vantage: Annotated[Optional[str], typer.Option("--vantage", metavar="server|client", help="whose host to fix: where the capture was taken (default: as the analyzer infers it from the handshakes)")] = None,
         json_out: Annotated[Optional[Path], typer.Option("--json", metavar="FILE", help="write the ranked fixes and the replay's fidelity as JSON (- for standard output)")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="write connections.parquet (observed and replayed durations, faithful or why not) and savings.parquet (each fix's saving per connection)")] = None,
+        report: Annotated[Optional[Path], typer.Option("--report", metavar="DIR", help="write the analysis' HTML report (report.html) into this directory, with what would help: the fixes ranked and the share of connections replayed faithfully")] = None,
         explain: Annotated[Optional[int], typer.Option("--explain", metavar="CONN", min=0, help="print connection CONN's model as a scenario (TOML) for `shortflow simulate`, instead of advising")] = None,
-        threads: Annotated[Optional[int], typer.Option("--threads", min=1, metavar="N", help="replay on this many threads (default: every core)")] = None,
+        threads: Annotated[Optional[int], typer.Option("--threads", min=1, metavar="N", help="replay on this many threads (default: every core; with --scheduler, per task: 1)")] = None,
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler: each trace's passes are tasks on its workers (which must see the traces at the same paths), with the advice a local run gives")] = None,
     ) -> None:
         """Replay each connection of a capture under every start-up fix its vantage's host
         can apply (SYN RTO, SYN optimizer, initial window, quick ACKs, minimum RTO, SFR, and
         pairs of the best three) and rank them by the time they give back."""
-        from shortflow.advise import AdviseError, advise, write_parquet
+        from shortflow.advise import AdviseError, advise
         from shortflow.advise import explain as explain_scenario
-        from shortflow.analyze import analyze
         from shortflow.exceptions import ShortflowError
 
         for t in traces:
-            if not t.is_file():
+            if t.is_dir():
+                fail(f"{clip(t)}: is a directory, not a trace", USAGE)
+            if not t.exists():
                 fail(f"{clip(t)}: no such file", USAGE)
         if vantage is not None and vantage not in ("server", "client"):
             fail(f"--vantage {clip(vantage)!r}: expected server or client", USAGE)
@@ -96,27 +106,31 @@ def register(app: typer.Typer) -> None:
             check_output_file(json_out, "--json")
         if out is not None:
             check_output_dir(out, "--out")
-        try:
-            a = analyze([str(t) for t in traces])
-        except ShortflowError as e:
-            fail(e, FAILURE)
-        for message in a.errors:
-            error(f"{message} — advising on the connections read before it")
+        if report is not None:
+            check_output_dir(report, "--report")
+        paths = [str(t) for t in traces]
         try:
             if explain is not None:
-                sys.stdout.write(explain_scenario(a, explain, vantage))
+                sys.stdout.write(explain_scenario(paths, explain, vantage))
                 return
-            adv = advise(a, vantage, threads)
+            adv = advise(paths, vantage, threads, out, scheduler)
         except AdviseError as e:
             fail(e, USAGE)
+        except ShortflowError as e:
+            fail(e, FAILURE)
+        for message in adv.errors:
+            error(f"{message} — advised on the connections read before it")
         if json_out is not None:
             write_json(json_out, adv.document())
-        if out is not None:
-            written = write_parquet(adv, out)
+        page = None
+        if report is not None:
+            page = _write_report(traces, adv, report, scheduler)
         if not is_stdout(json_out):
             print_advice(adv)
-            if out is not None:
-                say("per connection: " + ", ".join(str(p) for p in written))
-        if a.errors:
+            if adv.written:
+                say("per connection: " + ", ".join(str(p) for p in adv.written))
+            if page is not None:
+                say(f"report: {page}")
+        if adv.errors:
             raise typer.Exit(FAILURE)
 

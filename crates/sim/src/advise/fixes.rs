@@ -102,6 +102,9 @@ mod tests {
             lost_c2s: vec![],
             lost_s2c: vec![],
             server_iw: None,
+            options: None,
+            mss: [None, None],
+            rto_min_s: [None, None],
             observed_s: 0.0,
         };
         for side in [Side::Server, Side::Client] {

@@ -11,5 +11,5 @@ pub mod model;
 pub mod rank;
 
 pub use fixes::{catalogue, Fix, Side};
-pub use model::ConnModel;
-pub use rank::{advise, Advice, Baseline, FixResult, Interval};
+pub use model::{ConnModel, Outcome};
+pub use rank::{advise, faithful_baseline, AccountPart, Advice, Baseline, BatchResult, FixResult, Interval, Ranking, FAITHFUL};

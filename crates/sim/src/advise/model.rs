@@ -27,6 +27,14 @@ pub struct ConnModel {
     /// The server's initial window in segments, when its first flight showed it (a flight
     /// cut by the window, not by the end of the response).
     pub server_iw: Option<u32>,
+    /// The options both SYNs negotiated: SACK, timestamps, window scaling (None: the SYNs
+    /// were not both seen, the stacks' own).
+    pub options: Option<[bool; 3]>,
+    /// The MSS the client's and the server's SYN announced (None: not seen, the stack's).
+    pub mss: [Option<u16>; 2],
+    /// The client's and the server's minimum RTO where their timeouts bound it below the
+    /// stack's (the smallest margin of the host's first timeouts over SRTT), s.
+    pub rto_min_s: [Option<f64>; 2],
     /// The observed duration the replay is compared with: the client's first SYN to its
     /// receipt of the last response byte, s.
     pub observed_s: f64,
@@ -67,10 +75,24 @@ impl ConnModel {
              its server's initial window, its losses as the same bytes lost at their first transmission.\""
         );
         let _ = writeln!(s, "\n[path]\nrtt = \"{rtt_us}us\"\nbandwidth = \"1Gbit\"");
-        let _ = writeln!(s, "\n[client]\nstack = \"linux\"");
-        let _ = writeln!(s, "\n[server]\nstack = \"linux\"");
-        if let Some(iw) = self.server_iw {
-            let _ = writeln!(s, "initial_window = {iw}");
+        for (k, side) in ["client", "server"].iter().enumerate() {
+            let _ = writeln!(s, "\n[{side}]\nstack = \"linux\"");
+            if let Some([sack, stamps, scaling]) = self.options {
+                let _ =
+                    writeln!(s, "# as both SYNs offered them\nsack = {sack}\ntimestamps = {stamps}\nwindow_scaling = {scaling}");
+            }
+            if let Some(mss) = self.mss[k] {
+                let _ = writeln!(s, "mss = \"{mss}B\"");
+            }
+            if let Some(rto_min) = self.rto_min_s[k] {
+                let ms = (rto_min * 1e3).round().max(1.0) as u64;
+                let _ = writeln!(s, "# at most: the smallest of this host's first timeouts less its SRTT\nrto_min = \"{ms}ms\"");
+            }
+            if k == 1 {
+                if let Some(iw) = self.server_iw {
+                    let _ = writeln!(s, "initial_window = {iw}");
+                }
+            }
         }
         let _ = writeln!(s, "\n[workload]\nkind = \"abt\"\nvectors = '''\n{vectors}'''");
         let _ = writeln!(s, "\n[drop]\nsyn = [{}]\nsynack = [{}]", first(self.lost_syns), first(self.lost_synacks));
@@ -113,8 +135,29 @@ mod tests {
             lost_c2s: vec![],
             lost_s2c: vec![20_000],
             server_iw: None,
+            options: None,
+            mss: [None, None],
+            rto_min_s: [None, None],
             observed_s: 0.0,
         }
+    }
+
+    #[test]
+    fn the_scenario_sets_the_fingerprinted_options_and_minimum_rto() {
+        let m = ConnModel {
+            options: Some([false, true, false]),
+            mss: [Some(1452), None],
+            rto_min_s: [None, Some(0.0504)],
+            ..model()
+        };
+        let sc = crate::scenario::load(&m.scenario_toml(), "explain.toml", &[]).expect("loads");
+        let (c, s) = (&sc.client, &sc.server);
+        assert_eq!((c.sack, c.timestamps, c.window_scaling), (false, true, false));
+        assert_eq!((s.sack, s.timestamps, s.window_scaling), (false, true, false));
+        assert_eq!(s.rto.min.as_nanos(), 50_000_000);
+        assert_eq!((c.mss, s.mss), (1452, 1460));
+        // The client's is its stack's.
+        assert_eq!(c.rto.min.as_nanos(), 200_000_000);
     }
 
     #[test]

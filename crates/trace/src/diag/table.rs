@@ -221,6 +221,13 @@ schema! {
     "delack_stalls": "uint32", "", "a sender idle until a delayed ACK came (document 003)";
     "delack_tick_200ms": "bool", "", "a receiver's delayed ACKs fall on a fixed 200 ms grid (BSD tick)";
     "zero_window_stalls": "uint32", "", "times a receiver advertised a zero window with data outstanding";
+    "sack_permitted": "bool", "", "both SYNs offered SACK (RFC 2018)";
+    "timestamps": "bool", "", "both SYNs carried TCP timestamps (RFC 7323)";
+    "window_scaling": "bool", "", "both SYNs carried a window scale (RFC 7323)";
+    "mss_client": "uint16", "bytes", "the MSS the client's SYN announced (0: none seen)";
+    "mss_server": "uint16", "bytes", "the MSS the server's SYN/ACK announced (0: none seen)";
+    "rto_margin_c2s_s": "double", "s", "the client's first retransmission timeout, seen near the client: the timer's run (from the last ACK of new data, or the send that found nothing outstanding) less the smoothed RTT then, what the RTO added to SRTT (Linux: max(rto_min, 4·RTTVAR)); NaN without one after an RTT sample and before any tail probe";
+    "rto_margin_s2c_s": "double", "s", "the server's first retransmission timeout, seen near the server: as rto_margin_c2s_s";
     "time_network_s": "double", "s", "time the path explains (the time_*_s columns add up to duration_s, each instant in one)";
     "time_handshake_s": "double", "s", "waiting for SYN or SYN/ACK retransmissions";
     "time_slow_start_s": "double", "s", "slow-start round trips beyond the first";
@@ -305,6 +312,13 @@ pub struct ConnectionTable {
     pub delayed_acks: Vec<u32>,
     pub delack_stalls: Vec<u32>,
     pub delack_tick_200ms: Vec<bool>,
+    pub sack_permitted: Vec<bool>,
+    pub timestamps: Vec<bool>,
+    pub window_scaling: Vec<bool>,
+    pub mss_client: Vec<u16>,
+    pub mss_server: Vec<u16>,
+    pub rto_margin_c2s_s: Vec<f64>,
+    pub rto_margin_s2c_s: Vec<f64>,
     pub zero_window_stalls: Vec<u32>,
     pub time_network_s: Vec<f64>,
     pub time_handshake_s: Vec<f64>,
@@ -445,6 +459,13 @@ macro_rules! plain_columns {
             delack_stalls,
             delack_tick_200ms,
             zero_window_stalls,
+            sack_permitted,
+            timestamps,
+            window_scaling,
+            mss_client,
+            mss_server,
+            rto_margin_c2s_s,
+            rto_margin_s2c_s,
             time_network_s,
             time_handshake_s,
             time_slow_start_s,
@@ -578,6 +599,15 @@ impl ConnectionTable {
         self.delack_stalls.push(cs.delack_stalls + sc.delack_stalls);
         self.delack_tick_200ms.push(cs.tick_receiver() || sc.tick_receiver());
         self.zero_window_stalls.push(cs.zw_stalls + sc.zw_stalls);
+        let (sack, stamps, scaling) = c.options();
+        self.sack_permitted.push(sack);
+        self.timestamps.push(stamps);
+        self.window_scaling.push(scaling);
+        let [mss_client, mss_server] = c.mss_announced();
+        self.mss_client.push(mss_client);
+        self.mss_server.push(mss_server);
+        self.rto_margin_c2s_s.push(cs.rto_margin_ns.map_or(f64::NAN, secs));
+        self.rto_margin_s2c_s.push(sc.rto_margin_ns.map_or(f64::NAN, secs));
         self.push_causes(&c.lost_ns.map(secs));
         for (column, v) in self.counters.iter_mut().zip(counters::of(c)) {
             column.push(v);

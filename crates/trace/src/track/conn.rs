@@ -440,6 +440,10 @@ pub struct Conn {
     recent: [Recent; 2],
     /// Each side's SYN offered SACK (RFC 2018): with both, a duplicate ACK carries blocks.
     sack_ok: [bool; 2],
+    /// Each side's SYN carried a timestamp (RFC 7323): with both, every segment does.
+    ts_ok: [bool; 2],
+    /// Both SYNs carried a window scale (RFC 7323 2.2): windows are scaled.
+    wscale_ok: bool,
     /// The client SYN's window scale option and window, until the SYN/ACK says whether
     /// scaling holds.
     client_wscale: Option<u8>,
@@ -845,6 +849,17 @@ impl Conn {
         challenge
     }
 
+    /// The options both SYNs offered, as negotiated: (SACK, timestamps, window scaling);
+    /// all false when the SYNs were not both seen.
+    pub fn options(&self) -> (bool, bool, bool) {
+        (self.sack_ok == [true, true], self.ts_ok == [true, true], self.wscale_ok)
+    }
+
+    /// The MSS each side's SYN announced: [client's, server's] (0: none seen).
+    pub fn mss_announced(&self) -> [u16; 2] {
+        self.mss_announced
+    }
+
     /// Accounts one segment (with its IP fields and options) captured at `ts`.
     pub fn observe_ext(&mut self, ts: u64, seg: &Segment, extra: &SegmentExtra) {
         let from_client = seg.src == self.client;
@@ -854,6 +869,7 @@ impl Conn {
         let outside = self.established_ts.is_none() && self.challenge_exchange(from_client, seg);
         if f.syn() {
             self.sack_ok[dir] = extra.opts.sack_permitted;
+            self.ts_ok[dir] = extra.opts.timestamps.is_some();
             self.mss_announced[dir] = extra.opts.mss.unwrap_or(0);
         }
         if self.is_capture_duplicate(dir, ts, seg, extra) {
@@ -1376,6 +1392,7 @@ impl Conn {
         if !self.syn_seen {
             return;
         }
+        self.wscale_ok = self.client_wscale.is_some() && server_wscale.is_some();
         let (client, server) = match (self.client_wscale, server_wscale) {
             (Some(c), Some(s)) => (c, s),
             _ => (0, 0),

@@ -260,6 +260,17 @@ pub struct Half {
     /// probe before it), and the silence before it: the next step of its ladder tells.
     rto_could_be_probe: bool,
     rto_first_gap_ns: u64,
+    /// The first retransmission timeout's run (from `timer_armed_ns`) less the smoothed
+    /// RTT then: what this sender's RTO added to its SRTT (Linux: max(rto_min,
+    /// 4·RTTVAR)); None without a timeout seen at the sender after an RTT sample and
+    /// before any tail probe.
+    pub rto_margin_ns: Option<u64>,
+    /// When the sender's retransmission timer last started, where the capture saw it (at
+    /// the sender): an ACK of new data with more outstanding, or new data sent with none.
+    timer_armed_ns: Option<u64>,
+    /// The capture point is at this half's sender (known from its first ACK): only there
+    /// are the timer's start and its expiry seen at the sender's own times.
+    sender_near: Option<bool>,
     /// That expiry turned out to be the probe (`take_revision`).
     revised_to_tlp: bool,
     pub fast_recoveries: u32,
@@ -415,6 +426,10 @@ impl Half {
         min_full_rtt: Option<u64>,
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
+        // The sender's retransmission timer restarts at an ACK of new data with data still
+        // outstanding (RFC 6298 (5.3)).
+        self.timer_armed_ns = (ack < self.snd_max).then_some(ts);
+        self.sender_near = Some(sender_near);
         self.una = ack;
         self.acked_any = true;
         self.rto_gap_ns = 0;
@@ -593,6 +608,14 @@ impl Half {
                 RetxClass::Timeout => {
                     self.retx_timeout += 1;
                     self.rto_gap_ns = since_last;
+                    // The timer's run, less SRTT: its first expiry, seen at the sender,
+                    // before any tail probe (after one, the timer ran from the probe).
+                    if let (0, 0, None, Some(armed), Some((s, _)), Some(true)) =
+                        (self.backoff, self.retx_tlp, self.rto_margin_ns, self.timer_armed_ns, srtt, self.sender_near)
+                    {
+                        // A resend sooner than SRTT after the timer started was no timer's.
+                        self.rto_margin_ns = ts.saturating_sub(armed).checked_sub(s as u64).filter(|&m| m > 0);
+                    }
                 }
                 RetxClass::Fast => self.retx_fast += 1,
                 RetxClass::Tlp => {
@@ -642,6 +665,10 @@ impl Half {
             return SendEvent::Retx(class);
         }
         self.note_gap(start, stamp_before, stamp);
+        if self.una >= self.snd_max {
+            // Nothing was outstanding: the timer starts with this segment (RFC 6298 (5.1)).
+            self.timer_armed_ns = Some(ts);
+        }
         let (new_round, new_burst, rwnd_limited) = self.push_new(ts, start, end, stamp, &path);
         if seg.payload_len == 0 {
             return SendEvent::Nothing; // a FIN alone
@@ -910,6 +937,8 @@ impl Half {
             self.rto_events -= 1;
             self.backoff = 0;
             self.revised_to_tlp = true;
+            // Its silence was the probe's, not a timer's: this expiry says the RTO.
+            self.rto_margin_ns = None;
         }
         self.rto_could_be_probe = !repeat_rto && probe_eligible;
         if !repeat_rto {
