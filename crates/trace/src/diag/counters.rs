@@ -6,7 +6,7 @@
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::table::ColumnDef;
+use super::ColumnDef;
 #[allow(unused_imports)] // the declarations below name them
 use crate::track::{Conn, C2S, S2C};
 

@@ -1,7 +1,8 @@
 //! The exchanges table: one row per exchange of every connection (`track::exchange`),
 //! beside the connection table and joined to it by `trace` and `conn_id`.
 
-use super::table::{secs, ColumnDef};
+use super::table::secs;
+use super::ColumnDef;
 use crate::track::{Cause, ExchangeRow, NEVER};
 
 schema! {

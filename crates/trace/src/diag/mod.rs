@@ -1,5 +1,16 @@
 //! Per-connection diagnostics and the trace summary (document 000's Table 1).
 
+/// One column of a table (connections, exchanges): the one definition its writers and
+/// readers share.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnDef {
+    pub name: &'static str,
+    /// The Arrow type, as pyarrow spells it.
+    pub arrow: &'static str,
+    pub unit: &'static str,
+    pub doc: &'static str,
+}
+
 /// A table's columns as `ColumnDef`s: `schema! { /// doc \n NAME; "column": "arrow type", "unit", "meaning"; … }`.
 macro_rules! schema {
     ($(#[$meta:meta])* $table:ident; $( $name:literal : $ty:literal , $unit:literal , $doc:literal ;)*) => {

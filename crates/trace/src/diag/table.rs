@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::counters;
 use super::ladder::GapClass;
+use super::ColumnDef;
 use crate::track::{Cause, Conn, C2S, NEVER, S2C};
 
 /// Where the capture was taken.
@@ -139,16 +140,6 @@ impl<T> ListColumn<T> {
         self.values.extend(items);
         self.offsets.push(self.values.len() as i32);
     }
-}
-
-/// One column of the connection table: the one definition its writers and readers share.
-#[derive(Debug, Clone, Copy)]
-pub struct ColumnDef {
-    pub name: &'static str,
-    /// The Arrow type, as pyarrow spells it.
-    pub arrow: &'static str,
-    pub unit: &'static str,
-    pub doc: &'static str,
 }
 
 schema! {
