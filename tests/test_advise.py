@@ -16,6 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from peak_rss import peak_rss_mb
+
 SHORTFLOW = [sys.executable, "-m", "shortflow"]
 
 #: 200 connections near the server over 120 ms, a fifth of their SYN/ACKs and 3 % of the
@@ -187,19 +189,6 @@ def test_a_client_capture_is_judged_by_the_clients_fixes(tmp_path):
     assert best["saved_s_total"] == pytest.approx(measured, rel=0.15), (best["saved_s_total"], measured)
 
 
-#: Runs its arguments and prints their exit code, wall time and peak RSS (KiB) as JSON on
-#: its last line, their stderr before it. A child forked from pytest would count pytest's
-#: pages as its own until it execs (wait4's ru_maxrss): this small process starts it.
-_MEASURE = """
-import json, os, subprocess, sys, time
-t0 = time.monotonic()
-p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-err = p.stderr.read().decode()
-_, status, usage = os.wait4(p.pid, 0)
-sys.stdout.write(err + "\\n" + json.dumps([os.waitstatus_to_exitcode(status), time.monotonic() - t0, usage.ru_maxrss]))
-"""
-
-
 def _advise_peak(tmp: Path, connections: int) -> tuple[float, dict]:
     """`advise` on a capture of `connections` the simulator made (gzip-compressed: the
     analyzer reads it so): its peak RSS (MB) and its JSON."""
@@ -211,12 +200,9 @@ def _advise_peak(tmp: Path, connections: int) -> tuple[float, dict]:
     with plain.open("rb") as src, gzip.open(pcap, "wb", compresslevel=1) as dst:
         shutil.copyfileobj(src, dst)
     plain.unlink()
-    out = subprocess.run([sys.executable, "-c", _MEASURE, *SHORTFLOW, "advise", str(pcap), "--json", str(doc)],
-                         capture_output=True, text=True, check=True, timeout=900).stdout
-    err, _, last = out.rpartition("\n")
-    code, _, peak_kib = json.loads(last)
+    code, err, _, peak = peak_rss_mb([*SHORTFLOW, "advise", str(pcap), "--json", str(doc)], timeout=900)
     assert code == 0, err
-    return peak_kib / 1024, json.loads(doc.read_text())
+    return peak, json.loads(doc.read_text())
 
 
 def test_memory_follows_the_connections_in_flight_not_the_capture(tmp_path):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import shortflow
+from patch_fixture import copy_applied, touched
 from shortflow.analyze import SUMMARY_KEYS, schema_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is
 
 def test_the_patch_is_one_declaration_in_one_file() -> None:
     patch = PATCH.read_text()
-    assert sorted(set(re.findall(r"^\+\+\+ b/(\S+)$", patch, re.M))) == ["crates/trace/src/diag/counters.rs"]
+    assert touched(patch) == ["crates/trace/src/diag/counters.rs"]
     added = [line[1:] for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
     removed = [line for line in patch.splitlines() if line.startswith("-") and not line.startswith("---")]
     assert not removed and len(added) == 2, added
@@ -51,15 +51,7 @@ def test_this_build_has_no_dummy_counter() -> None:
 
 def _built_copy(tmp: Path) -> Path:
     """The package with the extension module of a patched copy of the Rust workspace."""
-    tree = tmp / "tree"
-    tree.mkdir()
-    for name in ("Cargo.toml", "Cargo.lock", "rustfmt.toml", "bpf"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, tree / name)
-    shutil.copytree(ROOT / "crates", tree / "crates", ignore=shutil.ignore_patterns("target", "fuzz"))
-    for step in (["--check"], []):
-        r = subprocess.run(["git", "apply", *step, str(PATCH)], cwd=tree, capture_output=True, text=True)
-        assert r.returncode == 0, f"the fixture no longer applies to this tree (regenerate it): {r.stderr}"
+    tree = copy_applied(tmp, PATCH)
     # A target directory of the fixture's own under the checkout's: kept between runs.
     target = ROOT / "target" / "counter-fixture"
     env = {**os.environ, "CARGO_TARGET_DIR": str(target), "PYO3_PYTHON": sys.executable}

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from peak_rss import peak_rss_mb
 from shortflow.host import cgroup2_root
 from shortflow.host.records import RUN_DIR
 from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
@@ -356,60 +357,37 @@ def test_a_hand_edited_journal_is_refused_with_the_reason_and_changes_nothing(ho
     assert "quickack" not in subprocess.run([*sh, "ip", "route"], capture_output=True, text=True).stdout
 
 
-#: Runs its arguments and prints their exit code, wall time and peak RSS (KiB) as JSON on
-#: its last line, their stderr before it. A child forked from this test's large process
-#: would count the parent's pages as its own until it execs (wait4's ru_maxrss): the
-#: command is started by this small process instead.
-_MEASURE = """
-import json, os, subprocess, sys, time
-t0 = time.monotonic()
-p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-err = p.stderr.read().decode()
-_, status, usage = os.wait4(p.pid, 0)
-sys.stdout.write(err + "\\n" + json.dumps([os.waitstatus_to_exitcode(status), time.monotonic() - t0, usage.ru_maxrss]))
-"""
-
-
-def _peak_rss_mb(cmd: list[str]) -> tuple[int, str, float, float]:
-    """Runs `cmd`: exit code, stderr, wall time (s) and its own peak RSS (MB, from wait4)."""
-    out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=True,
-                         env={**os.environ, "COLUMNS": "400"}).stdout
-    err, _, last = out.rpartition("\n")
-    code, secs, peak_kib = json.loads(last)
-    return code, err, secs, peak_kib / 1024
-
-
 def test_input_files_are_read_with_a_cap_and_refused_clearly(tmp_path: Path) -> None:
     shortflow = [sys.executable, "-m", "shortflow", "tune"]
     # The interpreter and shortflow's imports alone, for comparison.
-    code, err, _, base = _peak_rss_mb([*shortflow, "apply", "--help"])
+    code, err, _, base = peak_rss_mb([*shortflow, "apply", "--help"])
     assert code == 0, err
-    code, err, secs, peak = _peak_rss_mb([*shortflow, "apply", "--iw-map", "/dev/zero", "--dry-run"])
+    code, err, secs, peak = peak_rss_mb([*shortflow, "apply", "--iw-map", "/dev/zero", "--dry-run"])
     assert code == 2 and "/dev/zero: the prefix file is longer than 4 MiB: refused" in err, err
     assert secs < 1, secs  # (the interpreter's start included)
     assert peak < 100 and peak - base < 20, (peak, base)
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b'"10.0.0.0/8" = { iw = 4 }\n\xff\xfe\x00secret')
-    code, err, _, _ = _peak_rss_mb([*shortflow, "apply", "--iw-map", str(binary), "--dry-run"])
+    code, err, _, _ = peak_rss_mb([*shortflow, "apply", "--iw-map", str(binary), "--dry-run"])
     assert code == 2 and "is not UTF-8 text (line 2, byte 26)" in err and "secret" not in err, err
     # A file that is not a prefix file: said so, and none of its content echoed.
-    code, err, _, _ = _peak_rss_mb([*shortflow, "apply", "--iw-map", "/etc/shadow", "--dry-run"])
+    code, err, _, _ = peak_rss_mb([*shortflow, "apply", "--iw-map", "/etc/shadow", "--dry-run"])
     secret = [w for line in Path("/etc/shadow").read_text().splitlines() for w in line.split(":") if len(w) > 3]
     assert code == 2 and "/etc/shadow: not valid TOML" in err and not [w for w in secret if w in err], err
     deep = tmp_path / "deep.toml"
     deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
-    code, err, _, _ = _peak_rss_mb([*shortflow, "apply", "--iw-map", str(deep), "--dry-run"])
+    code, err, _, _ = peak_rss_mb([*shortflow, "apply", "--iw-map", str(deep), "--dry-run"])
     assert code == 2 and "nested too deeply" in err and "RecursionError" not in err, err
     # State files: JSON nested 100,000 deep, 400 MB, binary.
     head = {"format": journal.FORMAT, "version": journal.VERSION, "id": "abcdef", "settings": {}}
     state = tmp_path / "deep.json"
     state.write_text(json.dumps(head) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
-    code, err, _, _ = _peak_rss_mb([*shortflow, "status", "--state", str(state)])
+    code, err, _, _ = peak_rss_mb([*shortflow, "status", "--state", str(state)])
     assert code == 1 and "line 2: JSON nested too deeply" in err and "RecursionError" not in err, err
     huge = tmp_path / "huge.json"
     with huge.open("wb") as f:
         f.truncate(400 << 20)
-    code, err, secs, peak = _peak_rss_mb([*shortflow, "status", "--state", str(huge)])
+    code, err, secs, peak = peak_rss_mb([*shortflow, "status", "--state", str(huge)])
     assert code == 1 and "the state file is longer than 16 MiB: refused" in err, err
     assert peak < 100 and secs < 3, (peak, secs)
 
