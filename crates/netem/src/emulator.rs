@@ -211,7 +211,7 @@ fn arrive(p: Packet<'_>, now: u64, cfg: &mut Config, held: &mut Holding, stats: 
     };
     if !cfg.flow_delays.is_empty() {
         // The connection's own delay beyond the path's, after the bottleneck (propagation
-        // only, as the simulator adds it: the ports' queues see the packet as before).
+        // only, as the simulator adds it: the ports' queues see the packet unchanged).
         let own = client_port.and_then(|port| cfg.flow_delays.get(&port)).copied().unwrap_or(0);
         held.heap[dir.index()].push(Reverse((release_ns + own, p.id)));
         return;

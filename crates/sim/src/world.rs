@@ -483,7 +483,7 @@ impl<'s> World<'s> {
     /// A connection's own extra delay on hop `hop` (`path.rtt_max`): a quarter of its
     /// extra two-way delay on the sender's link (the first hop), the rest of the one-way
     /// half on the receiver's side (the last hop), as `path.rtt` splits over the four
-    /// crossings. Propagation only: the ports' queues and rates see the packet as before.
+    /// crossings. Propagation only: the ports' queues and rates see the packet unchanged.
     fn extra_delay(&self, conn: u32, hop: u8, last: bool) -> Duration {
         let Some(&Duration(x)) = self.extra_rtt.get(conn as usize) else { return Duration::ZERO };
         let first = x / 4;
