@@ -33,7 +33,7 @@ def ours(path: Path) -> tuple[dict[str, int], list[str]]:
     s = a.raw_summary
     counts = {
         "data_retransmissions": real._data_retransmissions(s),
-        "syn_retransmissions": s["syn"]["retransmissions"],
+        "syn_retransmissions": s["syn_retransmissions"],
         "refused_rst": s["refused_rst"],
         "refused_icmp": s["refused_icmp"],
         "syn_retries_after_rst": s["syn_retries_after_rst"],

@@ -195,7 +195,7 @@ def _ours_and_tshark(path: Path, what: str, ours: int, tshark: int) -> tuple[tup
 def test_every_capture_reads_without_error_and_adds_up(path):
     a = shortflow.analyze(path)
     assert not a.errors, a.errors
-    assert a.raw_summary["tcp_packets"] > 0
+    assert sum(f["tcp_packets"] for f in a.files) > 0
     t = a.table
     # Rows in connection order; the time-lost breakdown adds up to each duration.
     assert t.column("conn_id").to_pylist() == sorted(t.column("conn_id").to_pylist())
@@ -281,7 +281,7 @@ def test_syns_refused_by_icmpv6_are_tries_that_ended(tmp_path):
     a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
     assert len(ts.icmp_refused) == 17
     assert a.raw_summary["refused_icmp"] == a.raw_summary["unsuccessful"] == 17
-    assert a.raw_summary["syn"]["retransmissions"] == ts.syn_retransmissions == 0
+    assert a.raw_summary["syn_retransmissions"] == ts.syn_retransmissions == 0
     # Its BGP sessions (port 179) started before the capture: no handshake, not a failure.
     bgp = [r for r in _rows(a) if r["server_port"] == 179]
     assert bgp and all(r["handshake"] == "not_seen" for r in bgp)
@@ -300,7 +300,7 @@ def test_a_try_refused_by_icmpv6_but_resent_on_the_timer_stays_one_try(tmp_path)
     a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
     assert _tshark_count(path, tmp_path, "icmpv6.type==1 and tcp.flags.syn==1") == 5
     assert len(ts.icmp_refused) == a.raw_summary["refused_icmp"] == 2
-    assert a.raw_summary["syn"]["retransmissions"] == ts.syn_retransmissions == 3
+    assert a.raw_summary["syn_retransmissions"] == ts.syn_retransmissions == 3
     resent = [r for r in _rows(a) if r["syn_count"] > 1]
     assert [(r["client_port"], r["syn_count"], r["handshake"], r["syn_ladder"]) for r in resent] == \
         [(54114, 4, "refused_icmp", "linux_linear|bsd")]
@@ -319,7 +319,7 @@ def test_syns_resent_after_a_rst_are_one_refused_try_not_retransmissions(tmp_pat
     a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
     assert (ts.syn_retransmissions, len(ts.rst_refused), ts.syns_after_rst) == (2, 1, 2)
     s = a.raw_summary
-    assert (s["refused_rst"], s["syn_retries_after_rst"], s["syn"]["retransmissions"]) == (1, 2, 0)
+    assert (s["refused_rst"], s["syn_retries_after_rst"], s["syn_retransmissions"]) == (1, 2, 0)
     assert (s["connection_tries"], s["successful"]) == (2, 1)
     refused = [r for r in _rows(a) if r["handshake"] == "refused_rst"]
     assert [(r["client_port"], r["server_port"], r["syn_count"], r["syn_retries_after_rst"]) for r in refused] == \
@@ -340,7 +340,7 @@ def test_syns_resent_after_a_rst_are_one_refused_try_not_retransmissions(tmp_pat
 def test_syn_ladders_agree_with_tshark(name, ladder, handshake, tmp_path):
     path = DATA / name
     a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
-    assert a.raw_summary["syn"]["retransmissions"] == ts.syn_retransmissions > 0
+    assert a.raw_summary["syn_retransmissions"] == ts.syn_retransmissions > 0
     laddered = [r for r in _rows(a) if r["syn_count"] > 1]
     assert laddered
     tshark_gaps = sorted([round(b - a_, 6) for a_, b in zip(t, t[1:])] for t in ts.syn_times.values() if len(t) > 1)
@@ -413,7 +413,7 @@ def test_capture_duplicates_are_not_retransmissions(name, copies, tshark_retx, t
     assert _tshark_copies(path, tmp_path) == copies
     s = a.raw_summary
     assert s["capture_duplicates"] == copies
-    assert s["syn"]["retransmissions"] == s["synack"]["retransmissions"] == 0
+    assert s["syn_retransmissions"] == s["synack_retransmissions"] == 0
     assert all(r["syn_count"] == r["synack_count"] == 1 for r in _rows(a))
     assert s["connection_tries"] == s["successful"]
 
@@ -483,7 +483,7 @@ def test_a_reset_challenge_ack_leaves_one_try_with_a_syn_retransmission(tmp_path
     path = DATA / "sv-challenge-ack-syn-retries.pcap"
     a, ts = shortflow.analyze(path), _tshark_handshakes(path, tmp_path)
     s = a.raw_summary
-    assert s["syn"]["retransmissions"] == ts.syn_retransmissions == 2
+    assert s["syn_retransmissions"] == ts.syn_retransmissions == 2
     assert (s["connection_tries"], s["successful"], s["refused_rst"]) == (2, 2, 0)
     rows = _rows(a)
     assert [(r["client_port"], r["syn_count"], r["handshake"]) for r in rows] == \
@@ -534,7 +534,7 @@ def test_a_fin_resent_by_timeout_is_a_retransmission_and_its_copies_are_duplicat
     assert (row["capture_duplicates"], row["outcome"]) == (7, "fin")
     assert _tshark_count(path, tmp_path, "tcp.analysis.retransmission and tcp.stream==6") == 13
     # The SYNs to a third address, never answered, on the RFC 6298 ladder (1, 2, 4, 8 s).
-    assert a.raw_summary["syn"]["retransmissions"] == _tshark_handshakes(path, tmp_path).syn_retransmissions == 8
+    assert a.raw_summary["syn_retransmissions"] == _tshark_handshakes(path, tmp_path).syn_retransmissions == 8
 
 
 @needs_tshark
@@ -575,7 +575,7 @@ def test_tunneled_captures_are_read_inside_their_tunnels(name, tries, tmp_path):
     path = DATA / name
     a = shortflow.analyze(path)
     s = a.raw_summary
-    assert s["tcp_packets"] == _tshark_count(path, tmp_path, "tcp") > 0
+    assert sum(f["tcp_packets"] for f in a.files) == _tshark_count(path, tmp_path, "tcp") > 0
     streams = {row[0] for row in _tshark_fields(path, tmp_path, ["tcp.stream"], "tcp")}
     assert a.table.num_rows == len(streams)
     assert s["connection_tries"] == tries == _tshark_count(path, tmp_path, "tcp.flags.syn==1 and tcp.flags.ack==0")
@@ -596,7 +596,7 @@ def test_wifi_frames_the_link_sent_again_are_not_tcp_packets(tmp_path):
     s = a.raw_summary
     retries = _tshark_fields(path, tmp_path, ["tcp.len"], "tcp and wlan.fc.retry==1")
     assert len(retries) == a.files[0]["skipped_link_repeat"] == 2
-    assert s["tcp_packets"] + 2 == _tshark_count(path, tmp_path, "tcp")
+    assert sum(f["tcp_packets"] for f in a.files) + 2 == _tshark_count(path, tmp_path, "tcp")
     assert _tshark_count(path, tmp_path, TSHARK_RETX) == 1
     assert _data_retransmissions(s) == s["capture_duplicates"] == 0
     assert a.table.num_rows == s["connection_tries"] == 1
