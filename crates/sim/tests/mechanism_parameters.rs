@@ -5,6 +5,9 @@
 
 use shortflow_sim::{simulate, ConnReport, RunOptions};
 
+mod scenarios;
+use scenarios::HANDSHAKE_100MS;
+
 fn run(text: &str, sets: &[&str]) -> ConnReport {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     let (report, _, _) = simulate(text, "mechanisms.toml", &sets, RunOptions::default()).expect("scenario");
@@ -15,20 +18,6 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-4
 }
 
-/// 100 ms RTT, fast links; RFC 2988 stacks retransmit a SYN (SYN/ACK) after 3 s.
-const HANDSHAKE: &str = r#"
-[path]
-rtt = "100ms"
-bandwidth = "1Gbit"
-[client]
-stack = "rfc2988"
-[server]
-stack = "rfc2988"
-[workload]
-request = "300B"
-response = "1000B"
-"#;
-
 fn optimizer(fields: &str) -> String {
     format!("mechanisms.syn_optimizer={{{fields}}}")
 }
@@ -37,7 +26,7 @@ fn optimizer(fields: &str) -> String {
 fn syn_optimizer_delay_sets_when_the_copy_leaves() {
     // The first SYN lost: the copy leaves `delay` after it and is answered one RTT later.
     for (delay, sent) in [("200ms", 0.3), ("350ms", 0.45), ("1s", 1.1)] {
-        let c = run(HANDSHAKE, &["drop.syn=[1]", &optimizer(&format!("side=\"client\", delay=\"{delay}\", retries=3"))]);
+        let c = run(HANDSHAKE_100MS, &["drop.syn=[1]", &optimizer(&format!("side=\"client\", delay=\"{delay}\", retries=3"))]);
         assert!(close(c.request_sent_s.unwrap(), sent), "delay {delay}: request at {:?}", c.request_sent_s);
         assert_eq!(c.optimizer_resends, 1, "delay {delay}");
     }
@@ -48,13 +37,13 @@ fn syn_optimizer_retries_bound_the_copies() {
     // Three SYNs lost (the original and two copies 200 ms apart): three retries get the
     // third copy through at 0.6 s; two leave the repair to TCP's own SYN timer (3 s).
     let lost = "drop.syn=[1, 2, 3]";
-    let three = run(HANDSHAKE, &[lost, &optimizer("side=\"client\", delay=\"200ms\", retries=3")]);
+    let three = run(HANDSHAKE_100MS, &[lost, &optimizer("side=\"client\", delay=\"200ms\", retries=3")]);
     assert!(close(three.request_sent_s.unwrap(), 0.7), "{:?}", three.request_sent_s);
     assert_eq!((three.optimizer_resends, three.syn_transmissions), (3, 4));
-    let two = run(HANDSHAKE, &[lost, &optimizer("side=\"client\", delay=\"200ms\", retries=2")]);
+    let two = run(HANDSHAKE_100MS, &[lost, &optimizer("side=\"client\", delay=\"200ms\", retries=2")]);
     assert!(close(two.request_sent_s.unwrap(), 3.1), "{:?}", two.request_sent_s);
     assert_eq!((two.optimizer_resends, two.syn_transmissions), (2, 4));
-    let none = run(HANDSHAKE, &[lost, &optimizer("side=\"client\", delay=\"200ms\", retries=0")]);
+    let none = run(HANDSHAKE_100MS, &[lost, &optimizer("side=\"client\", delay=\"200ms\", retries=0")]);
     assert_eq!(none.optimizer_resends, 0);
     // TCP alone: SYNs at 0, 3, 9 s lost, the fourth at 21 s (3, 6, 12 s of back-off).
     assert!(close(none.request_sent_s.unwrap(), 21.1), "{:?}", none.request_sent_s);
@@ -63,11 +52,11 @@ fn syn_optimizer_retries_bound_the_copies() {
 #[test]
 fn syn_optimizer_watches_only_its_port() {
     // The workload's connections go to port 80: an optimizer for 8080 never copies a SYN.
-    let other = run(HANDSHAKE, &["drop.syn=[1]", &optimizer("side=\"client\", delay=\"200ms\", retries=3, port=8080")]);
+    let other = run(HANDSHAKE_100MS, &["drop.syn=[1]", &optimizer("side=\"client\", delay=\"200ms\", retries=3, port=8080")]);
     assert_eq!(other.optimizer_resends, 0);
     assert!(close(other.request_sent_s.unwrap(), 3.1), "{:?}", other.request_sent_s);
     let moved = run(
-        HANDSHAKE,
+        HANDSHAKE_100MS,
         &["drop.syn=[1]", "workload.port=8080", &optimizer("side=\"client\", delay=\"200ms\", retries=3, port=8080")],
     );
     assert_eq!(moved.optimizer_resends, 1);
@@ -77,15 +66,15 @@ fn syn_optimizer_watches_only_its_port() {
 #[test]
 fn syn_optimizer_side_picks_the_segment_it_copies() {
     // A lost SYN/ACK: the server's optimizer resends it 200 ms later.
-    let server = run(HANDSHAKE, &["drop.synack=[1]", &optimizer("side=\"server\", delay=\"200ms\", retries=3")]);
+    let server = run(HANDSHAKE_100MS, &["drop.synack=[1]", &optimizer("side=\"server\", delay=\"200ms\", retries=3")]);
     assert_eq!((server.optimizer_resends, server.synack_transmissions, server.syn_transmissions), (1, 2, 1));
     assert!(close(server.request_sent_s.unwrap(), 0.3), "{:?}", server.request_sent_s);
     // A lost SYN: the server's optimizer has no SYN/ACK to copy; the client's SYN timer
     // repairs it after 3 s. The client's optimizer copies the SYN 200 ms later.
-    let server = run(HANDSHAKE, &["drop.syn=[1]", &optimizer("side=\"server\", delay=\"200ms\", retries=3")]);
+    let server = run(HANDSHAKE_100MS, &["drop.syn=[1]", &optimizer("side=\"server\", delay=\"200ms\", retries=3")]);
     assert_eq!((server.optimizer_resends, server.syn_transmissions), (0, 2));
     assert!(close(server.request_sent_s.unwrap(), 3.1), "{:?}", server.request_sent_s);
-    let client = run(HANDSHAKE, &["drop.syn=[1]", &optimizer("side=\"client\", delay=\"200ms\", retries=3")]);
+    let client = run(HANDSHAKE_100MS, &["drop.syn=[1]", &optimizer("side=\"client\", delay=\"200ms\", retries=3")]);
     assert_eq!((client.optimizer_resends, client.syn_transmissions), (1, 2));
     assert!(close(client.request_sent_s.unwrap(), 0.3), "{:?}", client.request_sent_s);
 }
