@@ -287,6 +287,41 @@ def test_random_vectors_through_random_losses_come_back_readable_and_whole(tmp_p
             assert merged == theirs, (a, b)
 
 
+#: The stacks' knobs a user turns, each beside the vectors' defaults.
+KNOBS = {
+    "mss-536": '[client]\nmss = "536B"\n[server]\nmss = "536B"\n',
+    "sack-off": "[client]\nsack = false\n[server]\nsack = false\n",
+    "timestamps-off": "[client]\ntimestamps = false\n[server]\ntimestamps = false\n",
+    "bsd-tick-acks": '[client]\ndelayed_ack = "bsd_tick"\n',
+    "iw-2": "[server]\ninitial_window = 2\n",
+}
+
+
+@pytest.mark.parametrize("knob", sorted(KNOBS))
+@pytest.mark.parametrize("point", ["client", "server"])
+def test_random_vectors_come_back_exact_with_the_stacks_knobs_turned(tmp_path: Path, knob: str, point: str) -> None:
+    # Seeds none of the other tests use, the segment size, SACK, timestamps, the
+    # delayed-ACK clock and the initial window turned: without loss every ADU of both
+    # kinds of vector comes back with its size, concurrent ones too.
+    seed = 302
+    text = random_vectors(seed)
+    (tmp_path / "in.abt").write_text(text)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'seed = {seed}\n[path]\nrtt = "2ms"\nbandwidth = "20Mbit"\n[capture]\npoint = "{point}"\n'
+                        f'{KNOBS[knob]}[workload]\nkind = "abt"\nfile = "in.abt"\nclose = "client"\n')
+    run("-q", "simulate", scenario, "--pcap", tmp_path / "x.pcap")
+    run("-q", "analyze", tmp_path / "x.pcap", "--abt", tmp_path / "out.abt")
+    sent = _core.abt_parse(text)
+    got = sorted(_core.abt_parse((tmp_path / "out.abt").read_text()), key=lambda v: v["start_us"])
+    assert len(got) == len(sent)
+    assert any("concurrent" in v for v in sent) and any("epochs" in v for v in sent)
+    for a, b in zip(sent, got):
+        if "epochs" in a:
+            assert [(e[0], e[2]) for e in b["epochs"]] == [(e[0], e[2]) for e in a["epochs"]], (a, b)
+        else:
+            assert [[n for n, _ in side] for side in b["concurrent"]] == [[n for n, _ in side] for side in a["concurrent"]], (a, b)
+
+
 def test_every_real_captures_vectors_read_back(tmp_path: Path) -> None:
     # What analyze --abt writes of the real captures (tests/data/real, SOURCES.md there)
     # is tmix text that reads back, one vector per connection that carried data.
