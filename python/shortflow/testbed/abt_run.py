@@ -95,6 +95,23 @@ def _budget_s(ps: list[dict[str, Any]]) -> float:
     return max((own(p) for p in ps), default=0.0) + 30
 
 
+def _longest_rtt_s(s: RealScenario) -> float:
+    """The longest round trip of the run: the path's, or a vector's own where longer."""
+    vectors = s.resolved["workload"]["kind"]["abt"]["vectors"]
+    return max([s.rtt_s, *(v["min_rtt_us"] / 1e6 for v in vectors)])
+
+
+def _wait_closed(topo: Topology, port: int, timeout: float) -> None:
+    """Waits until the server holds no established connection on `port`: each has read
+    its client's close (or reset), so every byte the client sent has arrived."""
+    deadline = time.monotonic() + timeout
+    while sockets.tcp("established", topo.names.ns("server"), sport=port):
+        if time.monotonic() > deadline:
+            raise TestbedError(f"the a-b-t server still held connections on port {port} {timeout:g} s after the "
+                               "client finished")
+        time.sleep(0.05)
+
+
 def _connection(c: dict[str, Any]) -> dict[str, Any]:
     """What the client saw of one connection, with the keys `testbed run` shows: its first
     request and its last response, counted from its connect()."""
@@ -139,8 +156,12 @@ def run(s: RealScenario, pcap_dir: Path | None = None, options: dict[str, Any] |
         out, err = client.communicate()
         if client.returncode != 0:
             raise TestbedError(f"the a-b-t client failed ({client.returncode}): {err.strip()}")
-        # The last ACKs and FINs reach the captures before they stop.
-        time.sleep(max(0.2, 2 * s.rtt_s))
+        # The client is done once its last bytes have left: over a vector's own long path
+        # they, and its close, reach the server a one-way trip later (more through
+        # repairs). The captures stop once the server has taken every close, and the
+        # last ACKs and FINs are back.
+        _wait_closed(topo, s.port, timeout=budget)
+        time.sleep(max(0.2, 2 * _longest_rtt_s(s)))
         pcaps = caps.stop()
         link_stats = link.stop()
         synopt_stats = synopt_daemon.stop()[0] if synopt_daemon is not None else None
