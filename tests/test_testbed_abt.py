@@ -168,6 +168,35 @@ def test_concurrent_vectors_come_back_from_the_kernel(tmp_path: Path) -> None:
             assert abs(wb - wa) <= RTT_US, (sent, got)
 
 
+#: Over 250 ms the client's 15 kB is acknowledged a round trip after it left, so of its
+#: 0.6 s wait only ~0.35 s is a rest of the whole connection (nothing outstanding either
+#: way): its own quiet time, from its last byte, is what tells its next ADU apart.
+LONG_PATH_CONCURRENT = """\
+CONC 0 3 1 0 0
+w 0 0
+r 250000
+l 0.000000 0.000000
+c> 150000
+t> 760000
+c> 15000
+t> 600000
+c> 60000
+t> 0
+c< 15000
+t< 0
+"""
+
+
+@pytest.mark.parametrize("side", ["client", "server"])
+def test_a_concurrent_sides_adus_are_told_apart_by_its_own_quiet_time_over_a_long_path(tmp_path: Path, side: str) -> None:
+    replay(scenario(tmp_path, LONG_PATH_CONCURRENT), tmp_path / "pcap")
+    (sent,) = _core.abt_parse(LONG_PATH_CONCURRENT)
+    (got,) = vectors_back(tmp_path / "pcap" / f"{side}-side.pcap", tmp_path)
+    assert [[b for b, _ in s] for s in got["concurrent"]] == [[b for b, _ in s] for s in sent["concurrent"]], got
+    for (_, wa), (_, wb) in zip(sent["concurrent"][0][:-1], got["concurrent"][0][:-1]):
+        assert abs(wb - wa) <= 250_000, (sent, got)
+
+
 def test_concurrent_vectors_come_back_through_losses(tmp_path: Path) -> None:
     # Both sides' segments dropped by the emulator: a resend neither adds to an ADU nor
     # ends one; seen at the client, the client's drops come after the capture point, so
