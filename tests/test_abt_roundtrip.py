@@ -287,6 +287,35 @@ def test_random_vectors_through_random_losses_come_back_readable_and_whole(tmp_p
             assert merged == theirs, (a, b)
 
 
+#: A server that thinks 1.5 s, then 0.8 s, before answering: longer than the 0.5 s rest
+#: that tells a side's own ADUs apart.
+SLOW_SERVER = """\
+SEQ 0 2 0 0
+w 0 0
+r 40000
+l 0.000000 0.000000
+> 300
+t 1500000
+< 20000
+t 700000
+> 200
+t 800000
+< 5000
+"""
+
+
+@pytest.mark.parametrize("point", ["client", "server"])
+def test_an_answer_after_a_long_think_is_its_requests(tmp_path: Path, point: str) -> None:
+    sent, got = roundtrip(tmp_path, "", point, SLOW_SERVER)
+    check(sent, got)
+    # The exchanges table pairs each request with its answer, the think in its TTFB.
+    x = pq.read_table(tmp_path / "out" / "exchanges.parquet").to_pylist()
+    assert [(r["request_bytes"], r["response_bytes"]) for r in x] == [(300, 20000), (200, 5000)], x
+    rtt = 0.042
+    for r, think in zip(x, (1.5, 0.8)):
+        assert abs(r["ttfb_s"] - think) <= rtt, (r["ttfb_s"], think)
+
+
 #: The stacks' knobs a user turns, each beside the vectors' defaults.
 KNOBS = {
     "mss-536": '[client]\nmss = "536B"\n[server]\nmss = "536B"\n',

@@ -27,6 +27,9 @@ CAPTURES = {
     "pcap2har-http-keepalive-fin-late.pcap": 2,
     "three_http_streams.pcap": 3,
     "dpkt-pppoe-l2tp-ipv6-http.pcap": 3,
+    # An answer 1.16 s after its request: a server's long think is its answer's wait, not
+    # a rest that begins another exchange.
+    "sv-http-slow-answer-keepalive.pcap": 4,
 }
 
 

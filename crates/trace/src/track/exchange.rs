@@ -172,11 +172,16 @@ impl Exchange {
     /// last packet either way, the ACK of those bytes (a round trip and a delayed ACK
     /// later: a concurrent side's wait of 0.785 s after 15 kB, over 250 ms, was a rest of
     /// 0.49 s and its two ADUs came back as one).
+    ///
+    /// The server's first data after a request is its answer, however long it thought
+    /// first: a rest ends an exchange only for a side speaking again (a request that got
+    /// no answer, a server's push after its answer), never for the answer itself.
     pub fn begins_next(&self, d: &DataSeen) -> bool {
         let turn = d.dir == super::C2S && self.bytes[1] > 0 && !self.concurrent;
         let alone = self.concurrent || self.bytes[1 - d.dir] == 0;
         let own_adu = alone && self.bytes[d.dir] > 0 && self.begins_adu(d);
-        d.new_bytes > 0 && (turn || own_adu || (d.after_rest && self.has_data()))
+        let answer = d.dir == super::S2C && self.bytes[1] == 0 && self.bytes[0] > 0;
+        d.new_bytes > 0 && (turn || own_adu || (d.after_rest && self.has_data() && !answer))
     }
 
     /// Whether `d`'s new data begins a new ADU of its side: its first, or the first after a
