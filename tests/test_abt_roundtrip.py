@@ -221,17 +221,18 @@ def test_concurrent_vectors_are_replayed_each_side_on_its_own(tmp_path: Path) ->
     assert (data[-1][0] - first_adu_sent) / 1e9 >= 1.6 - 1e-6, data[-3:]
 
 
-def random_vectors(seed: int, n: int = 12) -> str:
+def random_vectors(seed: int, n: int = 12, server_delays_us: tuple[int, ...] = (0, 5000, 50000, 300000)) -> str:
     """`n` connection vectors, sequential and concurrent, over paths of 10-250 ms: sizes
     from a request's 100 B to a 150 kB response; concurrent waits of 0.7-2 s, beyond the
-    0.5 s a side's ADUs are told apart by."""
+    0.5 s a side's ADUs are told apart by; a sequential server's think from
+    `server_delays_us`."""
     r = random.Random(seed)
     out, start = [], 0
     for i in range(n):
         rtt = r.choice([10, 30, 80, 150, 250]) * 1000
         if r.random() < 0.5:
             k = r.randint(1, 4)
-            epochs = [(r.choice([100, 400, 3000]), r.choice([0, 5000, 50000, 300000]),
+            epochs = [(r.choice([100, 400, 3000]), r.choice(server_delays_us),
                        r.choice([100, 3000, 15000, 60000, 150000]), round(r.uniform(0.05, 2.0) * 1e6) if j + 1 < k else 0)
                       for j in range(k)]
             out.append(f"SEQ {start} {k} {i} 0\nr {rtt}\n" + "".join(f"> {a}\nt {d}\n< {b}\nt {w}\n" for a, d, b, w in epochs))
@@ -330,20 +331,27 @@ KNOBS = {
 @pytest.mark.parametrize("point", ["client", "server"])
 def test_random_vectors_come_back_exact_with_the_stacks_knobs_turned(tmp_path: Path, knob: str, point: str) -> None:
     # Seeds none of the other tests use, the segment size, SACK, timestamps, the
-    # delayed-ACK clock and the initial window turned: without loss every ADU of both
-    # kinds of vector comes back with its size, concurrent ones too.
+    # delayed-ACK clock and the initial window turned, servers thinking up to 1.5 s:
+    # without loss every ADU of both kinds of vector comes back with its size, concurrent
+    # ones too, and every answer in its request's exchange.
     seed = 302
-    text = random_vectors(seed)
+    text = random_vectors(seed, server_delays_us=(0, 5000, 300000, 700000, 1500000))
     (tmp_path / "in.abt").write_text(text)
     scenario = tmp_path / "s.toml"
     scenario.write_text(f'seed = {seed}\n[path]\nrtt = "2ms"\nbandwidth = "20Mbit"\n[capture]\npoint = "{point}"\n'
                         f'{KNOBS[knob]}[workload]\nkind = "abt"\nfile = "in.abt"\nclose = "client"\n')
     run("-q", "simulate", scenario, "--pcap", tmp_path / "x.pcap")
-    run("-q", "analyze", tmp_path / "x.pcap", "--abt", tmp_path / "out.abt")
+    run("-q", "analyze", tmp_path / "x.pcap", "--abt", tmp_path / "out.abt", "--out", tmp_path / "out")
     sent = _core.abt_parse(text)
     got = sorted(_core.abt_parse((tmp_path / "out.abt").read_text()), key=lambda v: v["start_us"])
     assert len(got) == len(sent)
     assert any("concurrent" in v for v in sent) and any("epochs" in v for v in sent)
+    assert any(e[1] > 500_000 for v in sent for e in v.get("epochs", []))
+    # Connections open in the vectors' start order: conn_id k is vector k.
+    sequential = {k for k, v in enumerate(sent) if "epochs" in v}
+    x = pq.read_table(tmp_path / "out" / "exchanges.parquet").to_pylist()
+    apart = [r for r in x if r["conn_id"] in sequential and r["response_bytes"] and not r["request_bytes"]]
+    assert not apart, "an answer apart from its request"
     for a, b in zip(sent, got):
         if "epochs" in a:
             assert [(e[0], e[2]) for e in b["epochs"]] == [(e[0], e[2]) for e in a["epochs"]], (a, b)
