@@ -169,9 +169,8 @@ impl Exchange {
     /// a side beginning a new ADU of its own (`begins_adu`) where it already sent, so that
     /// an exchange holds at most one ADU of each side. So does a side that has sent alone
     /// so far: its own quiet time runs from its last byte, where a rest runs from the
-    /// last packet either way, the ACK of those bytes (a round trip and a delayed ACK
-    /// later: a concurrent side's wait of 0.785 s after 15 kB, over 250 ms, was a rest of
-    /// 0.49 s and its two ADUs came back as one).
+    /// last packet either way, the ACK of those bytes a round trip later (over 250 ms, a
+    /// side's wait of 0.6 s is a rest of 0.35 s).
     ///
     /// The server's first data after a request is its answer, however long it thought
     /// first: a rest ends an exchange only for a side speaking again (a request that got
