@@ -98,7 +98,7 @@ def _budget_s(ps: list[dict[str, Any]]) -> float:
 def _longest_rtt_s(s: RealScenario) -> float:
     """The longest round trip of the run: the path's, or a vector's own where longer."""
     vectors = s.resolved["workload"]["kind"]["abt"]["vectors"]
-    return max([s.rtt_s, *(v["min_rtt_us"] / 1e6 for v in vectors)])
+    return float(max([s.rtt_s, *(v["min_rtt_us"] / 1e6 for v in vectors)]))
 
 
 def _wait_closed(topo: Topology, port: int, timeout: float) -> None:
