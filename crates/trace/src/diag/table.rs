@@ -540,8 +540,8 @@ impl ConnectionTable {
         let complete = c.response_complete_ts;
         self.response_complete_s.push(if complete == NEVER { f64::NAN } else { secs(complete.saturating_sub(c.first_ts)) });
         let since_first = |ts: Option<u64>| opt_secs(ts.map(|t| t.saturating_sub(c.first_ts)));
-        self.request_sent_s.push(since_first(c.halves[C2S].coverage.first_ts));
-        self.response_whole_s.push(since_first(c.halves[S2C].coverage.last_new_ts));
+        self.request_sent_s.push(since_first(c.halves[C2S].coverage.first_ts()));
+        self.response_whole_s.push(since_first(c.halves[S2C].coverage.last_new_ts()));
         self.syn_count.push(c.syns.count);
         self.synack_count.push(c.synacks.count);
         self.established.push(c.established_ts.is_some());
