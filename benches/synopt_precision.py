@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from shortflow.tcp import SYN, read_pcap
 from shortflow.testbed import names as N
-from shortflow.testbed import wire
 from shortflow.testbed.system import in_ns
 from shortflow.testbed.topology import Topology
 from synopt_bed import Bed
@@ -64,8 +64,8 @@ while True:
 def errors_ms(pcap: Path, delay_s: float) -> list[float]:
     first: dict[tuple[int, int], float] = {}
     errs = []
-    for seg in wire.read_pcap(pcap):
-        if seg.flags != wire.SYN or seg.dst_port != SILENT:
+    for seg in read_pcap(pcap):
+        if seg.flags != SYN or seg.dst_port != SILENT:
             continue
         key = (seg.src_port, seg.seq)
         if key not in first:

@@ -11,12 +11,13 @@ Cases named on the command line run alone (the test suite's smoke run takes one)
 
 from __future__ import annotations
 
+import math
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from shortflow.testbed import wire
+import shortflow
 from synopt_bed import bed
 
 CASES = {
@@ -35,9 +36,9 @@ def request_after_first_syn(drop: str, side: tuple[str, str] | None) -> float:
         b.fetch(timeout_s=30)
         if d is not None:
             b.stop_synopt(d)
-        (flow,) = wire.flows(b.caps.stop()["client"], 80).values()
-        assert flow.first_syn is not None and flow.request_sent is not None
-        return flow.request_sent - flow.first_syn
+        (row,) = shortflow.analyze(b.caps.stop()["client"]).table.select(["request_sent_s"]).to_pylist()
+        assert not math.isnan(row["request_sent_s"]), "the capture shows no request"
+        return row["request_sent_s"]
 
 
 def main() -> None:

@@ -62,11 +62,16 @@ def copy_applied(tmp: Path, patch: Path) -> Path:
     return copy
 
 
-def cargo(copy: Path, target: str, *args: str) -> str:
+def run_cargo(copy: Path, target: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`cargo ARGS` in the copy; its build goes to target/TARGET under the checkout's own
     target directory, kept between runs."""
     env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target" / target)}
-    r = subprocess.run(["nice", "cargo", *args], cwd=copy, capture_output=True, text=True, env=env, timeout=900)
+    return subprocess.run(["nice", "cargo", *args], cwd=copy, capture_output=True, text=True, env=env, timeout=900)
+
+
+def cargo(copy: Path, target: str, *args: str) -> str:
+    """What `cargo ARGS` in the copy prints, which must succeed."""
+    r = run_cargo(copy, target, *args)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 

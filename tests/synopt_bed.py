@@ -15,8 +15,9 @@ from typing import Any
 
 import shortflow
 from shortflow import testbed
+from shortflow.tcp import ACK, SYN, read_pcap
 from shortflow.testbed import names as N
-from shortflow.testbed import stack, wire
+from shortflow.testbed import stack
 from shortflow.testbed.capture import Captures
 from shortflow.testbed.clean import synopt_rules
 from shortflow.testbed.link import Link
@@ -84,13 +85,16 @@ class Bed:
         pcap = self.caps.stop()["client"]
         a = shortflow.analyze(pcap)
         assert not a.errors, a.errors
-        rows = {r["client_port"]: r for r in a.table.to_pylist()}
+        segments = list(read_pcap(pcap))
         out = []
-        for port, flow in wire.flows(pcap, N.HTTP_PORT).items():
-            acks = [s.ts for s in wire.read_pcap(pcap) if s.src_port == port and s.flags == wire.ACK]
-            r = rows[port]
-            assert flow.first_syn is not None and acks and r["established"], (port, r)
-            out.append(Handshake(r["syn_count"], r["synack_count"], flow.first_syn, acks[0], r["handshake_rtt_s"]))
+        for r in a.table.to_pylist():
+            if r["server_port"] != N.HTTP_PORT:
+                continue
+            port = r["client_port"]
+            syns = [s.ts for s in segments if s.src_port == port and s.flags == SYN]
+            acks = [s.ts for s in segments if s.src_port == port and s.flags == ACK]
+            assert syns and acks and r["established"], (port, r)
+            out.append(Handshake(r["syn_count"], r["synack_count"], syns[0], acks[0], r["handshake_rtt_s"]))
         return out
 
 

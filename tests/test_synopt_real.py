@@ -1,7 +1,7 @@
 """`shortflow synopt` on the real kernel (root, namespaces): a lost SYN or SYN/ACK is resent
 by the daemon after the requested 200 ms instead of the kernel's 1 s. Times come from the
 router's client-side capture, read by the project analyzer (SYN counts, handshake) and
-`shortflow.testbed.wire` (the client's ACK)."""
+its segment reader, `shortflow.tcp` (the first SYN and the client's ACK)."""
 
 from __future__ import annotations
 

@@ -149,13 +149,13 @@ def test_bbr_is_paced_and_cubic_is_not_and_both_agree(tmp_path, cc):
     # The route's congctl gives the server's namespace the algorithm: BBR asks for internal
     # pacing (no fq here), CUBIC does not. Read at the router's server-facing side, before
     # the bottleneck: the first flight of 40 segments as the server's kernel sent it.
-    from shortflow.testbed import wire
+    from shortflow.tcp import read_pcap
 
     pcaps = tmp_path / "pcaps"
     c = compare(write(tmp_path, PACED), [f'server.congestion_control="{cc}"'], pcaps)
     assert c.real is not None, c.unavailable
     assert c.agree, c.as_json()
-    data = [s.ts for s in wire.read_pcap(pcaps / "server-side.pcap") if s.src_port == 80 and s.payload > 0]
+    data = [s.ts for s in read_pcap(pcaps / "server-side.pcap") if s.src_port == 80 and s.payload > 0]
     gaps = [b - a for a, b in zip(data, data[1:40])]
     assert max(gaps[:9]) < 1e-4, gaps[:9]  # the first ten leave at once either way
     later = sorted(gaps[10:])

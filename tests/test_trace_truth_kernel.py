@@ -68,6 +68,8 @@ def test_fast_retransmit_of_a_mid_flight_loss(tmp_path):
     for side, row in rows.items():
         got = (row["retx_fast_s2c"], row["retx_timeout_s2c"], row["retx_tlp_s2c"], row["fast_recoveries"])
         assert got == (truth, 0, 0, 1), side
+        # Every resend, of any class, once; the client resent nothing.
+        assert (row["retx_s2c"], row["retx_c2s"]) == (truth, 0), side
         # The lost segment was part of the first flight: near the client it is a hole,
         # and still counts.
         assert row["iw_segments"] == 10, side
@@ -114,6 +116,19 @@ def test_timeout_of_a_tail_loss_without_probes(tmp_path):
     assert (row["retx_fast_s2c"], row["retx_tlp_s2c"]) == (0, 0)
     # The wait for the timer (≥ the 200 ms minimum RTO) is loss repair by timeout.
     assert row["time_timeout_s"] >= 0.2
+    # The last segment was lost between the two capture points: the server's side saw the
+    # response whole when it was first sent, the client's side only when the timer's
+    # resend arrived, at least the minimum RTO later. The server's side saw it as a
+    # resend; near the client it is the first copy seen, no resend (hence the testbed
+    # counts the server's resends on the server's side).
+    near_server, near_client = rows["server"], rows["client"]
+    assert (near_server["retx_s2c"], near_client["retx_s2c"]) == (1, 0)
+    assert r["connections"][0]["retransmissions"] == 1
+    late = (near_client["response_whole_s"] - near_client["request_sent_s"]) - (
+        near_server["response_whole_s"] - near_server["request_sent_s"])
+    assert 0.2 <= late <= 0.2 + 0.1, late
+    # The testbed's completion is the client side's, from its own first SYN.
+    assert r["connections"][0]["complete_s"] == round(near_client["response_whole_s"], 6)
 
 
 LINEAR = Path("/proc/sys/net/ipv4/tcp_syn_linear_timeouts")

@@ -20,8 +20,8 @@ import pytest
 from leftover_snapshot import bpf_pins
 from netns import Pair, namespace_pair
 from shortflow.host import cgroup2_root
+from shortflow.tcp import read_pcap
 from shortflow.testbed.names import PREFIX, RUN_ID_PREFIX_ENV
-from shortflow.testbed.wire import read_pcap
 from shortflow.tune import TuneSettings, apply, revert, status
 
 pytestmark = pytest.mark.netns

@@ -30,8 +30,8 @@ fn c_name(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
-/// A loaded program as the kernel describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A loaded program as the kernel describes it (serialized with these keys).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Program {
     pub id: u32,
     pub name: String,

@@ -6,8 +6,11 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
+use serde::Serialize;
 use shortflow_scenario::abt::{self, Adu, ConnVector, Epoch, Units};
+
+use crate::document::convert;
 
 type Epochs = Vec<(u64, u64, u64, u64)>;
 type Sides = (Vec<(u64, u64)>, Vec<(u64, u64)>);
@@ -20,31 +23,40 @@ pub(crate) fn epochs_of(tuples: Epochs) -> Vec<Epoch> {
         .collect()
 }
 
-/// The vectors of a tmix connection-vector text; a ValueError names the line at fault.
-#[pyfunction]
-fn abt_parse<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
-    let vectors = abt::parse(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let out = PyList::empty(py);
-    for v in vectors {
-        let d = PyDict::new(py);
-        d.set_item("start_us", v.start_us)?;
-        d.set_item("id", v.id)?;
-        d.set_item("window", (v.window[0], v.window[1]))?;
-        d.set_item("min_rtt_us", v.min_rtt_us)?;
-        d.set_item("loss", (v.loss[0], v.loss[1]))?;
-        match v.units {
+/// A vector as Python sees it: either `epochs` or `concurrent` is there.
+#[derive(Serialize)]
+struct VectorDoc {
+    start_us: u64,
+    id: u64,
+    window: [u64; 2],
+    min_rtt_us: u64,
+    loss: [f64; 2],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epochs: Option<Epochs>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    concurrent: Option<Sides>,
+}
+
+impl VectorDoc {
+    fn of(v: ConnVector) -> Self {
+        let (epochs, concurrent) = match v.units {
             Units::Sequential(epochs) => {
-                let e: Epochs = epochs.iter().map(|e| (e.request, e.response_delay_us, e.response, e.interval_us)).collect();
-                d.set_item("epochs", e)?;
+                (Some(epochs.iter().map(|e| (e.request, e.response_delay_us, e.response, e.interval_us)).collect()), None)
             }
             Units::Concurrent([a, b]) => {
                 let side = |s: &[Adu]| s.iter().map(|x| (x.bytes, x.wait_us)).collect::<Vec<_>>();
-                d.set_item("concurrent", (side(&a), side(&b)))?;
+                (None, Some((side(&a), side(&b))))
             }
-        }
-        out.append(d)?;
+        };
+        VectorDoc { start_us: v.start_us, id: v.id, window: v.window, min_rtt_us: v.min_rtt_us, loss: v.loss, epochs, concurrent }
     }
-    Ok(out)
+}
+
+/// The vectors of a tmix connection-vector text; a ValueError names the line at fault.
+#[pyfunction]
+fn abt_parse<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let vectors = abt::parse(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    convert(py, &vectors.into_iter().map(VectorDoc::of).collect::<Vec<_>>())
 }
 
 /// tmix's text of `vectors` (dicts as `abt_parse` returns them).

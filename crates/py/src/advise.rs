@@ -9,8 +9,11 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
-use shortflow_sim::advise::{faithful_baseline, AccountPart, ConnModel, Fix, Interval, Outcome, Ranking, Side};
+use pyo3::types::PyDict;
+use serde::Serialize;
+use shortflow_sim::advise::{faithful_baseline, AccountPart, Baseline, ConnModel, Fix, Outcome, Ranking, Side};
+
+use crate::document::convert;
 
 fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
     let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("model {i}: no {k:?}")));
@@ -45,20 +48,8 @@ fn advise_scenario(m: Bound<'_, PyDict>) -> PyResult<String> {
     Ok(model(0, &m)?.scenario_toml())
 }
 
-fn interval(py: Python<'_>, x: Interval) -> PyResult<Py<PyAny>> {
-    Ok((x.low, x.high).into_pyobject(py)?.into_any().unbind())
-}
-
 fn io_error(e: std::io::Error) -> PyErr {
     PyOSError::new_err(format!("advise's spill of per-connection savings: {e}"))
-}
-
-fn fix_dict<'py>(py: Python<'py>, f: &Fix) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("fix", &f.name)?;
-    d.set_item("apply", &f.apply)?;
-    d.set_item("scenario_overrides", f.overrides.clone())?;
-    Ok(d)
 }
 
 /// A replay's outcome as Python sees it: (duration_s or None, extra packets, spurious).
@@ -66,6 +57,25 @@ type OutcomeTuple = (Option<f64>, u32, u32);
 
 fn outcome_tuple(o: &Outcome) -> OutcomeTuple {
     (o.duration_s, o.extra_packets, o.spurious)
+}
+
+/// What `replay_batch` hands Python.
+#[derive(Serialize)]
+struct BatchDoc<'a> {
+    baseline: &'a [Baseline],
+    faithful: Vec<(usize, OutcomeTuple)>,
+    saved_s: &'a [Vec<f64>],
+}
+
+/// An account's part as `take_parts` hands it over and `absorb` takes it back.
+#[derive(Serialize)]
+struct PartDoc<'a> {
+    helped: u64,
+    slower: u64,
+    extra: i64,
+    spurious: i64,
+    total: f64,
+    saved: &'a [f64],
 }
 
 fn fix_of(d: &Bound<'_, PyDict>) -> PyResult<Fix> {
@@ -121,38 +131,24 @@ impl AdviseRanking {
     /// threads: ``baseline`` (a dict per model), ``faithful`` ((index, outcome) per
     /// faithful model; an outcome is (duration_s, extra_packets, spurious)) and ``saved_s``
     /// (per fix, in `fixes()` order, seconds saved per faithful model).
-    fn replay_batch<'py>(&self, py: Python<'py>, batch: Vec<Bound<'py, PyDict>>, threads: usize) -> PyResult<Bound<'py, PyDict>> {
+    fn replay_batch<'py>(&self, py: Python<'py>, batch: Vec<Bound<'py, PyDict>>, threads: usize) -> PyResult<Bound<'py, PyAny>> {
         let ms = models(&batch)?;
         let b = self.with(|r| py.detach(|| r.replay_batch(&ms, threads)).map_err(io_error))?;
-        let out = PyDict::new(py);
-        let baseline = PyList::empty(py);
-        for x in &b.baseline {
-            let d = PyDict::new(py);
-            d.set_item("conn_id", x.conn_id)?;
-            d.set_item("observed_s", x.observed_s)?;
-            d.set_item("replay_s", x.replay_s)?;
-            d.set_item("faithful", x.faithful)?;
-            d.set_item("reason", &x.reason)?;
-            baseline.append(d)?;
-        }
-        let faithful: Vec<(usize, OutcomeTuple)> = b.faithful.iter().map(|(i, o)| (*i, outcome_tuple(o))).collect();
-        out.set_item("baseline", baseline)?;
-        out.set_item("faithful", faithful)?;
-        out.set_item("saved_s", b.saved_s)?;
-        Ok(out)
+        let faithful = b.faithful.iter().map(|(i, o)| (*i, outcome_tuple(o))).collect();
+        convert(py, &BatchDoc { baseline: &b.baseline, faithful, saved_s: &b.saved_s })
     }
 
     /// The fixes accounted so far, in order: dicts with ``fix``, ``apply``,
     /// ``scenario_overrides``.
-    fn fixes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.with(|r| r.fixes().map(|f| fix_dict(py, f)).collect())
+    fn fixes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.with(|r| convert(py, &r.fixes().collect::<Vec<_>>()))
     }
 
     /// After every batch: the pairs of the best three single fixes, as `fixes()` gives
     /// them; replay the faithful models under them with `replay_pairs`.
-    fn pairs<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn pairs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let pairs = self.with(|r| r.pairs().map_err(io_error))?;
-        pairs.iter().map(|f| fix_dict(py, f)).collect()
+        convert(py, &pairs)
     }
 
     /// Replays faithful models with their baseline outcomes (as `replay_batch` gave them)
@@ -190,27 +186,25 @@ impl AdviseRanking {
     /// The accounts from the `first`-th on as parts (dicts: ``helped``, ``slower``,
     /// ``extra``, ``spurious``, ``total``, ``saved``), emptied, and the (connections,
     /// faithful, replays) counted so far, zeroed: for another ranking's `absorb`.
-    fn take_parts<'py>(&self, py: Python<'py>, first: usize) -> PyResult<(Vec<Bound<'py, PyDict>>, [u64; 3])> {
+    fn take_parts<'py>(&self, py: Python<'py>, first: usize) -> PyResult<(Bound<'py, PyAny>, [u64; 3])> {
         let (parts, counts) = self.with(|r| {
             if first > r.fixes().count() {
                 return Err(PyValueError::new_err(format!("no account {first}")));
             }
             r.take_parts(first).map_err(io_error)
         })?;
-        let dicts = parts
-            .into_iter()
-            .map(|p| {
-                let d = PyDict::new(py);
-                d.set_item("helped", p.helped)?;
-                d.set_item("slower", p.slower)?;
-                d.set_item("extra", p.extra)?;
-                d.set_item("spurious", p.spurious)?;
-                d.set_item("total", p.total)?;
-                d.set_item("saved", p.saved)?;
-                Ok(d)
+        let docs: Vec<PartDoc> = parts
+            .iter()
+            .map(|p| PartDoc {
+                helped: p.helped,
+                slower: p.slower,
+                extra: p.extra,
+                spurious: p.spurious,
+                total: p.total,
+                saved: &p.saved,
             })
-            .collect::<PyResult<_>>()?;
-        Ok((dicts, counts))
+            .collect();
+        Ok((convert(py, &docs)?, counts))
     }
 
     /// Adds another ranking's parts (`take_parts`) to the accounts from the `first`-th on,
@@ -249,26 +243,10 @@ impl AdviseRanking {
     /// ``connections_helped``, ``saved_s_total``/``_median``/``_p95`` and their
     /// ``*_ci`` intervals, ``extra_packets``, ``spurious_retransmissions``,
     /// ``connections_slower``).
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let r = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(finished)?;
         let (fixes, _) = py.detach(|| r.finish(false)).map_err(io_error)?;
-        fixes
-            .iter()
-            .map(|r| {
-                let d = fix_dict(py, &r.fix)?;
-                d.set_item("connections_helped", r.connections_helped)?;
-                d.set_item("saved_s_total", r.saved_s_total)?;
-                d.set_item("saved_s_median", r.saved_s_median)?;
-                d.set_item("saved_s_p95", r.saved_s_p95)?;
-                d.set_item("saved_s_total_ci", interval(py, r.total_ci)?)?;
-                d.set_item("saved_s_median_ci", interval(py, r.median_ci)?)?;
-                d.set_item("saved_s_p95_ci", interval(py, r.p95_ci)?)?;
-                d.set_item("extra_packets", r.extra_packets)?;
-                d.set_item("spurious_retransmissions", r.spurious_retransmissions)?;
-                d.set_item("connections_slower", r.connections_slower)?;
-                Ok(d)
-            })
-            .collect()
+        convert(py, &fixes)
     }
 }
 

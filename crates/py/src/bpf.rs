@@ -5,7 +5,9 @@ use std::path::Path;
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
+
+use crate::document::convert;
 
 /// `tune.bpf.o` as built with the extension; empty when clang was missing at build time.
 const TUNE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tune.bpf.o"));
@@ -49,25 +51,16 @@ fn bpf_detach_links(cgroup: &str, prog: u32) -> PyResult<usize> {
     shortflow_bpf::detach_links(Path::new(cgroup), prog).map_err(os_error)
 }
 
-fn program_dict<'py>(py: Python<'py>, p: shortflow_bpf::query::Program) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("id", p.id)?;
-    d.set_item("name", p.name)?;
-    d.set_item("tag", p.tag)?;
-    d.set_item("map_ids", p.map_ids)?;
-    Ok(d)
-}
-
 /// Program `id` as {id, name, tag, map_ids}; None when there is none.
 #[pyfunction]
-fn bpf_program<'py>(py: Python<'py>, id: u32) -> PyResult<Option<Bound<'py, PyDict>>> {
-    shortflow_bpf::query::program(id).map_err(os_error)?.map(|p| program_dict(py, p)).transpose()
+fn bpf_program<'py>(py: Python<'py>, id: u32) -> PyResult<Bound<'py, PyAny>> {
+    convert(py, &shortflow_bpf::query::program(id).map_err(os_error)?)
 }
 
 /// The program pinned at `path` as {id, name, tag, map_ids}.
 #[pyfunction]
-fn bpf_pinned_program<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyDict>> {
-    program_dict(py, shortflow_bpf::query::pinned_program(Path::new(path)).map_err(os_error)?)
+fn bpf_pinned_program<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+    convert(py, &shortflow_bpf::query::pinned_program(Path::new(path)).map_err(os_error)?)
 }
 
 /// The name of map `id`; None when there is none.

@@ -7,6 +7,7 @@ mod abt;
 mod advise;
 mod bpf;
 mod daemons;
+mod document;
 mod error;
 mod live;
 mod segments;

@@ -28,7 +28,7 @@ fn closed() -> PyErr {
 }
 
 fn stats_dict<'py>(py: Python<'py>, s: &LiveStats) -> PyResult<Bound<'py, PyAny>> {
-    Ok(pythonize::pythonize(py, &CaptureCounts::of(s))?)
+    crate::document::convert(py, &CaptureCounts::of(s))
 }
 
 #[pymethods]

@@ -9,7 +9,8 @@ use std::time::Duration;
 use numpy::IntoPyArray;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyMapping};
+use serde::{Serialize, Serializer};
 use shortflow_sim::generate::{generate as sim_generate, GenError, GenOptions};
 use shortflow_sim::Budget;
 use shortflow_trace::diag::counters;
@@ -28,6 +29,7 @@ use shortflow_trace::{
 use shortflow_wire::capture::{ByteOrder, PcapWriter, TsResolution};
 use shortflow_wire::filter::Filter;
 
+use crate::document::convert;
 use crate::error::{FilterError, ShortflowError, TraceReadError};
 
 /// How often the waiting thread wakes to report progress and look for Ctrl-C.
@@ -134,6 +136,27 @@ fn analyze<'py>(
     Ok(out)
 }
 
+/// A file of `analyze`'s `files` after its path, up to its percentile columns (numpy
+/// arrays, added apart).
+#[derive(Serialize)]
+struct FileHead<'a> {
+    #[serde(flatten)]
+    counts: ReadCounts,
+    peak_open_connections: usize,
+    gzip: bool,
+    warnings: &'a [String],
+    summary: FileSection,
+}
+
+/// The rest of a file of `analyze`'s `files`, after its percentile columns.
+#[derive(Serialize)]
+struct FileTail {
+    summary_state: String,
+    error: Option<String>,
+    error_offset: Option<u64>,
+    interrupted: bool,
+}
+
 /// `columns` is None when no table was asked for: the columns are numpy arrays, and
 /// converting even empty ones imports numpy (~0.08 s of a command that prints a summary).
 /// With a digest kept instead (`digest`), `worst_columns` holds the worst connections'
@@ -160,15 +183,18 @@ pub(crate) fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: 
     out.set_item("dictionaries", table_dictionaries(py)?)?;
     let files = PyList::empty(py);
     for f in a.files {
-        let d = PyDict::new(py);
-        d.set_item("path", &f.path)?;
-        d.update(&pythonize::pythonize(py, &ReadCounts::of(&f))?.cast_into::<pyo3::types::PyMapping>()?)?;
-        d.set_item("peak_open_connections", f.peak_open_connections)?;
-        d.set_item("gzip", f.gzip)?;
-        d.set_item("warnings", f.warnings)?;
         let error = f.error.as_ref().map(|e| e.to_string());
-        let section = FileSection::of(f.path.display().to_string(), error, &f.summary);
-        d.set_item("summary", pythonize::pythonize(py, &section)?)?;
+        let head = FileHead {
+            counts: ReadCounts::of(&f),
+            peak_open_connections: f.peak_open_connections,
+            gzip: f.gzip,
+            warnings: &f.warnings,
+            summary: FileSection::of(f.path.display().to_string(), error.clone(), &f.summary),
+        };
+        let d = PyDict::new(py);
+        // A pathlib.Path, which no serde value becomes.
+        d.set_item("path", &f.path)?;
+        d.update(&convert(py, &head)?.cast_into::<PyMapping>()?)?;
         if let Some(values) = f.percentile_values {
             let by_name = PyDict::new(py);
             for (name, column) in PERCENTILE_COLUMNS.iter().zip(values.columns) {
@@ -176,21 +202,14 @@ pub(crate) fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: 
             }
             d.set_item("percentile_values", by_name)?;
         }
-        // The core's own counts, for `merge_summaries` when files were analysed apart.
-        let state = serde_json::to_string(&f.summary).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        d.set_item("summary_state", state)?;
-        match f.error {
-            Some(e) => {
-                d.set_item("error", e.to_string())?;
-                d.set_item("error_offset", e.offset)?;
-                d.set_item("interrupted", e.kind == ReadErrorKind::Interrupted)?;
-            }
-            None => {
-                d.set_item("error", py.None())?;
-                d.set_item("error_offset", py.None())?;
-                d.set_item("interrupted", false)?;
-            }
-        }
+        let tail = FileTail {
+            // The core's own counts, for `merge_summaries` when files were analysed apart.
+            summary_state: serde_json::to_string(&f.summary).map_err(|e| PyValueError::new_err(e.to_string()))?,
+            error,
+            error_offset: f.error.as_ref().map(|e| e.offset),
+            interrupted: f.error.as_ref().is_some_and(|e| e.kind == ReadErrorKind::Interrupted),
+        };
+        d.update(&convert(py, &tail)?.cast_into::<PyMapping>()?)?;
         files.append(d)?;
     }
     out.set_item("files", files)?;
@@ -200,13 +219,23 @@ pub(crate) fn to_python<'py>(py: Python<'py>, a: Analysis, table: bool, digest: 
 /// The names the table's dictionary columns' codes index (`vantage`, `outcome`,
 /// `handshake`, `gap_class`).
 #[pyfunction]
-pub(crate) fn table_dictionaries(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let dicts = PyDict::new(py);
-    dicts.set_item("vantage", Vantage::NAMES.to_vec())?;
-    dicts.set_item("outcome", EndReason::NAMES.to_vec())?;
-    dicts.set_item("handshake", Handshake::NAMES.to_vec())?;
-    dicts.set_item("gap_class", GapClass::labels_by_code())?;
-    Ok(dicts)
+pub(crate) fn table_dictionaries(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    #[derive(Serialize)]
+    struct Dictionaries {
+        vantage: Vec<&'static str>,
+        outcome: Vec<&'static str>,
+        handshake: Vec<&'static str>,
+        gap_class: Vec<String>,
+    }
+    convert(
+        py,
+        &Dictionaries {
+            vantage: Vantage::NAMES.to_vec(),
+            outcome: EndReason::NAMES.to_vec(),
+            handshake: Handshake::NAMES.to_vec(),
+            gap_class: GapClass::labels_by_code(),
+        },
+    )
 }
 
 /// The table's columns as numpy arrays (the Python side wraps them as Arrow arrays).
@@ -268,7 +297,7 @@ fn list<'py, T: numpy::Element>(py: Python<'py>, c: ListColumn<T>) -> PyResult<B
 /// A summary as the summary document's sections (`shortflow_trace::diag::document`),
 /// converted whole by serde: the keys are the declaration's.
 pub(crate) fn summary<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyAny>> {
-    Ok(pythonize::pythonize(py, &SummaryDocument::of(s))?)
+    convert(py, &SummaryDocument::of(s))
 }
 
 fn link_from_name(name: &str) -> PyResult<LinkType> {
@@ -386,7 +415,7 @@ fn generate<'py>(
         GenError::Options(e) => ShortflowError::new_err(format!("{}: {}", e.key, e.message)),
         e => failed(&e),
     })?;
-    Ok(pythonize::pythonize(py, &truth)?)
+    convert(py, &truth)
 }
 
 /// `connection_packets`' answer: the packets' columns, the endpoints, what each connection
@@ -433,29 +462,66 @@ fn connection_packets<'py>(
         .detach(|| shortflow_trace::analyze::connection_packets(&path, &ids, filter.as_ref(), config, &view))
         .map_err(|e| TraceReadError::new_err(e.to_string()))?;
     let recs = &read.packets;
-    let d = PyDict::new(py);
-    d.set_item("ts_ns", recs.iter().map(|r| r.ts_ns).collect::<Vec<_>>())?;
-    d.set_item("conn_id", recs.iter().map(|r| r.conn_id).collect::<Vec<_>>())?;
-    d.set_item("from_client", recs.iter().map(|r| r.note.from_client).collect::<Vec<_>>())?;
-    d.set_item("seq", recs.iter().map(|r| r.seq).collect::<Vec<_>>())?;
-    d.set_item("ack", recs.iter().map(|r| r.ack).collect::<Vec<_>>())?;
-    d.set_item("len", recs.iter().map(|r| r.len).collect::<Vec<_>>())?;
-    d.set_item("flags", recs.iter().map(|r| r.flags).collect::<Vec<_>>())?;
-    d.set_item("window", recs.iter().map(|r| r.window).collect::<Vec<_>>())?;
-    d.set_item("wscale", recs.iter().map(|r| r.wscale).collect::<Vec<_>>())?;
-    d.set_item("event", recs.iter().map(|r| PacketNote::EVENTS[usize::from(r.note.event)]).collect::<Vec<_>>())?;
-    d.set_item("cause", recs.iter().map(|r| Cause::NAMES[usize::from(r.note.cause)]).collect::<Vec<_>>())?;
-    d.set_item("sack", recs.iter().map(|r| r.sack[..usize::from(r.sack_len)].to_vec()).collect::<Vec<_>>())?;
-    d.set_item("dupack", recs.iter().map(|r| r.dupack).collect::<Vec<_>>())?;
-    let ends = PyDict::new(py);
-    for (id, client, server) in &read.endpoints {
-        ends.set_item(id, ((client.ip().to_string(), client.port), (server.ip().to_string(), server.port)))?;
-    }
-    let seen = PyDict::new(py);
-    for c in &read.seen {
-        seen.set_item(c.conn_id, (c.packets, c.thinned))?;
-    }
+    let packets = PacketColumns {
+        ts_ns: recs.iter().map(|r| r.ts_ns).collect(),
+        conn_id: recs.iter().map(|r| r.conn_id).collect(),
+        from_client: recs.iter().map(|r| r.note.from_client).collect(),
+        seq: recs.iter().map(|r| r.seq).collect(),
+        ack: recs.iter().map(|r| r.ack).collect(),
+        len: recs.iter().map(|r| r.len).collect(),
+        flags: Bytes(recs.iter().map(|r| r.flags).collect()),
+        window: recs.iter().map(|r| r.window).collect(),
+        wscale: recs.iter().map(|r| r.wscale).collect(),
+        event: recs.iter().map(|r| PacketNote::EVENTS[usize::from(r.note.event)]).collect(),
+        cause: recs.iter().map(|r| Cause::NAMES[usize::from(r.note.cause)]).collect(),
+        sack: recs.iter().map(|r| &r.sack[..usize::from(r.sack_len)]).collect(),
+        dupack: recs.iter().map(|r| r.dupack).collect(),
+    };
+    let d = convert(py, &packets)?.cast_into::<PyDict>()?;
+    let ends = read
+        .endpoints
+        .iter()
+        .map(|(id, client, server)| (*id, ((client.ip().to_string(), client.port), (server.ip().to_string(), server.port))));
+    let ends = convert(py, &ById(ends.collect()))?.cast_into::<PyDict>()?;
+    let seen =
+        convert(py, &ById(read.seen.iter().map(|c| (c.conn_id, (c.packets, c.thinned))).collect()))?.cast_into::<PyDict>()?;
     Ok((d, ends, seen, read.error.map(|e| e.to_string())))
+}
+
+/// `connection_packets`' columns, one entry per packet.
+#[derive(Serialize)]
+struct PacketColumns<'a> {
+    ts_ns: Vec<u64>,
+    conn_id: Vec<u64>,
+    from_client: Vec<bool>,
+    seq: Vec<u32>,
+    ack: Vec<u32>,
+    len: Vec<u32>,
+    flags: Bytes,
+    window: Vec<u16>,
+    wscale: Vec<Option<u8>>,
+    event: Vec<&'static str>,
+    cause: Vec<&'static str>,
+    sack: Vec<&'a [(u32, u32)]>,
+    dupack: Vec<bool>,
+}
+
+/// Bytes as Python `bytes` (a `Vec<u8>` would become a list of ints).
+struct Bytes(Vec<u8>);
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+/// Values by connection id, a dict in the order given.
+struct ById<V>(Vec<(u64, V)>);
+
+impl<V: Serialize> Serialize for ById<V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(id, v)| (id, v)))
+    }
 }
 
 /// A libpcap filter expression, checked by libpcap (`FilterError` with its message).
@@ -502,16 +568,27 @@ fn exchange_schema() -> Vec<(&'static str, &'static str, &'static str, &'static 
 /// `summary` (what `--summary-json` writes), `file` (each of its `files`), `table1`,
 /// `synack`, `rtt_ratio`, `vantage_counts`.
 #[pyfunction]
-fn document_fields(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let d = PyDict::new(py);
-    let rows = |f: Vec<FieldDoc>| f.iter().map(|f| (f.name, f.unit, f.meaning())).collect::<Vec<_>>();
-    d.set_item("summary", rows(SummaryDocument::fields()))?;
-    d.set_item("file", rows(FileSection::fields()))?;
-    d.set_item("table1", rows(Table1::fields()))?;
-    d.set_item("synack", rows(SynackTable::fields()))?;
-    d.set_item("rtt_ratio", rows(RttRatio::fields()))?;
-    d.set_item("vantage_counts", rows(VantageCounts::fields()))?;
-    Ok(d)
+fn document_fields(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    type Rows = Vec<(&'static str, &'static str, String)>;
+    #[derive(Serialize)]
+    struct Sections {
+        summary: Rows,
+        file: Rows,
+        table1: Rows,
+        synack: Rows,
+        rtt_ratio: Rows,
+        vantage_counts: Rows,
+    }
+    let rows = |f: Vec<FieldDoc>| f.iter().map(|f| (f.name, f.unit, f.meaning())).collect();
+    let sections = Sections {
+        summary: rows(SummaryDocument::fields()),
+        file: rows(FileSection::fields()),
+        table1: rows(Table1::fields()),
+        synack: rows(SynackTable::fields()),
+        rtt_ratio: rows(RttRatio::fields()),
+        vantage_counts: rows(VantageCounts::fields()),
+    };
+    convert(py, &sections)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

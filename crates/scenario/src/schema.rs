@@ -1,13 +1,13 @@
 //! The scenario file's reference, generated from the model: the JSON Schema of the raw
 //! document (derived from the serde structs: each key's help from its doc comment, its
-//! unit from its type, its default as shown from its `schemars(extend("default" = …))`),
-//! each key's range added from the model's table (`ranges`), and the flat list of keys
-//! that `shortflow scenario keys` prints and `docs/scenario.md` shows.
+//! unit from its type, its default as shown from its `schemars(extend("default" = …))`,
+//! its range from its `schemars(extend("x-range" = …))`, read by `ranges`), and the flat
+//! list of keys that `shortflow scenario keys` prints and `docs/scenario.md` shows.
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::scenario::ranges::{self, Range, Unit};
+use crate::scenario::ranges::{self, ref_name, Unit};
 use crate::scenario::raw::RawScenario;
 
 /// One key of the scenario file as `shortflow scenario keys` lists it.
@@ -52,12 +52,6 @@ pub fn json_schema() -> Value {
     schema
 }
 
-/// The definition name a `$ref` (or an `Option`'s `anyOf [$ref, null]`) points to.
-fn ref_name(node: &Value) -> Option<String> {
-    let r = node.get("$ref").or_else(|| node.get("anyOf")?.as_array()?.iter().find_map(|v| v.get("$ref")))?;
-    Some(r.as_str()?.strip_prefix("#/$defs/")?.to_string())
-}
-
 /// Adds default and range to each property of `node` (keys under `prefix`); returns the
 /// definitions its properties refer to, with their keys.
 fn annotate(node: &mut Value, prefix: &str) -> Vec<(String, String)> {
@@ -73,13 +67,15 @@ fn annotate(node: &mut Value, prefix: &str) -> Vec<(String, String)> {
         if p.get("default").is_some_and(|d| d.is_object()) {
             p.remove("default");
         }
-        if let Some((range, _)) = range_of(&key) {
-            p.insert(
-                "x-range".into(),
-                json!(format!("{} to {}", ranges::show(range.unit, range.min), ranges::show(range.unit, range.max))),
-            );
+        // The declaration (`[MIN, MAX]` as written) gives way to the bounds as shown.
+        p.remove("x-range-of");
+        if let Some(range) = range_of(&key) {
+            p.insert("x-range".into(), json!(range.bounds()));
             p.insert("x-range-why".into(), json!(range.why));
-            if range.unit == Unit::Count && !key.starts_with("drop.") {
+            if range.of_length {
+                p.insert("minItems".into(), json!(range.min));
+                p.insert("maxItems".into(), json!(range.max));
+            } else if range.unit == Unit::Count && p.get("items").is_none() {
                 p.insert("minimum".into(), json!(range.min));
                 p.insert("maximum".into(), json!(range.max));
             }
@@ -88,19 +84,12 @@ fn annotate(node: &mut Value, prefix: &str) -> Vec<(String, String)> {
     refs
 }
 
-/// The range of `key` (host keys as `{side}.key`).
-fn range_of(key: &str) -> Option<(&'static Range, bool)> {
-    if let Some(k) = key.strip_prefix("{side}.") {
-        return ranges::HOST_RANGES.iter().find(|r| r.key == k).map(|r| (r, true));
+/// The range of `key` (a host's keys as `{side}.key`, whichever host it is shown under).
+fn range_of(key: &str) -> Option<&'static ranges::Range> {
+    match key.split_once('.') {
+        Some(("client" | "server", rest)) => ranges::of(&format!("{{side}}.{rest}")),
+        _ => ranges::of(key),
     }
-    // The occurrence lists share one range; the byte-offset lists (`drop.*_bytes`) have none.
-    if key.starts_with("drop.") && key.ends_with("_bytes") {
-        return None;
-    }
-    let k = if key.starts_with("drop.") { "drop.*" } else { key };
-    // A dumbbell key without a range of its own has its path twin's (bandwidth, queue).
-    let find = |k: &str| ranges::RANGES.iter().find(|r| r.key == k);
-    find(k).or_else(|| find(&k.replace("dumbbell.", "path."))).map(|r| (r, false))
 }
 
 /// Every key of the scenario file (tables in alphabetical order, host keys once as `{side}.`).

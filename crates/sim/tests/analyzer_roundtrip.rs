@@ -85,3 +85,32 @@ fn server_capture_matches_the_simulator() {
     // times the handshake from that SYN, not from the one the client's clock started with.
     check("server", 0.002 + 0.004);
 }
+
+/// The data phase as the testbed reads it from captures: the client's first request byte
+/// and the response whole, at the client's capture point, are the simulator's own times;
+/// the data resends seen where each sender sends (the client's at the client, the
+/// server's at the server) are the ones it counted.
+#[test]
+fn request_response_and_resends_match_the_simulator() {
+    let (sim, at_client) = simulate_and_analyze("client");
+    let (_, at_server) = simulate_and_analyze("server");
+    let by_port = |t: &ConnectionTable| {
+        let mut rows: Vec<usize> = (0..t.len()).collect();
+        rows.sort_by_key(|&i| t.client_port[i]);
+        rows
+    };
+    let (client_rows, server_rows) = (by_port(&at_client), by_port(&at_server));
+    let mut resent = 0;
+    for ((c, &i), &j) in sim.iter().zip(&client_rows).zip(&server_rows) {
+        let near = |got: f64, want: Option<f64>, what: &str| match want {
+            Some(w) => assert!((got - w).abs() <= 1e-6, "conn {} {what}: analyzer {got} vs sim {w}", c.id),
+            None => assert!(got.is_nan(), "conn {} {what}: analyzer {got}, the simulator has none", c.id),
+        };
+        near(at_client.request_sent_s[i], c.request_sent_s, "request sent");
+        near(at_client.response_whole_s[i], c.complete_s, "response whole");
+        let seen = at_client.retx_c2s[i] + at_server.retx_s2c[j];
+        assert_eq!(seen, c.retransmissions, "conn {}: resends", c.id);
+        resent += seen;
+    }
+    assert!(resent >= 3, "the random losses made resends: {resent}");
+}

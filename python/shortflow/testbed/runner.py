@@ -1,6 +1,6 @@
 """One scenario on the real kernel: build the namespaces, set the stacks, start the link,
 nginx and the captures, run the built-in client, then read the captures with the project
-analyzer (handshake) and `wire` (request, completion, retransmissions, flights)."""
+analyzer: each connection's handshake, request, completion, resends and round trips."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 import shortflow
 from shortflow.testbed import names as N
-from shortflow.testbed import stack, wire
+from shortflow.testbed import stack
 from shortflow.testbed.capture import Captures
 from shortflow.testbed.link import Link
 from shortflow.testbed.realize import realize
@@ -77,18 +79,18 @@ def _run_client(topo: Topology, s: RealScenario) -> list[dict[str, Any]]:
 
 def _result(s: RealScenario, pcaps: dict[str, Path], probes: list[dict[str, Any]], link_stats: dict[str, Any],
             before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], run_id: str) -> dict[str, Any]:
-    client_side = wire.flows(pcaps["client"], s.port)
-    server_side = wire.flows(pcaps["server"], s.port)
-    handshake = _analyzer_rows(pcaps["client"])
-    origin = min((f.first_syn for f in client_side.values() if f.first_syn is not None), default=math.nan)
+    # What each capture point sees best: the client's side its SYNs, request, the response
+    # whole and its own resends; the server's side its SYN/ACKs, resends and round trips.
+    client_side = _analyzer_rows(pcaps["client"], s.port)
+    server_side = _analyzer_rows(pcaps["server"], s.port)
+    origin = min((r["first_seen"] for r in client_side.values() if r["syn_seen"]), default=None)
     delta = {role: {k: after[role][k] - before[role].get(k, 0) for k in after[role]} for role in after}
     conns = []
     for probe in probes:
         port = probe.get("local_port")
         c = client_side.get(port) if port else None
         sv = server_side.get(port) if port else None
-        hs = handshake.get(port, {}) if port else {}
-        conns.append(_connection(s, probe, c, sv, hs, origin, delta if len(probes) == 1 else None))
+        conns.append(_connection(probe, c, sv, origin, delta if len(probes) == 1 else None))
     return {
         "scenario": s.name,
         "world": "real-kernel",
@@ -99,33 +101,28 @@ def _result(s: RealScenario, pcaps: dict[str, Path], probes: list[dict[str, Any]
     }
 
 
-def _rel(t: float | None, origin: float) -> float | None:
-    return None if t is None or math.isnan(origin) else round(t - origin, 6)
-
-
-def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv: wire.Flow | None,
-                hs: dict[str, Any], origin: float, delta: dict[str, dict[str, int]] | None) -> dict[str, Any]:
-    """One row: times from the client-side capture (the first SYN relative to the run's
-    first SYN; request and completion relative to the connection's own first SYN, as the
-    simulator counts them), SYN/ACKs and the response's flights from the server-side
-    capture (what the server sent)."""
-    gap = max(s.rtt_s / 2, 0.002)
-    own = c.first_syn if c and c.first_syn is not None else math.nan
+def _connection(probe: dict[str, Any], c: dict[str, Any] | None, sv: dict[str, Any] | None,
+                origin: int | None, delta: dict[str, dict[str, int]] | None) -> dict[str, Any]:
+    """One row from the analyzer's rows of the two captures: times from the client-side
+    capture (the first SYN relative to the run's first SYN; request and completion
+    relative to the connection's own first SYN, as the simulator counts them), SYN/ACKs
+    and the response's round trips from the server-side capture (what the server sent)."""
+    own = c if c is not None and c["syn_seen"] else None
     return {
         "client_port": probe.get("local_port"),
-        "first_syn_s": _rel(c.first_syn if c else None, origin),
-        "request_sent_s": _rel(c.request_sent if c else None, own),
-        "complete_s": _rel(c.complete if c else None, own),
-        "syn_transmissions": hs.get("syn_count", c.syns if c else None),
-        "synack_transmissions": sv.synacks if sv else None,
-        "retransmissions": sum(c.retransmissions[:1]) + sum(sv.retransmissions[1:]) if c and sv else None,
+        "first_syn_s": round((own["first_seen"] - origin) / 1e9, 6) if own and origin is not None else None,
+        "request_sent_s": _time(own, "request_sent_s"),
+        "complete_s": _time(own, "response_whole_s"),
+        "syn_transmissions": c["syn_count"] if c else None,
+        "synack_transmissions": sv["synack_count"] if sv else None,
+        "retransmissions": c["retx_c2s"] + sv["retx_s2c"] if c and sv else None,
         # RTO expirations and the loss-recovery events, from the kernel's own counters in
         # both namespaces (nstat's TcpExt*): per connection only when the run has one
         # connection (the counters are per namespace).
         **{key: _kernel_count(delta, names) for key, names in KERNEL_COUNTERS.items()},
-        "handshake_rtt_s": hs.get("handshake_rtt_s"),
-        "established": hs.get("established"),
-        "response_flights": wire.flights(sv.data_times[1], gap) if sv else None,
+        "handshake_rtt_s": _time(c, "handshake_rtt_s", digits=None),
+        "established": c["established"] if c else None,
+        "response_flights": sv["rounds"] if sv else None,
         "response_bytes": probe.get("body_bytes"),
         # nginx's header bytes before the body (the simulator is told them: compare).
         "response_headers": probe.get("header_bytes"),
@@ -135,6 +132,14 @@ def _connection(s: RealScenario, probe: dict[str, Any], c: wire.Flow | None, sv:
         # tcp_cleanup_rbuf sends and autotuning, follow each segment as in the simulator.
         "client_realtime": probe.get("realtime"),
     }
+
+
+def _time(row: dict[str, Any] | None, column: str, digits: int | None = 6) -> float | None:
+    """A time column of an analyzer row; None without the row or the time (NaN)."""
+    value = None if row is None else row[column]
+    if value is None or math.isnan(value):
+        return None
+    return float(value) if digits is None else round(float(value), digits)
 
 
 #: Per-connection keys of `shortflow simulate` and the kernel counters that count the same,
@@ -154,16 +159,23 @@ def _kernel_count(delta: dict[str, dict[str, int]] | None, names: tuple[str, ...
     return sum(delta[role].get(n, 0) for role in ("client", "server") for n in names)
 
 
-def _analyzer_rows(pcap: Path) -> dict[int, dict[str, Any]]:
-    """The analyzer's handshake columns of one capture, keyed by the client's port."""
+#: The analyzer's columns a testbed row is made of.
+ANALYZER_COLUMNS = ("client_port", "server_port", "syn_seen", "first_seen", "syn_count", "synack_count",
+                    "established", "handshake_rtt_s", "request_sent_s", "response_whole_s", "retx_c2s", "retx_s2c",
+                    "rounds")
+
+
+def _analyzer_rows(pcap: Path, server_port: int) -> dict[int, dict[str, Any]]:
+    """The analyzer's rows of one capture's connections to `server_port`, keyed by the
+    client's port (its first connection from that port); `first_seen` in ns."""
     a = shortflow.analyze(pcap)
     if a.errors:
         raise TestbedError(f"the analyzer could not read {pcap}: {'; '.join(a.errors)}")
-    cols = ("client_port", "syn_count", "synack_count", "handshake_rtt_s", "established")
-    t = a.table.select(list(cols)).to_pylist()
+    t = a.table.select(list(ANALYZER_COLUMNS))
+    i = t.schema.get_field_index("first_seen")
+    t = t.set_column(i, "first_seen", t.column(i).cast(pa.int64()))
     rows: dict[int, dict[str, Any]] = {}
-    for r in t:
-        if r["handshake_rtt_s"] is not None and math.isnan(r["handshake_rtt_s"]):
-            r["handshake_rtt_s"] = None
-        rows.setdefault(r["client_port"], r)
+    for r in t.to_pylist():
+        if r["server_port"] == server_port:
+            rows.setdefault(r["client_port"], r)
     return rows

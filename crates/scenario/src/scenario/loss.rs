@@ -73,12 +73,21 @@ pub struct RandomLossConfig {
 }
 
 /// Byte offsets per `drop.*_bytes` list: as many as the occurrence lists hold.
+/// The most occurrence numbers one `drop` list may hold.
+const MAX_OCCURRENCE_DROPS: usize = 10_000;
 const MAX_BYTE_DROPS: usize = 10_000;
 
 pub(super) fn drops(d: &RawDrop, src: &str) -> Result<DropConfig, ScenarioError> {
     for (k, v) in [("syn", &d.syn), ("synack", &d.synack), ("ack", &d.ack), ("data", &d.data), ("client_data", &d.client_data)] {
         if v.contains(&0) {
             return Err(err(src, &format!("drop.{k}"), "occurrence numbers start at 1"));
+        }
+        if v.len() > MAX_OCCURRENCE_DROPS {
+            return Err(err(
+                src,
+                &format!("drop.{k}"),
+                format!("{} occurrences: at most {MAX_OCCURRENCE_DROPS} per list", v.len()),
+            ));
         }
     }
     for (k, v) in [("data_bytes", &d.data_bytes), ("client_data_bytes", &d.client_data_bytes)] {

@@ -1,6 +1,6 @@
 //! `[mechanisms]`: the start-up fixes under test (documents 000, 001, 004), each as written
 //! in the file (`Raw…`), as the simulator runs it (`…Config`) and the resolution between
-//! the two, side by side (the bounds of their numbers are in `ranges`, with every key's);
+//! the two, side by side (each number's bounds declared on its raw field, read by `ranges`);
 //! their behaviour is `shortflow_sim::mechanisms`.
 
 use schemars::JsonSchema;
@@ -78,11 +78,14 @@ pub struct RawSynOptimizer {
     /// "client" (resends SYNs) or "server" (resends SYN/ACKs).
     pub side: String,
     /// Resend when nothing answered within this delay.
+    #[schemars(extend("x-range" = ["1ms", crate::kernel::TCP_RTO_MAX.as_nanos()], "x-range-why" = "1 ms to TCP_RTO_MAX (120 s)"))]
     pub delay: Dur,
     /// At most this many resends.
+    #[schemars(extend("x-range" = [0, 127], "x-range-why" = "as many as the kernel's SYN retries (MAX_TCP_SYNCNT)"))]
     pub retries: u32,
     /// The server port it watches.
     #[schemars(extend("default" = "workload.port"))]
+    #[schemars(extend("x-range" = [1, 65_535], "x-range-why" = "a TCP port"))]
     pub port: Option<u16>,
 }
 

@@ -107,6 +107,8 @@ fn line_column(text: &str, at: usize) -> String {
 
 pub fn load(text: &str, source: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
     let doc = document(text, source, overrides)?;
+    // The ranges are checked on the values as written, after the resolution's own checks.
+    let written = doc.clone();
     let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
         // The path already ends with the offending key (unknown ones included).
         let key = e.path().to_string();
@@ -118,7 +120,9 @@ pub fn load(text: &str, source: &str, overrides: &[String]) -> Result<Scenario, 
         };
         ScenarioError::new(source, key, message)
     })?;
-    resolve(raw, source)
+    let sc = resolve(raw, source)?;
+    ranges::check_document(&written, source)?;
+    Ok(sc)
 }
 
 fn err(source: &str, key: &str, message: impl Into<String>) -> ScenarioError {
@@ -158,7 +162,7 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
     };
     let mechanisms = mechanisms::resolve(&raw.mechanisms, src, workload.port)?;
     let (capture_point, capture_link, capture_ipv6) = capture::resolve(&raw.capture, src)?;
-    let sc = Scenario {
+    Ok(Scenario {
         name: raw.name.clone().unwrap_or_else(|| src.to_string()),
         source: src.to_string(),
         seed,
@@ -176,9 +180,7 @@ fn resolve(raw: RawScenario, src: &str) -> Result<Scenario, ScenarioError> {
         capture_ipv6,
         capture_vlan: raw.capture.vlan,
         notes,
-    };
-    ranges::check_scenario(&sc, src)?;
-    Ok(sc)
+    })
 }
 
 /// A jiffies reading (up to 2^20 ticks of 4 ms) and a phase within the tick, from `seed`.

@@ -1,13 +1,23 @@
-//! The range of every count, size and duration a scenario can set, checked on the resolved
-//! scenario (so profile values, file values and `--set` overrides meet the same rule).
+//! The range of every count, size and duration a scenario can set, checked on the file as
+//! written with its `--set` overrides, after it is read and resolved (so a resolution error
+//! is reported first, as a user fixes them in that order).
 //!
-//! Each range says why it stops where it does: a kernel bound, a standard, or what keeps a
-//! run finite in memory and time. `docs/scenario.md` lists the same table for users (a
-//! test holds the two together). A new key adds one line to `RANGES` or `HOST_RANGES`.
+//! A range is declared once, on its raw field, beside its help and default:
+//! `#[schemars(extend("x-range" = [MIN, MAX], "x-range-why" = "why it stops there"))]`,
+//! a bound written as the key's values are (`"1ms"`, `"1GB"`, `"1kbit"`) or as a whole
+//! number of the unit's base (a count, nanoseconds, bytes, bit/s). On a list, the range
+//! bounds each item, or with `"x-range-of" = "length"` the number of items. This module
+//! reads the declarations from the schema of the raw document once; the range check,
+//! the schema's `x-range` and `docs/scenario.md` all come from that table.
 
-use super::{QueueConfig, Scenario};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use serde_json::Value;
+
+use super::raw::RawScenario;
 use crate::error::ScenarioError;
-use crate::profile::{DelayedAck, InitialWindow, StackConfig};
+use crate::units;
 
 /// How a range's bounds print (`1ms`, `1000000`, `1GB`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -18,89 +28,102 @@ pub enum Unit {
     BitsPerSecond,
 }
 
-/// One range: the dotted key (`{side}` stands for client and server), the bounds, why.
+/// One key's range: the bounds, what they bound and why.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Range {
-    pub key: &'static str,
     pub unit: Unit,
     pub min: u64,
     pub max: u64,
-    pub why: &'static str,
+    pub why: String,
+    /// On a list: the bounds are its number of items, not each item's value.
+    pub of_length: bool,
 }
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000 * MS;
-/// TCP_RTO_MAX: no Linux retransmission timer waits longer.
-const RTO_MAX: u64 = crate::kernel::TCP_RTO_MAX.as_nanos();
 
-const fn r(key: &'static str, unit: Unit, min: u64, max: u64, why: &'static str) -> Range {
-    Range { key, unit, min, max, why }
+/// The range of `key` (dotted; a host's keys as `{side}.key`), as its field declares it.
+pub fn of(key: &str) -> Option<&'static Range> {
+    TABLE.get(key)
 }
 
-/// Ranges of the scenario's own keys.
-pub const RANGES: &[Range] = &[
-    r("time_limit", Unit::Nanos, MS, 365 * 24 * 3600 * S, "a simulated year at most"),
-    r("path.rtt", Unit::Nanos, 0, 60 * S, "a minute covers a geostationary path many times over"),
-    r("path.rtt_max", Unit::Nanos, 0, 60 * S, "as path.rtt"),
-    r("path.bandwidth", Unit::BitsPerSecond, 1_000, 1_000_000_000_000, "1 kbit/s to 1 Tbit/s"),
-    r("path.access_bandwidth", Unit::BitsPerSecond, 1_000, 1_000_000_000_000, "1 kbit/s to 1 Tbit/s"),
-    r("path.queue.packets", Unit::Count, 1, 1_000_000, "a router buffer of a million packets is already absurd"),
-    r("path.queue.bytes", Unit::Bytes, 1, 1_000_000_000, "1 GB of router buffer at most"),
-    r("workload.request", Unit::Bytes, 1, 1_000_000_000, "a request has at least one byte; 1 GB keeps a run in memory"),
-    r(
-        "workload.response",
-        Unit::Bytes,
-        1,
-        1_000_000_000,
-        "an HTTP response has at least one byte (its header), and \
-       a zero-byte one would complete on the kernel but never in a model that waits for data; 1 GB at most",
-    ),
-    r("workload.response_writes", Unit::Count, 1, 10_000, "number of writes"),
-    r("workload.response_headers", Unit::Bytes, 0, 1_000_000, "HTTP headers of a megabyte are already absurd"),
-    r("workload.requests", Unit::Count, 1, 100_000, "requests per connection"),
-    r("workload.connections", Unit::Count, 1, 1_000_000, "each connection keeps its report in memory"),
-    r(
-        "dumbbell.pairs",
-        Unit::Count,
-        1,
-        100_000,
-        "every pair is two hosts with links of their own, laid out before the run; a hundred thousand is far past any testbed",
-    ),
-    r(
-        "workload.max_connections",
-        Unit::Count,
-        1,
-        1_000_000_000,
-        "a totals-only run holds only the open connections: the bound is the run's time",
-    ),
-    r("workload.think_time", Unit::Nanos, 0, 3600 * S, "an hour at most"),
-    r("workload.idle", Unit::Nanos, 0, 3600 * S, "an hour at most"),
-    r("workload.interval", Unit::Nanos, 0, 3600 * S, "an hour at most"),
-    r("workload.port", Unit::Count, 1, 65_535, "a TCP port"),
-    r("mechanisms.syn_optimizer.delay", Unit::Nanos, MS, RTO_MAX, "1 ms to TCP_RTO_MAX (120 s)"),
-    r("mechanisms.syn_optimizer.retries", Unit::Count, 0, 127, "as many as the kernel's SYN retries (MAX_TCP_SYNCNT)"),
-    r("mechanisms.syn_optimizer.port", Unit::Count, 1, 65_535, "a TCP port"),
-    r("drop.*", Unit::Count, 1, 1_000_000, "occurrence numbers start at 1; at most 10,000 per list"),
-];
+/// Every declared range by dotted key, read from the raw document's schema.
+static TABLE: LazyLock<HashMap<String, Range>> = LazyLock::new(|| {
+    let schema = serde_json::to_value(schemars::schema_for!(RawScenario)).expect("a schema is JSON");
+    let mut out = HashMap::new();
+    declared(&schema, "", &schema["$defs"], &mut out);
+    out
+});
 
-/// Ranges of each host's keys (`client.` and `server.`).
-pub const HOST_RANGES: &[Range] = &[
-    r("syn_rto", Unit::Nanos, MS, RTO_MAX, "a zero RTO would resend at once; TCP_RTO_MAX (120 s) is the kernel's ceiling"),
-    r("rto_min", Unit::Nanos, 0, RTO_MAX, "0 is document 004's noMINRTO: the RTO is then SRTT + max(G, 4·RTTVAR) alone"),
-    r("rto_max", Unit::Nanos, MS, 3600 * S, "RFC 6298 (2.5) asks only for at least 60 s; an hour at most"),
-    r("rto_after_syn_loss", Unit::Nanos, MS, RTO_MAX, "as syn_rto"),
-    r("clock_granularity", Unit::Nanos, 0, S, "a timer tick of a second at most"),
-    r("processing_time", Unit::Nanos, 0, S, "a host that takes a second to answer a segment is not answering"),
-    r("timer_lag", Unit::Nanos, 0, S, "a timer softirq a second late is a hung machine"),
-    r("syn_retries", Unit::Count, 0, 127, "Linux's MAX_TCP_SYNCNT (net.ipv4.tcp_syn_retries)"),
-    r("synack_retries", Unit::Count, 0, 255, "net.ipv4.tcp_synack_retries is a u8"),
-    r("initial_window", Unit::Count, 1, 1_000, "segments; RFC 6928 stops at 10, 1000 covers every experiment"),
-    r("abc_limit", Unit::Count, 0, 1_000, "segments per ACK (0: no limit)"),
-    r("dupack_threshold", Unit::Count, 1, 1_000, "duplicate ACKs"),
-    r("ack_every", Unit::Count, 1, 64, "segments per ACK"),
-    r("quick_acks", Unit::Count, 0, 100_000, "quick ACKs at the start"),
-    r("delayed_ack_timeout", Unit::Nanos, MS, 500 * MS, "RFC 1122 (4.2.3.2): an ACK is delayed less than 0.5 s"),
-    r("receive_window", Unit::Bytes, 1, 1 << 30, "RFC 7323 (2.3): window scaling stops at 2^30 bytes"),
-];
+/// Collects the ranges declared on the properties of `node` (keys under `prefix`), and
+/// under the tables they refer to; the hosts' table once, as `{side}`.
+fn declared(node: &Value, prefix: &str, defs: &Value, out: &mut HashMap<String, Range>) {
+    let Some(Value::Object(props)) = node.get("properties") else { return };
+    for (name, prop) in props {
+        let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        let def_name = ref_name(prop);
+        if let Some(def) = def_name.as_deref().and_then(|n| defs.get(n)) {
+            match def_name.as_deref() {
+                Some("RawHost") if name == "client" => declared(def, "{side}", defs, out),
+                Some("RawHost") => {}
+                _ => declared(def, &key, defs, out),
+            }
+        }
+        if let Some(range) = prop.get("x-range") {
+            out.insert(key.clone(), parse_declaration(&key, prop, range, defs));
+        }
+    }
+}
+
+/// The definition name a `$ref` (or an `Option`'s `anyOf [$ref, null]`, or a list's
+/// `items`) points to.
+pub(crate) fn ref_name(node: &Value) -> Option<String> {
+    let r = node.get("$ref").or_else(|| node.get("anyOf")?.as_array()?.iter().find_map(|v| v.get("$ref")))?;
+    Some(r.as_str()?.strip_prefix("#/$defs/")?.to_string())
+}
+
+/// A field's declared range. A malformed declaration is the project's own mistake: it
+/// panics, naming the key, the first time any range is asked for (every test does).
+fn parse_declaration(key: &str, prop: &Value, range: &Value, defs: &Value) -> Range {
+    let of_length = match prop.get("x-range-of").map(|v| v.as_str()) {
+        None => false,
+        Some(Some("length")) => true,
+        Some(other) => panic!("{key}: x-range-of is {other:?}; the only one is \"length\""),
+    };
+    // The unit of the value (of a list's items): its type's `x-unit`, a count without one.
+    let item = prop.get("items").unwrap_or(prop);
+    let unit_name = ref_name(item).and_then(|n| defs.get(&n)?.get("x-unit")?.as_str().map(str::to_string));
+    let unit = match (of_length, unit_name.as_deref()) {
+        (true, _) | (false, None) => Unit::Count,
+        (false, Some("duration")) => Unit::Nanos,
+        (false, Some("size")) => Unit::Bytes,
+        (false, Some("rate")) => Unit::BitsPerSecond,
+        (false, Some(other)) => panic!("{key}: a range of {other} values"),
+    };
+    let bound = |b: &Value| match b {
+        Value::Number(n) => n.as_u64().unwrap_or_else(|| panic!("{key}: range bound {n} is not a whole number")),
+        Value::String(t) => parse(unit, t).unwrap_or_else(|| panic!("{key}: range bound {t:?} is not a {unit:?}")),
+        other => panic!("{key}: range bound {other} is neither a number nor a value with its unit"),
+    };
+    let (min, max) = match range.as_array().map(Vec::as_slice) {
+        Some([min, max]) => (bound(min), bound(max)),
+        _ => panic!("{key}: x-range is [MIN, MAX], not {range}"),
+    };
+    let why = prop.get("x-range-why").and_then(Value::as_str).unwrap_or_else(|| panic!("{key}: a range says why (x-range-why)"));
+    assert!(min <= max, "{key}: range {min} to {max} is empty");
+    Range { unit, min, max, why: why.to_string(), of_length }
+}
+
+/// A value written with the key's unit (`"200ms"`), None when it is not one (`"rfc3390"`,
+/// `"bdp"`: a named value the resolution checks).
+fn parse(unit: Unit, text: &str) -> Option<u64> {
+    match unit {
+        Unit::Count => None,
+        Unit::Nanos => units::duration_ns(text).ok(),
+        Unit::Bytes => units::size_bytes(text).ok(),
+        Unit::BitsPerSecond => units::rate_bps(text).ok(),
+    }
+}
 
 pub fn show(unit: Unit, v: u64) -> String {
     match unit {
@@ -122,6 +145,13 @@ fn duration(ns: u64) -> String {
     }
 }
 
+impl Range {
+    /// "1ms to 120s": the bounds as the reference shows them.
+    pub fn bounds(&self) -> String {
+        format!("{} to {}", show(self.unit, self.min), show(self.unit, self.max))
+    }
+}
+
 fn check(src: &str, key: &str, range: &Range, value: u64) -> Result<(), ScenarioError> {
     if (range.min..=range.max).contains(&value) {
         return Ok(());
@@ -129,127 +159,91 @@ fn check(src: &str, key: &str, range: &Range, value: u64) -> Result<(), Scenario
     Err(ScenarioError::new(
         src,
         key,
-        format!(
-            "{} is outside its range {} to {} ({})",
-            show(range.unit, value),
-            show(range.unit, range.min),
-            show(range.unit, range.max),
-            range.why
-        ),
+        format!("{} is outside its range {} ({})", show(range.unit, value), range.bounds(), range.why),
     ))
 }
 
-/// Checks one key of `RANGES` where its value is read (before anything is sized by it).
+/// Checks one key where its value is read (before anything is sized by it).
 pub fn check_key(src: &str, key: &str, value: u64) -> Result<(), ScenarioError> {
-    check(src, key, find(RANGES, key), value)
+    check(src, key, of(key).expect("every checked key has a range"), value)
 }
 
-fn find<'a>(table: &'a [Range], key: &str) -> &'a Range {
-    table.iter().find(|r| r.key == key).expect("every checked key has a range")
+/// Checks every value of the document (`--set` overrides applied) that has a range.
+pub fn check_document(doc: &toml::Table, src: &str) -> Result<(), ScenarioError> {
+    check_table(doc, "", src)
 }
 
-/// Checks every ranged value of a resolved scenario.
-pub fn check_scenario(sc: &Scenario, src: &str) -> Result<(), ScenarioError> {
-    let mut values: Vec<(&str, u64)> = vec![
-        ("time_limit", sc.time_limit.0),
-        ("path.rtt", sc.path.rtt.0),
-        ("path.bandwidth", sc.path.bandwidth_bps),
-        ("path.access_bandwidth", sc.path.access_bandwidth_bps),
-        ("workload.request", sc.workload.request),
-        ("workload.response", sc.workload.response),
-        ("workload.response_writes", sc.workload.response_writes.len() as u64),
-        ("workload.response_headers", sc.workload.response_headers),
-        ("workload.requests", u64::from(sc.workload.requests)),
-        ("workload.connections", u64::from(sc.workload.connections)),
-        ("workload.think_time", sc.workload.think_time.0),
-        ("workload.idle", sc.workload.idle.0),
-        ("workload.interval", sc.workload.interval.0),
-        ("workload.port", u64::from(sc.workload.port)),
-    ];
-    match sc.path.queue {
-        QueueConfig::DropTailPackets(n) | QueueConfig::Red { limit: n, .. } => values.push(("path.queue.packets", u64::from(n))),
-        QueueConfig::DropTailBytes(b) => values.push(("path.queue.bytes", b)),
-    }
-    if let crate::scenario::WorkloadKind::Poisson(p) = &sc.workload.kind {
-        if let Some(n) = p.max_connections {
-            values.push(("workload.max_connections", n));
+fn check_table(table: &toml::Table, prefix: &str, src: &str) -> Result<(), ScenarioError> {
+    for (name, value) in table {
+        let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        if let toml::Value::Table(t) = value {
+            check_table(t, &key, src)?;
+            continue;
         }
-    }
-    if let Some(m) = sc.path.rtt_max {
-        values.push(("path.rtt_max", m.0));
-    }
-    if let Some(o) = &sc.mechanisms.syn_optimizer {
-        values.push(("mechanisms.syn_optimizer.delay", o.delay.0));
-        values.push(("mechanisms.syn_optimizer.retries", u64::from(o.retries)));
-        values.push(("mechanisms.syn_optimizer.port", u64::from(o.port)));
-    }
-    for (key, value) in values {
-        check(src, key, find(RANGES, key), value)?;
-    }
-    let d = &sc.drop;
-    let drop_range = find(RANGES, "drop.*");
-    for (k, list) in [("syn", &d.syn), ("synack", &d.synack), ("ack", &d.ack), ("data", &d.data), ("client_data", &d.client_data)]
-    {
-        let key = format!("drop.{k}");
-        if list.len() > 10_000 {
-            return Err(ScenarioError::new(src, &key, format!("{} occurrences: at most 10000 per list", list.len())));
+        // A host's keys are declared once for both (`{side}.`).
+        let declared = match key.split_once('.') {
+            Some(("client" | "server", rest)) => of(&format!("{{side}}.{rest}")),
+            _ => of(&key),
+        };
+        let Some(range) = declared else { continue };
+        match value {
+            toml::Value::Array(items) if range.of_length => check(src, &key, range, items.len() as u64)?,
+            toml::Value::Array(items) => {
+                for item in items {
+                    check_value(src, &key, range, item)?;
+                }
+            }
+            _ => check_value(src, &key, range, value)?,
         }
-        for &n in list.iter() {
-            check(src, &key, drop_range, u64::from(n))?;
-        }
-    }
-    host(&sc.client, src, "client")?;
-    host(&sc.server, src, "server")
-}
-
-fn host(c: &StackConfig, src: &str, side: &str) -> Result<(), ScenarioError> {
-    let mut values: Vec<(&str, u64)> = vec![
-        ("syn_rto", c.rto.initial.0),
-        ("rto_min", c.rto.min.0),
-        ("rto_max", c.rto.max.0),
-        ("clock_granularity", c.rto.granularity.0),
-        ("processing_time", c.processing_time.0),
-        ("timer_lag", c.timer_lag.0),
-        ("syn_retries", u64::from(c.syn_retries)),
-        ("synack_retries", u64::from(c.synack_retries)),
-        ("abc_limit", u64::from(c.abc_limit)),
-        ("dupack_threshold", u64::from(c.dupack_threshold)),
-        ("ack_every", u64::from(c.ack.ack_every)),
-        ("quick_acks", u64::from(c.ack.quick_acks)),
-        ("receive_window", u64::from(c.receive_window)),
-    ];
-    if let Some(d) = c.rto.after_syn_loss {
-        values.push(("rto_after_syn_loss", d.0));
-    }
-    if let InitialWindow::Segments(n) = c.initial_window {
-        values.push(("initial_window", u64::from(n)));
-    }
-    if let DelayedAck::Timer(d) | DelayedAck::Tick { period: d, .. } = c.ack.delayed {
-        values.push(("delayed_ack_timeout", d.0));
-    }
-    for (key, value) in values {
-        check(src, &format!("{side}.{key}"), find(HOST_RANGES, key), value)?;
     }
     Ok(())
+}
+
+/// One value: a whole number, or a string with the key's unit; any other (a name such as
+/// `"rfc3390"`) is the resolution's to check.
+fn check_value(src: &str, key: &str, range: &Range, value: &toml::Value) -> Result<(), ScenarioError> {
+    let n = match value {
+        toml::Value::Integer(i) => u64::try_from(*i).ok(),
+        toml::Value::String(t) => parse(range.unit, t),
+        _ => None,
+    };
+    n.map_or(Ok(()), |n| check(src, key, range, n))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every range is attached to a key of the generated reference (docs/scenario.md,
-    /// `shortflow scenario keys`): a range under a key the file does not have would never
-    /// be shown, nor be the one a user reads.
+    /// Every declaration parses (a malformed one panics here, naming its key), and the
+    /// keys the resolution checks by name have one.
     #[test]
-    fn every_range_is_shown_with_its_key() {
-        let keys = crate::schema::keys();
-        for (prefix, table) in [("", RANGES), ("{side}.", HOST_RANGES)] {
-            for r in table {
-                let shown = format!("{} to {} ({})", show(r.unit, r.min), show(r.unit, r.max), r.why);
-                let key = format!("{prefix}{}", r.key);
-                let key = key.trim_end_matches(".*");
-                assert!(keys.iter().any(|k| k.key.starts_with(key) && k.range == shown), "{key}: range not shown");
-            }
+    fn every_declared_range_reads() {
+        assert!(TABLE.len() > 40, "{} ranges", TABLE.len());
+        for key in ["dumbbell.pairs", "{side}.syn_rto", "drop.data", "workload.response_writes"] {
+            assert!(of(key).is_some(), "{key}");
         }
+        let rto = of("{side}.syn_rto").unwrap();
+        assert_eq!((rto.unit, rto.min, rto.max), (Unit::Nanos, MS, crate::kernel::TCP_RTO_MAX.as_nanos()));
+        assert!(of("workload.response_writes").unwrap().of_length);
+    }
+
+    fn doc(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_value_outside_is_refused_with_its_key_and_range() {
+        let e = check_document(&doc("[server]\nsyn_rto = \"121s\""), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("server.syn_rto") && e.contains("121s is outside its range 1ms to 120s"), "{e}");
+        let e = check_document(&doc("[drop]\ndata = [3, 2000000]"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("drop.data") && e.contains("2000000 is outside its range 1 to 1000000"), "{e}");
+        let e = check_document(&doc("[workload]\nresponse_writes = []"), "t.toml").unwrap_err().to_string();
+        assert!(e.contains("workload.response_writes") && e.contains("0 is outside its range 1 to 10000"), "{e}");
+    }
+
+    #[test]
+    fn values_inside_and_named_values_pass() {
+        let ok = "[server]\nsyn_rto = \"120s\"\ninitial_window = \"rfc3390\"\n[path]\nqueue = { packets = \"bdp\" }";
+        check_document(&doc(ok), "t.toml").unwrap();
     }
 }

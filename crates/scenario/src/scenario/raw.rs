@@ -74,6 +74,7 @@ pub struct RawScenario {
     pub seed: Option<u64>,
     /// The run stops at this simulated time even if connections are still open.
     #[schemars(extend("default" = "3600s"))]
+    #[schemars(extend("x-range" = ["1ms", "8760h"], "x-range-why" = "a simulated year at most"))]
     pub time_limit: Option<Dur>,
     /// One client, one router, one server: the links and the router's queue.
     #[serde(default)]
@@ -107,16 +108,20 @@ pub struct RawScenario {
 #[serde(deny_unknown_fields)]
 pub struct RawPath {
     /// Two-way propagation delay, split evenly over the four link crossings.
+    #[schemars(extend("x-range" = ["0s", "60s"], "x-range-why" = "a minute covers a geostationary path many times over"))]
     pub rtt: Option<Dur>,
     /// Each connection's own two-way delay, drawn uniformly from rtt to rtt_max (the
     /// flows of a busy link come from near and far); the extra delay is added to the
     /// connection's packets on both ends' links, not to the shared queue.
+    #[schemars(extend("x-range" = ["0s", "60s"], "x-range-why" = "as path.rtt"))]
     pub rtt_max: Option<Dur>,
     /// Rate of the router's egress links (the bottleneck).
     #[schemars(extend("default" = "1Gbit"))]
+    #[schemars(extend("x-range" = ["1kbit", 1_000_000_000_000u64], "x-range-why" = "1 kbit/s to 1 Tbit/s"))]
     pub bandwidth: Option<Rate>,
     /// Rate of the client's and server's own links (default: `bandwidth`).
     #[schemars(extend("default" = "path.bandwidth"))]
+    #[schemars(extend("x-range" = ["1kbit", 1_000_000_000_000u64], "x-range-why" = "1 kbit/s to 1 Tbit/s"))]
     pub access_bandwidth: Option<Rate>,
     /// The router's egress queue.
     #[schemars(extend("default" = "{ kind = \"droptail\", packets = 1000 }"))]
@@ -135,8 +140,10 @@ pub enum RawDelays {
 #[serde(deny_unknown_fields)]
 pub struct RawDumbbell {
     /// Number of client/server pairs.
+    #[schemars(extend("x-range" = [1, 100_000], "x-range-why" = "every pair is two hosts with links of their own, laid out before the run; a hundred thousand is far past any testbed"))]
     pub pairs: u32,
     /// Rate of the shared link (each direction).
+    #[schemars(extend("x-range" = ["1kbit", 1_000_000_000_000u64], "x-range-why" = "1 kbit/s to 1 Tbit/s"))]
     pub bandwidth: Rate,
     /// One-way propagation delay of the shared link.
     pub delay: Dur,
@@ -145,6 +152,7 @@ pub struct RawDumbbell {
     pub queue: Option<RawQueue>,
     /// Rate of every host's own link (default 100 Mbit/s).
     #[schemars(extend("default" = "100Mbit"))]
+    #[schemars(extend("x-range" = ["1kbit", 1_000_000_000_000u64], "x-range-why" = "1 kbit/s to 1 Tbit/s"))]
     pub access_bandwidth: Option<Rate>,
     /// One-way delay of each client's and each server's own link (default 1 ms).
     #[schemars(extend("default" = "1ms"))]
@@ -169,6 +177,7 @@ pub struct RawQueue {
     /// "droptail" or "red".
     pub kind: String,
     /// Limit in packets, or "bdp".
+    #[schemars(extend("x-range" = [1, 1_000_000], "x-range-why" = "a router buffer of a million packets is already absurd"))]
     pub packets: Option<RawLimit>,
     /// ns-2's names for RED (`Queue/RED`): thresh_, maxthresh_, q_weight_, linterm_ (1/max_p),
     /// gentle_, limit_ and mean_pktsize_ (bytes, for "bdp").
@@ -184,10 +193,12 @@ pub struct RawQueue {
     /// defaults to true (ns-default.tcl, since 2001): write `gentle = true` for ns-2's RED.
     pub gentle: Option<bool>,
     /// ns-2's name for packets.
+    #[schemars(extend("x-range" = [1, 1_000_000], "x-range-why" = "a router buffer of a million packets is already absurd"))]
     pub limit: Option<RawLimit>,
     /// Bytes per packet when sizing "bdp" (default 1000).
     pub mean_pktsize: Option<u32>,
     /// Drop-tail limit in bytes (instead of packets).
+    #[schemars(extend("x-range" = ["1B", "1GB"], "x-range-why" = "1 GB of router buffer at most"))]
     pub bytes: Option<Size>,
     /// RED thresholds and limits in packets (Floyd & Jacobson 1993).
     pub min_threshold: Option<f64>,
@@ -247,24 +258,32 @@ pub struct RawHost {
     #[schemars(extend("default" = "linux"))]
     pub stack: Option<String>,
     /// Initial RTO: the SYN (SYN/ACK) timer and the RTO before any RTT sample (RFC 6298 (2.1)).
+    #[schemars(extend("x-range" = ["1ms", crate::kernel::TCP_RTO_MAX.as_nanos()], "x-range-why" = "a zero RTO would resend at once; TCP_RTO_MAX (120 s) is the kernel's ceiling"))]
     pub syn_rto: Option<Dur>,
     /// Lower bound of the RTO (RFC 6298 (2.4); Linux route rto_min).
+    #[schemars(extend("x-range" = ["0s", crate::kernel::TCP_RTO_MAX.as_nanos()], "x-range-why" = "0 is document 004's noMINRTO: the RTO is then SRTT + max(G, 4·RTTVAR) alone"))]
     pub rto_min: Option<Dur>,
     /// Upper bound of the RTO, back-off included (RFC 6298 (2.5)).
+    #[schemars(extend("x-range" = ["1ms", "1h"], "x-range-why" = "RFC 6298 (2.5) asks only for at least 60 s; an hour at most"))]
     pub rto_max: Option<Dur>,
     /// G in RTO = SRTT + max(G, 4·RTTVAR) (RFC 6298 (2.3)).
+    #[schemars(extend("x-range" = ["0s", "1s"], "x-range-why" = "a timer tick of a second at most"))]
     pub clock_granularity: Option<Dur>,
     /// Linux: the minimum bounds the variance term, RTO = SRTT + max(min, 4·RTTVAR).
     pub rto_min_on_variance: Option<bool>,
     /// RTO when data starts after a lost SYN or SYN/ACK (RFC 6298 (5.7): 3 s).
+    #[schemars(extend("x-range" = ["1ms", crate::kernel::TCP_RTO_MAX.as_nanos()], "x-range-why" = "as syn_rto"))]
     pub rto_after_syn_loss: Option<Dur>,
     /// SYN retransmissions before the client gives up.
+    #[schemars(extend("x-range" = [0, 127], "x-range-why" = "Linux's MAX_TCP_SYNCNT (net.ipv4.tcp_syn_retries)"))]
     pub syn_retries: Option<u32>,
     /// SYN/ACK retransmissions before the server drops the half-open connection.
+    #[schemars(extend("x-range" = [0, 255], "x-range-why" = "net.ipv4.tcp_synack_retries is a u8"))]
     pub synack_retries: Option<u32>,
     /// A duplicate SYN makes the server resend its SYN/ACK.
     pub synack_on_duplicate_syn: Option<bool>,
     /// Initial congestion window: segments, or "rfc3390".
+    #[schemars(extend("x-range" = [1, 1_000], "x-range-why" = "segments; RFC 6928 stops at 10, 1000 covers every experiment"))]
     pub initial_window: Option<RawWindow>,
     /// Solaris's name for the initial window in segments (document 003).
     pub slow_start_initial: Option<u32>,
@@ -278,22 +297,27 @@ pub struct RawHost {
     /// Restart from the initial window after an idle RTO (RFC 5681 4.1).
     pub slow_start_after_idle: Option<bool>,
     /// Slow-start growth per ACK in segments (RFC 3465 L); 0: as many as acknowledged.
+    #[schemars(extend("x-range" = [0, 1_000], "x-range-why" = "segments per ACK (0: no limit)"))]
     pub abc_limit: Option<u32>,
     /// "reno", "newreno", "cubic" or "bbr" (Linux's tcp_bbr.c, paced; `linux` stack only).
     pub congestion_control: Option<String>,
     /// Duplicate ACKs that trigger fast retransmit.
+    #[schemars(extend("x-range" = [1, 1_000], "x-range-why" = "duplicate ACKs"))]
     pub dupack_threshold: Option<u32>,
     /// "timer", "bsd_tick" or "off".
     pub delayed_ack: Option<String>,
     /// The delayed-ACK timer (or BSD tick period).
+    #[schemars(extend("x-range" = ["1ms", "500ms"], "x-range-why" = "RFC 1122 (4.2.3.2): an ACK is delayed less than 0.5 s"))]
     pub delayed_ack_timeout: Option<Dur>,
     /// Where the first BSD tick after the start falls (boot time modulo the period).
     pub delayed_ack_phase: Option<Dur>,
     /// ACK at once when this many segments are unacknowledged.
+    #[schemars(extend("x-range" = [1, 64], "x-range-why" = "segments per ACK"))]
     pub ack_every: Option<u32>,
     /// "bytes" or "segments".
     pub ack_count: Option<String>,
     /// The first this-many data segments are acknowledged at once.
+    #[schemars(extend("x-range" = [0, 100_000], "x-range-why" = "quick ACKs at the start"))]
     pub quick_acks: Option<u32>,
     /// Linux route `quickack 1`: never delay an ACK.
     pub quickack: Option<bool>,
@@ -303,6 +327,7 @@ pub struct RawHost {
     /// payload bytes (and the peer's MSS), and announces MTU − 40 unless `mss` is set.
     pub mtu: Option<Size>,
     /// Receive window this host advertises.
+    #[schemars(extend("x-range" = ["1B", 1u64 << 30], "x-range-why" = "RFC 7323 (2.3): window scaling stops at 2^30 bytes"))]
     pub receive_window: Option<Size>,
     /// false: a segment never spans two application writes (Solaris 2.x).
     pub coalesce_writes: Option<bool>,
@@ -325,8 +350,10 @@ pub struct RawHost {
     /// Model Linux's timer-wheel slack (profiles with jiffies).
     pub timer_slack: Option<bool>,
     /// The time the host takes to answer a segment (document 003's IRIX Indy: 4-5 ms).
+    #[schemars(extend("x-range" = ["0s", "1s"], "x-range-why" = "a host that takes a second to answer a segment is not answering"))]
     pub processing_time: Option<Dur>,
     /// How late this host's jiffies timers run after their slot (a loaded timer softirq).
+    #[schemars(extend("x-range" = ["0s", "1s"], "x-range-why" = "a timer softirq a second late is a hung machine"))]
     pub timer_lag: Option<Dur>,
 }
 
@@ -335,18 +362,23 @@ pub struct RawHost {
 pub struct RawDrop {
     /// Client SYNs to drop, by occurrence number (1 = the first, retransmissions counted).
     #[serde(default)]
+    #[schemars(extend("x-range" = [1, 1_000_000], "x-range-why" = "occurrence numbers start at 1; at most 10,000 per list"))]
     pub syn: Vec<u32>,
     /// Server SYN/ACKs to drop.
     #[serde(default)]
+    #[schemars(extend("x-range" = [1, 1_000_000], "x-range-why" = "occurrence numbers start at 1; at most 10,000 per list"))]
     pub synack: Vec<u32>,
     /// Client pure ACKs to drop (the handshake's third packet is 1).
     #[serde(default)]
+    #[schemars(extend("x-range" = [1, 1_000_000], "x-range-why" = "occurrence numbers start at 1; at most 10,000 per list"))]
     pub ack: Vec<u32>,
     /// Server data segments to drop.
     #[serde(default)]
+    #[schemars(extend("x-range" = [1, 1_000_000], "x-range-why" = "occurrence numbers start at 1; at most 10,000 per list"))]
     pub data: Vec<u32>,
     /// Client data segments to drop.
     #[serde(default)]
+    #[schemars(extend("x-range" = [1, 1_000_000], "x-range-why" = "occurrence numbers start at 1; at most 10,000 per list"))]
     pub client_data: Vec<u32>,
     /// Server stream offsets (0 = the first data byte): the segment carrying each is lost at its first transmission (an offset listed k times: at its first k).
     #[serde(default)]
@@ -446,6 +478,7 @@ pub struct RawWorkload {
     pub duration: Option<Dur>,
     /// poisson: arrivals stop after this many connections (or at duration, if set, when
     /// that comes first).
+    #[schemars(extend("x-range" = [1, 1_000_000_000], "x-range-why" = "a totals-only run holds only the open connections: the bound is the run's time"))]
     pub max_connections: Option<u64>,
     /// poisson: the distribution of request sizes (instead of request).
     pub request_dist: Option<RawDist>,
@@ -464,38 +497,48 @@ pub struct RawWorkload {
     pub spacing: Option<Dur>,
     /// Bytes the client sends per request.
     #[schemars(extend("default" = "300B"))]
+    #[schemars(extend("x-range" = ["1B", "1GB"], "x-range-why" = "a request has at least one byte; 1 GB keeps a run in memory"))]
     pub request: Option<Size>,
     /// Bytes the server answers per request.
     #[schemars(extend("default" = "13549B"))]
+    #[schemars(extend("x-range" = ["1B", "1GB"], "x-range-why" = "an HTTP response has at least one byte (its header), and a zero-byte one would complete on the kernel but never in a model that waits for data; 1 GB at most"))]
     pub response: Option<Size>,
     /// How the server's application hands the response to TCP (sizes summing to response).
     #[schemars(extend("default" = "[workload.response]"))]
+    #[schemars(extend("x-range" = [1, 10_000], "x-range-why" = "number of writes", "x-range-of" = "length"))]
     pub response_writes: Option<Vec<Size>>,
     /// HTTP response headers sent before the body, in the first write (nginx: ~245 B).
+    #[schemars(extend("x-range" = ["0B", "1MB"], "x-range-why" = "HTTP headers of a megabyte are already absurd"))]
     pub response_headers: Option<Size>,
     /// Pause between a response and the next request (closed loop).
     #[schemars(extend("default" = "0s"))]
+    #[schemars(extend("x-range" = ["0s", "1h"], "x-range-why" = "an hour at most"))]
     pub think_time: Option<Dur>,
     /// Requests per connection.
     #[schemars(extend("default" = "1"))]
+    #[schemars(extend("x-range" = [1, 100_000], "x-range-why" = "requests per connection"))]
     pub requests: Option<u32>,
     /// Idle gap between a complete response and the next request on the same connection.
     #[schemars(extend("default" = "0s"))]
+    #[schemars(extend("x-range" = ["0s", "1h"], "x-range-why" = "an hour at most"))]
     pub idle: Option<Dur>,
     /// Connections, one after another (or all at once with parallel).
     #[schemars(extend("default" = "1"))]
+    #[schemars(extend("x-range" = [1, 1_000_000], "x-range-why" = "each connection keeps its report in memory"))]
     pub connections: Option<u32>,
     /// Open the connections together, interval apart.
     #[schemars(extend("default" = "false"))]
     pub parallel: Option<bool>,
     /// Sequential: pause after a connection ends; parallel: spacing of starts.
     #[schemars(extend("default" = "0s"))]
+    #[schemars(extend("x-range" = ["0s", "1h"], "x-range-why" = "an hour at most"))]
     pub interval: Option<Dur>,
     /// Who closes first: "server" or "client".
     #[schemars(extend("default" = "server"))]
     pub close: Option<String>,
     /// The server's port.
     #[schemars(extend("default" = "80"))]
+    #[schemars(extend("x-range" = [1, 65_535], "x-range-why" = "a TCP port"))]
     pub port: Option<u16>,
 }
 

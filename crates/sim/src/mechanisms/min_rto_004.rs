@@ -17,10 +17,19 @@
 //! packet, 1 otherwise; it is kept for the timer armed last so a timeout can report it.
 
 use super::Mechanism;
-use crate::scenario::MinRto004Config;
+use crate::scenario::{Mechanisms, MinRto004Config};
 use crate::tcp::hooks::{RtoHook, RtoView};
 use crate::tcp::Tcb;
 use crate::time::Duration;
+
+/// Its place in the order hooks are called in (`mod.rs`); it has no timer of its own.
+pub const ORDER: u8 = 3;
+
+/// On the data senders the minimum RTO is configured for.
+pub fn plug(configured: &Mechanisms, client: bool, _port: u16) -> Option<Box<dyn Mechanism>> {
+    let cfg = configured.min_rto_004.filter(|m| m.sides.includes(client))?;
+    Some(Box::new(Plugin(cfg)))
+}
 
 /// The mechanism as the world plugs it beside an endpoint: it lives inside TCP, as the
 /// endpoint's retransmission-timer hook (its cost reaches the report through the timer).

@@ -11,14 +11,15 @@
 //! an empty list, no allocation, when the scenario configures none), calls their hooks
 //! where the endpoint sends, receives and is established, and keeps each one's timer in
 //! the event queue under one event kind.
+//!
+//! A file here is its own registration: the crate's build script declares every file of
+//! this folder as a module and lists its `ORDER` and `plug` (see `PLUGINS`).
 
-pub mod min_rto_004;
-pub mod sfr;
-pub mod syn_optimizer;
+include!(concat!(env!("OUT_DIR"), "/mechanisms.rs"));
 
 use crate::packet::Segment;
 use crate::report::ConnReport;
-use crate::scenario::{Mechanisms, Side};
+use crate::scenario::Mechanisms;
 use crate::tcp::Tcb;
 use crate::time::Instant;
 
@@ -77,19 +78,37 @@ impl Plugged {
     }
 }
 
-/// The mechanisms configured to run beside one side of a connection to `port`, in a fixed
-/// order (their timers are queued in it).
+/// A mechanism's plug: the mechanism configured to run beside one side (`client` or the
+/// server) of a connection to `port`, None when the scenario does not run it there.
+pub type Plug = fn(configured: &Mechanisms, client: bool, port: u16) -> Option<Box<dyn Mechanism>>;
+
+/// The mechanisms in the order their files declare: hooks are called and timers queued in
+/// it, so it decides which of two timers due at the same instant fires first.
+const PLUGINS: [(u8, Plug); DECLARED.len()] = by_order(DECLARED);
+
+/// `declared` sorted by order; two mechanisms declaring the same place fail the build.
+const fn by_order<const N: usize>(mut declared: [(u8, Plug); N]) -> [(u8, Plug); N] {
+    let mut i = 1;
+    while i < N {
+        let mut j = i;
+        while j > 0 && declared[j - 1].0 >= declared[j].0 {
+            assert!(declared[j - 1].0 != declared[j].0, "two mechanisms declare the same ORDER");
+            let t = declared[j];
+            declared[j] = declared[j - 1];
+            declared[j - 1] = t;
+            j -= 1;
+        }
+        i += 1;
+    }
+    declared
+}
+
+/// The mechanisms configured to run beside one side of a connection to `port`, in
+/// `PLUGINS` order.
 pub fn for_side(configured: &Mechanisms, client: bool, port: u16) -> Vec<Plugged> {
-    let mut out = Vec::new();
-    let mut plug = |m: Box<dyn Mechanism>| out.push(Plugged { mechanism: m, scheduled: None });
-    if let Some(cfg) = configured.syn_optimizer.filter(|o| (o.side == Side::Client) == client) {
-        plug(Box::new(syn_optimizer::SynOptimizer::new(cfg, port)));
-    }
-    if let Some(cfg) = configured.sfr.filter(|s| s.sides.includes(client)) {
-        plug(Box::new(sfr::Sfr::new(cfg)));
-    }
-    if let Some(cfg) = configured.min_rto_004.filter(|m| m.sides.includes(client)) {
-        plug(Box::new(min_rto_004::Plugin(cfg)));
-    }
-    out
+    PLUGINS
+        .iter()
+        .filter_map(|(_, plug)| plug(configured, client, port))
+        .map(|mechanism| Plugged { mechanism, scheduled: None })
+        .collect()
 }

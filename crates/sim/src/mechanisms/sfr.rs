@@ -16,9 +16,18 @@
 use super::{Fired, Mechanism};
 use crate::packet::Segment;
 use crate::report::ConnReport;
-use crate::scenario::SfrConfig;
+use crate::scenario::{Mechanisms, SfrConfig};
 use crate::tcp::Tcb;
 use crate::time::{Duration, Instant};
+
+/// Its place in the timer order (`mod.rs`): after the SYN optimizer.
+pub const ORDER: u8 = 2;
+
+/// On the data senders SFR is configured for.
+pub fn plug(configured: &Mechanisms, client: bool, _port: u16) -> Option<Box<dyn Mechanism>> {
+    let cfg = configured.sfr.filter(|s| s.sides.includes(client))?;
+    Some(Box::new(Sfr::new(cfg)))
+}
 
 #[derive(Debug, Clone)]
 pub struct Sfr {

@@ -6,9 +6,18 @@
 use super::{Fired, Mechanism};
 use crate::packet::Segment;
 use crate::report::ConnReport;
-use crate::scenario::{Side, SynOptimizerConfig};
+use crate::scenario::{Mechanisms, Side, SynOptimizerConfig};
 use crate::tcp::Tcb;
 use crate::time::Instant;
+
+/// Its place in the timer order (`mod.rs`): first, its timer acts in the handshake.
+pub const ORDER: u8 = 1;
+
+/// On the side the optimizer is configured for, watching connections to its port.
+pub fn plug(configured: &Mechanisms, client: bool, port: u16) -> Option<Box<dyn Mechanism>> {
+    let cfg = configured.syn_optimizer.filter(|o| (o.side == Side::Client) == client)?;
+    Some(Box::new(SynOptimizer::new(cfg, port)))
+}
 
 #[derive(Debug, Clone)]
 pub struct SynOptimizer {

@@ -156,6 +156,8 @@ schema! {
     "first_seen": "timestamp[ns]", "ns since the Unix epoch", "capture time of the first packet";
     "duration_s": "double", "s", "first to last packet";
     "response_complete_s": "double", "s", "first packet to the acknowledgement of the last data byte (to that byte when its ACK was not captured); NaN without data";
+    "request_sent_s": "double", "s", "first packet to the client's first data segment; NaN without client data";
+    "response_whole_s": "double", "s", "first packet to the last server data segment that brought bytes not seen before here (beyond the highest, or repairing a loss before the capture point): the response whole at the capture point; NaN without server data";
     "syn_count": "uint32", "", "SYN transmissions (capture duplicates and retries after a RST excluded)";
     "synack_count": "uint32", "", "SYN/ACK transmissions";
     "established": "bool", "", "the handshake completed (a SYN/ACK, or the client's ACK of one)";
@@ -194,6 +196,8 @@ schema! {
     "retx_path_mtu_s2c": "uint32", "", "server data segments resent smaller after the path said one was too big";
     "retx_unprompted_c2s": "uint32", "", "client data segments resent within half an RTT of their last sending, before any ACK or timer could ask (re-cut by the sender, or captured twice in different cuts): no loss repair";
     "retx_unprompted_s2c": "uint32", "", "server data segments resent within half an RTT of their last sending: no loss repair";
+    "retx_c2s": "uint32", "", "client data segments sent again: the five classes above added up";
+    "retx_s2c": "uint32", "", "server data segments sent again: the five classes above added up";
     "retx_spurious_c2s": "uint32", "", "client retransmissions found unneeded (D-SACK, timestamps, early ACK)";
     "retx_spurious_s2c": "uint32", "", "server retransmissions found unneeded";
     "lost_offsets_c2s": "list<item: uint64>", "bytes", "where the client's data was lost: for each resend of its segments (by timeout, fast or early recovery, or a probe), the stream offset of the first byte resent (0 = the first data byte; an offset k times: k copies lost; at most 10,000)";
@@ -248,6 +252,8 @@ pub struct ConnectionTable {
     pub first_seen: Vec<u64>,
     pub duration_s: Vec<f64>,
     pub response_complete_s: Vec<f64>,
+    pub request_sent_s: Vec<f64>,
+    pub response_whole_s: Vec<f64>,
     pub syn_count: Vec<u32>,
     pub synack_count: Vec<u32>,
     pub established: Vec<bool>,
@@ -288,6 +294,8 @@ pub struct ConnectionTable {
     pub retx_path_mtu_s2c: Vec<u32>,
     pub retx_unprompted_c2s: Vec<u32>,
     pub retx_unprompted_s2c: Vec<u32>,
+    pub retx_c2s: Vec<u32>,
+    pub retx_s2c: Vec<u32>,
     pub retx_spurious_c2s: Vec<u32>,
     pub retx_spurious_s2c: Vec<u32>,
     pub out_of_order_c2s: Vec<u32>,
@@ -401,6 +409,8 @@ macro_rules! plain_columns {
             first_seen,
             duration_s,
             response_complete_s,
+            request_sent_s,
+            response_whole_s,
             syn_count,
             synack_count,
             established,
@@ -434,6 +444,8 @@ macro_rules! plain_columns {
             retx_path_mtu_s2c,
             retx_unprompted_c2s,
             retx_unprompted_s2c,
+            retx_c2s,
+            retx_s2c,
             retx_spurious_c2s,
             retx_spurious_s2c,
             out_of_order_c2s,
@@ -527,6 +539,9 @@ impl ConnectionTable {
         self.duration_s.push(duration_s);
         let complete = c.response_complete_ts;
         self.response_complete_s.push(if complete == NEVER { f64::NAN } else { secs(complete.saturating_sub(c.first_ts)) });
+        let since_first = |ts: Option<u64>| opt_secs(ts.map(|t| t.saturating_sub(c.first_ts)));
+        self.request_sent_s.push(since_first(c.halves[C2S].coverage.first_ts()));
+        self.response_whole_s.push(since_first(c.halves[S2C].coverage.last_new_ts()));
         self.syn_count.push(c.syns.count);
         self.synack_count.push(c.synacks.count);
         self.established.push(c.established_ts.is_some());
@@ -572,6 +587,8 @@ impl ConnectionTable {
         self.retx_path_mtu_s2c.push(sc.retx_path_mtu);
         self.retx_unprompted_c2s.push(cs.retx_unprompted);
         self.retx_unprompted_s2c.push(sc.retx_unprompted);
+        self.retx_c2s.push(cs.retransmissions());
+        self.retx_s2c.push(sc.retransmissions());
         self.retx_spurious_c2s.push(cs.spurious);
         self.retx_spurious_s2c.push(sc.spurious);
         self.lost_offsets_c2s.push(cs.lost_offsets.iter().copied());

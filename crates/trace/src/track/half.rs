@@ -300,6 +300,8 @@ pub struct Half {
 
     /// New data segments seen after data sent later (`fills_hole_late`).
     pub reordered: u32,
+    /// The data bytes the capture has seen, and when new ones last passed.
+    pub coverage: super::coverage::Coverage,
 
     pub delack_stalls: u32,
     pub delack_ns: u64,
@@ -589,6 +591,7 @@ impl Half {
             // an idle connection: the byte below was sent, and acknowledged, before it).
             return SendEvent::Nothing;
         }
+        self.coverage.add(start, start + i64::from(seg.payload_len), ts);
         let tsval = extra.opts.timestamps.map(|(v, _)| v);
         let since_last = ts.saturating_sub(self.last_send_ts);
         self.last_send_ts = ts;
@@ -1003,6 +1006,11 @@ impl Half {
             && self.flight[self.head as usize..]
                 .iter()
                 .any(|s| s.start == start && s.end == end && s.id_last == id && ts.saturating_sub(s.ts_last) <= window)
+    }
+
+    /// Data segments sent again, of every class (`RetxClass`): each resend counts once.
+    pub fn retransmissions(&self) -> u32 {
+        self.retx_timeout + self.retx_fast + self.retx_tlp + self.retx_path_mtu + self.retx_unprompted
     }
 
     /// One past the highest data byte sent (FIN excluded), relative to the ISN: new data

@@ -11,6 +11,7 @@
 
 mod cause;
 mod conn;
+mod coverage;
 pub mod exchange;
 mod flows;
 pub mod half;

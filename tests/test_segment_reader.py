@@ -1,5 +1,6 @@
-"""The testbed's per-segment view of its captures comes from the analyzer's own readers
-(`_core.segments`): checked field by field against tshark, and on a damaged file."""
+"""The per-segment view of captures (`shortflow.tcp.read_pcap`, which the testbed's tests
+use) comes from the analyzer's own readers (`_core.segments`): checked field by field
+against tshark, and on a damaged file."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 import shortflow
 from shortflow.exceptions import TraceReadError
-from shortflow.testbed import wire
+from shortflow.tcp import read_pcap
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (make deps installs it)")
@@ -20,7 +21,7 @@ from shortflow.testbed import wire
 def test_segments_equal_tsharks(tmp_path: Path, link: str, fmt: str, ipv6: bool) -> None:
     path = tmp_path / f"t.{fmt}"
     shortflow.generate(path, connections=30, seed=5, syn_loss=0.2, link=link, format=fmt, ipv6=ipv6)
-    segs = list(wire.read_pcap(path))
+    segs = list(read_pcap(path))
     # Times compared in ns from the core's integer column (a float epoch loses the last digits).
     ts_ns = shortflow._core.segments(path)["ts_ns"].tolist()
     ours = [(t, s.src_port, s.dst_port, s.flags, s.seq, s.payload) for t, s in zip(ts_ns, segs, strict=True)]
@@ -44,4 +45,4 @@ def test_a_damaged_capture_names_the_file_and_offset(tmp_path: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 7])
     with pytest.raises(TraceReadError, match=r"cut\.pcap.*byte"):
-        list(wire.read_pcap(path))
+        list(read_pcap(path))
