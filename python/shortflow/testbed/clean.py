@@ -153,6 +153,9 @@ def clean(force: bool = False, only: str | None = None) -> list[str]:
     if only is not None:
         found = {kind: [x for x in objs if f"{PREFIX}{only}-" in x] for kind, objs in found.items()}
     live = {} if force else live_runs()
+    if only is not None:
+        # Other runs are none of this call's business: they are neither cleaned nor named.
+        live = {run_id: pid for run_id, pid in live.items() if run_id == only}
     for run_id, pid in sorted(live.items()):
         marker = f"{PREFIX}{run_id}-"
         found = {kind: [x for x in objs if marker not in x] for kind, objs in found.items()}
