@@ -962,11 +962,6 @@ impl Conn {
     ) {
         let other = 1 - dir;
         let prev_data_dir = self.last_data_dir;
-        // Where the connection rested before this data, for the exchange it may end.
-        let rest = match &self.quiet {
-            Some(q) if seg.payload_len > 0 => Some((q.since, self.lost_ns)),
-            _ => None,
-        };
         let mut after_rest = false;
         let id_before = self.halves[dir].last_ip_id();
         let len_before = std::mem::replace(&mut self.last_len[dir], seg.payload_len);
@@ -1059,6 +1054,13 @@ impl Conn {
                 }
             }
         }
+        // Where the connection rested before this data, for the exchange it may end: its
+        // account read after the revisions above (of time before the rest: a delayed ACK
+        // that stalled nobody, a resend's class), before this packet's gap is booked.
+        let rest = match &self.quiet {
+            Some(q) if seg.payload_len > 0 => Some((q.since, self.lost_ns)),
+            _ => None,
+        };
         // The gap before this packet.
         let mut network = 0;
         let mut cause = Cause::Network;
