@@ -50,8 +50,9 @@ CAVEATS = (
 
 _COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
             "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
-            "rto_margin_s2c_s",
-            "rtt_max_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
+            "rto_margin_s2c_s", "ack_clock_s2c_bps", "segments_per_ack_c2s", "segments_per_ack_s2c",
+            "delack_least_c2s_s", "delack_least_s2c_s",
+            "rtt_min_s", "rtt_max_s", "response_complete_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
 
 #: Connections the analyzer hands over at a time (and replayed at a time).
 BATCH_ROWS = 2048
@@ -141,8 +142,12 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         return "no response"
     # The client's first SYN to its receipt of the last response byte: near the server the
     # SYN came half a round trip after it and the last byte reaches the client half a round
-    # trip after it left.
+    # trip after it left, and after any queue it waited in: the client's ACK of it tells,
+    # where it came later by no more than the queueing the round trips showed (later
+    # still, the ACK was delayed).
     observed = c["last_end"] + (rtt if vantage == "server" else 0.0)
+    if vantage == "server" and (acked := _finite(c["response_complete_s"])) is not None and acked > observed:
+        observed += min(acked - observed, _queueing(c) or 0.0)
     return {
         "conn_id": i,
         "rtt_s": rtt,
@@ -165,8 +170,43 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         "server_mss": c["mss_server"] or None,
         "client_rto_min_s": rto_min[0],
         "server_rto_min_s": rto_min[1],
+        # The path: the bottleneck's rate from the client's ACK clock, and its queue from
+        # the round trips' growth.
+        "bottleneck_bps": _finite(c["ack_clock_s2c_bps"]),
+        "queueing_s": _queueing(c),
+        # Each receiver's ACKs: every segment or every other, and its delayed-ACK timer.
+        "client_ack_every_segment": _every_segment(c["segments_per_ack_s2c"]),
+        "server_ack_every_segment": _every_segment(c["segments_per_ack_c2s"]),
+        "client_delack_s": _delack(c["delack_least_s2c_s"]),
+        "server_delack_s": _delack(c["delack_least_c2s_s"]),
         "observed_s": observed,
     }
+
+
+def _queueing(c: dict[str, Any]) -> float | None:
+    """The most queueing the connection's round trips showed: the longest less the least."""
+    lo, hi = _finite(c["rtt_min_s"]), _finite(c["rtt_max_s"])
+    return hi - lo if lo is not None and hi is not None and hi > lo else None
+
+
+def _every_segment(segments_per_ack: float | None) -> bool | None:
+    """Whether a receiver acknowledges every segment (one segment an ACK past its quick
+    ACKs, short segments aside) or every other (about two); None when it did not show
+    which. Linux's own reads between: while its window grows it stays in quick-ACK mode
+    (tcp_grow_window), about 1.2-1.5 segments an ACK on short responses."""
+    x = _finite(segments_per_ack)
+    if x is None:
+        return None
+    return True if x <= 1.05 else False if x >= 1.6 else None
+
+
+def _delack(least_s: float | None) -> float | None:
+    """A receiver's delayed-ACK timer, from the least delay of its delayed ACKs, where it
+    is not the replays' stack's own (Linux's 40 ms, give or take a timer tick of 4 ms). A
+    delay of half a second or more is no delayed-ACK timer's (RFC 1122 4.2.3.2): the
+    receiver's application, or a capture gap."""
+    x = _finite(least_s)
+    return x if x is not None and x < 0.5 and abs(x - _linux_delack_s()) > 0.004 else None
 
 
 def _synack_times(c: dict[str, Any]) -> list[float]:
@@ -217,8 +257,9 @@ def _facts(c: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
     ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
     keep = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
             "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
-            "rto_margin_s2c_s",
-            "rtt_max_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
+            "rto_margin_s2c_s", "ack_clock_s2c_bps", "segments_per_ack_c2s", "segments_per_ack_s2c",
+            "delack_least_c2s_s", "delack_least_s2c_s",
+            "rtt_min_s", "rtt_max_s", "response_complete_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
             "lost_offsets_s2c")
     return {**{k: c[k] for k in keep},
             "first_response": next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0),
@@ -326,6 +367,12 @@ class _Counts:
         setting) and each client's round trip (the median of its clean handshakes)."""
         return ({server: c.most_common(1)[0][0] for server, c in self.windows.items()},
                 {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()})
+
+
+@functools.cache
+def _linux_delack_s() -> float:
+    """The delayed-ACK timer's floor of the replays' stacks (the Linux profile's ATO_MIN)."""
+    return float(json.loads(_core.stack_profiles())["linux"]["config"]["ack"]["delayed"]["timer"]) / 1e9
 
 
 @functools.cache
