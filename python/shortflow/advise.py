@@ -52,7 +52,8 @@ _COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_co
             "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
             "rto_margin_s2c_s", "ack_clock_s2c_bps", "segments_per_ack_c2s", "segments_per_ack_s2c",
             "delack_least_c2s_s", "delack_least_s2c_s",
-            "rtt_min_s", "rtt_max_s", "response_complete_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
+            "rtt_min_s", "rtt_max_s", "response_complete_s", "time_delayed_ack_s", "time_zero_window_s",
+            "time_receive_window_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
 
 #: Connections the analyzer hands over at a time (and replayed at a time).
 BATCH_ROWS = 2048
@@ -259,7 +260,8 @@ def _facts(c: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
             "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
             "rto_margin_s2c_s", "ack_clock_s2c_bps", "segments_per_ack_c2s", "segments_per_ack_s2c",
             "delack_least_c2s_s", "delack_least_s2c_s",
-            "rtt_min_s", "rtt_max_s", "response_complete_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
+            "rtt_min_s", "rtt_max_s", "response_complete_s", "time_delayed_ack_s", "time_zero_window_s",
+            "time_receive_window_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
             "lost_offsets_s2c")
     return {**{k: c[k] for k in keep},
             "first_response": next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0),
@@ -447,6 +449,39 @@ def _models(batches: Iterator[list[dict[str, Any]]], side: str, counts: _Counts)
         yield out
 
 
+#: What a connection that replays faster than it ran waited on, where its own time account
+#: says (`_refined`): the analyzer's time column, and the reason.
+_WAITS = (
+    ("time_delayed_ack_s", "the capture waited on the receiver's delayed ACKs longer than the replay's Linux "
+                           "receiver does (a receiver that delays from its first segment, or a longer timer)"),
+    ("time_zero_window_s", "the capture waited on a zero window (the receiving application stopped reading)"),
+    ("time_receive_window_s", "the capture waited on the receiver's window (a smaller buffer than the replay's "
+                              "Linux receiver)"),
+)
+#: Round trips that grew by this much more than the replay's queue explains: a queue others
+#: filled.
+_QUEUE_GROWTH = 1.5
+
+
+def _refined(b: dict[str, Any], f: dict[str, Any]) -> str:
+    """The baseline replay's reason, made precise for a connection that replays faster
+    than it ran: the cause in its own time account that holds at least half the
+    difference, else round trips that grew by half again (a queue others filled: the
+    replay's queue fills only with the connection's own data), else the reason as it is."""
+    why, observed, replay = b["reason"], b["observed_s"], b["replay_s"]
+    if b["faithful"] or replay is None or observed is None or replay >= observed:
+        return str(why)
+    gap = observed - replay
+    for column, kind in _WAITS:
+        if (_finite(f[column]) or 0.0) >= gap / 2:
+            return f"observed {observed:.3f} s, replay {replay:.3f} s: {kind}"
+    lo, hi = _finite(f["rtt_min_s"]), _finite(f["rtt_max_s"])
+    if lo and hi and hi >= _QUEUE_GROWTH * lo:
+        return (f"observed {observed:.3f} s, replay {replay:.3f} s: the round trips grew more than the connection's "
+                "own data explains (a queue others filled)")
+    return str(why)
+
+
 def _row(f: dict[str, Any]) -> dict[str, Any]:
     return {"trace": f["trace"], "conn_id": f["conn_id"]}
 
@@ -474,6 +509,7 @@ class _Replays:
                 by_row.append({**_row(f), "observed_s": None, "replay_s": None, "faithful": False, "reason": m})
                 self.reasons[m] += 1
         for f, b in zip(facts, result["baseline"]):
+            b = {**b, "reason": _refined(b, f)}
             by_row.append({**_row(f), **{k: b[k] for k in ("observed_s", "replay_s", "faithful", "reason")}})
             if not b["faithful"]:
                 # The reason's kind, without the connection's own figures.
