@@ -203,11 +203,13 @@ def _every_segment(segments_per_ack: float | None) -> bool | None:
 
 def _delack(least_s: float | None) -> float | None:
     """A receiver's delayed-ACK timer, from the least delay of its delayed ACKs, where it
-    is not the replays' stack's own (Linux's 40 ms, give or take a timer tick of 4 ms). A
-    delay of half a second or more is no delayed-ACK timer's (RFC 1122 4.2.3.2): the
-    receiver's application, or a capture gap."""
+    is longer than the replays' stack's own (Linux's 40 ms, give or take a timer tick of
+    4 ms): Windows's 200 ms, a longer Linux `ato`. A shorter least delay is no timer the
+    replay's Linux receiver can take (its floor is 40 ms): an ACK the receiving
+    application's read sent, or a BSD tick's phase. Half a second or more is no
+    delayed-ACK timer's (RFC 1122 4.2.3.2): the receiver's application, or a capture gap."""
     x = _finite(least_s)
-    return x if x is not None and x < 0.5 and abs(x - _linux_delack_s()) > 0.004 else None
+    return x if x is not None and _linux_delack_s() + 0.004 < x < 0.5 else None
 
 
 def _synack_times(c: dict[str, Any]) -> list[float]:
