@@ -192,3 +192,55 @@ def test_the_clients_ack_policy_and_delayed_ack_timer_are_read_from_its_acks(tmp
     slow = model("slow", 'delayed_ack_timeout = "200ms"', 25)
     ms = int(slow["delayed_ack_timeout"].removesuffix("ms"))
     assert 196 <= ms <= 204, slow
+
+
+SHARED_PATH = """\
+seed = 4
+[path]
+rtt = "20ms"
+bandwidth = "2Mbit"
+[workload]
+kind = "abt"
+close = "client"
+vectors = '''
+SEQ 0 1 0 0
+w 0 0
+r 20000
+l 0.000000 0.000000
+> 300
+t 0
+< 200000
+SEQ 2000000 1 1 0
+w 0 0
+r 20000
+l 0.000000 0.000000
+> 300
+t 0
+< 2896
+SEQ 2500000 1 2 0
+w 0 0
+r 20000
+l 0.000000 0.000000
+> 300
+t 0
+< 2896
+'''
+"""
+
+
+def test_a_connection_too_short_for_an_ack_train_takes_its_paths_rate(tmp_path):
+    # Two segments make no train of three ACKs; the long transfer between the same client
+    # and server does. At 2 Mbit/s a full segment takes 6 ms on the wire: a short
+    # connection replayed at 1 Gbit/s runs a third faster (42 ms against 63 ms observed).
+    pcap = capture(tmp_path, "shared", SHARED_PATH)
+    out = tmp_path / "out"
+    doc = json.loads(run("advise", str(pcap), "--json", "-", "--out", str(out)))
+    conns = pq.read_table(out / "connections.parquet").to_pylist()
+    for c in conns:
+        model = explained(pcap, c["conn_id"])
+        got = float(model["path"]["bandwidth"].removesuffix("bit"))
+        assert abs(got - 2e6) <= 0.05 * 2e6, (c, model["path"])
+    # Within 5 %: near the server, with no queue in its round trips, a short connection's
+    # observed end misses its last segment's time on the bottleneck's wire (2.4 ms of 63).
+    worst = max(abs(c["replay_s"] - c["observed_s"]) / c["observed_s"] for c in conns)
+    assert doc["replay"]["faithful_share"] == 1.0 and worst <= 0.05, (worst, conns)

@@ -129,11 +129,13 @@ def _path_rtt(c: dict[str, Any], clients: dict[str, float]) -> float | None:
 
 
 def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dict[str, float],
-           rto_min: tuple[float | None, float | None] = (None, None)) -> dict[str, Any] | str:
+           rto_min: tuple[float | None, float | None] = (None, None),
+           bottleneck_bps: float | None = None) -> dict[str, Any] | str:
     """Connection `c` (its facts, `_facts`) as a model, or why it cannot be one. `iw` is its
     server's initial window, `clients` each client's round trip (where the connection's own
     handshake does not say it), `rto_min` its client's and server's minimum RTO where
-    their timeouts bound it below the stack's."""
+    their timeouts bound it below the stack's, `bottleneck_bps` its path's rate (its own
+    ACK clock's, else its path's other connections')."""
     if c["epochs"] is None:
         return "concurrent exchanges (both sides sending at once): the simulator replays sequential ones only"
     rtt = _path_rtt(c, clients)
@@ -173,7 +175,7 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         "server_rto_min_s": rto_min[1],
         # The path: the bottleneck's rate from the client's ACK clock, and its queue from
         # the round trips' growth.
-        "bottleneck_bps": _finite(c["ack_clock_s2c_bps"]),
+        "bottleneck_bps": bottleneck_bps,
         "queueing_s": _queueing(c),
         # Each receiver's ACKs: every segment or every other, and its delayed-ACK timer.
         "client_ack_every_segment": _every_segment(c["segments_per_ack_s2c"]),
@@ -338,6 +340,9 @@ class _Counts:
     #: clients' (their data's) and servers'.
     rto_margins: dict[str, float] = field(default_factory=dict)
     rtts: dict[str, _Sample] = field(default_factory=dict)
+    #: Each path's (client's and server's) bottleneck rates, as its connections' ACK
+    #: clocks read them.
+    rates: dict[tuple[str, str], _Sample] = field(default_factory=dict)
     ports: Counter[int] = field(default_factory=Counter)
 
     def add(self, f: dict[str, Any]) -> None:
@@ -346,6 +351,8 @@ class _Counts:
             self.windows.setdefault(f["server_ip"], Counter())[iw] += 1
         if _clean(f) and (r := _finite(f["handshake_rtt_s"])) is not None:
             self.rtts.setdefault(f["client_ip"], _Sample()).add(r)
+        if (rate := _finite(f["ack_clock_s2c_bps"])) is not None:
+            self.rates.setdefault((f["client_ip"], f["server_ip"]), _Sample()).add(rate)
         for host, margin in ((f["client_ip"], f["rto_margin_c2s_s"]), (f["server_ip"], f["rto_margin_s2c_s"])):
             if (m := _finite(margin)) is not None:
                 self.rto_margins[host] = min(m, self.rto_margins.get(host, m))
@@ -356,6 +363,8 @@ class _Counts:
             self.windows.setdefault(server, Counter()).update(c)
         for client, sample in o.rtts.items():
             self.rtts.setdefault(client, _Sample()).merge(sample)
+        for path, sample in o.rates.items():
+            self.rates.setdefault(path, _Sample()).merge(sample)
         for host, m in o.rto_margins.items():
             self.rto_margins[host] = min(m, self.rto_margins.get(host, m))
 
@@ -365,6 +374,14 @@ class _Counts:
         SRTT, an upper bound (RTO = SRTT + max(rto_min, 4·RTTVAR)). None: the stack's."""
         m = self.rto_margins.get(host)
         return m if m is not None and m < _linux_rto_min_s() * 0.95 else None
+
+    def bottleneck(self, f: dict[str, Any]) -> float | None:
+        """Connection `f`'s path rate: its own ACK clock's, else the median of the other
+        connections' between the same client and server (one path; a client's paths to
+        other servers may have other bottlenecks)."""
+        own = _finite(f["ack_clock_s2c_bps"])
+        sample = self.rates.get((f["client_ip"], f["server_ip"]))
+        return own if own is not None else statistics.median(sample.values) if sample else None
 
     def hosts(self) -> tuple[dict[str, int], dict[str, float]]:
         """Each server's initial window (the one most of its first flights show: a host
@@ -446,7 +463,7 @@ def _models(batches: Iterator[list[dict[str, Any]]], side: str, counts: _Counts)
         out: Modelled = []
         for f in facts:
             rto_min = (counts.rto_min(f["client_ip"]), counts.rto_min(f["server_ip"]))
-            out.append((f, _model(i, f, side, windows.get(f["server_ip"]), clients, rto_min)))
+            out.append((f, _model(i, f, side, windows.get(f["server_ip"]), clients, rto_min, counts.bottleneck(f))))
             i += 1
         yield out
 
