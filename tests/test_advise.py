@@ -218,3 +218,63 @@ def test_memory_follows_the_connections_in_flight_not_the_capture(tmp_path):
     assert large - small < 25, (small, large)
     print(f"peak RSS: {small:.0f} MB at 5,000 connections, {large:.0f} MB at 50,000")
     assert large < 250, large
+
+
+WINDOWS_CLIENT = """\
+seed = 5
+[path]
+rtt = "40ms"
+[client]
+stack = "windows"
+[server]
+stack = "linux"
+initial_window = 1
+[workload]
+kind = "abt"
+close = "client"
+vectors = '''
+SEQ 0 2 0 0
+w 0 0
+r 40000
+l 0.000000 0.000000
+> 300
+t 0
+< 2896
+t 300000
+> 300
+t 0
+< 2896
+t 300000
+'''
+"""
+
+
+def test_a_replay_faster_than_its_connection_names_what_the_capture_waited_on(tmp_path):
+    # A Windows client delays its ACK of the server's first segment 200 ms (no quick ACKs):
+    # the server, with a window of one segment, waits for it twice; the replay's Linux
+    # client acknowledges at once.
+    pcap = capture(tmp_path, WINDOWS_CLIENT, "windows")
+    out = tmp_path / "out"
+    r = run("advise", str(pcap), "--out", str(out))
+    (row,) = pq.read_table(out / "connections.parquet").to_pylist()
+    assert not row["faithful"] and row["replay_s"] < row["observed_s"] - 0.1, row
+    assert "waited on the receiver's delayed ACKs" in row["reason"], row
+    assert "not faithful: 1 — the capture waited on the receiver's delayed ACKs" in r.stdout
+
+
+def test_round_trips_that_grew_beyond_the_replays_queue_are_named_on_a_real_capture(tmp_path):
+    # pcapr's keep-alive capture (tests/data/real/SOURCES.md): round trips of 60 ms that
+    # grow to 250-300 ms while the connection has little in flight.
+    from shortflow import analyze
+
+    pcap = Path(__file__).parent / "data" / "real" / "pcap2har-pcapr-losses-keepalive.pcap"
+    out = tmp_path / "out"
+    run("advise", str(pcap), "--vantage", "client", "--out", str(out))
+    rows = pq.read_table(out / "connections.parquet").to_pylist()
+    queued = [r for r in rows if "a queue others filled" in (r["reason"] or "")]
+    assert queued, rows
+    table = analyze(str(pcap)).table.to_pylist()
+    rtts = {c["conn_id"]: (c["rtt_min_s"], c["rtt_max_s"]) for c in table}
+    for r in queued:
+        lo, hi = rtts[r["conn_id"]]
+        assert hi >= 1.5 * lo and r["replay_s"] < r["observed_s"], (r, lo, hi)

@@ -101,3 +101,146 @@ def test_a_servers_minimum_rto_is_read_from_its_timeouts(tmp_path):
     pcap = capture(tmp_path, "rto200", MIN_RTO.format(rto_min="200ms"))
     sc = explained(pcap, conns[0]["conn_id"])
     assert "rto_min" not in sc["server"], sc["server"]
+
+
+PATH_RATE = """\
+seed = 2
+[path]
+rtt = "40ms"
+bandwidth = "{rate}"
+[workload]
+response = "300kB"
+connections = 4
+interval = "3s"
+"""
+
+
+def test_the_bottleneck_rate_and_queue_are_read_from_the_ack_clock(tmp_path):
+    # A slow path: the server's flights queue at the bottleneck (its round trips grow by
+    # the queue), and the client's ACKs come back one serialization apart.
+    for rate, bps, point in (("10Mbit", 10e6, "server"), ("3Mbit", 3e6, "client"), ("3Mbit", 3e6, "server"),
+                             ("40Mbit", 40e6, "server")):
+        sc, pcap = tmp_path / f"r{rate}{point}.toml", tmp_path / f"r{rate}{point}.pcap"
+        sc.write_text(PATH_RATE.format(rate=rate))
+        run("simulate", str(sc), "--set", f'capture.point="{point}"', "--pcap", str(pcap), "-q")
+        model = explained(pcap, 1)
+        got = float(model["path"]["bandwidth"].removesuffix("bit"))
+        # Within 5 %: the train's span is measured between ACKs, each on its own timestamp.
+        assert abs(got - bps) <= 0.05 * bps, (rate, point, model["path"])
+        assert model["path"]["queue"]["packets"] >= 64
+        if point == "client":
+            # Near the client the replay is not yet faithful on a slow path: the first
+            # flight and the server's think time are read with the bottleneck's
+            # serialization in them.
+            continue
+        out = tmp_path / f"out{rate}"
+        doc = json.loads(run("advise", str(pcap), "--json", "-", "--out", str(out)))
+        conns = pq.read_table(out / "connections.parquet").to_pylist()
+        worst = max(abs(c["replay_s"] - c["observed_s"]) / c["observed_s"] for c in conns)
+        # Within 3 %: the rate read is about 1 % off at 3 Mbit/s, and the end observed near
+        # the server is the client's ACK of the last byte, which may come a few ms late.
+        # Without the rate the replay ran on a 1 Gbit/s path, three times faster than
+        # observed at 10 Mbit/s.
+        assert doc["replay"]["faithful_share"] == 1.0 and worst <= 0.03, (rate, worst, conns)
+
+
+DELACK = """\
+seed = 3
+[path]
+rtt = "30ms"
+[client]
+{client}
+[workload]
+kind = "abt"
+close = "client"
+vectors = '''
+{vectors}'''
+"""
+
+
+def keep_alive(segments: int) -> str:
+    """Two connections of three exchanges each, a response of whole segments (the last
+    one full, and no FIN with it: the client closes), 300 ms between exchanges."""
+    lines = []
+    for c in range(2):
+        lines += [f"SEQ {c * 2_000_000} 3 {c} 0", "w 0 0", "r 30000", "l 0.000000 0.000000"]
+        for _ in range(3):
+            lines += ["> 300", "t 0", f"< {1448 * segments}", "t 300000"]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_clients_ack_policy_and_delayed_ack_timer_are_read_from_its_acks(tmp_path):
+    def model(name: str, client: str, segments: int) -> dict:
+        sc, pcap = tmp_path / f"{name}.toml", tmp_path / f"{name}.pcap"
+        # The last segment is full: a receiver that delays ACKs holds its ACK.
+        sc.write_text(DELACK.format(client=client, vectors=keep_alive(segments)))
+        run("simulate", str(sc), "--set", 'capture.point="client"', "--pcap", str(pcap), "-q")
+        out = tmp_path / f"out-{name}"
+        doc = json.loads(run("advise", str(pcap), "--vantage", "client", "--json", "-", "--out", str(out)))
+        conns = pq.read_table(out / "connections.parquet").to_pylist()
+        worst = max(abs(c["replay_s"] - c["observed_s"]) / c["observed_s"] for c in conns)
+        assert doc["replay"]["faithful_share"] == 1.0 and worst <= 0.01, (name, worst, conns)
+        return explained(pcap, 1)["client"]
+
+    # A client that acknowledges every segment (a quickack route).
+    assert model("quick", "quickack = true", 41).get("quickack") is True
+    # Linux's own: every other segment past its quick ACKs, a 40 ms timer (nothing written).
+    linux = model("linux", "", 41)
+    assert "quickack" not in linux and "delayed_ack_timeout" not in linux, linux
+    # A 200 ms timer (a BSD or Windows receiver's): read from the lone last segment's ACK,
+    # within 2 % (the timer may have started with the segment before it).
+    slow = model("slow", 'delayed_ack_timeout = "200ms"', 25)
+    ms = int(slow["delayed_ack_timeout"].removesuffix("ms"))
+    assert 196 <= ms <= 204, slow
+
+
+SHARED_PATH = """\
+seed = 4
+[path]
+rtt = "20ms"
+bandwidth = "2Mbit"
+[workload]
+kind = "abt"
+close = "client"
+vectors = '''
+SEQ 0 1 0 0
+w 0 0
+r 20000
+l 0.000000 0.000000
+> 300
+t 0
+< 200000
+SEQ 2000000 1 1 0
+w 0 0
+r 20000
+l 0.000000 0.000000
+> 300
+t 0
+< 2896
+SEQ 2500000 1 2 0
+w 0 0
+r 20000
+l 0.000000 0.000000
+> 300
+t 0
+< 2896
+'''
+"""
+
+
+def test_a_connection_too_short_for_an_ack_train_takes_its_paths_rate(tmp_path):
+    # Two segments make no train of three ACKs; the long transfer between the same client
+    # and server does. At 2 Mbit/s a full segment takes 6 ms on the wire: a short
+    # connection replayed at 1 Gbit/s runs a third faster (42 ms against 63 ms observed).
+    pcap = capture(tmp_path, "shared", SHARED_PATH)
+    out = tmp_path / "out"
+    doc = json.loads(run("advise", str(pcap), "--json", "-", "--out", str(out)))
+    conns = pq.read_table(out / "connections.parquet").to_pylist()
+    for c in conns:
+        model = explained(pcap, c["conn_id"])
+        got = float(model["path"]["bandwidth"].removesuffix("bit"))
+        assert abs(got - 2e6) <= 0.05 * 2e6, (c, model["path"])
+    # Within 5 %: near the server, with no queue in its round trips, a short connection's
+    # observed end misses its last segment's time on the bottleneck's wire (2.4 ms of 63).
+    worst = max(abs(c["replay_s"] - c["observed_s"]) / c["observed_s"] for c in conns)
+    assert doc["replay"]["faithful_share"] == 1.0 and worst <= 0.05, (worst, conns)

@@ -108,20 +108,7 @@ def client_ports(pcap: Path) -> dict[int, int]:
     return _ports(analyze(str(pcap)).table)
 
 
-#: The window workload misses the bound about one run in two: IW 16 predicted at 10.5 s
-#: saved, 13.2 s measured. The client's receive window differs: the testbed's a-b-t server
-#: writes from user buffers (sendall), and the client's kernel then grows its window to
-#: 80 x 1024 B within the first flight (the skbs' payload/truesize ratio ~160/256 on these
-#: veths), where the simulator's linux receiver models nginx's sendfile (ratio 64/256,
-#: window falling to 32 x 1024 B): with IW 32 an 80 kB response takes a round trip more
-#: in the replay (0.752 s against the kernel's 0.608 s; 0.755 s when the server sends
-#: with sendfile). Until the two agree, it is an expected failure, reported by every run.
-WINDOW_MISS = pytest.mark.xfail(reason="the a-b-t server's writes (sendall) let the client's window grow where the "
-                                       "simulator's receiver models sendfile's: IW 16's saving predicted ~20 % low "
-                                       "about one run in two", strict=False)
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=WINDOW_MISS) if n == "window" else n for n in WORKLOADS])
+@pytest.mark.parametrize("name", list(WORKLOADS))
 def test_the_top_three_fixes_save_what_advise_predicted(tmp_path: Path, name: str) -> None:
     w = WORKLOADS[name]
     scenarios = [scenario(tmp_path, w, rtt) for rtt in w.rtts_ms]

@@ -50,8 +50,10 @@ CAVEATS = (
 
 _COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
             "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
-            "rto_margin_s2c_s",
-            "rtt_max_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
+            "rto_margin_s2c_s", "ack_clock_s2c_bps", "segments_per_ack_c2s", "segments_per_ack_s2c",
+            "delack_least_c2s_s", "delack_least_s2c_s",
+            "rtt_min_s", "rtt_max_s", "response_complete_s", "time_delayed_ack_s", "time_zero_window_s",
+            "time_receive_window_s", "iw_segments", "iw_bytes", "lost_offsets_c2s", "lost_offsets_s2c")
 
 #: Connections the analyzer hands over at a time (and replayed at a time).
 BATCH_ROWS = 2048
@@ -127,11 +129,13 @@ def _path_rtt(c: dict[str, Any], clients: dict[str, float]) -> float | None:
 
 
 def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dict[str, float],
-           rto_min: tuple[float | None, float | None] = (None, None)) -> dict[str, Any] | str:
+           rto_min: tuple[float | None, float | None] = (None, None),
+           bottleneck_bps: float | None = None) -> dict[str, Any] | str:
     """Connection `c` (its facts, `_facts`) as a model, or why it cannot be one. `iw` is its
     server's initial window, `clients` each client's round trip (where the connection's own
     handshake does not say it), `rto_min` its client's and server's minimum RTO where
-    their timeouts bound it below the stack's."""
+    their timeouts bound it below the stack's, `bottleneck_bps` its path's rate (its own
+    ACK clock's, else its path's other connections')."""
     if c["epochs"] is None:
         return "concurrent exchanges (both sides sending at once): the simulator replays sequential ones only"
     rtt = _path_rtt(c, clients)
@@ -141,8 +145,12 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         return "no response"
     # The client's first SYN to its receipt of the last response byte: near the server the
     # SYN came half a round trip after it and the last byte reaches the client half a round
-    # trip after it left.
+    # trip after it left, and after any queue it waited in: the client's ACK of it tells,
+    # where it came later by no more than the queueing the round trips showed (later
+    # still, the ACK was delayed).
     observed = c["last_end"] + (rtt if vantage == "server" else 0.0)
+    if vantage == "server" and (acked := _finite(c["response_complete_s"])) is not None and acked > observed:
+        observed += min(acked - observed, _queueing(c) or 0.0)
     return {
         "conn_id": i,
         "rtt_s": rtt,
@@ -165,8 +173,45 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         "server_mss": c["mss_server"] or None,
         "client_rto_min_s": rto_min[0],
         "server_rto_min_s": rto_min[1],
+        # The path: the bottleneck's rate from the client's ACK clock, and its queue from
+        # the round trips' growth.
+        "bottleneck_bps": bottleneck_bps,
+        "queueing_s": _queueing(c),
+        # Each receiver's ACKs: every segment or every other, and its delayed-ACK timer.
+        "client_ack_every_segment": _every_segment(c["segments_per_ack_s2c"]),
+        "server_ack_every_segment": _every_segment(c["segments_per_ack_c2s"]),
+        "client_delack_s": _delack(c["delack_least_s2c_s"]),
+        "server_delack_s": _delack(c["delack_least_c2s_s"]),
         "observed_s": observed,
     }
+
+
+def _queueing(c: dict[str, Any]) -> float | None:
+    """The most queueing the connection's round trips showed: the longest less the least."""
+    lo, hi = _finite(c["rtt_min_s"]), _finite(c["rtt_max_s"])
+    return hi - lo if lo is not None and hi is not None and hi > lo else None
+
+
+def _every_segment(segments_per_ack: float | None) -> bool | None:
+    """Whether a receiver acknowledges every segment (one segment an ACK past its quick
+    ACKs, short segments aside) or every other (about two); None when it did not show
+    which. Linux's own reads between: while its window grows it stays in quick-ACK mode
+    (tcp_grow_window), about 1.2-1.5 segments an ACK on short responses."""
+    x = _finite(segments_per_ack)
+    if x is None:
+        return None
+    return True if x <= 1.05 else False if x >= 1.6 else None
+
+
+def _delack(least_s: float | None) -> float | None:
+    """A receiver's delayed-ACK timer, from the least delay of its delayed ACKs, where it
+    is longer than the replays' stack's own (Linux's 40 ms, give or take a timer tick of
+    4 ms): Windows's 200 ms, a longer Linux `ato`. A shorter least delay is no timer the
+    replay's Linux receiver can take (its floor is 40 ms): an ACK the receiving
+    application's read sent, or a BSD tick's phase. Half a second or more is no
+    delayed-ACK timer's (RFC 1122 4.2.3.2): the receiver's application, or a capture gap."""
+    x = _finite(least_s)
+    return x if x is not None and _linux_delack_s() + 0.004 < x < 0.5 else None
 
 
 def _synack_times(c: dict[str, Any]) -> list[float]:
@@ -217,8 +262,10 @@ def _facts(c: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
     ends = [e for x in c["exchanges"] if (e := _finite(x["response_end_s"])) is not None]
     keep = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
             "syn_seen", "sack_permitted", "timestamps", "window_scaling", "mss_client", "mss_server", "rto_margin_c2s_s",
-            "rto_margin_s2c_s",
-            "rtt_max_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
+            "rto_margin_s2c_s", "ack_clock_s2c_bps", "segments_per_ack_c2s", "segments_per_ack_s2c",
+            "delack_least_c2s_s", "delack_least_s2c_s",
+            "rtt_min_s", "rtt_max_s", "response_complete_s", "time_delayed_ack_s", "time_zero_window_s",
+            "time_receive_window_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
             "lost_offsets_s2c")
     return {**{k: c[k] for k in keep},
             "first_response": next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0),
@@ -293,6 +340,9 @@ class _Counts:
     #: clients' (their data's) and servers'.
     rto_margins: dict[str, float] = field(default_factory=dict)
     rtts: dict[str, _Sample] = field(default_factory=dict)
+    #: Each path's (client's and server's) bottleneck rates, as its connections' ACK
+    #: clocks read them.
+    rates: dict[tuple[str, str], _Sample] = field(default_factory=dict)
     ports: Counter[int] = field(default_factory=Counter)
 
     def add(self, f: dict[str, Any]) -> None:
@@ -301,6 +351,8 @@ class _Counts:
             self.windows.setdefault(f["server_ip"], Counter())[iw] += 1
         if _clean(f) and (r := _finite(f["handshake_rtt_s"])) is not None:
             self.rtts.setdefault(f["client_ip"], _Sample()).add(r)
+        if (rate := _finite(f["ack_clock_s2c_bps"])) is not None:
+            self.rates.setdefault((f["client_ip"], f["server_ip"]), _Sample()).add(rate)
         for host, margin in ((f["client_ip"], f["rto_margin_c2s_s"]), (f["server_ip"], f["rto_margin_s2c_s"])):
             if (m := _finite(margin)) is not None:
                 self.rto_margins[host] = min(m, self.rto_margins.get(host, m))
@@ -311,6 +363,8 @@ class _Counts:
             self.windows.setdefault(server, Counter()).update(c)
         for client, sample in o.rtts.items():
             self.rtts.setdefault(client, _Sample()).merge(sample)
+        for path, sample in o.rates.items():
+            self.rates.setdefault(path, _Sample()).merge(sample)
         for host, m in o.rto_margins.items():
             self.rto_margins[host] = min(m, self.rto_margins.get(host, m))
 
@@ -321,11 +375,25 @@ class _Counts:
         m = self.rto_margins.get(host)
         return m if m is not None and m < _linux_rto_min_s() * 0.95 else None
 
+    def bottleneck(self, f: dict[str, Any]) -> float | None:
+        """Connection `f`'s path rate: its own ACK clock's, else the median of the other
+        connections' between the same client and server (one path; a client's paths to
+        other servers may have other bottlenecks)."""
+        own = _finite(f["ack_clock_s2c_bps"])
+        sample = self.rates.get((f["client_ip"], f["server_ip"]))
+        return own if own is not None else statistics.median(sample.values) if sample else None
+
     def hosts(self) -> tuple[dict[str, int], dict[str, float]]:
         """Each server's initial window (the one most of its first flights show: a host
         setting) and each client's round trip (the median of its clean handshakes)."""
         return ({server: c.most_common(1)[0][0] for server, c in self.windows.items()},
                 {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()})
+
+
+@functools.cache
+def _linux_delack_s() -> float:
+    """The delayed-ACK timer's floor of the replays' stacks (the Linux profile's ATO_MIN)."""
+    return float(json.loads(_core.stack_profiles())["linux"]["config"]["ack"]["delayed"]["timer"]) / 1e9
 
 
 @functools.cache
@@ -395,9 +463,42 @@ def _models(batches: Iterator[list[dict[str, Any]]], side: str, counts: _Counts)
         out: Modelled = []
         for f in facts:
             rto_min = (counts.rto_min(f["client_ip"]), counts.rto_min(f["server_ip"]))
-            out.append((f, _model(i, f, side, windows.get(f["server_ip"]), clients, rto_min)))
+            out.append((f, _model(i, f, side, windows.get(f["server_ip"]), clients, rto_min, counts.bottleneck(f))))
             i += 1
         yield out
+
+
+#: What a connection that replays faster than it ran waited on, where its own time account
+#: says (`_refined`): the analyzer's time column, and the reason.
+_WAITS = (
+    ("time_delayed_ack_s", "the capture waited on the receiver's delayed ACKs longer than the replay's Linux "
+                           "receiver does (a receiver that delays from its first segment, or a longer timer)"),
+    ("time_zero_window_s", "the capture waited on a zero window (the receiving application stopped reading)"),
+    ("time_receive_window_s", "the capture waited on the receiver's window (a smaller buffer than the replay's "
+                              "Linux receiver)"),
+)
+#: Round trips that grew by this much more than the replay's queue explains: a queue others
+#: filled.
+_QUEUE_GROWTH = 1.5
+
+
+def _refined(b: dict[str, Any], f: dict[str, Any]) -> str:
+    """The baseline replay's reason, made precise for a connection that replays faster
+    than it ran: the cause in its own time account that holds at least half the
+    difference, else round trips that grew by half again (a queue others filled: the
+    replay's queue fills only with the connection's own data), else the reason as it is."""
+    why, observed, replay = b["reason"], b["observed_s"], b["replay_s"]
+    if b["faithful"] or replay is None or observed is None or replay >= observed:
+        return str(why)
+    gap = observed - replay
+    for column, kind in _WAITS:
+        if (_finite(f[column]) or 0.0) >= gap / 2:
+            return f"observed {observed:.3f} s, replay {replay:.3f} s: {kind}"
+    lo, hi = _finite(f["rtt_min_s"]), _finite(f["rtt_max_s"])
+    if lo and hi and hi >= _QUEUE_GROWTH * lo:
+        return (f"observed {observed:.3f} s, replay {replay:.3f} s: the round trips grew more than the connection's "
+                "own data explains (a queue others filled)")
+    return str(why)
 
 
 def _row(f: dict[str, Any]) -> dict[str, Any]:
@@ -427,6 +528,7 @@ class _Replays:
                 by_row.append({**_row(f), "observed_s": None, "replay_s": None, "faithful": False, "reason": m})
                 self.reasons[m] += 1
         for f, b in zip(facts, result["baseline"]):
+            b = {**b, "reason": _refined(b, f)}
             by_row.append({**_row(f), **{k: b[k] for k in ("observed_s", "replay_s", "faithful", "reason")}})
             if not b["faithful"]:
                 # The reason's kind, without the connection's own figures.

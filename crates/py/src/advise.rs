@@ -2,7 +2,9 @@
 //! out as dicts, batch by batch. A model is a dict: `conn_id`, `rtt_s`, `lost_syns`, `lost_synacks`,
 //! `epochs` (request, response_delay_us, response, interval_us), `lost_c2s`, `lost_s2c`
 //! (stream offsets), `server_iw` (None or segments), `options` (None or SACK, timestamps,
-//! window scaling), `client_mss`, `server_mss` (None or bytes), `client_rto_min_s`, `server_rto_min_s` (None or s), `observed_s`.
+//! window scaling), `client_mss`, `server_mss` (None or bytes), `client_rto_min_s`, `server_rto_min_s` (None or s),
+//! `bottleneck_bps`, `queueing_s` (None or the path's), `client_ack_every_segment`,
+//! `server_ack_every_segment` (None or bool), `client_delack_s`, `server_delack_s` (None or s), `observed_s`.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -30,6 +32,10 @@ fn model(i: usize, d: &Bound<'_, PyDict>) -> PyResult<ConnModel> {
         options: get("options")?.extract()?,
         mss: [get("client_mss")?.extract()?, get("server_mss")?.extract()?],
         rto_min_s: [get("client_rto_min_s")?.extract()?, get("server_rto_min_s")?.extract()?],
+        bottleneck_bps: get("bottleneck_bps")?.extract()?,
+        queueing_s: get("queueing_s")?.extract()?,
+        ack_every_segment: [get("client_ack_every_segment")?.extract()?, get("server_ack_every_segment")?.extract()?],
+        delack_s: [get("client_delack_s")?.extract()?, get("server_delack_s")?.extract()?],
         observed_s: get("observed_s")?.extract()?,
     })
 }

@@ -35,6 +35,17 @@ pub struct ConnModel {
     /// The client's and the server's minimum RTO where their timeouts bound it below the
     /// stack's (the smallest margin of the host's first timeouts over SRTT), s.
     pub rto_min_s: [Option<f64>; 2],
+    /// The bottleneck's rate for the server's data from the client's ACK clock, payload
+    /// bits per second (None: no train of ACKs showed it; the path stays fast).
+    pub bottleneck_bps: Option<f64>,
+    /// The most queueing the round trips showed (the longest less the least), s: the
+    /// bottleneck's queue holds that much of its rate.
+    pub queueing_s: Option<f64>,
+    /// The client and the server as receivers: each acknowledges every segment (true),
+    /// every other (false), or did not show it (None); and the least delay of its
+    /// delayed ACKs where it differs from Linux's 40 ms, s.
+    pub ack_every_segment: [Option<bool>; 2],
+    pub delack_s: [Option<f64>; 2],
     /// The observed duration the replay is compared with: the client's first SYN to its
     /// receipt of the last response byte, s.
     pub observed_s: f64,
@@ -74,7 +85,7 @@ impl ConnModel {
             "description = \"A captured connection as shortflow advise replays it: its exchanges, its path's round trip, \
              its server's initial window, its losses as the same bytes lost at their first transmission.\""
         );
-        let _ = writeln!(s, "\n[path]\nrtt = \"{rtt_us}us\"\nbandwidth = \"1Gbit\"");
+        self.write_path(&mut s, rtt_us);
         for (k, side) in ["client", "server"].iter().enumerate() {
             let _ = writeln!(s, "\n[{side}]\nstack = \"linux\"");
             if let Some([sack, stamps, scaling]) = self.options {
@@ -88,6 +99,12 @@ impl ConnModel {
                 let ms = (rto_min * 1e3).round().max(1.0) as u64;
                 let _ = writeln!(s, "# at most: the smallest of this host's first timeouts less its SRTT\nrto_min = \"{ms}ms\"");
             }
+            if self.ack_every_segment[k] == Some(true) {
+                let _ = writeln!(s, "# its ACKs cover one segment each, quick ACKs or not\nquickack = true");
+            } else if let Some(d) = self.delack_s[k] {
+                let ms = (d * 1e3).round().max(1.0) as u64;
+                let _ = writeln!(s, "# the least delay of its delayed ACKs\ndelayed_ack_timeout = \"{ms}ms\"");
+            }
             if k == 1 {
                 if let Some(iw) = self.server_iw {
                     let _ = writeln!(s, "initial_window = {iw}");
@@ -98,6 +115,30 @@ impl ConnModel {
         let _ = writeln!(s, "\n[drop]\nsyn = [{}]\nsynack = [{}]", first(self.lost_syns), first(self.lost_synacks));
         let _ = writeln!(s, "data_bytes = [{}]\nclient_data_bytes = [{}]", list(&self.lost_s2c), list(&self.lost_c2s));
         s
+    }
+
+    /// `[path]`: the round trip, and where the ACK clock showed it the bottleneck's rate
+    /// (as the wire carries it: each segment's payload with its headers, as
+    /// `Packet::wire_bytes` counts them) with a drop-tail queue of the most queueing seen,
+    /// half again for the peaks between the round trips sampled. The losses replay as the
+    /// capture's (`[drop]`), so the queue must not add its own: never less than 64 packets.
+    fn write_path(&self, s: &mut String, rtt_us: u64) {
+        let _ = writeln!(s, "\n[path]\nrtt = \"{rtt_us}us\"");
+        let Some(payload_bps) = self.bottleneck_bps.filter(|r| r.is_finite() && *r > 0.0) else {
+            let _ = writeln!(s, "bandwidth = \"1Gbit\"");
+            return;
+        };
+        let stamps = self.options.is_none_or(|[_, ts, _]| ts);
+        let options = if stamps { 12 } else { 0 };
+        let payload = f64::from(self.mss[1].unwrap_or(1460)) - f64::from(options);
+        let wire = payload + f64::from(crate::packet::HEADER_BYTES + options + 18);
+        let bps = (payload_bps * wire / payload).round() as u64;
+        let _ = writeln!(s, "# the ACK clock's rate, {:.0} bit/s of payload", payload_bps);
+        let _ = writeln!(s, "bandwidth = \"{bps}bit\"");
+        let queued = self.queueing_s.unwrap_or(0.0).max(0.0) * bps as f64 / 8.0 * 1.5;
+        let packets = ((queued / wire).ceil() as u64).max(64);
+        let _ = writeln!(s, "# the most queueing the round trips showed: {:.1} ms", self.queueing_s.unwrap_or(0.0) * 1e3);
+        let _ = writeln!(s, "queue = {{ kind = \"droptail\", packets = {packets} }}");
     }
 
     /// Replays the connection with `overrides` (`key=value`, as `simulate --set`).
@@ -138,6 +179,10 @@ mod tests {
             options: None,
             mss: [None, None],
             rto_min_s: [None, None],
+            bottleneck_bps: None,
+            queueing_s: None,
+            ack_every_segment: [None, None],
+            delack_s: [None, None],
             observed_s: 0.0,
         }
     }
@@ -158,6 +203,29 @@ mod tests {
         assert_eq!((c.mss, s.mss), (1452, 1460));
         // The client's is its stack's.
         assert_eq!(c.rto.min.as_nanos(), 200_000_000);
+    }
+
+    #[test]
+    fn the_scenario_sets_the_path_and_the_receivers_as_fingerprinted() {
+        // 1448 B of payload per 1518 B on the wire (40 B of headers, 12 of timestamps, 18
+        // of Ethernet): a payload rate of 9.5389 Mbit/s is 10 Mbit/s on the wire.
+        let m = ConnModel {
+            bottleneck_bps: Some(10e6 * 1448.0 / 1518.0),
+            queueing_s: Some(0.1),
+            ack_every_segment: [Some(true), None],
+            delack_s: [None, Some(0.2)],
+            ..model()
+        };
+        let sc = crate::scenario::load(&m.scenario_toml(), "explain.toml", &[]).expect("loads");
+        assert!(sc.path.bandwidth_bps.abs_diff(10_000_000) <= 1, "{}", sc.path.bandwidth_bps);
+        // 100 ms of 10 Mbit/s, half again: 187.5 kB, 124 packets of 1518 B.
+        assert_eq!(sc.path.queue, crate::scenario::QueueConfig::DropTailPackets(124));
+        assert_eq!(sc.client.ack.delayed, crate::profile::DelayedAck::Off);
+        assert_eq!(sc.server.ack.delayed, crate::profile::DelayedAck::Timer(crate::time::Duration::from_millis(200)));
+        // Without a rate, the path stays fast and its queue the default.
+        let fast = crate::scenario::load(&model().scenario_toml(), "explain.toml", &[]).expect("loads");
+        assert_eq!(fast.path.bandwidth_bps, 1_000_000_000);
+        assert_eq!(fast.path.queue, crate::scenario::QueueConfig::DropTailPackets(1000));
     }
 
     #[test]

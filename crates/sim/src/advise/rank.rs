@@ -535,6 +535,10 @@ mod tests {
             options: None,
             mss: [None, None],
             rto_min_s: [None, None],
+            bottleneck_bps: None,
+            queueing_s: None,
+            ack_every_segment: [None, None],
+            delack_s: [None, None],
             observed_s: 0.0,
         };
         m.observed_s = m.replay(&[]).unwrap().duration_s.unwrap();

@@ -223,6 +223,12 @@ schema! {
     "mss_server": "uint16", "bytes", "the MSS the server's SYN/ACK announced (0: none seen)";
     "rto_margin_c2s_s": "double", "s", "the client's first retransmission timeout, seen near the client: the timer's run (from the last ACK of new data, or the send that found nothing outstanding) less the smoothed RTT then, what the RTO added to SRTT (Linux: max(rto_min, 4·RTTVAR)); NaN without one after an RTT sample and before any tail probe";
     "rto_margin_s2c_s": "double", "s", "the server's first retransmission timeout, seen near the server: as rto_margin_c2s_s";
+    "ack_clock_c2s_bps": "double", "bit/s", "the bottleneck's rate for the client's data, from the ACK clock: the longest train of the server's ACKs of new data (no pause, no delayed ACK), payload bits over the train's span; NaN without a train of three ACKs";
+    "ack_clock_s2c_bps": "double", "bit/s", "the bottleneck's rate for the server's data, from the client's ACKs: as ack_clock_c2s_bps";
+    "segments_per_ack_c2s": "double", "", "full segments of the client's data per server ACK once the server's quick ACKs are spent (1: it acknowledges every segment, 2: every other); NaN with fewer than eight such ACKs";
+    "segments_per_ack_s2c": "double", "", "full segments of the server's data per client ACK once the client's quick ACKs are spent: as segments_per_ack_c2s";
+    "delack_least_c2s_s": "double", "s", "the least delay of the server's delayed ACKs, seen near the server (its delayed-ACK timer's floor); NaN without one, or seen far from it (the path's queueing would be in it)";
+    "delack_least_s2c_s": "double", "s", "the least delay of the client's delayed ACKs, seen near the client: as delack_least_c2s_s";
     "time_network_s": "double", "s", "time the path explains (the time_*_s columns add up to duration_s, each instant in one)";
     "time_handshake_s": "double", "s", "waiting for SYN or SYN/ACK retransmissions";
     "time_slow_start_s": "double", "s", "slow-start round trips beyond the first";
@@ -318,6 +324,12 @@ pub struct ConnectionTable {
     pub mss_server: Vec<u16>,
     pub rto_margin_c2s_s: Vec<f64>,
     pub rto_margin_s2c_s: Vec<f64>,
+    pub ack_clock_c2s_bps: Vec<f64>,
+    pub ack_clock_s2c_bps: Vec<f64>,
+    pub segments_per_ack_c2s: Vec<f64>,
+    pub segments_per_ack_s2c: Vec<f64>,
+    pub delack_least_c2s_s: Vec<f64>,
+    pub delack_least_s2c_s: Vec<f64>,
     pub zero_window_stalls: Vec<u32>,
     pub time_network_s: Vec<f64>,
     pub time_handshake_s: Vec<f64>,
@@ -469,6 +481,12 @@ macro_rules! plain_columns {
             mss_server,
             rto_margin_c2s_s,
             rto_margin_s2c_s,
+            ack_clock_c2s_bps,
+            ack_clock_s2c_bps,
+            segments_per_ack_c2s,
+            segments_per_ack_s2c,
+            delack_least_c2s_s,
+            delack_least_s2c_s,
             time_network_s,
             time_handshake_s,
             time_slow_start_s,
@@ -616,6 +634,14 @@ impl ConnectionTable {
         self.mss_server.push(mss_server);
         self.rto_margin_c2s_s.push(cs.rto_margin_ns.map_or(f64::NAN, secs));
         self.rto_margin_s2c_s.push(sc.rto_margin_ns.map_or(f64::NAN, secs));
+        for (h, rate, per_ack, least) in [
+            (cs, &mut self.ack_clock_c2s_bps, &mut self.segments_per_ack_c2s, &mut self.delack_least_c2s_s),
+            (sc, &mut self.ack_clock_s2c_bps, &mut self.segments_per_ack_s2c, &mut self.delack_least_s2c_s),
+        ] {
+            rate.push(h.clock.rate_bps().unwrap_or(f64::NAN));
+            per_ack.push(h.clock.segments_per_ack(h.mss).unwrap_or(f64::NAN));
+            least.push(h.clock.least_delay_ns().map_or(f64::NAN, secs));
+        }
         self.push_causes(&c.lost_ns.map(secs));
         for (column, v) in self.counters.iter_mut().zip(counters::of(c)) {
             column.push(v);

@@ -5,6 +5,7 @@
 //! All sequence numbers are kept as 64-bit offsets from the direction's first sequence
 //! number, unwrapped against the highest one sent, so comparisons never wrap.
 
+use super::ack_clock::{AckClock, NewAck};
 use crate::wire::{Segment, SegmentExtra};
 
 pub const MS: u64 = 1_000_000;
@@ -311,6 +312,8 @@ pub struct Half {
     tick_phase: [u32; TICK_SAMPLES],
     tick_delay: [u32; TICK_SAMPLES],
     tick_len: u8,
+    /// What the receiver's ACKs of this half's data say of the path and of the receiver.
+    pub clock: AckClock,
 }
 
 /// What the connection knows of its path when one of its halves sends a segment.
@@ -428,6 +431,9 @@ impl Half {
         min_full_rtt: Option<u64>,
     ) -> AckOutcome {
         let mut out = AckOutcome::default();
+        let acked_bytes = (ack - self.una).max(0) as u64;
+        let in_recovery = self.recovery != Recovery::None;
+        let mut delayed = None;
         // The sender's retransmission timer restarts at an ACK of new data with data still
         // outstanding (RFC 6298 (5.3)).
         self.timer_armed_ns = (ack < self.snd_max).then_some(ts);
@@ -493,6 +499,7 @@ impl Half {
             // beyond 10 ms (and a tenth of the path) is the delayed-ACK timer (RFC 9293
             // 3.8.6.3, RFC 1122 4.2.3.2: at most 500 ms, 200 ms on BSD and Windows).
             if wait >= (10 * MS).max(path / 10) {
+                delayed = Some(wait);
                 self.delayed_acks += 1;
                 let n = usize::from(self.tick_len);
                 if n < TICK_SAMPLES {
@@ -505,6 +512,18 @@ impl Half {
                     out.delayed_stall_ns = Some(wait);
                 }
             }
+        }
+        if let Some(s) = newest.filter(|_| acked_bytes > 0) {
+            let receiver_near = !sender_near && path_ns.is_none_or(|p| p < 2 * MS);
+            self.clock.on_new_ack(NewAck {
+                ts,
+                bytes: acked_bytes,
+                delayed,
+                receiver_near,
+                rtt_ns: min_full_rtt,
+                in_recovery,
+                sent_ns: s.ts_last,
+            });
         }
         match self.recovery {
             Recovery::Timeout { point } | Recovery::Fast { point } if ack >= point => {

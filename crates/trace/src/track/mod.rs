@@ -9,6 +9,7 @@
 //! memory follows the number of open connections, not the size of the file. A try only
 //! its client's SYNs have shown is held in 128 bytes (`syn_try`), not a connection's 2 kB.
 
+mod ack_clock;
 mod cause;
 mod conn;
 mod coverage;
