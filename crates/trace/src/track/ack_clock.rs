@@ -101,7 +101,8 @@ impl AckClock {
     fn train(&mut self, ts: u64, bytes: u64, delayed: bool, rtt_ns: Option<u64>, in_recovery: bool, sent_ns: u64) {
         if self.train_acks > 0 && !delayed && !in_recovery {
             let gap = ts.saturating_sub(self.train_last);
-            let span = self.train_last - self.train_start;
+            // A damaged capture's clock can step back: a span is never negative.
+            let span = self.train_last.saturating_sub(self.train_start);
             let mean = span / u64::from(self.train_acks - 1).max(1);
             let pause = rtt_ns.is_some_and(|r| gap > r / 2) || (self.train_acks >= 2 && gap > PAUSE_FACTOR * mean);
             if !pause && self.train_acks >= 2 && gap.saturating_mul(PAUSE_FACTOR) < self.train_min_gap {
@@ -164,6 +165,15 @@ impl AckClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clock_that_steps_back_ends_no_train_in_a_panic() {
+        let mut c = AckClock::default();
+        for (i, t) in [10 * US, 11 * US, 12 * US, 5 * US, 6 * US, 3 * US].into_iter().enumerate() {
+            c.on_new_ack(ack(t, 1448, None, false, None, false, i as u64));
+        }
+        let _ = c.rate_bps();
+    }
 
     const US: u64 = 1_000;
 
