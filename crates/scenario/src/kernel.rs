@@ -23,6 +23,9 @@ pub const TCP_RTO_MIN: Duration = Duration::from_millis(200);
 pub const TCP_RTO_MAX: Duration = Duration::from_secs(120);
 /// TCP_DELACK_MAX: the longest delayed-ACK timer.
 pub const TCP_DELACK_MAX: Duration = Duration::from_millis(200);
+/// TCP_MAX_QUICKACKS (include/net/tcp.h): the most quick ACKs a receiver sends at the start
+/// and after an idle spell, every segment acknowledged (`tcp_incr_quickack`).
+pub const TCP_MAX_QUICKACKS: u32 = 16;
 /// TCP_INIT_CWND (include/net/tcp.h, RFC 6928): the initial window in segments, where no
 /// route's `initcwnd` says otherwise.
 pub const TCP_INIT_CWND: u32 = 10;

@@ -13,11 +13,11 @@
 //! so no unread data ever takes receive-buffer space (`sk_rmem_alloc` is 0 when a window
 //! is chosen, after the ACK of the segment that brought it).
 
+use shortflow_scenario::kernel::TCP_MAX_QUICKACKS as MAX_QUICKACKS;
+
 use crate::profile::LinuxReceiver;
 use crate::time::{Duration, Instant};
 
-/// include/net/tcp.h: TCP_MAX_QUICKACKS.
-const MAX_QUICKACKS: u32 = 16;
 /// TCP_DEFAULT_SCALING_RATIO: half the buffer is window until data has been measured
 /// (TCP_RMEM_TO_WIN_SCALE = 8).
 const DEFAULT_SCALING_RATIO: u64 = 128;

@@ -16,11 +16,14 @@
 //! of the others speak (the sender's own link may be the bottleneck: its data leave
 //! already spaced).
 
-use super::half::MS;
+use shortflow_scenario::kernel::TCP_MAX_QUICKACKS;
+use shortflow_scenario::Duration;
 
-/// Quick ACKs a Linux receiver sends at the start and after an idle spell
-/// (TCP_MAX_QUICKACKS): every segment is acknowledged then, whatever the receiver's policy.
-const QUICK_ACKS: u32 = 16;
+const MS: u64 = Duration::from_millis(1).as_nanos();
+
+/// Quick ACKs a Linux receiver sends at the start and after an idle spell: every segment
+/// is acknowledged then, whatever the receiver's policy.
+const QUICK_ACKS: u32 = TCP_MAX_QUICKACKS;
 /// A pause between ACKs longer than this begins a new quick-ACK episode (the receiver saw
 /// no data for longer than Linux's least RTO, `tcp_event_data_recv`'s `m > icsk_rto`).
 const EPISODE_GAP_NS: u64 = 200 * MS;
