@@ -73,7 +73,8 @@ pub struct FixResult {
     pub median_ci: Interval,
     #[serde(rename = "saved_s_p95_ci")]
     pub p95_ci: Interval,
-    /// Harm: packets beyond the baseline's, spurious resends beyond its, connections made slower.
+    /// Harm: packets beyond the baseline's and spurious resends beyond its, summed over the
+    /// connections where the fix added them; connections made slower.
     pub extra_packets: i64,
     pub spurious_retransmissions: i64,
     pub connections_slower: u64,
@@ -239,8 +240,10 @@ impl Account {
             self.helped += 1;
         }
         self.total += s;
-        self.extra += i64::from(f.extra_packets) - i64::from(b.extra_packets);
-        self.spurious += i64::from(f.spurious) - i64::from(b.spurious);
+        // Harm is what a fix adds where it adds it: a connection it spares resends does not
+        // pay for another it costs some.
+        self.extra += i64::from(f.extra_packets.saturating_sub(b.extra_packets));
+        self.spurious += i64::from(f.spurious.saturating_sub(b.spurious));
         self.saved.push(s)?;
         Ok(s)
     }
