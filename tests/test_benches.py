@@ -37,7 +37,7 @@ def ns3_missing() -> str | None:
 SMOKE: dict[str, list[str] | str] = {
     ".venv/bin/python benches/run.py --repeat 3": ["benches/run.py", "--packets", "20000", "--repeat", "1", "--data", "TMP"],
     ".venv/bin/python benches/tshark_sweep.py DIR": ["benches/tshark_sweep.py", "CAPTURES"],
-    ".venv/bin/python benches/analyze_pairs.py --pairs 11 --filter 'tcp port 80'":
+    ".venv/bin/python benches/analyze_pairs.py --pairs 7 --filter 'tcp port 80'":
         ["benches/analyze_pairs.py", "--packets", "20000", "--pairs", "1", "--data", "TMP", "--filter", "tcp port 80"],
     "sudo .venv/bin/python benches/netem_accuracy.py handshake 10ms 20ms 50ms 100ms":
         ["benches/netem_accuracy.py", "handshake", "20ms", "--count", "3"],
