@@ -9,6 +9,12 @@ corpora too large to keep in the repository, e.g. suricata-verify's ~1,500 captu
 
 Captures the analyzer cannot read to the end are listed with their error (what was read
 before it is still compared). tshark takes ~0.5 s a file.
+
+With `--exchanges` it compares instead each connection's exchanges with the HTTP messages
+tshark reads from their payload (tests/test_trace_exchanges_tshark.py's comparison): the
+requests in order, each response by the request it answers. Where they differ the a-b-t
+model may mean it (pipelined requests are one ADU, so are two responses to one request,
+and frames after an upgrade are data), so the differences are listed to be read.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import shortflow
+import test_trace_exchanges_tshark as exchanges
 import test_trace_real_captures as real
 
 #: The counts compared (tshark's read by the test's own helpers, which live with it).
@@ -56,12 +63,37 @@ def tshark(path: Path, tmp: Path) -> dict[str, int]:
     }
 
 
+def sweep_exchanges(files: list[Path]) -> None:
+    """Each file's exchanges beside tshark's HTTP messages; a line per file that differs."""
+    with_http = agree = 0
+    for p in files:
+        try:
+            compared, differences = exchanges.exchange_differences(p)
+        except shortflow.exceptions.ShortflowError as e:
+            print(f"{p.name}: not read: {e}")
+            continue
+        except Exception as e:  # tshark refuses some damaged files outright
+            print(f"{p.name}: tshark: {type(e).__name__}")
+            continue
+        if not compared and not differences:
+            continue  # no HTTP tshark could read
+        with_http += 1
+        agree += not differences
+        if differences:
+            print(f"{p.name}: " + "; ".join(differences[:3]))
+    print(f"\n{with_http} of {len(files)} files with HTTP; exchanges as tshark's messages in {agree}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", type=Path)
     ap.add_argument("--jsonl", type=Path, help="also write one JSON record per file here")
+    ap.add_argument("--exchanges", action="store_true", help="compare exchange sizes with tshark's HTTP messages")
     args = ap.parse_args()
     files = sorted(p for p in args.dir.iterdir() if p.is_file() and p.stat().st_size > 0)
+    if args.exchanges:
+        sweep_exchanges(files)
+        return
     out = args.jsonl.open("w") if args.jsonl else None
     differ = {c: 0 for c in COUNTS}
     compared = 0
