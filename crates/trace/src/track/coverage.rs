@@ -70,11 +70,13 @@ impl Coverage {
                 self.note_unseen(high, start);
             }
         }
-        // Inside the span: what it covers of the stretches not seen is new.
-        if let Some(unseen) = self.unseen.as_deref_mut() {
+        // Inside the span: what it covers of the stretches not seen is new. Most segments
+        // cover none of them: the stretches are rebuilt only when one is met.
+        let meets = |&(a, b): &(i64, i64)| b > start && a < end;
+        if let Some(unseen) = self.unseen.as_deref_mut().filter(|u| u.iter().any(meets)) {
             let mut kept = Vec::with_capacity(unseen.len() + 1);
             for &(a, b) in unseen.iter() {
-                if b <= start || a >= end {
+                if !meets(&(a, b)) {
                     kept.push((a, b));
                     continue;
                 }
