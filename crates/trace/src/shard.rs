@@ -284,24 +284,34 @@ pub(crate) fn analyze_sharded(
     summary.late_packets += late.len() as u64;
     // A digest's ids, sorted: a row's id becomes its rank among them.
     let mut ids = Vec::new();
-    let mut table = match digest {
-        Some(mut d) => {
-            ids = std::mem::take(&mut d.ids);
-            ids.sort_unstable();
-            let (worst, values) = d.finish(trace);
-            stats.percentile_values = Some(values);
-            worst
-        }
-        None => ConnectionTable::merge_by_conn_id(chunks, n),
-    };
+    // The exchanges are sorted while the connections merge: by the shards' ids, whose order
+    // the final ids (their ranks) keep.
+    let (mut table, mut exchanges) = std::thread::scope(|s| {
+        let sorting = s.spawn(move || {
+            if opts.table {
+                exchanges.sort();
+            }
+            exchanges
+        });
+        let table = match digest {
+            Some(mut d) => {
+                ids = std::mem::take(&mut d.ids);
+                ids.sort_unstable();
+                let (worst, values) = d.finish(trace);
+                stats.percentile_values = Some(values);
+                worst
+            }
+            None => ConnectionTable::merge_by_conn_id(chunks, n),
+        };
+        (table, sorting.join().expect("sorting the exchanges does not panic"))
+    });
     // Late packets are counted on their rows while the ids are still the shards' own.
     for p in &late {
         let found = table.add_late_packet(p.conn_id);
         debug_assert!(found || !opts.table, "late packet of connection {} without a row", p.conn_id);
     }
     if opts.table {
-        exchanges.renumber(&table.conn_id);
-        exchanges.sort();
+        exchanges.renumber_sorted(&table.conn_id);
     }
     // Ids were the opening segments' indices; in that order they are 0, 1, 2 …
     if ids.is_empty() {

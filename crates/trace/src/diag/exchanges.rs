@@ -194,12 +194,18 @@ impl ExchangeTable {
         self.push_causes(&r.time_ns.map(secs));
     }
 
-    /// Gives each row the connection table's id of its connection: `ids` are the ids the
-    /// rows carry now, sorted, and a row whose id is `ids[k]` gets `k` (the sharded
-    /// tracker numbers connections by their opening segment, then renumbers them so).
-    pub fn renumber(&mut self, ids: &[u64]) {
+    /// Gives each row of a sorted table (`sort`) the connection table's id of its
+    /// connection: `ids` are the ids the rows carry now, sorted, and a row whose id is
+    /// `ids[k]` gets `k` (the sharded tracker numbers connections by their opening segment,
+    /// then renumbers them so). Both in order, one walk along them does it.
+    pub fn renumber_sorted(&mut self, ids: &[u64]) {
+        debug_assert!(self.conn_id.is_sorted(), "renumber_sorted on rows not sorted by connection");
+        let mut k = 0;
         for id in &mut self.conn_id {
-            *id = ids.binary_search(id).map_or(u64::MAX, |k| k as u64);
+            while k < ids.len() && ids[k] < *id {
+                k += 1;
+            }
+            *id = if ids.get(k) == Some(id) { k as u64 } else { u64::MAX };
         }
     }
 
@@ -252,6 +258,19 @@ mod tests {
         let mut in_place = v.clone();
         permute_in_place(&mut in_place, &order, &mut vec![false; 1000]);
         assert_eq!(in_place, gathered);
+    }
+
+    #[test]
+    fn sorted_rows_take_their_connections_rank_among_the_ids() {
+        let mut t = ExchangeTable::default();
+        for (conn, index) in [(9, 1), (5, 0), (12, 0), (5, 1), (9, 0), (7, 0)] {
+            t.push(0, &ExchangeRow { conn_id: conn, index, ..Default::default() });
+        }
+        t.sort();
+        t.renumber_sorted(&[2, 5, 9, 12, 40]);
+        // 7 is no connection of the table: no rank.
+        assert_eq!(t.conn_id, [1, 1, u64::MAX, 2, 2, 3]);
+        assert_eq!(t.exchange, [0, 1, 0, 0, 1, 0]);
     }
 
     #[test]
