@@ -492,6 +492,10 @@ pub struct Conn {
     /// Exchanges finished while the connection goes on, not yet taken (`Tracker` takes
     /// them after each packet); the last one is `take_last_exchange`'s.
     pub exchanges_done: Vec<ExchangeRow>,
+    /// The last finished exchange while a delayed ACK booked in its span is pending
+    /// (`pending_delack`): reverted, that time is taken back from this row, not from the
+    /// exchange in progress. Handed over once the booking is settled.
+    held_exchange: Option<Box<ExchangeRow>>,
 }
 
 pub const C2S: usize = 0;
@@ -631,6 +635,7 @@ impl Conn {
         if let Some((_, amount)) = self.pending_delack.take() {
             self.revert_delack(amount);
         }
+        self.release_held_exchange();
         self.handshake = if !self.syn_seen {
             Handshake::NotSeen
         } else if self.established_ts.is_some() || self.synacks.count > 0 {
@@ -687,7 +692,15 @@ impl Conn {
         if self.exchange.begins_next(&d) {
             let (end, account) = rest.unwrap_or((d.ts, self.lost_ns));
             let row = self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], end, &account, false);
-            self.exchanges_done.push(row);
+            // A booking older than the held row's end can no longer be placed: the held
+            // row goes, and the new one waits only on a booking of its own span.
+            let older_booking = self.held_exchange.is_some();
+            self.release_held_exchange();
+            if self.pending_delack.is_some() && !older_booking {
+                self.held_exchange = Some(Box::new(row));
+            } else {
+                self.exchanges_done.push(row);
+            }
         }
         self.exchange.add(&d);
     }
@@ -1052,6 +1065,7 @@ impl Conn {
                 } else {
                     self.revert_delack(amount);
                 }
+                self.release_held_exchange();
             }
         }
         // Where the connection rested before this data, for the exchange it may end: its
@@ -1122,6 +1136,7 @@ impl Conn {
             self.lost_ns[Cause::DelayedAck as usize] += d;
             if let Some((_, amount)) = self.pending_delack.take() {
                 self.revert_delack(amount);
+                self.release_held_exchange();
             }
             self.pending_delack = Some((other, d));
             network = gap - d;
@@ -1350,11 +1365,24 @@ impl Conn {
         }
     }
 
-    /// A delayed ACK that stalled nobody: its time was the path's after all.
+    /// A delayed ACK that stalled nobody: its time was the path's after all, in the span
+    /// it was booked in (the held exchange's, if one is held).
     fn revert_delack(&mut self, amount: u64) {
         let amount = amount.min(self.lost_ns[Cause::DelayedAck as usize]);
         self.lost_ns[Cause::DelayedAck as usize] -= amount;
         self.add_network(amount);
+        if let Some(row) = self.held_exchange.as_deref_mut() {
+            let older = amount.min(row.time_ns[Cause::DelayedAck as usize]);
+            row.time_ns[Cause::DelayedAck as usize] -= older;
+            row.time_ns[Cause::Network as usize] += older;
+            self.exchange.revise_start(Cause::DelayedAck, Cause::Network, older);
+        }
+    }
+
+    fn release_held_exchange(&mut self) {
+        if let Some(row) = self.held_exchange.take() {
+            self.exchanges_done.push(*row);
+        }
     }
 
     /// An ICMP destination-unreachable about a segment of this connection (the tracker

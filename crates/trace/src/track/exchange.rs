@@ -209,6 +209,17 @@ impl Exchange {
         self.concurrent |= d.other_outstanding && d.new_bytes > 0;
     }
 
+    /// Time of the span before this one found to be `to`'s rather than `from`'s after it
+    /// ended (the finished row is revised alike): the reading this span's account is
+    /// counted from moves with it, so this span's account stays its own.
+    pub fn revise_start(&mut self, from: Cause, to: Cause, amount: u64) {
+        if let Some(start) = self.start_account.as_deref_mut() {
+            let amount = amount.min(start[from as usize]);
+            start[from as usize] -= amount;
+            start[to as usize] += amount;
+        }
+    }
+
     /// Ends this exchange at `end_ts`, the connection's account being `account` then;
     /// returns its row and leaves the next exchange in its place (`last`: none follows,
     /// the connection ended).
