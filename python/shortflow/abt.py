@@ -26,7 +26,7 @@ _CONN_COLUMNS = ("trace", "conn_id", "first_seen", "handshake_rtt_s", "rtt_min_s
                  "retx_timeout_s2c", "retx_fast_s2c", "retx_tlp_s2c")
 _EXCHANGE_COLUMNS = ("trace", "conn_id", "exchange", "request_bytes", "response_bytes", "request_start_s",
                      "request_end_s", "response_start_s", "response_end_s", "ttfb_s", "concurrent",
-                     "request_sent_s", "response_sent_s", "request_continues", "response_continues")
+                     "request_last_new_s", "response_last_new_s", "request_continues", "response_continues")
 
 
 def _s(x: float | None) -> float:
@@ -75,9 +75,9 @@ def _concurrent(rows: list[dict[str, Any]]) -> tuple[list[tuple[int, int]], ...]
                 continue
             if x[f"{name}_continues"] and adus:
                 adus[-1][0] += x[f"{name}_bytes"]
-                adus[-1][2] = x[f"{name}_sent_s"]
+                adus[-1][2] = x[f"{name}_last_new_s"]
             else:
-                adus.append([x[f"{name}_bytes"], x[f"{name}_start_s"], x[f"{name}_sent_s"]])
+                adus.append([x[f"{name}_bytes"], x[f"{name}_start_s"], x[f"{name}_last_new_s"]])
         for k, (size, _, end) in enumerate(adus):
             wait = _us(adus[k + 1][1] - end) if k + 1 < len(adus) else 0
             sides[side].append((int(size), wait))

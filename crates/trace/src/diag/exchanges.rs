@@ -20,8 +20,8 @@ schema! {
     "request_end_s": "double", "s", "last packet carrying request bytes (a resend included); NaN without request";
     "response_start_s": "double", "s", "first packet carrying response bytes; NaN without response";
     "response_end_s": "double", "s", "last packet carrying response bytes (a resend included); NaN without response";
-    "request_sent_s": "double", "s", "last packet carrying new request bytes (resends not counted): where the client was done sending, its quiet time after the request beginning; NaN without request";
-    "response_sent_s": "double", "s", "last packet carrying new response bytes (resends not counted); NaN without response";
+    "request_last_new_s": "double", "s", "last packet carrying new request bytes (resends not counted): where the client was done sending, its quiet time after the request beginning; NaN without request";
+    "response_last_new_s": "double", "s", "last packet carrying new response bytes (resends not counted); NaN without response";
     "ttfb_s": "double", "s", "last request byte to first response byte (at the capture point: the server's think time and the path to it); NaN without request or response";
     "ttlb_s": "double", "s", "last request byte to last response byte; NaN without request or response";
     "concurrent": "bool", "", "both sides had data outstanding at once (pipelining, both sending): tmix's concurrent connection";
@@ -57,8 +57,8 @@ pub struct ExchangeTable {
     pub request_end_s: Vec<f64>,
     pub response_start_s: Vec<f64>,
     pub response_end_s: Vec<f64>,
-    pub request_sent_s: Vec<f64>,
-    pub response_sent_s: Vec<f64>,
+    pub request_last_new_s: Vec<f64>,
+    pub response_last_new_s: Vec<f64>,
     pub ttfb_s: Vec<f64>,
     pub ttlb_s: Vec<f64>,
     pub concurrent: Vec<bool>,
@@ -96,8 +96,8 @@ macro_rules! exchange_columns {
             request_end_s,
             response_start_s,
             response_end_s,
-            request_sent_s,
-            response_sent_s,
+            request_last_new_s,
+            response_last_new_s,
             ttfb_s,
             ttlb_s,
             concurrent,
@@ -184,8 +184,8 @@ impl ExchangeTable {
         self.request_end_s.push(after(o, r.last_ts[0]));
         self.response_start_s.push(after(o, r.first_ts[1]));
         self.response_end_s.push(after(o, r.last_ts[1]));
-        self.request_sent_s.push(after(o, r.last_new_ts[0]));
-        self.response_sent_s.push(after(o, r.last_new_ts[1]));
+        self.request_last_new_s.push(after(o, r.last_new_ts[0]));
+        self.response_last_new_s.push(after(o, r.last_new_ts[1]));
         self.ttfb_s.push(r.ttfb_ns().map_or(f64::NAN, secs));
         self.ttlb_s.push(r.ttlb_ns().map_or(f64::NAN, secs));
         self.concurrent.push(r.concurrent);
