@@ -465,6 +465,8 @@ pub struct Conn {
     /// What the last packet was and which cause its gap went to.
     pub last_note: PacketNote,
     pending_delack: Option<(usize, u64)>,
+    /// The exchange (`Exchange::index`) whose span the pending delayed ACK was booked in.
+    delack_exchange: u32,
     last_dir: usize,
     /// The stretch with nothing outstanding the connection is in, if it is (`Quiet`).
     quiet: Option<Quiet>,
@@ -492,11 +494,37 @@ pub struct Conn {
     /// Exchanges finished while the connection goes on, not yet taken (`Tracker` takes
     /// them after each packet); the last one is `take_last_exchange`'s.
     pub exchanges_done: Vec<ExchangeRow>,
-    /// The last finished exchange while a delayed ACK booked in its span is pending
-    /// (`pending_delack`): reverted, that time is taken back from this row, not from the
-    /// exchange in progress. Handed over once the booking is settled.
-    held_exchange: Option<Box<ExchangeRow>>,
+    /// The last finished exchange, while time of its span may still change cause
+    /// (`HeldExchange`). Boxed: most connections never hold one.
+    held_exchange: Option<Box<HeldExchange>>,
 }
+
+/// A finished exchange held back while a later packet may still find time of its span to
+/// be another cause's: a delayed ACK booked in it that stalled nobody (`Conn::revert_delack`),
+/// or path time it waited that was a window's, a round of slow start or the application's
+/// (`Conn::move_path_time`). Such time is taken from this row, not from the exchange in
+/// progress, so cause by cause the exchanges add up to their connection. Handed over once
+/// neither can happen, or when the next exchange ends.
+#[derive(Debug, Clone)]
+struct HeldExchange {
+    row: ExchangeRow,
+    /// Of each wait for the path still running (`WAIT_SEND + d`: `Conn::net_since_send[d]`,
+    /// `WAIT_DATA + d`: `Conn::net_since_data[d]`), the part in this row's span.
+    path_waits: [u64; 4],
+    /// The pending delayed ACK was booked in its span.
+    delack: bool,
+}
+
+impl HeldExchange {
+    fn settled(&self) -> bool {
+        !self.delack && self.path_waits == [0; 4]
+    }
+}
+
+/// Where in `HeldExchange::path_waits` the waits since each side's last packet, and since
+/// its last new data, are.
+const WAIT_SEND: usize = 0;
+const WAIT_DATA: usize = 2;
 
 pub const C2S: usize = 0;
 pub const S2C: usize = 1;
@@ -685,21 +713,30 @@ impl Conn {
     /// progress: the start of the next exchange ends it where the connection last rested
     /// (`rest`: when nothing was left outstanding, and the account then), or, without a
     /// rest (pipelined), here.
-    fn note_exchange_data(&mut self, mut d: DataSeen, rest: Option<(u64, [u64; Cause::COUNT])>, write_ended: bool) {
+    fn note_exchange_data(
+        &mut self,
+        mut d: DataSeen,
+        rest: Option<(u64, [u64; Cause::COUNT])>,
+        path_after_rest: u64,
+        write_ended: bool,
+    ) {
         // A long rest after a write its side ended (PSH) ends that side's ADU, whoever
         // waited; a write left open goes on after it (a sender stalled mid-answer).
         d.after_rest |= write_ended && rest.is_some_and(|(since, _)| d.ts.saturating_sub(since) >= ADU_QUIET_NS);
         if self.exchange.begins_next(&d) {
             let (end, account) = rest.unwrap_or((d.ts, self.lost_ns));
             let row = self.exchange.finish(self.id, [self.first_ts, self.ready_ts()], end, &account, false);
-            // A booking older than the held row's end can no longer be placed: the held
-            // row goes, and the new one waits only on a booking of its own span.
-            let older_booking = self.held_exchange.is_some();
+            // What the held row still waited on is no longer told apart from this one's.
             self.release_held_exchange();
-            if self.pending_delack.is_some() && !older_booking {
-                self.held_exchange = Some(Box::new(row));
+            let delack = self.pending_delack.is_some() && self.delack_exchange == row.index;
+            let waits = [self.net_since_send[C2S], self.net_since_send[S2C], self.net_since_data[C2S], self.net_since_data[S2C]];
+            // Ended where the connection rested, the path's time of this packet's gap is the next one's.
+            let after_end = if rest.is_some() { path_after_rest } else { 0 };
+            let held = HeldExchange { row, path_waits: waits.map(|w| w.saturating_sub(after_end)), delack };
+            if held.settled() {
+                self.exchanges_done.push(held.row);
             } else {
-                self.exchanges_done.push(row);
+                self.held_exchange = Some(Box::new(held));
             }
         }
         self.exchange.add(&d);
@@ -723,10 +760,41 @@ impl Conn {
         only_syns.then(|| self.last_ts.saturating_add(try_given_up_after_ns(self.syns.gaps_ns.last().copied())))
     }
 
-    fn move_time(&mut self, from: Cause, to: Cause, amount: u64) {
+    /// Moves up to `amount` of `from`'s time to `to`; returns what it moved.
+    fn move_time(&mut self, from: Cause, to: Cause, amount: u64) -> u64 {
         let amount = amount.min(self.lost_ns[from as usize]);
         self.lost_ns[from as usize] -= amount;
         self.lost_ns[to as usize] += amount;
+        amount
+    }
+
+    /// Moves `amount` of the path's time to `to`: the latest of path wait `wait`
+    /// (`WAIT_SEND + d`, `WAIT_DATA + d`), found to be `to`'s. The part of it that ran in the
+    /// held exchange's span (its oldest) is taken from that row.
+    fn move_path_time(&mut self, wait: usize, to: Cause, amount: u64) {
+        let moved = self.move_time(Cause::Network, to, amount);
+        if let Some(h) = self.held_exchange.as_deref_mut() {
+            let older = moved.min(h.path_waits[wait]).min(h.row.time_ns[Cause::Network as usize]);
+            h.row.time_ns[Cause::Network as usize] -= older;
+            h.row.time_ns[to as usize] += older;
+            self.exchange.revise_start(Cause::Network, to, older);
+        }
+    }
+
+    /// Path wait `wait` ends (its side sent, or sent new data): none of it can move now.
+    fn path_wait_ends(&mut self, wait: usize) {
+        let d = wait % 2;
+        if wait >= WAIT_DATA {
+            self.net_since_data[d] = 0;
+        } else {
+            self.net_since_send[d] = 0;
+        }
+        if let Some(h) = self.held_exchange.as_deref_mut() {
+            h.path_waits[wait] = 0;
+            if h.settled() {
+                self.release_held_exchange();
+            }
+        }
     }
 
     /// Round trips from the capture point to the client (SYN/ACK → ACK, at `C2S`) and to
@@ -1065,7 +1133,7 @@ impl Conn {
                 } else {
                     self.revert_delack(amount);
                 }
-                self.release_held_exchange();
+                self.delack_settled();
             }
         }
         // Where the connection rested before this data, for the exchange it may end: its
@@ -1136,9 +1204,10 @@ impl Conn {
             self.lost_ns[Cause::DelayedAck as usize] += d;
             if let Some((_, amount)) = self.pending_delack.take() {
                 self.revert_delack(amount);
-                self.release_held_exchange();
+                self.delack_settled();
             }
             self.pending_delack = Some((other, d));
+            self.delack_exchange = self.exchange.index();
             network = gap - d;
         } else {
             network = gap;
@@ -1158,7 +1227,8 @@ impl Conn {
                     self.net_since_send[dir]
                 };
                 if app > MS.max(full_rtt.unwrap_or(0) / 10) {
-                    self.move_time(Cause::Network, Cause::Application, app);
+                    let wait = if self.halves[other].data_bytes > 0 { WAIT_DATA + other } else { WAIT_SEND + dir };
+                    self.move_path_time(wait, Cause::Application, app);
                     if app.saturating_mul(2) >= gap {
                         cause = Cause::Application;
                     }
@@ -1167,14 +1237,14 @@ impl Conn {
             SendEvent::NewData { rwnd_limited: true, .. } => {
                 // The sender's last data filled the receiver's window: what it waited since
                 // (the path's share too: the ACK that opened it) was the window's.
-                self.move_time(Cause::Network, Cause::ReceiveWindow, self.net_since_send[dir]);
+                self.move_path_time(WAIT_SEND + dir, Cause::ReceiveWindow, self.net_since_send[dir]);
                 if !quiet_before {
                     cause = Cause::ReceiveWindow;
                 }
             }
             SendEvent::NewData { new_round: true, .. } => {
                 // A round beyond the first: the sender waited a round trip for ACKs.
-                self.move_time(Cause::Network, Cause::SlowStart, self.net_since_send[dir]);
+                self.move_path_time(WAIT_SEND + dir, Cause::SlowStart, self.net_since_send[dir]);
                 if !quiet_before {
                     cause = Cause::SlowStart;
                 }
@@ -1182,7 +1252,7 @@ impl Conn {
             _ => {}
         }
         if matches!(event, SendEvent::NewData { .. }) {
-            self.net_since_data[dir] = 0;
+            self.path_wait_ends(WAIT_DATA + dir);
             if seg.payload_len > 0 {
                 self.last_data_dir = Some(dir as u8);
                 self.last_data_ts = ts;
@@ -1194,9 +1264,9 @@ impl Conn {
             let other_outstanding = !self.halves[other].data_acked();
             let own_write_done = own_acked && write_ended;
             let d = DataSeen { ts, dir, new_bytes, other_outstanding, after_rest, own_write_done };
-            self.note_exchange_data(d, rest, write_ended);
+            self.note_exchange_data(d, rest, network, write_ended);
         }
-        self.net_since_send[dir] = 0;
+        self.path_wait_ends(WAIT_SEND + dir);
         self.last_dir = dir;
         if self.quiet.is_some() {
             self.note_quiet(ts, seg.flags);
@@ -1320,7 +1390,7 @@ impl Conn {
         if answering && !resent && prev_data_dir.is_some() {
             let before = self.net_since_data[C2S].saturating_sub(leg_ns);
             if before > MS.max(full_rtt.unwrap_or(0) / 10) {
-                self.move_time(Cause::Network, Cause::Application, before);
+                self.move_path_time(WAIT_DATA + C2S, Cause::Application, before);
             }
         }
         let idle = cause == Cause::Idle;
@@ -1371,17 +1441,29 @@ impl Conn {
         let amount = amount.min(self.lost_ns[Cause::DelayedAck as usize]);
         self.lost_ns[Cause::DelayedAck as usize] -= amount;
         self.add_network(amount);
-        if let Some(row) = self.held_exchange.as_deref_mut() {
-            let older = amount.min(row.time_ns[Cause::DelayedAck as usize]);
-            row.time_ns[Cause::DelayedAck as usize] -= older;
-            row.time_ns[Cause::Network as usize] += older;
+        if let Some(h) = self.held_exchange.as_deref_mut().filter(|h| h.delack) {
+            let older = amount.min(h.row.time_ns[Cause::DelayedAck as usize]);
+            h.row.time_ns[Cause::DelayedAck as usize] -= older;
+            h.row.time_ns[Cause::Network as usize] += older;
             self.exchange.revise_start(Cause::DelayedAck, Cause::Network, older);
+            // The path's time now, each wait's (`add_network` above): of the row's span.
+            h.path_waits = h.path_waits.map(|w| w + older);
+        }
+    }
+
+    /// The pending delayed ACK was settled (a stall, or reverted).
+    fn delack_settled(&mut self) {
+        if let Some(h) = self.held_exchange.as_deref_mut() {
+            h.delack = false;
+            if h.settled() {
+                self.release_held_exchange();
+            }
         }
     }
 
     fn release_held_exchange(&mut self) {
-        if let Some(row) = self.held_exchange.take() {
-            self.exchanges_done.push(*row);
+        if let Some(h) = self.held_exchange.take() {
+            self.exchanges_done.push(h.row);
         }
     }
 

@@ -145,6 +145,11 @@ pub(crate) struct DataSeen {
 }
 
 impl Exchange {
+    /// 0, 1, … within its connection: the row it will be.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
     pub fn starting_at(ts: u64) -> Self {
         Self { start_ts: ts, ..Self::default() }
     }
