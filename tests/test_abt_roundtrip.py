@@ -248,6 +248,31 @@ def random_vectors(seed: int, n: int = 12, server_delays_us: tuple[int, ...] = (
     return "".join(out)
 
 
+#: The server answers the client's second ADU with 100 B, then pushes 15 kB 0.65 s later of
+#: its own accord, over 250 ms: seen near the server, the rest after the ACK of its 100 B
+#: is 0.4 s, under the 0.5 s that tells ADUs apart; its own quiet time is 0.65 s.
+PUSH_AFTER_ANSWER = """\
+CONC 0 2 3 0 0
+r 250000
+c> 1000
+t> 800000
+c> 20000
+t> 0
+c< 1000
+t< 1500000
+c< 100
+t< 650000
+c< 15000
+t< 0
+"""
+
+
+@pytest.mark.parametrize("point", ["client", "server"])
+def test_a_push_after_an_answer_is_told_apart_by_the_servers_own_quiet_time(tmp_path: Path, point: str) -> None:
+    sent, got = roundtrip(tmp_path, "", point, PUSH_AFTER_ANSWER)
+    check_concurrent(sent, got)
+
+
 @pytest.mark.parametrize("seed", [8, 10, 19, 21])
 @pytest.mark.parametrize("point", ["client", "server"])
 def test_random_vectors_through_random_losses_come_back_readable_and_whole(tmp_path: Path, seed: int, point: str) -> None:

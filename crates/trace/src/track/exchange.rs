@@ -172,18 +172,18 @@ impl Exchange {
     /// or data after a rest once this exchange has any. Once both sides have sent at once
     /// (a concurrent exchange: both streaming), the turns say nothing: a rest ends it, or
     /// a side beginning a new ADU of its own (`begins_adu`) where it already sent, so that
-    /// an exchange holds at most one ADU of each side. So does a side that has sent alone
-    /// so far: its own quiet time runs from its last byte, where a rest runs from the
-    /// last packet either way, the ACK of those bytes a round trip later (over 250 ms, a
-    /// side's wait of 0.6 s is a rest of 0.35 s).
+    /// an exchange holds at most one ADU of each side. So does any side beginning a new
+    /// ADU of its own (a request that got no answer, a server's push after its answer):
+    /// its own quiet time runs from its last byte, where a rest runs from the last packet
+    /// either way, the ACK of those bytes a round trip later (over 250 ms, a side's wait of
+    /// 0.6 s is a rest of 0.35 s).
     ///
     /// The server's first data after a request is its answer, however long it thought
     /// first: a rest ends an exchange only for a side speaking again (a request that got
     /// no answer, a server's push after its answer), never for the answer itself.
     pub fn begins_next(&self, d: &DataSeen) -> bool {
         let turn = d.dir == super::C2S && self.bytes[1] > 0 && !self.concurrent;
-        let alone = self.concurrent || self.bytes[1 - d.dir] == 0;
-        let own_adu = alone && self.bytes[d.dir] > 0 && self.begins_adu(d);
+        let own_adu = self.bytes[d.dir] > 0 && self.begins_adu(d);
         let answer = d.dir == super::S2C && self.bytes[1] == 0 && self.bytes[0] > 0;
         d.new_bytes > 0 && (turn || own_adu || (d.after_rest && self.has_data() && !answer))
     }
