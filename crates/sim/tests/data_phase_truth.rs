@@ -129,6 +129,30 @@ fn rtt_samples_match_the_path_and_the_handshake() {
     assert_eq!(t.delayed_acks[0], 0, "quick ACKs");
 }
 
+#[test]
+fn acks_late_behind_a_queue_are_not_delayed_acks() {
+    // 300 kB through a 5 Mbit/s bottleneck, seen at the server: its queue makes every ACK
+    // of a flight later than the handshake's round trip, by up to ~0.4 s. A receiver that
+    // ACKs at once delayed none; a Linux receiver with its timer, as many as the simulator
+    // says (at a flight's odd end).
+    for quickack in [true, false] {
+        let sets = [
+            "path.bandwidth=\"5Mbit\"".to_string(),
+            format!("client.quickack={quickack}"),
+            "workload.response=\"300kB\"".to_string(),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let (sim, t, _) = run(BASE, &sets);
+        assert!(t.rtt_max_s[0] > t.rtt_min_s[0] + 0.1, "a queue: RTT {} .. {}", t.rtt_min_s[0], t.rtt_max_s[0]);
+        assert!(
+            t.delayed_acks[0] <= sim[0].delayed_acks + 2,
+            "quickack {quickack}: {} delayed ACKs read, the simulator's {}",
+            t.delayed_acks[0],
+            sim[0].delayed_acks
+        );
+    }
+}
+
 const DOC003: &str = include_str!("../../../python/shortflow/scenarios/003-bsd-client.toml");
 
 #[test]

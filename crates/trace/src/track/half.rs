@@ -497,8 +497,13 @@ impl Half {
             let wait = ts.saturating_sub(s.ts_last).saturating_sub(path);
             // A receiver that ACKs at once answers within the path's round trip; anything
             // beyond 10 ms (and a tenth of the path) is the delayed-ACK timer (RFC 9293
-            // 3.8.6.3, RFC 1122 4.2.3.2: at most 500 ms, 200 ms on BSD and Windows).
-            if wait >= (10 * MS).max(path / 10) {
+            // 3.8.6.3, RFC 1122 4.2.3.2: at most 500 ms, 200 ms on BSD and Windows) -
+            // unless the next segment left within that wait and this ACK does not cover it:
+            // a receiver holding its ACK would have taken that segment in and ACKed both,
+            // so this one left at once, late only by a queue on the way (seen far from the
+            // receiver, a bottleneck's queue makes every ACK of a flight late alike).
+            let next_within = self.flight.get(self.head as usize).is_some_and(|n| n.ts_first < s.ts_last + wait);
+            if wait >= (10 * MS).max(path / 10) && !next_within {
                 delayed = Some(wait);
                 self.delayed_acks += 1;
                 let n = usize::from(self.tick_len);
