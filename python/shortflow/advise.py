@@ -37,6 +37,8 @@ from typing import IO, Any
 
 from shortflow import _core
 from shortflow.abt import connection_vectors
+from shortflow.advise_shared import CAVEAT as SHARED_CAVEAT
+from shortflow.advise_shared import Groups, Spans
 
 VANTAGES = ("server", "client")
 
@@ -44,8 +46,9 @@ VANTAGES = ("server", "client")
 CAVEATS = (
     "losses replay as the same bytes of the same direction lost at their first transmission "
     "(handshake losses as the same occurrence)",
-    "each connection replays alone on its own path: a lone replay cannot show what a larger "
-    "initial window does to its neighbours in a shared queue",
+    "each connection's estimate is its replay alone on its own path, which cannot show what a larger "
+    "initial window does to its neighbours in a shared queue: the neighbours' seconds come from the shared replay",
+    SHARED_CAVEAT,
 )
 
 _COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
@@ -84,6 +87,8 @@ class Advice:
     caveats: tuple[str, ...] = CAVEATS
     #: The per-connection tables written (``--out``).
     written: list[Path] = field(default_factory=list)
+    #: The shared replay's groups (`Groups.document`).
+    shared: dict[str, Any] | None = None
 
     @property
     def faithful_share(self) -> float:
@@ -100,10 +105,12 @@ class Advice:
             "saved_s_median": f["saved_s_median"],
             "saved_s_p95": f["saved_s_p95"],
             "harm": {"extra_packets": f["extra_packets"], "spurious_retransmissions": f["spurious_retransmissions"],
-                     "connections_slower": f["connections_slower"]},
+                     "connections_slower": f["connections_slower"], "neighbours_s": f["neighbours_s"]},
+            "shared_replay": f["shared_replay"],
         } for f in self.fixes]
         return {"fixes": fixes,
-                "replay": {"connections": self.connections, "faithful": self.faithful, "faithful_share": self.faithful_share}}
+                "replay": {"connections": self.connections, "faithful": self.faithful, "faithful_share": self.faithful_share},
+                "shared": self.shared}
 
 
 def _finite(x: float | None) -> float | None:
@@ -265,7 +272,7 @@ def _facts(c: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
             "rto_margin_s2c_s", "ack_clock_s2c_bps", "segments_per_ack_c2s", "segments_per_ack_s2c",
             "delack_least_c2s_s", "delack_least_s2c_s",
             "rtt_min_s", "rtt_max_s", "response_complete_s", "time_delayed_ack_s", "time_zero_window_s",
-            "time_receive_window_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
+            "time_receive_window_s", "ack_delay_s", "handshake_rtt_s", "first_seen", "iw_segments", "iw_bytes", "lost_offsets_c2s",
             "lost_offsets_s2c")
     return {**{k: c[k] for k in keep},
             "first_response": next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0),
@@ -514,6 +521,8 @@ class _Replays:
     threads: int
     rows: Any = None
     keep: Any = None
+    #: The known groups, whose members' models the shared replay needs.
+    groups: Groups | None = None
     connections: int = 0
     faithful: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
@@ -527,7 +536,9 @@ class _Replays:
             if isinstance(m, str):
                 by_row.append({**_row(f), "observed_s": None, "replay_s": None, "faithful": False, "reason": m})
                 self.reasons[m] += 1
-        for f, b in zip(facts, result["baseline"]):
+        for f, m, b in zip(facts, models, result["baseline"]):
+            if self.groups is not None:
+                self.groups.keep(f, m, b["faithful"])
             b = {**b, "reason": _refined(b, f)}
             by_row.append({**_row(f), **{k: b[k] for k in ("observed_s", "replay_s", "faithful", "reason")}})
             if not b["faithful"]:
@@ -577,14 +588,25 @@ class _Tables:
 
 
 def _finish(ranking: Any, side: str, counts: _Counts, replays: _Replays, raw: dict[str, Any],
-            tables: _Tables | None) -> Advice:
+            tables: _Tables | None, groups: Groups | None = None) -> Advice:
+    # The fixes that reach the neighbours, replayed on the known groups (before `finish`
+    # takes the ranking's accounts).
+    shared = groups.replay(ranking.fixes(), side, replays.threads) if groups is not None else {}
     fixes: list[dict[str, Any]] = ranking.finish()
+    for f in fixes:
+        # None: not replayed together (a fix that leaves the flights alone, or no group).
+        f["neighbours_s"], f["shared_replay"] = None, None
+        if (s := shared.get(f["fix"])) is not None and s["connections"]:
+            f["neighbours_s"] = s["neighbours_s"]
+            f["connections_slower"] += s["slower"]
+            f["shared_replay"] = {k: s[k] for k in ("connections", "saved_s_lone", "saved_s_shared")}
     # The SYN optimizer watches the server's ports: those the capture's connections went to.
     port_list = ",".join(str(p) for p, _ in sorted(counts.ports.most_common(_MAX_PORTS))) or "PORT"
     for f in fixes:
         f["apply"] = f["apply"].replace("--port PORT", f"--port {port_list}")
     return Advice(vantage=side, fixes=fixes, connections=replays.connections, faithful=replays.faithful,
-                  reasons=replays.reasons, replays=0, errors=_errors(raw), written=tables.paths if tables else [])
+                  reasons=replays.reasons, replays=0, errors=_errors(raw), written=tables.paths if tables else [],
+                  shared=groups.document() if groups is not None else None)
 
 
 def advise(paths: list[str], vantage: str | None = None, threads: int | None = None,
@@ -599,12 +621,17 @@ def advise(paths: list[str], vantage: str | None = None, threads: int | None = N
         return _advise_on_cluster(paths, vantage, out, scheduler, threads or 1)
     threads = threads or (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
-        stream, counts, facts = _Stream(paths, paths), _Counts(), _Spill(spill_dir, "facts")
+        stream, counts, facts, spans = _Stream(paths, paths), _Counts(), _Spill(spill_dir, "facts"), Spans()
+        i = 0
         for batch in stream.facts():
             for f in batch:
                 counts.add(f)
+                spans.add(i, f)
+                i += 1
             facts.append(batch)
         side = _vantage(stream.raw, vantage)
+        groups = spans.groups(lambda path: path in counts.rates)
+        del spans
         ranking = _core.AdviseRanking(side, spill_dir)
         singles = ranking.fixes()
         tables = _Tables(out) if out is not None else None
@@ -615,7 +642,7 @@ def advise(paths: list[str], vantage: str | None = None, threads: int | None = N
             tables.connections(conns)
             tables.saved(singles, held, saved)
 
-        replays = _Replays(ranking, threads, rows if tables else None, kept.append)
+        replays = _Replays(ranking, threads, rows if tables else None, kept.append, groups)
         try:
             for modelled in _models(iter(facts), side, counts):
                 replays.batch(modelled)
@@ -626,7 +653,7 @@ def advise(paths: list[str], vantage: str | None = None, threads: int | None = N
                     if tables is not None:
                         tables.saved(pairs, [r for _, r, _ in held], saved)
             n = ranking.replays()
-            adv = _finish(ranking, side, counts, replays, stream.raw, tables)
+            adv = _finish(ranking, side, counts, replays, stream.raw, tables, groups)
         finally:
             if tables is not None:
                 tables.close()
@@ -634,28 +661,32 @@ def advise(paths: list[str], vantage: str | None = None, threads: int | None = N
     return adv
 
 
-def _gather_task(path: str, name: str) -> tuple[_Counts, dict[str, Any]]:
-    """A cluster's first pass over one trace: its host-wide counts and the analyzer's
-    record of the file (its summary state among it)."""
-    stream, counts = _Stream([path], [name]), _Counts()
+def _gather_task(path: str, name: str) -> tuple[_Counts, dict[str, Any], Spans]:
+    """A cluster's first pass over one trace: its host-wide counts, the analyzer's record
+    of the file (its summary state among it) and its connections' spans."""
+    stream, counts, spans = _Stream([path], [name]), _Counts(), Spans()
+    i = 0
     for batch in stream.facts():
         for f in batch:
             counts.add(f)
-    return counts, stream.raw["files"][0]
+            spans.add(i, f)
+            i += 1
+    return counts, stream.raw["files"][0], spans
 
 
-def _replay_task(path: str, name: str, side: str, counts: _Counts, threads: int,
-                 rows: bool) -> tuple[list[dict[str, Any]], list[int], Counter[str], list[Any]]:
+def _replay_task(path: str, name: str, side: str, counts: _Counts, threads: int, rows: bool,
+                 groups: Groups) -> tuple[list[dict[str, Any]], list[int], Counter[str], list[Any], Groups]:
     """A cluster's second pass over one trace: its models replayed unchanged and under the
     single fixes; the accounts' parts and counts (`AdviseRanking.take_parts`), the reasons
-    of the unfaithful, and with `rows` the per-connection rows for ``--out``."""
+    of the unfaithful, with `rows` the per-connection rows for ``--out``, and the models of
+    its connections in `groups` (the trace's part of the known groups)."""
     ranking = _core.AdviseRanking(side)
     written: list[Any] = []
-    replays = _Replays(ranking, threads, (lambda *r: written.append(r)) if rows else None)
+    replays = _Replays(ranking, threads, (lambda *r: written.append(r)) if rows else None, groups=groups)
     for batch in _models(_Stream([path], [name]).facts(), side, counts):
         replays.batch(batch)
     parts, n = ranking.take_parts(0)
-    return parts, [n[0], n[1], n[2]], replays.reasons, written
+    return parts, [n[0], n[1], n[2]], replays.reasons, written, groups
 
 
 def _pairs_task(path: str, name: str, side: str, counts: _Counts, pairs: list[dict[str, Any]], threads: int,
@@ -692,26 +723,32 @@ def _advise_on_cluster(paths: list[str], vantage: str | None, out: Path | None, 
     absolute = [os.path.abspath(p) for p in paths]
     with dask_client(scheduler, None) as client:
         gathered = client.gather(client.map(_gather_task, absolute, paths, pure=False))
-        counts = _Counts()
-        for c, _ in gathered:
+        counts, spans, firsts = _Counts(), Spans(), []
+        for c, _, sp in gathered:
             counts.merge(c)
-        files = [f for _, f in gathered]
+            firsts.append(spans.count)
+            spans.merge(sp)
+        files = [f for _, f, _ in gathered]
         for f, p in zip(files, paths):
             f["path"] = p
         raw = {"summary": _core.merge_summaries([f["summary_state"] for f in files]), "files": files}
         side = _vantage(raw, vantage)
+        groups = spans.groups(lambda path: path in counts.rates)
+        parts_of = [groups.part(first, sp.count) for first, (_, _, sp) in zip(firsts, gathered)]
+        del spans, gathered
         with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
             ranking = _core.AdviseRanking(side, spill_dir)
             singles = ranking.fixes()
             tables = _Tables(out) if out is not None else None
-            replays = _Replays(ranking, 1)
+            replays = _Replays(ranking, threads)
             try:
                 futures = client.map(_replay_task, absolute, paths, [side] * len(paths), [counts] * len(paths),
-                                     [threads] * len(paths), [tables is not None] * len(paths), pure=False)
+                                     [threads] * len(paths), [tables is not None] * len(paths), parts_of, pure=False)
                 # In the traces' order (each waited for in turn): the savings go in the
-                # order a local run gives them.
+                # order a local run gives them, the groups' members too.
                 for fut in futures:
-                    parts, n, reasons, written = fut.result()
+                    parts, n, reasons, written, members = fut.result()
+                    groups.absorb(members)
                     ranking.absorb(0, parts, n)
                     replays.connections += n[0]
                     replays.faithful += n[1]
@@ -732,7 +769,7 @@ def _advise_on_cluster(paths: list[str], vantage: str | None, out: Path | None, 
                             assert tables is not None
                             tables.saved(pairs, held, saved)
                 n_replays = ranking.replays()
-                adv = _finish(ranking, side, counts, replays, raw, tables)
+                adv = _finish(ranking, side, counts, replays, raw, tables, groups)
             finally:
                 if tables is not None:
                     tables.close()

@@ -22,7 +22,7 @@ use super::model::{ConnModel, Outcome};
 /// A replay within this share of its observed duration holds the connection.
 pub const FAITHFUL: f64 = 0.10;
 /// A connection gains or loses less than this: unchanged (a timer tick).
-const NOTICEABLE_S: f64 = 0.001;
+pub(super) const NOTICEABLE_S: f64 = 0.001;
 /// Bootstrap resamples per interval, and their seed (the same advice for the same capture).
 const RESAMPLES: usize = 400;
 const SEED: u64 = 41;
@@ -121,7 +121,7 @@ fn reason(observed: f64, replay: Option<f64>) -> String {
 }
 
 /// Runs `work(i)` for every index on `threads` threads, results in index order.
-fn parallel<T: Send>(n: usize, threads: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+pub(super) fn parallel<T: Send>(n: usize, threads: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let threads = threads.clamp(1, n.max(1));
     let chunk = n.div_ceil(threads).max(1);
     let work = &work;

@@ -1,0 +1,219 @@
+"""Which of a capture's connections shared a bottleneck, and what a larger initial window
+on their server does to each one's neighbours (`_core.advise_shared`: the simulator's
+shared dumbbell).
+
+A group is *known* when the capture says three things of it: its connections overlapped
+in time (each one's span, its first packet to its last response byte, meets the next's;
+chains of overlaps make one group; one trace's connections: two traces' clocks need not be
+one), they crossed one path (one client and one server:
+the same access links at both ends, wherever the bottleneck is), and that path's rate was
+measured (an ACK clock, `advise._Counts.bottleneck`). Connections of other clients that
+overlapped at the same server are counted but not replayed together: a server's
+connections share its own link, but whether that link or each client's own was the
+bottleneck the capture does not say.
+
+Groups of more than `GROUP_MAX` connections replay in windows of that many consecutive
+starts (the neighbours across a window's edge are not each other's), and at most
+`SHARED_MAX` connections are replayed together in all (the first groups in the capture's
+order): the spans are kept for every connection (20 bytes each), the models only for the
+grouped ones.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from shortflow import _core
+
+#: Connections one shared replay holds at most.
+GROUP_MAX = 64
+#: Connections replayed together in all at most.
+SHARED_MAX = 20_000
+
+#: What the shared replay cannot show, said beside its figures.
+CAVEAT = ("overlapping connections of one path (one client, one server) whose bottleneck rate the ACK clock "
+          "measured replay together on the shared dumbbell, without their losses; connections of other clients "
+          "that overlapped at the same server are not replayed together (whether they shared a bottleneck, "
+          "the capture does not say)")
+
+
+def _on_the_path(group: list[tuple[float, dict[str, Any], bool]],
+                 vantage: str) -> list[tuple[float, dict[str, Any], bool]]:
+    """The group with every member's round trip its path's least (one client, one server,
+    one propagation delay: a handshake's round trip near the server includes the queue
+    the neighbours had filled, which the shared replay's own queue adds again), and its
+    start when its client sent its first SYN: when the capture saw it near the client,
+    half that round trip before near the server."""
+    least = min(m["rtt_s"] for _, m, _ in group)
+    early = least / 2 if vantage == "server" else 0.0
+    return [(seen - early, {**m, "rtt_s": least}, ok) for seen, m, ok in group]
+
+
+def _fixes_with_neighbours(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fixes whose effect reaches a connection's neighbours: those that change the
+    server's initial window (its first flights fill the shared queue)."""
+    return [f for f in fixes if any(o.startswith("server.initial_window=") for o in f["scenario_overrides"])]
+
+
+@dataclass
+class Spans:
+    """Every connection's span at the capture point, by its path and its server: the first
+    pass keeps these (`add`), `groups` finds the overlaps."""
+
+    #: Per trace and path (client, server): starts and ends (s) and model indices.
+    _paths: dict[tuple[str, str, str], tuple[array[float], array[float], array[int]]] = field(default_factory=dict)
+    #: Connections seen (the next model index).
+    count: int = 0
+
+    def add(self, i: int, f: dict[str, Any]) -> None:
+        self.count = max(self.count, i + 1)
+        if f["last_end"] is None or f["first_seen"] is None:
+            return
+        start = f["first_seen"] / 1e9
+        starts, ends, ids = self._paths.setdefault((f["trace"], f["client_ip"], f["server_ip"]),
+                                                   (array("d"), array("d"), array("q")))
+        starts.append(start)
+        ends.append(start + f["last_end"])
+        ids.append(i)
+
+    def merge(self, other: Spans) -> None:
+        """Adds another trace's spans after this one's connections (its indices shifted by
+        this one's count): one capture of both, as a local run reads them."""
+        for path, (starts, ends, ids) in other._paths.items():
+            mine = self._paths.setdefault(path, (array("d"), array("d"), array("q")))
+            mine[0].extend(starts)
+            mine[1].extend(ends)
+            mine[2].extend(i + self.count for i in ids)
+        self.count += other.count
+
+    def groups(self, rated: Callable[[tuple[str, str]], bool]) -> Groups:
+        """The known groups (paths for which `rated` says the rate was measured), and the
+        connections that overlapped others at their server but in no known group."""
+        out, left = Groups(), set[int]()
+        by_server: dict[str, list[tuple[float, float, int]]] = {}
+        for path, (starts, ends, ids) in self._paths.items():
+            spans = sorted(zip(starts, ends, ids))
+            by_server.setdefault(path[0] + "\0" + path[2], []).extend(spans)
+            if rated(path[1:]):
+                for component in _overlaps(spans):
+                    for k in range(0, len(component), GROUP_MAX):
+                        window = component[k:k + GROUP_MAX]
+                        if len(window) >= 2 and out.grouped + len(window) <= SHARED_MAX:
+                            out.add([i for _, _, i in window])
+                        elif len(window) >= 2:
+                            left.update(i for _, _, i in window)
+        out.left_out = len(left)
+        for spans in by_server.values():
+            spans.sort()
+            out.unknown += sum(1 for c in _overlaps(spans) for _, _, i in c if i not in out.of and i not in left)
+        return out
+
+
+def _overlaps(spans: list[tuple[float, float, int]]) -> list[list[tuple[float, float, int]]]:
+    """The chains of overlapping spans (sorted by start) of two or more."""
+    out: list[list[tuple[float, float, int]]] = []
+    current: list[tuple[float, float, int]] = []
+    reach = float("-inf")
+    for s in spans:
+        if current and s[0] >= reach:
+            if len(current) >= 2:
+                out.append(current)
+            current = []
+        current.append(s)
+        reach = max(reach, s[1]) if len(current) > 1 else s[1]
+    if len(current) >= 2:
+        out.append(current)
+    return out
+
+
+@dataclass
+class Groups:
+    """The known groups: each connection's group (`of`, by model index), the members'
+    models as the second pass makes them (`keep`), and the counts said in the output."""
+
+    of: dict[int, int] = field(default_factory=dict)
+    sizes: list[int] = field(default_factory=list)
+    #: Connections in known groups left out past `SHARED_MAX`.
+    left_out: int = 0
+    #: Connections that overlapped others at their server in no known group.
+    unknown: int = 0
+    #: Members held alone or together (the shared figures' connections).
+    held: int = 0
+    #: Groups whose scenario did not load, by the reason.
+    errors: Counter[str] = field(default_factory=Counter)
+    #: Per group, its members as (first seen, s; model; faithful alone).
+    members: dict[int, list[tuple[float, dict[str, Any], bool]]] = field(default_factory=dict)
+
+    @property
+    def grouped(self) -> int:
+        return len(self.of)
+
+    def document(self) -> dict[str, Any]:
+        """The JSON's ``shared``: the groups replayed together and what was not."""
+        return {"groups": len(self.sizes), "connections": self.grouped,
+                "faithful": self.held,
+                "left_out": self.left_out, "not_known": self.unknown,
+                "not_loaded": sum(self.errors.values())}
+
+    def add(self, ids: list[int]) -> None:
+        g = len(self.sizes)
+        self.sizes.append(len(ids))
+        for i in ids:
+            self.of[i] = g
+
+    def part(self, first: int, count: int) -> Groups:
+        """The groups of the connections `first` to `first + count` (one trace's), indexed
+        from 0: what a cluster's worker keeps the models of."""
+        return Groups(of={i - first: g for i, g in self.of.items() if first <= i < first + count})
+
+    def absorb(self, other: Groups) -> None:
+        """Another part's members (`part`), after those kept so far."""
+        for g, members in other.members.items():
+            self.members.setdefault(g, []).extend(members)
+
+    def keep(self, f: dict[str, Any], model: dict[str, Any], faithful: bool) -> None:
+        """A grouped connection's model as the second pass made it, with when the capture
+        saw its first packet."""
+        g = self.of.get(model["conn_id"])
+        if g is None:
+            return
+        least = f["rtt_min_s"] if f["rtt_min_s"] is not None and not math.isnan(f["rtt_min_s"]) else model["rtt_s"]
+        self.members.setdefault(g, []).append((f["first_seen"] / 1e9, {**model, "rtt_s": min(least, model["rtt_s"])},
+                                               faithful))
+
+    def replay(self, fixes: list[dict[str, Any]], vantage: str, threads: int) -> dict[str, dict[str, Any]]:
+        """Each fix that reaches the neighbours replayed on every group: per fix name, over
+        the groups' faithful members, ``connections``, ``saved_s_lone`` and
+        ``saved_s_shared`` (seconds the fix saves them alone and together),
+        ``neighbours_s`` (seconds their neighbours cost them) and ``slower`` (made slower
+        together but not alone). A group whose scenario did not load is counted in
+        ``errors`` with its reason."""
+        chosen = _fixes_with_neighbours(fixes)
+        groups = [_on_the_path(g, vantage) for g in self.members.values() if len(g) >= 2]
+        out: dict[str, dict[str, Any]] = {f["fix"]: {"connections": 0, "saved_s_lone": 0.0, "saved_s_shared": 0.0,
+                                                     "neighbours_s": 0.0, "slower": 0} for f in chosen}
+        if not chosen or not groups:
+            return out
+        found = _core.advise_shared([[(s, m) for s, m, _ in g] for g in groups], chosen, threads)
+        for g, (err, per_fix) in zip(groups, found):
+            if err is not None:
+                self.errors[err] += 1
+                continue
+            self.held += sum(1 for (_, _, faithful), e in zip(g, per_fix[0]) if faithful or e[0])
+            for f, effects in zip(chosen, per_fix):
+                acc = out[f["fix"]]
+                for (_, _, faithful), (together, lone, shared, neighbours, slower) in zip(g, effects):
+                    if not (faithful or together):
+                        continue
+                    acc["connections"] += 1
+                    acc["saved_s_lone"] += lone or 0.0
+                    acc["saved_s_shared"] += shared or 0.0
+                    acc["neighbours_s"] += neighbours
+                    # Slower together only: the lone replay's verdict is the ranking's own.
+                    acc["slower"] += int(slower and (lone is None or lone >= -0.001))
+        return out
