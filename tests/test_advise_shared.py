@@ -69,8 +69,8 @@ def fix(doc: dict, name: str) -> dict:
 
 def test_on_a_narrow_bottleneck_the_neighbours_loss_is_counted_and_the_shared_replay_predicts_the_gain(tmp_path):
     doc, sc = advised(tmp_path, "4Mbit")
-    assert doc["shared"] == {"groups": 1, "connections": 12, "faithful": 12, "left_out": 0, "not_known": 0,
-                             "not_loaded": 0}
+    assert doc["shared"] == {"groups": 1, "connections": 12, "replayed": True, "faithful": 12, "left_out": 0,
+                             "not_known": 0, "not_loaded": 0}
     iw32 = fix(doc, "server IW 32")
     truth = gained(sc, 32)
     shared = iw32["shared_replay"]
@@ -112,3 +112,13 @@ def test_the_table_says_what_the_shared_replay_found(tmp_path):
     out = run("advise", str(pcap)).stdout
     assert "12 connections in 1 group overlapped on one path" in out, out
     assert "server IW 32: together" in out, out
+
+
+def test_a_client_capture_has_no_fix_that_reaches_the_neighbours(tmp_path):
+    sc, pcap = tmp_path / "shared.toml", tmp_path / "client.pcap"
+    sc.write_text(SHARED.format(rate="4Mbit", parallel="true"))
+    run("simulate", str(sc), "--set", 'capture.point="client"', "--pcap", str(pcap), "-q")
+    doc = json.loads(run("advise", str(pcap), "--json", "-").stdout)
+    assert doc["shared"]["groups"] == 1 and doc["shared"]["replayed"] is False, doc["shared"]
+    assert all(f["harm"]["neighbours_s"] is None for f in doc["fixes"])
+    assert "no fix of the client's host changes the server's flights" in run("advise", str(pcap)).stdout

@@ -144,6 +144,8 @@ class Groups:
     unknown: int = 0
     #: Members held alone or together (the shared figures' connections).
     held: int = 0
+    #: Whether the groups were replayed (some fix changes the server's flights).
+    replayed: bool = False
     #: Groups whose scenario did not load, by the reason.
     errors: Counter[str] = field(default_factory=Counter)
     #: Per group, its members as (first seen, s; model; faithful alone).
@@ -155,7 +157,7 @@ class Groups:
 
     def document(self) -> dict[str, Any]:
         """The JSON's ``shared``: the groups replayed together and what was not."""
-        return {"groups": len(self.sizes), "connections": self.grouped,
+        return {"groups": len(self.sizes), "connections": self.grouped, "replayed": self.replayed,
                 "faithful": self.held,
                 "left_out": self.left_out, "not_known": self.unknown,
                 "not_loaded": sum(self.errors.values())}
@@ -173,6 +175,7 @@ class Groups:
 
     def absorb(self, other: Groups) -> None:
         """Another part's members (`part`), after those kept so far."""
+        self.held += other.held
         for g, members in other.members.items():
             self.members.setdefault(g, []).extend(members)
 
@@ -182,6 +185,7 @@ class Groups:
         g = self.of.get(model["conn_id"])
         if g is None:
             return
+        self.held += int(faithful)
         least = f["rtt_min_s"] if f["rtt_min_s"] is not None and not math.isnan(f["rtt_min_s"]) else model["rtt_s"]
         self.members.setdefault(g, []).append((f["first_seen"] / 1e9, {**model, "rtt_s": min(least, model["rtt_s"])},
                                                faithful))
@@ -199,12 +203,13 @@ class Groups:
                                                      "neighbours_s": 0.0, "slower": 0} for f in chosen}
         if not chosen or not groups:
             return out
+        self.replayed = True
         found = _core.advise_shared([[(s, m) for s, m, _ in g] for g in groups], chosen, threads)
         for g, (err, per_fix) in zip(groups, found):
             if err is not None:
                 self.errors[err] += 1
                 continue
-            self.held += sum(1 for (_, _, faithful), e in zip(g, per_fix[0]) if faithful or e[0])
+            self.held += sum(1 for (_, _, faithful), e in zip(g, per_fix[0]) if not faithful and e[0])
             for f, effects in zip(chosen, per_fix):
                 acc = out[f["fix"]]
                 for (_, _, faithful), (together, lone, shared, neighbours, slower) in zip(g, effects):

@@ -72,7 +72,12 @@ def print_shared(adv: Advice) -> None:
     s = adv.shared
     if s is None:
         return
-    if s["groups"]:
+    if s["groups"] and not s["replayed"]:
+        plural = "" if s["groups"] == 1 else "s"
+        say(f"shared dumbbell: {s['connections']:,} connections in {s['groups']:,} group{plural} overlapped on one path "
+            f"with a measured bottleneck; no fix of the {adv.vantage}'s host changes the server's flights: not replayed "
+            "together")
+    elif s["groups"]:
         plural = "" if s["groups"] == 1 else "s"
         say(f"shared dumbbell: {s['connections']:,} connections in {s['groups']:,} group{plural} overlapped on one path "
             f"with a measured bottleneck, replayed together ({s['faithful']:,} held by their replay alone or together)")
