@@ -125,6 +125,16 @@ def _first_flight(c: dict[str, Any]) -> int | None:
     return int(iw) if _clean(c) and iw and (c["iw_bytes"] or 0) < c["first_response"] else None
 
 
+def _spread_out(iw: int, segment: float, rtt: float, rate: float | None) -> bool:
+    """Whether a first flight of `iw` segments of `segment` bytes may have been cut by its
+    serialization, not by the server's window. Near the client the analyzer ends a first
+    flight at what arrives half the server's leg after the client's first ACK, which the
+    first segment sent: a flight whose segments, one more, take half the round trip `rtt`
+    to cross the bottleneck (`rate`, payload bits per second) reached that cut (at 3 Mbit/s
+    over 40 ms, ten segments read as five)."""
+    return rate is not None and rate > 0 and (iw + 1) * segment * 8 / rate >= rtt / 2
+
+
 def _clean(c: dict[str, Any]) -> bool:
     return (c["syn_count"] or 0) <= 1 and (c["synack_count"] or 0) <= 1
 
@@ -167,7 +177,7 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         # reached it), else of the SYN.
         "lost_syns": _client_losses(c)[0] if vantage == "client" else 0,
         "lost_synacks": _lost_synacks(c, rtt) if vantage == "server" else _client_losses(c)[1],
-        "epochs": c["epochs"],
+        "epochs": _server_waits(c, vantage, bottleneck_bps),
         "lost_c2s": list(c["lost_offsets_c2s"] or []),
         "lost_s2c": list(c["lost_offsets_s2c"] or []),
         # The host's initial window where its connections showed it (else the stack's).
@@ -191,6 +201,25 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         "server_delack_s": _delack(c["delack_least_c2s_s"]),
         "observed_s": observed,
     }
+
+
+def _server_waits(c: dict[str, Any], vantage: str, bottleneck_bps: float | None) -> list[tuple[int, int, int, int]]:
+    """The connection's epochs, each server's wait as the server had it. Near the client
+    the wait is read from the request's end to the response's first byte less the round
+    trip: it holds the request's last segment's serialization at the bottleneck and the
+    response's first segment's, which the replay's path (one rate both ways) adds again:
+    that much less."""
+    epochs: list[tuple[int, int, int, int]] = c["epochs"]
+    if vantage != "client" or not bottleneck_bps:
+        return epochs
+    mss = [c["mss_client"] or 1460, c["mss_server"] or 1460]
+
+    def on_the_wire_us(payload: int, segment: int) -> int:
+        last = payload - segment * ((payload - 1) // segment) if payload else 0
+        return round(last * 8 / bottleneck_bps * 1e6)
+
+    return [(req, max(0, wait - on_the_wire_us(req, mss[0]) - on_the_wire_us(min(resp, mss[1]), mss[1])), resp, gap)
+            for req, wait, resp, gap in epochs]
 
 
 def _queueing(c: dict[str, Any]) -> float | None:
@@ -342,7 +371,9 @@ class _Counts:
     first flights (its initial window), each client's round trips, the servers' ports.
     Bounded by the hosts and ports, not the connections."""
 
-    windows: dict[str, Counter[int]] = field(default_factory=dict)
+    #: Each server's first flights: (segments, client, round trip in 0.1 ms, segment size
+    #: in bytes), for `_spread_out` on the client's path once its rate is known.
+    windows: dict[str, Counter[tuple[int, str, int, int]]] = field(default_factory=dict)
     #: Each host's smallest margin of a first retransmission timeout over its SRTT:
     #: clients' (their data's) and servers'.
     rto_margins: dict[str, float] = field(default_factory=dict)
@@ -355,7 +386,9 @@ class _Counts:
     def add(self, f: dict[str, Any]) -> None:
         self.ports[f["server_port"]] += 1
         if (iw := _first_flight(f)) is not None:
-            self.windows.setdefault(f["server_ip"], Counter())[iw] += 1
+            rtt = round((_finite(f["handshake_rtt_s"]) or 0.0) * 1e4)
+            segment = round((f["iw_bytes"] or 0) / iw)
+            self.windows.setdefault(f["server_ip"], Counter())[iw, f["client_ip"], rtt, segment] += 1
         if _clean(f) and (r := _finite(f["handshake_rtt_s"])) is not None:
             self.rtts.setdefault(f["client_ip"], _Sample()).add(r)
         if (rate := _finite(f["ack_clock_s2c_bps"])) is not None:
@@ -387,14 +420,27 @@ class _Counts:
         connections' between the same client and server (one path; a client's paths to
         other servers may have other bottlenecks)."""
         own = _finite(f["ack_clock_s2c_bps"])
-        sample = self.rates.get((f["client_ip"], f["server_ip"]))
-        return own if own is not None else statistics.median(sample.values) if sample else None
+        return own if own is not None else self.path_rate(f["client_ip"], f["server_ip"])
 
-    def hosts(self) -> tuple[dict[str, int], dict[str, float]]:
+    def path_rate(self, client: str, server: str) -> float | None:
+        """The median of the rates the connections between `client` and `server` showed."""
+        sample = self.rates.get((client, server))
+        return statistics.median(sample.values) if sample else None
+
+    def hosts(self, vantage: str) -> tuple[dict[str, int], dict[str, float]]:
         """Each server's initial window (the one most of its first flights show: a host
-        setting) and each client's round trip (the median of its clean handshakes)."""
-        return ({server: c.most_common(1)[0][0] for server, c in self.windows.items()},
-                {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()})
+        setting; near the client, of the flights not cut by their serialization) and
+        each client's round trip (the median of its clean handshakes)."""
+        windows: dict[str, int] = {}
+        for server, c in self.windows.items():
+            kept: Counter[int] = Counter()
+            for (iw, client, rtt, segment), n in c.items():
+                rate = self.path_rate(client, server)
+                if not (vantage == "client" and _spread_out(iw, segment, rtt / 1e4, rate)):
+                    kept[iw] += n
+            if kept:
+                windows[server] = kept.most_common(1)[0][0]
+        return windows, {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()}
 
 
 @functools.cache
@@ -464,7 +510,7 @@ def _models(batches: Iterator[list[dict[str, Any]]], side: str, counts: _Counts)
     """Each batch of facts with each connection's model or why it has none; a model's
     ``conn_id`` is its connection's place in the batches (the row's own ``conn_id`` is per
     trace)."""
-    windows, clients = counts.hosts()
+    windows, clients = counts.hosts(side)
     i = 0
     for facts in batches:
         out: Modelled = []

@@ -127,7 +127,11 @@ impl ConnModel {
     fn write_path(&self, s: &mut String, rtt_us: u64) {
         let _ = writeln!(s, "\n[path]\nrtt = \"{rtt_us}us\"");
         match Bottleneck::of(self, self.queueing_s) {
-            Some(b) => b.write(s),
+            Some(b) => {
+                // One bottleneck: the hosts' own links serialize no segment again.
+                let _ = writeln!(s, "access_bandwidth = \"100Gbit\"");
+                b.write(s)
+            }
             None => {
                 let _ = writeln!(s, "bandwidth = \"1Gbit\"");
             }
@@ -248,6 +252,8 @@ mod tests {
         };
         let sc = crate::scenario::load(&m.scenario_toml(), "explain.toml", &[]).expect("loads");
         assert!(sc.path.bandwidth_bps.abs_diff(10_000_000) <= 1, "{}", sc.path.bandwidth_bps);
+        // One bottleneck: the hosts' links do not serialize each segment a second time.
+        assert_eq!(sc.path.access_bandwidth_bps, 100_000_000_000);
         // 100 ms of 10 Mbit/s, half again: 187.5 kB, 124 packets of 1518 B.
         assert_eq!(sc.path.queue, crate::scenario::QueueConfig::DropTailPackets(124));
         assert_eq!(sc.client.ack.delayed, crate::profile::DelayedAck::Off);
