@@ -73,7 +73,7 @@ def test_a_cluster_run_gives_the_local_runs_advice(traces, scheduler, tmp_path):
     # The table, intervals and reasons as printed, the same (but for where the tables went).
     assert remote_text.replace("/remote/", "/") == local_text.replace("/local/", "/")
     # Every connection's row and every saving, in the same order.
-    for name in ("connections.parquet", "savings.parquet"):
+    for name in ("connections.parquet", "savings.parquet", "shared.parquet"):
         a, b = pq.read_table(tmp_path / "local" / name), pq.read_table(tmp_path / "remote" / name)
         assert b.num_rows == a.num_rows > 0 and b.equals(a), name
     # Each trace's connections are there under its own name.

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 SHORTFLOW = [sys.executable, "-m", "shortflow"]
@@ -51,7 +52,18 @@ def advised(tmp: Path, rate: str, parallel: bool = True) -> tuple[dict, Path]:
     sc, pcap = tmp / "shared.toml", tmp / "shared.pcap"
     sc.write_text(SHARED.format(rate=rate, parallel=str(parallel).lower()))
     run("simulate", str(sc), "--set", 'capture.point="server"', "--pcap", str(pcap), "-q")
-    return json.loads(run("advise", str(pcap), "--json", "-").stdout), sc
+    doc = json.loads(run("advise", str(pcap), "--json", "-", "--out", str(tmp / "out")).stdout)
+    # --out's shared.parquet: the figures the JSON sums, connection by connection.
+    rows = pq.read_table(tmp / "out" / "shared.parquet").to_pylist()
+    for f in doc["fixes"]:
+        mine = [r for r in rows if r["fix"] == f["fix"]]
+        if f["shared_replay"] is None:
+            assert mine == []
+            continue
+        assert len(mine) == f["shared_replay"]["connections"]
+        assert sum(r["saved_s_together"] for r in mine) == pytest.approx(f["shared_replay"]["saved_s_shared"])
+        assert sum(r["neighbours_s"] for r in mine) == pytest.approx(f["harm"]["neighbours_s"])
+    return doc, sc
 
 
 def gained(sc: Path, iw: int) -> float:

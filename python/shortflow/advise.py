@@ -608,13 +608,17 @@ class _Tables:
         import pyarrow.parquet as pq
 
         out.mkdir(parents=True, exist_ok=True)
-        self.paths = [out / "connections.parquet", out / "savings.parquet"]
+        self.paths = [out / "connections.parquet", out / "savings.parquet", out / "shared.parquet"]
         self.conn_schema = pa.schema([("trace", pa.string()), ("conn_id", pa.uint64()), ("observed_s", pa.float64()),
                                       ("replay_s", pa.float64()), ("faithful", pa.bool_()), ("reason", pa.string())])
         self.saving_schema = pa.schema([("fix", pa.string()), ("trace", pa.string()), ("conn_id", pa.uint64()),
                                         ("saved_s", pa.float64())])
+        self.shared_schema = pa.schema([("fix", pa.string()), ("trace", pa.string()), ("conn_id", pa.uint64()),
+                                        ("group", pa.uint64()), ("saved_s_alone", pa.float64()),
+                                        ("saved_s_together", pa.float64()), ("neighbours_s", pa.float64())])
         self.conns = pq.ParquetWriter(self.paths[0], self.conn_schema)
         self.savings = pq.ParquetWriter(self.paths[1], self.saving_schema)
+        self.together = pq.ParquetWriter(self.paths[2], self.shared_schema)
 
     def connections(self, rows: list[dict[str, Any]]) -> None:
         import pyarrow as pa
@@ -628,16 +632,23 @@ class _Tables:
                for f, per in zip(fixes, saved) for r, s in zip(rows, per)]
         self.savings.write_table(pa.Table.from_pylist(out, schema=self.saving_schema))
 
+    def shared(self, rows: list[dict[str, Any]]) -> None:
+        import pyarrow as pa
+
+        self.together.write_table(pa.Table.from_pylist(rows, schema=self.shared_schema))
+
     def close(self) -> None:
         self.conns.close()
         self.savings.close()
+        self.together.close()
 
 
 def _finish(ranking: Any, side: str, counts: _Counts, replays: _Replays, raw: dict[str, Any],
             tables: _Tables | None, groups: Groups | None = None) -> Advice:
     # The fixes that reach the neighbours, replayed on the known groups (before `finish`
     # takes the ranking's accounts).
-    shared = groups.replay(ranking.fixes(), side, replays.threads) if groups is not None else {}
+    shared = (groups.replay(ranking.fixes(), side, replays.threads, tables.shared if tables is not None else None)
+              if groups is not None else {})
     fixes: list[dict[str, Any]] = ranking.finish()
     for f in fixes:
         # None: not replayed together (a fix that leaves the flights alone, or no group).

@@ -42,16 +42,20 @@ CAVEAT = ("overlapping connections of one path (one client, one server) whose bo
           "the capture does not say)")
 
 
-def _on_the_path(group: list[tuple[float, dict[str, Any], bool]],
-                 vantage: str) -> list[tuple[float, dict[str, Any], bool]]:
+#: A group's member: when the capture first saw it (s), its model, whether its lone replay
+#: holds it, and its row's keys (``trace``, ``conn_id``).
+Member = tuple[float, dict[str, Any], bool, dict[str, Any]]
+
+
+def _on_the_path(group: list[Member], vantage: str) -> list[Member]:
     """The group with every member's round trip its path's least (one client, one server,
     one propagation delay: a handshake's round trip near the server includes the queue
     the neighbours had filled, which the shared replay's own queue adds again), and its
     start when its client sent its first SYN: when the capture saw it near the client,
     half that round trip before near the server."""
-    least = min(m["rtt_s"] for _, m, _ in group)
+    least = min(m["rtt_s"] for _, m, _, _ in group)
     early = least / 2 if vantage == "server" else 0.0
-    return [(seen - early, {**m, "rtt_s": least}, ok) for seen, m, ok in group]
+    return [(seen - early, {**m, "rtt_s": least}, ok, row) for seen, m, ok, row in group]
 
 
 def _fixes_with_neighbours(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -148,8 +152,8 @@ class Groups:
     replayed: bool = False
     #: Groups whose scenario did not load, by the reason.
     errors: Counter[str] = field(default_factory=Counter)
-    #: Per group, its members as (first seen, s; model; faithful alone).
-    members: dict[int, list[tuple[float, dict[str, Any], bool]]] = field(default_factory=dict)
+    #: Per group, its members.
+    members: dict[int, list[Member]] = field(default_factory=dict)
 
     @property
     def grouped(self) -> int:
@@ -188,15 +192,17 @@ class Groups:
         self.held += int(faithful)
         least = f["rtt_min_s"] if f["rtt_min_s"] is not None and not math.isnan(f["rtt_min_s"]) else model["rtt_s"]
         self.members.setdefault(g, []).append((f["first_seen"] / 1e9, {**model, "rtt_s": min(least, model["rtt_s"])},
-                                               faithful))
+                                               faithful, {"trace": f["trace"], "conn_id": f["conn_id"]}))
 
-    def replay(self, fixes: list[dict[str, Any]], vantage: str, threads: int) -> dict[str, dict[str, Any]]:
+    def replay(self, fixes: list[dict[str, Any]], vantage: str, threads: int,
+               rows: Callable[[list[dict[str, Any]]], None] | None = None) -> dict[str, dict[str, Any]]:
         """Each fix that reaches the neighbours replayed on every group: per fix name, over
-        the groups' faithful members, ``connections``, ``saved_s_lone`` and
+        the groups' held members, ``connections``, ``saved_s_lone`` and
         ``saved_s_shared`` (seconds the fix saves them alone and together),
         ``neighbours_s`` (seconds their neighbours cost them) and ``slower`` (made slower
         together but not alone). A group whose scenario did not load is counted in
-        ``errors`` with its reason."""
+        ``errors`` with its reason. `rows`, if given, gets each group's rows: per fix and
+        held member, its figures (``--out``'s ``shared.parquet``)."""
         chosen = _fixes_with_neighbours(fixes)
         groups = [_on_the_path(g, vantage) for g in self.members.values() if len(g) >= 2]
         out: dict[str, dict[str, Any]] = {f["fix"]: {"connections": 0, "saved_s_lone": 0.0, "saved_s_shared": 0.0,
@@ -204,21 +210,26 @@ class Groups:
         if not chosen or not groups:
             return out
         self.replayed = True
-        found = _core.advise_shared([[(s, m) for s, m, _ in g] for g in groups], chosen, threads)
-        for g, (err, per_fix) in zip(groups, found):
+        found = _core.advise_shared([[(s, m) for s, m, _, _ in g] for g in groups], chosen, threads)
+        for k, (g, (err, per_fix)) in enumerate(zip(groups, found)):
             if err is not None:
                 self.errors[err] += 1
                 continue
-            self.held += sum(1 for (_, _, faithful), e in zip(g, per_fix[0]) if not faithful and e[0])
+            self.held += sum(1 for (_, _, faithful, _), e in zip(g, per_fix[0]) if not faithful and e[0])
+            written: list[dict[str, Any]] = []
             for f, effects in zip(chosen, per_fix):
                 acc = out[f["fix"]]
-                for (_, _, faithful), (together, lone, shared, neighbours, slower) in zip(g, effects):
+                for (_, _, faithful, row), (together, lone, shared, neighbours, slower) in zip(g, effects):
                     if not (faithful or together):
                         continue
+                    written.append({"fix": f["fix"], **row, "group": k, "saved_s_alone": lone,
+                                    "saved_s_together": shared, "neighbours_s": neighbours})
                     acc["connections"] += 1
                     acc["saved_s_lone"] += lone or 0.0
                     acc["saved_s_shared"] += shared or 0.0
                     acc["neighbours_s"] += neighbours
                     # Slower together only: the lone replay's verdict is the ranking's own.
                     acc["slower"] += int(slower and (lone is None or lone >= -0.001))
+            if rows is not None:
+                rows(written)
         return out
