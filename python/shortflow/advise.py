@@ -714,7 +714,7 @@ def advise(paths: list[str], vantage: str | None = None, threads: int | None = N
         finally:
             if tables is not None:
                 tables.close()
-    adv.replays = n
+    adv.replays = n + groups.replays
     return adv
 
 
@@ -830,7 +830,7 @@ def _advise_on_cluster(paths: list[str], vantage: str | None, out: Path | None, 
             finally:
                 if tables is not None:
                     tables.close()
-    adv.replays = n_replays
+    adv.replays = n_replays + groups.replays
     return adv
 
 

@@ -150,6 +150,8 @@ class Groups:
     held: int = 0
     #: Whether the groups were replayed (some fix changes the server's flights).
     replayed: bool = False
+    #: Connection replays run: each member alone and together, unchanged and per fix.
+    replays: int = 0
     #: Groups whose scenario did not load, by the reason.
     errors: Counter[str] = field(default_factory=Counter)
     #: Per group, its members.
@@ -210,6 +212,7 @@ class Groups:
         if not chosen or not groups:
             return out
         self.replayed = True
+        self.replays += sum(2 * len(g) * (1 + len(chosen)) for g in groups)
         found = _core.advise_shared([[(s, m) for s, m, _, _ in g] for g in groups], chosen, threads)
         for k, (g, (err, per_fix)) in enumerate(zip(groups, found)):
             if err is not None:
