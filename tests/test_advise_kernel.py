@@ -159,8 +159,8 @@ def test_a_larger_window_costs_the_kernels_neighbours_as_the_shared_replay_says(
     the kernel's connections gain far less than their lone replays promise (each first
     flight queues behind the others'); the shared dumbbell's replay says so: its
     prediction is nearer the kernel's gain than the lone one, and the neighbours' seconds
-    are counted as harm. Five runs, over the connections held: lone 0.99 s, together
-    0.44-0.61 s, the kernel 0.40-0.65 s."""
+    are counted as harm. Ten runs, over the 6 or 7 connections the group's replay held:
+    lone 0.66 or 0.77 s, together 0.28-0.38 s, the kernel 0.33-0.38 s."""
     d = tmp_path / "shared"
     d.mkdir()
     lines = []
@@ -182,7 +182,7 @@ def test_a_larger_window_costs_the_kernels_neighbours_as_the_shared_replay_says(
     import pyarrow.parquet as pq
 
     rows = [x for x in pq.read_table(out / "shared.parquet").to_pylist() if x["fix"] == fix["fix"]]
-    assert len(rows) >= 8, rows
+    assert len(rows) >= 6, rows
     before = completed(base / "client-side.pcap")
     after = completed(run(sc, "iw32", fix["scenario_overrides"]) / "client-side.pcap")
     ports = client_ports(base / "server-side.pcap")
@@ -196,3 +196,6 @@ def test_a_larger_window_costs_the_kernels_neighbours_as_the_shared_replay_says(
     # the same sign.
     assert abs(together - measured) < abs(alone - measured), (alone, together, measured)
     assert together < alone - 0.2, (alone, together, measured)
+    # And near what the kernel's connections gained (runs differ in which connections
+    # the group's replay holds: 0.3-19 % apart in ten runs).
+    assert abs(together - measured) <= 0.25 * measured, (alone, together, measured)

@@ -584,7 +584,7 @@ class _Replays:
                 self.reasons[m] += 1
         for f, m, b in zip(facts, models, result["baseline"]):
             if self.groups is not None:
-                self.groups.keep(f, m, b["faithful"])
+                self.groups.keep(f, m)
             b = {**b, "reason": _refined(b, f)}
             by_row.append({**_row(f), **{k: b[k] for k in ("observed_s", "replay_s", "faithful", "reason")}})
             if not b["faithful"]:

@@ -42,9 +42,9 @@ CAVEAT = ("overlapping connections of one path (one client, one server) whose bo
           "the capture does not say)")
 
 
-#: A group's member: when the capture first saw it (s), its model, whether its lone replay
-#: holds it, and its row's keys (``trace``, ``conn_id``).
-Member = tuple[float, dict[str, Any], bool, dict[str, Any]]
+#: A group's member: when the capture first saw it (s), its model, and its row's keys
+#: (``trace``, ``conn_id``).
+Member = tuple[float, dict[str, Any], dict[str, Any]]
 
 
 def _on_the_path(group: list[Member], vantage: str) -> list[Member]:
@@ -53,9 +53,9 @@ def _on_the_path(group: list[Member], vantage: str) -> list[Member]:
     the neighbours had filled, which the shared replay's own queue adds again), and its
     start when its client sent its first SYN: when the capture saw it near the client,
     half that round trip before near the server."""
-    least = min(m["rtt_s"] for _, m, _, _ in group)
+    least = min(m["rtt_s"] for _, m, _ in group)
     early = least / 2 if vantage == "server" else 0.0
-    return [(seen - early, {**m, "rtt_s": least}, ok, row) for seen, m, ok, row in group]
+    return [(seen - early, {**m, "rtt_s": least}, row) for seen, m, row in group]
 
 
 def _fixes_with_neighbours(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,7 +146,7 @@ class Groups:
     left_out: int = 0
     #: Connections that overlapped others at their server in no known group.
     unknown: int = 0
-    #: Members held alone or together (the shared figures' connections).
+    #: Members the group's replay holds (the shared figures' connections).
     held: int = 0
     #: Whether the groups were replayed (some fix changes the server's flights).
     replayed: bool = False
@@ -181,20 +181,18 @@ class Groups:
 
     def absorb(self, other: Groups) -> None:
         """Another part's members (`part`), after those kept so far."""
-        self.held += other.held
         for g, members in other.members.items():
             self.members.setdefault(g, []).extend(members)
 
-    def keep(self, f: dict[str, Any], model: dict[str, Any], faithful: bool) -> None:
+    def keep(self, f: dict[str, Any], model: dict[str, Any]) -> None:
         """A grouped connection's model as the second pass made it, with when the capture
         saw its first packet."""
         g = self.of.get(model["conn_id"])
         if g is None:
             return
-        self.held += int(faithful)
         least = f["rtt_min_s"] if f["rtt_min_s"] is not None and not math.isnan(f["rtt_min_s"]) else model["rtt_s"]
         self.members.setdefault(g, []).append((f["first_seen"] / 1e9, {**model, "rtt_s": min(least, model["rtt_s"])},
-                                               faithful, {"trace": f["trace"], "conn_id": f["conn_id"]}))
+                                               {"trace": f["trace"], "conn_id": f["conn_id"]}))
 
     def replay(self, fixes: list[dict[str, Any]], vantage: str, threads: int,
                rows: Callable[[list[dict[str, Any]]], None] | None = None) -> dict[str, dict[str, Any]]:
@@ -213,17 +211,19 @@ class Groups:
             return out
         self.replayed = True
         self.replays += sum(2 * len(g) * (1 + len(chosen)) for g in groups)
-        found = _core.advise_shared([[(s, m) for s, m, _, _ in g] for g in groups], chosen, threads)
+        found = _core.advise_shared([[(s, m) for s, m, _ in g] for g in groups], chosen, threads)
         for k, (g, (err, per_fix)) in enumerate(zip(groups, found)):
             if err is not None:
                 self.errors[err] += 1
                 continue
-            self.held += sum(1 for (_, _, faithful, _), e in zip(g, per_fix[0]) if not faithful and e[0])
+            self.held += sum(1 for e in per_fix[0] if e[0])
             written: list[dict[str, Any]] = []
             for f, effects in zip(chosen, per_fix):
                 acc = out[f["fix"]]
-                for (_, _, faithful, row), (together, lone, shared, neighbours, slower) in zip(g, effects):
-                    if not (faithful or together):
+                for (_, _, row), (together, lone, shared, neighbours, slower) in zip(g, effects):
+                    # Only where the group's replay holds the connection: a lone replay
+                    # that holds it says nothing of how its neighbours' replays meet it.
+                    if not together:
                         continue
                     written.append({"fix": f["fix"], **row, "group": k, "saved_s_alone": lone,
                                     "saved_s_together": shared, "neighbours_s": neighbours})

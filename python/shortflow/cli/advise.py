@@ -80,7 +80,7 @@ def print_shared(adv: Advice) -> None:
     elif s["groups"]:
         plural = "" if s["groups"] == 1 else "s"
         say(f"shared dumbbell: {s['connections']:,} connections in {s['groups']:,} group{plural} overlapped on one path "
-            f"with a measured bottleneck, replayed together ({s['faithful']:,} held by their replay alone or together)")
+            f"with a measured bottleneck, replayed together ({s['faithful']:,} held by the group's replay)")
         for f in adv.fixes:
             if (r := f.get("shared_replay")) is not None:
                 say(f"  {f['fix']}: together {_g(r['saved_s_shared'])} s saved, alone {_g(r['saved_s_lone'])} s, "

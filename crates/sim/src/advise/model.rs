@@ -152,7 +152,10 @@ impl ConnModel {
 /// it (each segment's payload with its headers, as `Packet::wire_bytes` counts them) and a
 /// drop-tail queue of the most queueing seen, half again for the peaks between the round
 /// trips sampled. The losses replay as the capture's (`[drop]`), so the queue must not add
-/// its own: never less than 64 packets.
+/// its own: never less than 64 packets, nor than the path's bandwidth-delay product (a
+/// queue the round trips never filled says nothing of its size beyond what they showed;
+/// a slow start's flight of twice the window, all at once from a fast host, must not
+/// meet a limit the capture never showed).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Bottleneck {
     payload_bps: f64,
@@ -172,7 +175,8 @@ impl Bottleneck {
         let wire_bps = (payload_bps * wire / payload).round() as u64;
         let queueing_s = queueing_s.unwrap_or(0.0).max(0.0);
         let queued = queueing_s * wire_bps as f64 / 8.0 * 1.5;
-        let packets = ((queued / wire).ceil() as u64).max(64);
+        let bdp = wire_bps as f64 / 8.0 * m.rtt_s.max(0.0);
+        let packets = ((queued.max(bdp) / wire).ceil() as u64).max(64);
         Some(Self { payload_bps, queueing_s, wire_bps, packets })
     }
 

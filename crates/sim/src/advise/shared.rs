@@ -6,12 +6,14 @@
 //! trip (the `abt` workload's per-connection delay beyond the shared path's), starts when
 //! its client sent its first SYN, and crosses the one bottleneck the group's ACK clocks
 //! showed. The two hosts' stacks are the group's first connection's fingerprints: one
-//! client, one server.
+//! client, one server (a fingerprint read per connection, as a receiver's quick ACKs, may
+//! differ between connections of one host).
 //!
 //! The group replays without the capture's losses: a scenario's byte losses apply to every
-//! connection alike, and a lost byte of one connection is no loss of another. So does each
-//! connection's lone counterpart here, and the neighbours' cost is the difference the
-//! shared queue makes between the two (`MemberEffect::neighbours_s`).
+//! connection alike, and a lost byte of one connection is no loss of another. Each
+//! connection's lone counterpart here is the same network and stacks with it alone, and
+//! the neighbours' cost is the difference the shared queue makes between the two
+//! (`MemberEffect::neighbours_s`).
 
 use std::fmt::Write as _;
 
@@ -52,11 +54,14 @@ impl MemberEffect {
 
     /// Seconds the neighbours cost the connection with the fix beyond what they cost it
     /// unchanged (never negative: a neighbour that got out of the way sooner is the
-    /// neighbour's own saving, counted there). A connection the fix leaves unfinished
-    /// among its neighbours but not alone lost its whole shared baseline.
+    /// neighbour's own saving, counted there). Neighbours that sped it up unchanged (in
+    /// the simulator a receiver whose segments interleave with another connection's may
+    /// open its window a round trip sooner) cost it nothing: a fix that leaves it no
+    /// faster is no loss to them. A connection the fix leaves unfinished among its
+    /// neighbours but not alone lost its whole shared baseline.
     pub fn neighbours_s(&self) -> f64 {
         match (self.lone_s, self.shared_s) {
-            ([Some(lb), Some(lf)], [Some(sb), Some(sf)]) => ((sf - lf) - (sb - lb)).max(0.0),
+            ([Some(lb), Some(lf)], [Some(sb), Some(sf)]) => ((sf - lf) - (sb - lb).max(0.0)).max(0.0),
             ([_, Some(_)], [Some(sb), None]) => sb,
             _ => 0.0,
         }
@@ -91,9 +96,37 @@ impl Member {
     }
 }
 
-/// A model without its captured losses (see the module's note).
-fn lossless(m: &ConnModel) -> ConnModel {
-    ConnModel { lost_syns: 0, lost_synacks: 0, lost_c2s: Vec::new(), lost_s2c: Vec::new(), ..m.clone() }
+/// The members on the group's one network: without their captured losses (see the
+/// module's note), each with the group's stacks (its first connection's fingerprints: one
+/// client, one server) and its path (the rate the first rated member's ACK clock showed,
+/// the most queueing any showed). Alone, each is then its lone counterpart on the same
+/// network: what the neighbours change is all that differs.
+fn on_one_network(members: &[Member]) -> Vec<Member> {
+    let Some(&first) = in_start_order(members).first() else { return Vec::new() };
+    let host = &members[first].model;
+    let rate = members.iter().find_map(|m| m.model.bottleneck_bps);
+    let queueing = members.iter().filter_map(|m| m.model.queueing_s).reduce(f64::max);
+    members
+        .iter()
+        .map(|m| Member {
+            start_s: m.start_s,
+            model: ConnModel {
+                lost_syns: 0,
+                lost_synacks: 0,
+                lost_c2s: Vec::new(),
+                lost_s2c: Vec::new(),
+                server_iw: host.server_iw,
+                options: host.options,
+                mss: host.mss,
+                rto_min_s: host.rto_min_s,
+                bottleneck_bps: rate,
+                queueing_s: queueing,
+                ack_every_segment: host.ack_every_segment,
+                delack_s: host.delack_s,
+                ..m.model.clone()
+            },
+        })
+        .collect()
 }
 
 /// The members in the order of their starts (the order the replay opens them).
@@ -171,15 +204,15 @@ pub fn replay_group(members: &[Member], overrides: &[String]) -> Result<Vec<Opti
 /// Each fix's effect on each member (per fix, in `fixes`' order; per member, in the
 /// members' order): alone and together, unchanged and with the fix.
 pub fn shared_effects(members: &[Member], fixes: &[Fix]) -> Result<Vec<Vec<MemberEffect>>, crate::ScenarioError> {
-    let alone: Vec<ConnModel> = members.iter().map(|m| lossless(&m.model)).collect();
+    let group = on_one_network(members);
     let lone = |overrides: &[String]| -> Result<Vec<Option<f64>>, crate::ScenarioError> {
-        alone.iter().map(|m| Ok(m.replay(overrides)?.duration_s)).collect()
+        group.iter().map(|m| Ok(replay_group(std::slice::from_ref(m), overrides)?[0])).collect()
     };
-    let (lone_base, shared_base) = (lone(&[])?, replay_group(members, &[])?);
+    let (lone_base, shared_base) = (lone(&[])?, replay_group(&group, &[])?);
     fixes
         .iter()
         .map(|f| {
-            let (lone_fix, shared_fix) = (lone(&f.overrides)?, replay_group(members, &f.overrides)?);
+            let (lone_fix, shared_fix) = (lone(&f.overrides)?, replay_group(&group, &f.overrides)?);
             Ok((0..members.len())
                 .map(|i| MemberEffect { lone_s: [lone_base[i], lone_fix[i]], shared_s: [shared_base[i], shared_fix[i]] })
                 .collect())
