@@ -15,7 +15,7 @@ bottleneck the capture does not say.
 Groups of more than `GROUP_MAX` connections replay in windows of that many consecutive
 starts (the neighbours across a window's edge are not each other's), and at most
 `SHARED_MAX` connections are replayed together in all (the first groups in the capture's
-order): the spans are kept for every connection (20 bytes each), the models only for the
+order): the spans are kept for every connection (24 bytes each), the models only for the
 grouped ones.
 """
 
@@ -98,41 +98,39 @@ class Spans:
     def groups(self, rated: Callable[[tuple[str, str]], bool]) -> Groups:
         """The known groups (paths for which `rated` says the rate was measured), and the
         connections that overlapped others at their server but in no known group."""
+        import numpy as np
+
         out, left = Groups(), set[int]()
-        by_server: dict[str, list[tuple[float, float, int]]] = {}
+        by_server: dict[str, list[tuple[Any, Any, Any]]] = {}
         for path, (starts, ends, ids) in self._paths.items():
-            spans = sorted(zip(starts, ends, ids))
-            by_server.setdefault(path[0] + "\0" + path[2], []).extend(spans)
-            if rated(path[1:]):
-                for component in _overlaps(spans):
-                    for k in range(0, len(component), GROUP_MAX):
-                        window = component[k:k + GROUP_MAX]
-                        if len(window) >= 2 and out.grouped + len(window) <= SHARED_MAX:
-                            out.add([i for _, _, i in window])
-                        elif len(window) >= 2:
-                            left.update(i for _, _, i in window)
+            spans = (np.frombuffer(starts), np.frombuffer(ends), np.frombuffer(ids, dtype=np.int64))
+            by_server.setdefault(path[0] + "\0" + path[2], []).append(spans)
+            if not rated(path[1:]):
+                continue
+            for component in _overlaps(*spans):
+                for k in range(0, len(component), GROUP_MAX):
+                    window = [int(i) for i in component[k:k + GROUP_MAX]]
+                    if len(window) >= 2 and out.grouped + len(window) <= SHARED_MAX:
+                        out.add(window)
+                    elif len(window) >= 2:
+                        left.update(window)
         out.left_out = len(left)
-        for spans in by_server.values():
-            spans.sort()
-            out.unknown += sum(1 for c in _overlaps(spans) for _, _, i in c if i not in out.of and i not in left)
+        for parts in by_server.values():
+            together = [np.concatenate([p[k] for p in parts]) for k in range(3)]
+            out.unknown += sum(1 for c in _overlaps(*together) for i in c.tolist() if i not in out.of and i not in left)
         return out
 
 
-def _overlaps(spans: list[tuple[float, float, int]]) -> list[list[tuple[float, float, int]]]:
-    """The chains of overlapping spans (sorted by start) of two or more."""
-    out: list[list[tuple[float, float, int]]] = []
-    current: list[tuple[float, float, int]] = []
-    reach = float("-inf")
-    for s in spans:
-        if current and s[0] >= reach:
-            if len(current) >= 2:
-                out.append(current)
-            current = []
-        current.append(s)
-        reach = max(reach, s[1]) if len(current) > 1 else s[1]
-    if len(current) >= 2:
-        out.append(current)
-    return out
+def _overlaps(starts: Any, ends: Any, ids: Any) -> list[Any]:
+    """The chains of overlapping spans of two or more (each one's indices, by start): a
+    span that starts before every earlier one has ended joins their chain."""
+    import numpy as np
+
+    order = np.argsort(starts, kind="stable")
+    starts, ends, ids = starts[order], ends[order], ids[order]
+    reach = np.maximum.accumulate(ends)
+    breaks = np.flatnonzero(starts[1:] >= reach[:-1]) + 1
+    return [c for c in np.split(ids, breaks) if len(c) >= 2]
 
 
 @dataclass
