@@ -82,7 +82,7 @@ def fix(doc: dict, name: str) -> dict:
 def test_on_a_narrow_bottleneck_the_neighbours_loss_is_counted_and_the_shared_replay_predicts_the_gain(tmp_path):
     doc, sc = advised(tmp_path, "4Mbit")
     assert doc["shared"] == {"groups": 1, "connections": 12, "replayed": True, "faithful": 12, "left_out": 0,
-                             "not_known": 0, "not_loaded": 0}
+                             "not_known": 0, "not_loaded": 0, "not_loaded_reasons": {}}
     iw32 = fix(doc, "server IW 32")
     truth = gained(sc, 32)
     shared = iw32["shared_replay"]
@@ -134,3 +134,26 @@ def test_a_client_capture_has_no_fix_that_reaches_the_neighbours(tmp_path):
     assert doc["shared"]["groups"] == 1 and doc["shared"]["replayed"] is False, doc["shared"]
     assert all(f["harm"]["neighbours_s"] is None for f in doc["fixes"])
     assert "no fix of the client's host changes the server's flights" in run("advise", str(pcap)).stdout
+
+
+def test_groups_are_one_traces_overlapping_connections_of_one_measured_path():
+    """The grouping rules on spans as the first pass keeps them: chains of overlaps on one
+    path whose rate was measured are groups; another client's connections at the same
+    server, or a path without a rate, or another trace, are not replayed with them."""
+    from shortflow.advise_shared import Spans
+
+    spans = Spans()
+    conns = [  # (trace, client, start s, span s)
+        ("a", "c1", 0.0, 1.0), ("a", "c1", 0.5, 1.0), ("a", "c1", 1.4, 0.2),  # a chain of three
+        ("a", "c1", 5.0, 0.1),  # alone: no neighbour
+        ("a", "c2", 0.2, 0.5),  # another client at the same server, overlapping the chain
+        ("b", "c1", 0.1, 1.0),  # another trace: its clock is not trace a's
+        ("a", "c3", 7.0, 1.0), ("a", "c3", 7.5, 1.0),  # overlapping, but no rate on c3's path
+    ]
+    for i, (trace, client, start, span) in enumerate(conns):
+        spans.add(i, {"trace": trace, "client_ip": client, "server_ip": "s", "first_seen": int(start * 1e9),
+                      "last_end": span})
+    groups = spans.groups(lambda path: path[0] != "c3")
+    assert sorted(groups.of) == [0, 1, 2] and len(groups.sizes) == 1
+    # c2's connection overlapped the chain at the server, c3's two each other: not known.
+    assert groups.unknown == 3

@@ -164,7 +164,7 @@ class Groups:
         return {"groups": len(self.sizes), "connections": self.grouped, "replayed": self.replayed,
                 "faithful": self.held,
                 "left_out": self.left_out, "not_known": self.unknown,
-                "not_loaded": sum(self.errors.values())}
+                "not_loaded": sum(self.errors.values()), "not_loaded_reasons": dict(self.errors)}
 
     def add(self, ids: list[int]) -> None:
         g = len(self.sizes)

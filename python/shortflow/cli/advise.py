@@ -92,8 +92,8 @@ def print_shared(adv: Advice) -> None:
             "on a path without a measured rate: not replayed together (their shared bottleneck is not known)")
     if s["left_out"]:
         say(f"shared dumbbell: {s['left_out']:,} overlapping connections left out past the replay's limit")
-    if s["not_loaded"]:
-        say(f"shared dumbbell: {s['not_loaded']:,} groups whose scenario did not load")
+    for why, count in s["not_loaded_reasons"].items():
+        say(f"shared dumbbell: {count:,} groups not replayed, their scenario did not load: {why}")
 
 
 def _write_report(traces: list[Path], adv: Advice, out: Path, scheduler: str | None) -> Path:
