@@ -15,11 +15,16 @@ import pytest
 
 SHORTFLOW = [sys.executable, "-m", "shortflow"]
 
-#: Three captures near the server with different losses, windows and sizes: a merge that
+#: Four captures near the server with different losses, windows and sizes: a merge that
 #: mixed up traces, connections or sums would show.
 TRACES = [
     ('seed = 21\n[path]\nrtt = "80ms"\n[random_loss]\nper_connection = true\nsynack = 0.2\ndata = 0.02\n'
      '[workload]\nresponse = "15kB"\nconnections = 150\ninterval = "40ms"\n'),
+    # Connections of one client overlapping on a narrow path: groups replayed together,
+    # their models handed back by the trace's worker (a trace after another: its
+    # connections' indices follow the first trace's).
+    ('seed = 5\n[path]\nrtt = "100ms"\nbandwidth = "4Mbit"\naccess_bandwidth = "1Gbit"\n'
+     '[workload]\nresponse = "60kB"\nconnections = 12\ninterval = "150ms"\nparallel = true\n'),
     ('seed = 22\n[path]\nrtt = "150ms"\n[server]\ninitial_window = 4\n[random_loss]\nper_connection = true\n'
      'data = 0.05\n[workload]\nresponse = "30kB"\nconnections = 90\ninterval = "60ms"\n'),
     ('seed = 23\n[path]\nrtt = "30ms"\n[random_loss]\nper_connection = true\nsynack = 0.1\n'
@@ -61,12 +66,14 @@ def test_a_cluster_run_gives_the_local_runs_advice(traces, scheduler, tmp_path):
     local, local_text = _advise(traces, tmp_path / "local")
     remote, remote_text = _advise(traces, tmp_path / "remote", "--scheduler", scheduler)
     assert remote == local
-    assert local["replay"]["connections"] == 440 and local["replay"]["faithful_share"] > 0.75
+    assert local["replay"]["connections"] == 452 and local["replay"]["faithful_share"] > 0.75
+    assert local["shared"]["groups"] >= 1 and local["shared"]["faithful"] >= 10, local["shared"]
+    assert max(f["harm"]["neighbours_s"] or 0 for f in local["fixes"]) > 0.1
     assert local["fixes"][0]["saved_s_total"] > 1
     # The table, intervals and reasons as printed, the same (but for where the tables went).
     assert remote_text.replace("/remote/", "/") == local_text.replace("/local/", "/")
     # Every connection's row and every saving, in the same order.
-    for name in ("connections.parquet", "savings.parquet"):
+    for name in ("connections.parquet", "savings.parquet", "shared.parquet"):
         a, b = pq.read_table(tmp_path / "local" / name), pq.read_table(tmp_path / "remote" / name)
         assert b.num_rows == a.num_rows > 0 and b.equals(a), name
     # Each trace's connections are there under its own name.

@@ -72,7 +72,9 @@ def test_the_report_says_what_would_help_in_chromium(tmp_path: Path) -> None:
         assert row[3].startswith(f"{f['saved_s_total']:.3g} ["), (row, f)
         assert row[6:9] == [f"{f['harm'][h]:,}" for h in ("extra_packets", "spurious_retransmissions",
                                                            "connections_slower")], (row, f)
-        assert row[9] == f["apply"], (row, f)
+        neighbours = f["harm"]["neighbours_s"]
+        assert row[9] == (f"{neighbours:.3g}" if neighbours is not None else "–"), (row, f)
+        assert row[10] == f["apply"], (row, f)
     # A window of two segments: a larger one is among the best, and saves time.
     best = advice["fixes"][0]
     assert "IW" in best["fix"] and best["saved_s_total"] > 1, best

@@ -87,6 +87,15 @@ def advise_scenario(m: dict[str, Any]) -> str:
     ``lost_synacks``, ``epochs``, ``lost_c2s``, ``lost_s2c``, ``server_iw``,
     ``observed_s``): what `shortflow simulate` replays."""
 
+def advise_shared(groups: list[list[tuple[float, dict[str, Any]]]], fixes: list[dict[str, Any]],
+                  threads: int) -> list[tuple[str | None,
+                                              list[list[tuple[bool, float | None, float | None, float, bool]]]]]:
+    """Groups of connections that overlapped on one path, each a list of (start_s, model),
+    replayed alone and together without their losses, unchanged and under each fix: per
+    group (None, per fix per member (the group's replay unchanged holds it, seconds saved
+    alone, saved together, lost to the neighbours, made slower together)), or (the error,
+    []) when its scenario does not load."""
+
 def advise_faithful(batch: list[dict[str, Any]], threads: int) -> list[tuple[int, tuple[float | None, int, int]]]:
     """The faithful models of a batch (indices) with their baseline outcomes, as
     `AdviseRanking.replay_batch` finds them, without replaying any fix."""

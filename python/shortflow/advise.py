@@ -37,6 +37,8 @@ from typing import IO, Any
 
 from shortflow import _core
 from shortflow.abt import connection_vectors
+from shortflow.advise_shared import CAVEAT as SHARED_CAVEAT
+from shortflow.advise_shared import Groups, Spans
 
 VANTAGES = ("server", "client")
 
@@ -44,8 +46,9 @@ VANTAGES = ("server", "client")
 CAVEATS = (
     "losses replay as the same bytes of the same direction lost at their first transmission "
     "(handshake losses as the same occurrence)",
-    "each connection replays alone on its own path: a lone replay cannot show what a larger "
-    "initial window does to its neighbours in a shared queue",
+    "each connection's estimate is its replay alone on its own path, which cannot show what a larger "
+    "initial window does to its neighbours in a shared queue: the neighbours' seconds come from the shared replay",
+    SHARED_CAVEAT,
 )
 
 _COLUMNS = ("trace", "conn_id", "client_ip", "server_ip", "server_port", "syn_count", "synack_count", "synack_gaps_s",
@@ -84,6 +87,8 @@ class Advice:
     caveats: tuple[str, ...] = CAVEATS
     #: The per-connection tables written (``--out``).
     written: list[Path] = field(default_factory=list)
+    #: The shared replay's groups (`Groups.document`).
+    shared: dict[str, Any] | None = None
 
     @property
     def faithful_share(self) -> float:
@@ -100,10 +105,12 @@ class Advice:
             "saved_s_median": f["saved_s_median"],
             "saved_s_p95": f["saved_s_p95"],
             "harm": {"extra_packets": f["extra_packets"], "spurious_retransmissions": f["spurious_retransmissions"],
-                     "connections_slower": f["connections_slower"]},
+                     "connections_slower": f["connections_slower"], "neighbours_s": f["neighbours_s"]},
+            "shared_replay": f["shared_replay"],
         } for f in self.fixes]
         return {"fixes": fixes,
-                "replay": {"connections": self.connections, "faithful": self.faithful, "faithful_share": self.faithful_share}}
+                "replay": {"connections": self.connections, "faithful": self.faithful, "faithful_share": self.faithful_share},
+                "shared": self.shared}
 
 
 def _finite(x: float | None) -> float | None:
@@ -116,6 +123,16 @@ def _first_flight(c: dict[str, Any]) -> int | None:
     segment: the flight then says nothing of the host's setting)."""
     iw = c["iw_segments"] or 0
     return int(iw) if _clean(c) and iw and (c["iw_bytes"] or 0) < c["first_response"] else None
+
+
+def _spread_out(iw: int, segment: float, rtt: float, rate: float | None) -> bool:
+    """Whether a first flight of `iw` segments of `segment` bytes may have been cut by its
+    serialization, not by the server's window. Near the client the analyzer ends a first
+    flight at what arrives half the server's leg after the client's first ACK, which the
+    first segment sent: a flight whose segments, one more, take half the round trip `rtt`
+    to cross the bottleneck (`rate`, payload bits per second) reached that cut (at 3 Mbit/s
+    over 40 ms, ten segments read as five)."""
+    return rate is not None and rate > 0 and (iw + 1) * segment * 8 / rate >= rtt / 2
 
 
 def _clean(c: dict[str, Any]) -> bool:
@@ -160,7 +177,7 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         # reached it), else of the SYN.
         "lost_syns": _client_losses(c)[0] if vantage == "client" else 0,
         "lost_synacks": _lost_synacks(c, rtt) if vantage == "server" else _client_losses(c)[1],
-        "epochs": c["epochs"],
+        "epochs": _server_waits(c, vantage, bottleneck_bps),
         "lost_c2s": list(c["lost_offsets_c2s"] or []),
         "lost_s2c": list(c["lost_offsets_s2c"] or []),
         # The host's initial window where its connections showed it (else the stack's).
@@ -184,6 +201,25 @@ def _model(i: int, c: dict[str, Any], vantage: str, iw: int | None, clients: dic
         "server_delack_s": _delack(c["delack_least_c2s_s"]),
         "observed_s": observed,
     }
+
+
+def _server_waits(c: dict[str, Any], vantage: str, bottleneck_bps: float | None) -> list[tuple[int, int, int, int]]:
+    """The connection's epochs, each server's wait as the server had it. Near the client
+    the wait is read from the request's end to the response's first byte less the round
+    trip: it holds the request's last segment's serialization at the bottleneck and the
+    response's first segment's, which the replay's path (one rate both ways) adds again:
+    that much less."""
+    epochs: list[tuple[int, int, int, int]] = c["epochs"]
+    if vantage != "client" or not bottleneck_bps:
+        return epochs
+    mss = [c["mss_client"] or 1460, c["mss_server"] or 1460]
+
+    def on_the_wire_us(payload: int, segment: int) -> int:
+        last = payload - segment * ((payload - 1) // segment) if payload else 0
+        return round(last * 8 / bottleneck_bps * 1e6)
+
+    return [(req, max(0, wait - on_the_wire_us(req, mss[0]) - on_the_wire_us(min(resp, mss[1]), mss[1])), resp, gap)
+            for req, wait, resp, gap in epochs]
 
 
 def _queueing(c: dict[str, Any]) -> float | None:
@@ -265,7 +301,7 @@ def _facts(c: dict[str, Any], v: dict[str, Any]) -> dict[str, Any]:
             "rto_margin_s2c_s", "ack_clock_s2c_bps", "segments_per_ack_c2s", "segments_per_ack_s2c",
             "delack_least_c2s_s", "delack_least_s2c_s",
             "rtt_min_s", "rtt_max_s", "response_complete_s", "time_delayed_ack_s", "time_zero_window_s",
-            "time_receive_window_s", "ack_delay_s", "handshake_rtt_s", "iw_segments", "iw_bytes", "lost_offsets_c2s",
+            "time_receive_window_s", "ack_delay_s", "handshake_rtt_s", "first_seen", "iw_segments", "iw_bytes", "lost_offsets_c2s",
             "lost_offsets_s2c")
     return {**{k: c[k] for k in keep},
             "first_response": next((x["response_bytes"] for x in c["exchanges"] if x["response_bytes"]), 0),
@@ -335,7 +371,9 @@ class _Counts:
     first flights (its initial window), each client's round trips, the servers' ports.
     Bounded by the hosts and ports, not the connections."""
 
-    windows: dict[str, Counter[int]] = field(default_factory=dict)
+    #: Each server's first flights: (segments, client, round trip in 0.1 ms, segment size
+    #: in bytes), for `_spread_out` on the client's path once its rate is known.
+    windows: dict[str, Counter[tuple[int, str, int, int]]] = field(default_factory=dict)
     #: Each host's smallest margin of a first retransmission timeout over its SRTT:
     #: clients' (their data's) and servers'.
     rto_margins: dict[str, float] = field(default_factory=dict)
@@ -348,7 +386,9 @@ class _Counts:
     def add(self, f: dict[str, Any]) -> None:
         self.ports[f["server_port"]] += 1
         if (iw := _first_flight(f)) is not None:
-            self.windows.setdefault(f["server_ip"], Counter())[iw] += 1
+            rtt = round((_finite(f["handshake_rtt_s"]) or 0.0) * 1e4)
+            segment = round((f["iw_bytes"] or 0) / iw)
+            self.windows.setdefault(f["server_ip"], Counter())[iw, f["client_ip"], rtt, segment] += 1
         if _clean(f) and (r := _finite(f["handshake_rtt_s"])) is not None:
             self.rtts.setdefault(f["client_ip"], _Sample()).add(r)
         if (rate := _finite(f["ack_clock_s2c_bps"])) is not None:
@@ -380,14 +420,27 @@ class _Counts:
         connections' between the same client and server (one path; a client's paths to
         other servers may have other bottlenecks)."""
         own = _finite(f["ack_clock_s2c_bps"])
-        sample = self.rates.get((f["client_ip"], f["server_ip"]))
-        return own if own is not None else statistics.median(sample.values) if sample else None
+        return own if own is not None else self.path_rate(f["client_ip"], f["server_ip"])
 
-    def hosts(self) -> tuple[dict[str, int], dict[str, float]]:
+    def path_rate(self, client: str, server: str) -> float | None:
+        """The median of the rates the connections between `client` and `server` showed."""
+        sample = self.rates.get((client, server))
+        return statistics.median(sample.values) if sample else None
+
+    def hosts(self, vantage: str) -> tuple[dict[str, int], dict[str, float]]:
         """Each server's initial window (the one most of its first flights show: a host
-        setting) and each client's round trip (the median of its clean handshakes)."""
-        return ({server: c.most_common(1)[0][0] for server, c in self.windows.items()},
-                {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()})
+        setting; near the client, of the flights not cut by their serialization) and
+        each client's round trip (the median of its clean handshakes)."""
+        windows: dict[str, int] = {}
+        for server, c in self.windows.items():
+            kept: Counter[int] = Counter()
+            for (iw, client, rtt, segment), n in c.items():
+                rate = self.path_rate(client, server)
+                if not (vantage == "client" and _spread_out(iw, segment, rtt / 1e4, rate)):
+                    kept[iw] += n
+            if kept:
+                windows[server] = kept.most_common(1)[0][0]
+        return windows, {ip: statistics.median(rs.values) for ip, rs in self.rtts.items()}
 
 
 @functools.cache
@@ -457,7 +510,7 @@ def _models(batches: Iterator[list[dict[str, Any]]], side: str, counts: _Counts)
     """Each batch of facts with each connection's model or why it has none; a model's
     ``conn_id`` is its connection's place in the batches (the row's own ``conn_id`` is per
     trace)."""
-    windows, clients = counts.hosts()
+    windows, clients = counts.hosts(side)
     i = 0
     for facts in batches:
         out: Modelled = []
@@ -514,6 +567,8 @@ class _Replays:
     threads: int
     rows: Any = None
     keep: Any = None
+    #: The known groups, whose members' models the shared replay needs.
+    groups: Groups | None = None
     connections: int = 0
     faithful: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
@@ -527,7 +582,9 @@ class _Replays:
             if isinstance(m, str):
                 by_row.append({**_row(f), "observed_s": None, "replay_s": None, "faithful": False, "reason": m})
                 self.reasons[m] += 1
-        for f, b in zip(facts, result["baseline"]):
+        for f, m, b in zip(facts, models, result["baseline"]):
+            if self.groups is not None:
+                self.groups.keep(f, m)
             b = {**b, "reason": _refined(b, f)}
             by_row.append({**_row(f), **{k: b[k] for k in ("observed_s", "replay_s", "faithful", "reason")}})
             if not b["faithful"]:
@@ -551,13 +608,17 @@ class _Tables:
         import pyarrow.parquet as pq
 
         out.mkdir(parents=True, exist_ok=True)
-        self.paths = [out / "connections.parquet", out / "savings.parquet"]
+        self.paths = [out / "connections.parquet", out / "savings.parquet", out / "shared.parquet"]
         self.conn_schema = pa.schema([("trace", pa.string()), ("conn_id", pa.uint64()), ("observed_s", pa.float64()),
                                       ("replay_s", pa.float64()), ("faithful", pa.bool_()), ("reason", pa.string())])
         self.saving_schema = pa.schema([("fix", pa.string()), ("trace", pa.string()), ("conn_id", pa.uint64()),
                                         ("saved_s", pa.float64())])
+        self.shared_schema = pa.schema([("fix", pa.string()), ("trace", pa.string()), ("conn_id", pa.uint64()),
+                                        ("group", pa.uint64()), ("saved_s_alone", pa.float64()),
+                                        ("saved_s_together", pa.float64()), ("neighbours_s", pa.float64())])
         self.conns = pq.ParquetWriter(self.paths[0], self.conn_schema)
         self.savings = pq.ParquetWriter(self.paths[1], self.saving_schema)
+        self.together = pq.ParquetWriter(self.paths[2], self.shared_schema)
 
     def connections(self, rows: list[dict[str, Any]]) -> None:
         import pyarrow as pa
@@ -571,20 +632,38 @@ class _Tables:
                for f, per in zip(fixes, saved) for r, s in zip(rows, per)]
         self.savings.write_table(pa.Table.from_pylist(out, schema=self.saving_schema))
 
+    def shared(self, rows: list[dict[str, Any]]) -> None:
+        import pyarrow as pa
+
+        self.together.write_table(pa.Table.from_pylist(rows, schema=self.shared_schema))
+
     def close(self) -> None:
         self.conns.close()
         self.savings.close()
+        self.together.close()
 
 
 def _finish(ranking: Any, side: str, counts: _Counts, replays: _Replays, raw: dict[str, Any],
-            tables: _Tables | None) -> Advice:
+            tables: _Tables | None, groups: Groups | None = None) -> Advice:
+    # The fixes that reach the neighbours, replayed on the known groups (before `finish`
+    # takes the ranking's accounts).
+    shared = (groups.replay(ranking.fixes(), side, replays.threads, tables.shared if tables is not None else None)
+              if groups is not None else {})
     fixes: list[dict[str, Any]] = ranking.finish()
+    for f in fixes:
+        # None: not replayed together (a fix that leaves the flights alone, or no group).
+        f["neighbours_s"], f["shared_replay"] = None, None
+        if (s := shared.get(f["fix"])) is not None and s["connections"]:
+            f["neighbours_s"] = s["neighbours_s"]
+            f["connections_slower"] += s["slower"]
+            f["shared_replay"] = {k: s[k] for k in ("connections", "saved_s_lone", "saved_s_shared")}
     # The SYN optimizer watches the server's ports: those the capture's connections went to.
     port_list = ",".join(str(p) for p, _ in sorted(counts.ports.most_common(_MAX_PORTS))) or "PORT"
     for f in fixes:
         f["apply"] = f["apply"].replace("--port PORT", f"--port {port_list}")
     return Advice(vantage=side, fixes=fixes, connections=replays.connections, faithful=replays.faithful,
-                  reasons=replays.reasons, replays=0, errors=_errors(raw), written=tables.paths if tables else [])
+                  reasons=replays.reasons, replays=0, errors=_errors(raw), written=tables.paths if tables else [],
+                  shared=groups.document() if groups is not None else None)
 
 
 def advise(paths: list[str], vantage: str | None = None, threads: int | None = None,
@@ -599,12 +678,17 @@ def advise(paths: list[str], vantage: str | None = None, threads: int | None = N
         return _advise_on_cluster(paths, vantage, out, scheduler, threads or 1)
     threads = threads or (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
-        stream, counts, facts = _Stream(paths, paths), _Counts(), _Spill(spill_dir, "facts")
+        stream, counts, facts, spans = _Stream(paths, paths), _Counts(), _Spill(spill_dir, "facts"), Spans()
+        i = 0
         for batch in stream.facts():
             for f in batch:
                 counts.add(f)
+                spans.add(i, f)
+                i += 1
             facts.append(batch)
         side = _vantage(stream.raw, vantage)
+        groups = spans.groups(lambda path: path in counts.rates)
+        del spans
         ranking = _core.AdviseRanking(side, spill_dir)
         singles = ranking.fixes()
         tables = _Tables(out) if out is not None else None
@@ -615,7 +699,7 @@ def advise(paths: list[str], vantage: str | None = None, threads: int | None = N
             tables.connections(conns)
             tables.saved(singles, held, saved)
 
-        replays = _Replays(ranking, threads, rows if tables else None, kept.append)
+        replays = _Replays(ranking, threads, rows if tables else None, kept.append, groups)
         try:
             for modelled in _models(iter(facts), side, counts):
                 replays.batch(modelled)
@@ -626,36 +710,40 @@ def advise(paths: list[str], vantage: str | None = None, threads: int | None = N
                     if tables is not None:
                         tables.saved(pairs, [r for _, r, _ in held], saved)
             n = ranking.replays()
-            adv = _finish(ranking, side, counts, replays, stream.raw, tables)
+            adv = _finish(ranking, side, counts, replays, stream.raw, tables, groups)
         finally:
             if tables is not None:
                 tables.close()
-    adv.replays = n
+    adv.replays = n + groups.replays
     return adv
 
 
-def _gather_task(path: str, name: str) -> tuple[_Counts, dict[str, Any]]:
-    """A cluster's first pass over one trace: its host-wide counts and the analyzer's
-    record of the file (its summary state among it)."""
-    stream, counts = _Stream([path], [name]), _Counts()
+def _gather_task(path: str, name: str) -> tuple[_Counts, dict[str, Any], Spans]:
+    """A cluster's first pass over one trace: its host-wide counts, the analyzer's record
+    of the file (its summary state among it) and its connections' spans."""
+    stream, counts, spans = _Stream([path], [name]), _Counts(), Spans()
+    i = 0
     for batch in stream.facts():
         for f in batch:
             counts.add(f)
-    return counts, stream.raw["files"][0]
+            spans.add(i, f)
+            i += 1
+    return counts, stream.raw["files"][0], spans
 
 
-def _replay_task(path: str, name: str, side: str, counts: _Counts, threads: int,
-                 rows: bool) -> tuple[list[dict[str, Any]], list[int], Counter[str], list[Any]]:
+def _replay_task(path: str, name: str, side: str, counts: _Counts, threads: int, rows: bool,
+                 groups: Groups) -> tuple[list[dict[str, Any]], list[int], Counter[str], list[Any], Groups]:
     """A cluster's second pass over one trace: its models replayed unchanged and under the
     single fixes; the accounts' parts and counts (`AdviseRanking.take_parts`), the reasons
-    of the unfaithful, and with `rows` the per-connection rows for ``--out``."""
+    of the unfaithful, with `rows` the per-connection rows for ``--out``, and the models of
+    its connections in `groups` (the trace's part of the known groups)."""
     ranking = _core.AdviseRanking(side)
     written: list[Any] = []
-    replays = _Replays(ranking, threads, (lambda *r: written.append(r)) if rows else None)
+    replays = _Replays(ranking, threads, (lambda *r: written.append(r)) if rows else None, groups=groups)
     for batch in _models(_Stream([path], [name]).facts(), side, counts):
         replays.batch(batch)
     parts, n = ranking.take_parts(0)
-    return parts, [n[0], n[1], n[2]], replays.reasons, written
+    return parts, [n[0], n[1], n[2]], replays.reasons, written, groups
 
 
 def _pairs_task(path: str, name: str, side: str, counts: _Counts, pairs: list[dict[str, Any]], threads: int,
@@ -692,26 +780,32 @@ def _advise_on_cluster(paths: list[str], vantage: str | None, out: Path | None, 
     absolute = [os.path.abspath(p) for p in paths]
     with dask_client(scheduler, None) as client:
         gathered = client.gather(client.map(_gather_task, absolute, paths, pure=False))
-        counts = _Counts()
-        for c, _ in gathered:
+        counts, spans, firsts = _Counts(), Spans(), []
+        for c, _, sp in gathered:
             counts.merge(c)
-        files = [f for _, f in gathered]
+            firsts.append(spans.count)
+            spans.merge(sp)
+        files = [f for _, f, _ in gathered]
         for f, p in zip(files, paths):
             f["path"] = p
         raw = {"summary": _core.merge_summaries([f["summary_state"] for f in files]), "files": files}
         side = _vantage(raw, vantage)
+        groups = spans.groups(lambda path: path in counts.rates)
+        parts_of = [groups.part(first, sp.count) for first, (_, _, sp) in zip(firsts, gathered)]
+        del spans, gathered
         with tempfile.TemporaryDirectory(prefix="sf-advise-") as spill_dir:
             ranking = _core.AdviseRanking(side, spill_dir)
             singles = ranking.fixes()
             tables = _Tables(out) if out is not None else None
-            replays = _Replays(ranking, 1)
+            replays = _Replays(ranking, threads)
             try:
                 futures = client.map(_replay_task, absolute, paths, [side] * len(paths), [counts] * len(paths),
-                                     [threads] * len(paths), [tables is not None] * len(paths), pure=False)
+                                     [threads] * len(paths), [tables is not None] * len(paths), parts_of, pure=False)
                 # In the traces' order (each waited for in turn): the savings go in the
-                # order a local run gives them.
+                # order a local run gives them, the groups' members too.
                 for fut in futures:
-                    parts, n, reasons, written = fut.result()
+                    parts, n, reasons, written, members = fut.result()
+                    groups.absorb(members)
                     ranking.absorb(0, parts, n)
                     replays.connections += n[0]
                     replays.faithful += n[1]
@@ -732,11 +826,11 @@ def _advise_on_cluster(paths: list[str], vantage: str | None, out: Path | None, 
                             assert tables is not None
                             tables.saved(pairs, held, saved)
                 n_replays = ranking.replays()
-                adv = _finish(ranking, side, counts, replays, raw, tables)
+                adv = _finish(ranking, side, counts, replays, raw, tables, groups)
             finally:
                 if tables is not None:
                     tables.close()
-    adv.replays = n_replays
+    adv.replays = n_replays + groups.replays
     return adv
 
 

@@ -50,14 +50,16 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; } img { max-width:
 connections ({{ "{:.0%}".format(advice.faithful_share) }}) replay within 10 % of their observed duration</span>; only those feed
 the estimates.</p>
 <table id="fixes"><tr><th>#</th><th>fix</th><th>connections helped</th><th>seconds saved, total</th><th>median</th><th>p95</th>
-<th>extra packets</th><th>spurious retransmissions</th><th>connections made slower</th><th>how to apply it</th></tr>
+<th>extra packets</th><th>spurious retransmissions</th><th>connections made slower</th><th>seconds the neighbours lost</th><th>how to apply it</th></tr>
 {% for f in advice.fixes %}<tr><td class="n">{{ loop.index }}</td><td>{{ f.fix }}</td><td class="n">{{ "{:,}".format(f.connections_helped) }}</td>
 <td class="n">{{ est(f.saved_s_total, f.saved_s_total_ci) }}</td><td class="n">{{ est(f.saved_s_median, f.saved_s_median_ci) }}</td>
 <td class="n">{{ est(f.saved_s_p95, f.saved_s_p95_ci) }}</td><td class="n">{{ "{:,}".format(f.extra_packets) }}</td>
 <td class="n">{{ "{:,}".format(f.spurious_retransmissions) }}</td><td class="n">{{ "{:,}".format(f.connections_slower) }}</td>
+<td class="n">{{ "{:.3g}".format(f.neighbours_s) if f.neighbours_s is not none else "–" }}</td>
 <td><code>{{ f.apply }}</code></td></tr>
 {% endfor %}</table>
-<p class="small">Seconds saved on the connections replayed faithfully, with bootstrap 95 % intervals; median and p95 per connection.</p>
+<p class="small">Seconds saved on the connections replayed faithfully, with bootstrap 95 % intervals; median and p95 per connection.
+Seconds the neighbours lost: what a fix's larger flights cost the connections that overlapped on one path, replayed together on the shared dumbbell (–: not replayed together).</p>
 {% if advice.reasons %}<ul class="small">{% for why, n in advice.reasons.most_common() %}<li>not faithful: {{ "{:,}".format(n) }} — {{ why }}</li>{% endfor %}</ul>{% endif %}
 <ul class="small">{% for c in advice.caveats %}<li>{{ c }}</li>{% endfor %}</ul>{% endif %}
 <h2 id="worst">The worst connections</h2>

@@ -13,7 +13,9 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::Serialize;
-use shortflow_sim::advise::{faithful_baseline, AccountPart, Baseline, ConnModel, Fix, Outcome, Ranking, Side};
+use shortflow_sim::advise::{
+    faithful_baseline, groups_effects, AccountPart, Baseline, ConnModel, Fix, Member, MemberEffect, Outcome, Ranking, Side,
+};
 
 use crate::document::convert;
 
@@ -256,8 +258,51 @@ impl AdviseRanking {
     }
 }
 
+/// One member's effect as Python sees it: (the group's replay unchanged holds it
+/// (`Member::held_together`), seconds saved alone, seconds saved among its neighbours,
+/// seconds its neighbours cost it, made slower among them); None where a replay did not
+/// complete.
+type EffectTuple = (bool, Option<f64>, Option<f64>, f64, bool);
+
+/// One group's effects as Python sees them: (None, per fix per member), or (the error, []).
+type GroupEffects = (Option<String>, Vec<Vec<EffectTuple>>);
+
+fn effect_tuple(m: &Member, e: &MemberEffect) -> EffectTuple {
+    (m.held_together(e.shared_s[0]), e.lone_saved_s(), e.shared_saved_s(), e.neighbours_s(), e.slower_together())
+}
+
+/// Groups of connections that overlapped on one path (each a list of (start_s, model)),
+/// replayed alone and together, unchanged and under each of `fixes` (dicts as `fixes()`
+/// gives them), on `threads` threads: per group (None, per fix per member an effect
+/// tuple), or (the error, []) for a group whose scenario does not load.
+#[pyfunction]
+fn advise_shared(
+    py: Python<'_>,
+    groups: Vec<Vec<(f64, Bound<'_, PyDict>)>>,
+    fixes: Vec<Bound<'_, PyDict>>,
+    threads: usize,
+) -> PyResult<Vec<GroupEffects>> {
+    let fixes = fixes.iter().map(fix_of).collect::<PyResult<Vec<Fix>>>()?;
+    let groups = groups
+        .iter()
+        .map(|g| g.iter().enumerate().map(|(i, (start_s, d))| Ok(Member { start_s: *start_s, model: model(i, d)? })).collect())
+        .collect::<PyResult<Vec<Vec<Member>>>>()?;
+    let found = py.detach(|| groups_effects(&groups, &fixes, threads));
+    Ok(found
+        .into_iter()
+        .zip(&groups)
+        .map(|(g, members)| match g {
+            Ok(per_fix) => {
+                (None, per_fix.iter().map(|es| members.iter().zip(es).map(|(m, e)| effect_tuple(m, e)).collect()).collect())
+            }
+            Err(e) => (Some(e), Vec::new()),
+        })
+        .collect())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(advise_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(advise_shared, m)?)?;
     m.add_function(wrap_pyfunction!(advise_faithful, m)?)?;
     m.add_class::<AdviseRanking>()
 }

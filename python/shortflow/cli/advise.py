@@ -41,23 +41,59 @@ def print_advice(adv: Advice) -> None:
     say(f"{n:,} connections with data, seen near the {adv.vantage}: fixes of the {adv.vantage}'s host")
     say(f"baseline: {adv.faithful:,} of {n:,} ({adv.faithful_share:.0%}) replay within 10 % of their observed duration; "
         "only those feed the estimates")
+    # The neighbours' seconds where some fix was replayed together (else no column of dashes).
+    together = any(f.get("neighbours_s") is not None for f in adv.fixes)
     rows: list[list[Any]] = []
     for k, f in enumerate(adv.fixes, 1):
+        harm = f"{f['extra_packets']} · {f['spurious_retransmissions']} · {f['connections_slower']}"
+        if together:
+            harm += " · " + (_g(f["neighbours_s"]) if f.get("neighbours_s") is not None else "–")
         rows.append([k, f["fix"], f["connections_helped"], _est(f["saved_s_total"], f["saved_s_total_ci"]),
-                     _est(f["saved_s_median"], f["saved_s_median_ci"]), _est(f["saved_s_p95"], f["saved_s_p95_ci"]),
-                     f"{f['extra_packets']} · {f['spurious_retransmissions']} · {f['connections_slower']}"])
+                     _est(f["saved_s_median"], f["saved_s_median_ci"]), _est(f["saved_s_p95"], f["saved_s_p95_ci"]), harm])
     emit_table(f"fixes, best first: seconds saved [bootstrap 95 %] on the {adv.faithful_share:.0%} replayed faithfully",
                ["#", "fix", "helped", "total s", "median s", "p95 s", "harm"], rows,
                right=[True, False, True, True, True, True, True],
                caption="helped: connections made faster · median, p95: per connection · harm: extra packets · "
-                       "spurious retransmissions · connections made slower")
+                       "spurious retransmissions · connections made slower"
+                       + (" · seconds the neighbours lost (–: not replayed together)" if together else ""))
     for k, f in enumerate(adv.fixes, 1):
         say(f"{k:>2}. {f['apply']}")
+    print_shared(adv)
     for why, count in sorted(adv.reasons.items(), key=lambda kv: -kv[1]):
         say(f"not faithful: {count:,} — {why}")
     for c in adv.caveats:
         say(f"note: {c}")
     say(f"{adv.replays:,} connection replays")
+
+
+def print_shared(adv: Advice) -> None:
+    """What the shared dumbbell's replay found: the groups, each fix's saving together
+    beside alone, and the overlaps it could not replay."""
+    s = adv.shared
+    if s is None:
+        return
+    if s["groups"] and not s["replayed"]:
+        plural = "" if s["groups"] == 1 else "s"
+        say(f"shared dumbbell: {s['connections']:,} connections in {s['groups']:,} group{plural} overlapped on one path "
+            f"with a measured bottleneck; no fix of the {adv.vantage}'s host changes the server's flights: not replayed "
+            "together")
+    elif s["groups"]:
+        plural = "" if s["groups"] == 1 else "s"
+        say(f"shared dumbbell: {s['connections']:,} connections in {s['groups']:,} group{plural} overlapped on one path "
+            f"with a measured bottleneck, replayed together ({s['faithful']:,} held by the group's replay)")
+        for f in adv.fixes:
+            if (r := f.get("shared_replay")) is not None:
+                say(f"  {f['fix']}: together {_g(r['saved_s_shared'])} s saved, alone {_g(r['saved_s_lone'])} s, "
+                    f"over {r['connections']:,} connections; their neighbours cost them {_g(f['neighbours_s'])} s")
+    else:
+        say("shared dumbbell: no connections overlapped on one path with a measured bottleneck")
+    if s["not_known"]:
+        say(f"shared dumbbell: {s['not_known']:,} connections overlapped others at their server from other clients, or "
+            "on a path without a measured rate: not replayed together (their shared bottleneck is not known)")
+    if s["left_out"]:
+        say(f"shared dumbbell: {s['left_out']:,} overlapping connections left out past the replay's limit")
+    for why, count in s["not_loaded_reasons"].items():
+        say(f"shared dumbbell: {count:,} groups not replayed, their scenario did not load: {why}")
 
 
 def _write_report(traces: list[Path], adv: Advice, out: Path, scheduler: str | None) -> Path:

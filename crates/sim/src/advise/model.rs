@@ -86,6 +86,15 @@ impl ConnModel {
              its server's initial window, its losses as the same bytes lost at their first transmission.\""
         );
         self.write_path(&mut s, rtt_us);
+        self.write_hosts(&mut s);
+        let _ = writeln!(s, "\n[workload]\nkind = \"abt\"\nvectors = '''\n{vectors}'''");
+        let _ = writeln!(s, "\n[drop]\nsyn = [{}]\nsynack = [{}]", first(self.lost_syns), first(self.lost_synacks));
+        let _ = writeln!(s, "data_bytes = [{}]\nclient_data_bytes = [{}]", list(&self.lost_s2c), list(&self.lost_c2s));
+        s
+    }
+
+    /// `[client]` and `[server]`: the stacks as fingerprinted.
+    pub(super) fn write_hosts(&self, s: &mut String) {
         for (k, side) in ["client", "server"].iter().enumerate() {
             let _ = writeln!(s, "\n[{side}]\nstack = \"linux\"");
             if let Some([sack, stamps, scaling]) = self.options {
@@ -111,34 +120,22 @@ impl ConnModel {
                 }
             }
         }
-        let _ = writeln!(s, "\n[workload]\nkind = \"abt\"\nvectors = '''\n{vectors}'''");
-        let _ = writeln!(s, "\n[drop]\nsyn = [{}]\nsynack = [{}]", first(self.lost_syns), first(self.lost_synacks));
-        let _ = writeln!(s, "data_bytes = [{}]\nclient_data_bytes = [{}]", list(&self.lost_s2c), list(&self.lost_c2s));
-        s
     }
 
-    /// `[path]`: the round trip, and where the ACK clock showed it the bottleneck's rate
-    /// (as the wire carries it: each segment's payload with its headers, as
-    /// `Packet::wire_bytes` counts them) with a drop-tail queue of the most queueing seen,
-    /// half again for the peaks between the round trips sampled. The losses replay as the
-    /// capture's (`[drop]`), so the queue must not add its own: never less than 64 packets.
+    /// `[path]`: the round trip, and where the ACK clock showed it the bottleneck
+    /// (`Bottleneck`).
     fn write_path(&self, s: &mut String, rtt_us: u64) {
         let _ = writeln!(s, "\n[path]\nrtt = \"{rtt_us}us\"");
-        let Some(payload_bps) = self.bottleneck_bps.filter(|r| r.is_finite() && *r > 0.0) else {
-            let _ = writeln!(s, "bandwidth = \"1Gbit\"");
-            return;
-        };
-        let stamps = self.options.is_none_or(|[_, ts, _]| ts);
-        let options = if stamps { 12 } else { 0 };
-        let payload = f64::from(self.mss[1].unwrap_or(1460)) - f64::from(options);
-        let wire = payload + f64::from(crate::packet::HEADER_BYTES + options + 18);
-        let bps = (payload_bps * wire / payload).round() as u64;
-        let _ = writeln!(s, "# the ACK clock's rate, {:.0} bit/s of payload", payload_bps);
-        let _ = writeln!(s, "bandwidth = \"{bps}bit\"");
-        let queued = self.queueing_s.unwrap_or(0.0).max(0.0) * bps as f64 / 8.0 * 1.5;
-        let packets = ((queued / wire).ceil() as u64).max(64);
-        let _ = writeln!(s, "# the most queueing the round trips showed: {:.1} ms", self.queueing_s.unwrap_or(0.0) * 1e3);
-        let _ = writeln!(s, "queue = {{ kind = \"droptail\", packets = {packets} }}");
+        match Bottleneck::of(self, self.queueing_s) {
+            Some(b) => {
+                // One bottleneck: the hosts' own links serialize no segment again.
+                let _ = writeln!(s, "access_bandwidth = \"100Gbit\"");
+                b.write(s)
+            }
+            None => {
+                let _ = writeln!(s, "bandwidth = \"1Gbit\"");
+            }
+        }
     }
 
     /// Replays the connection with `overrides` (`key=value`, as `simulate --set`).
@@ -151,7 +148,48 @@ impl ConnModel {
     }
 }
 
-fn outcome(c: &ConnReport) -> Outcome {
+/// A path's bottleneck where the ACK clock showed its rate: the rate as the wire carries
+/// it (each segment's payload with its headers, as `Packet::wire_bytes` counts them) and a
+/// drop-tail queue of the most queueing seen, half again for the peaks between the round
+/// trips sampled. The losses replay as the capture's (`[drop]`), so the queue must not add
+/// its own: never less than 64 packets, nor than the path's bandwidth-delay product (a
+/// queue the round trips never filled says nothing of its size beyond what they showed;
+/// a slow start's flight of twice the window, all at once from a fast host, must not
+/// meet a limit the capture never showed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Bottleneck {
+    payload_bps: f64,
+    queueing_s: f64,
+    pub wire_bps: u64,
+    pub packets: u64,
+}
+
+impl Bottleneck {
+    /// `m`'s path (its rate, segment size and options) with `queueing_s` of queueing seen.
+    pub fn of(m: &ConnModel, queueing_s: Option<f64>) -> Option<Self> {
+        let payload_bps = m.bottleneck_bps.filter(|r| r.is_finite() && *r > 0.0)?;
+        let stamps = m.options.is_none_or(|[_, ts, _]| ts);
+        let options = if stamps { 12 } else { 0 };
+        let payload = f64::from(m.mss[1].unwrap_or(1460)) - f64::from(options);
+        let wire = payload + f64::from(crate::packet::HEADER_BYTES + options + 18);
+        let wire_bps = (payload_bps * wire / payload).round() as u64;
+        let queueing_s = queueing_s.unwrap_or(0.0).max(0.0);
+        let queued = queueing_s * wire_bps as f64 / 8.0 * 1.5;
+        let bdp = wire_bps as f64 / 8.0 * m.rtt_s.max(0.0);
+        let packets = ((queued.max(bdp) / wire).ceil() as u64).max(64);
+        Some(Self { payload_bps, queueing_s, wire_bps, packets })
+    }
+
+    /// The link's `bandwidth` and `queue` keys (of `[path]` or `[dumbbell]`).
+    pub fn write(&self, s: &mut String) {
+        let _ = writeln!(s, "# the ACK clock's rate, {:.0} bit/s of payload", self.payload_bps);
+        let _ = writeln!(s, "bandwidth = \"{}bit\"", self.wire_bps);
+        let _ = writeln!(s, "# the most queueing the round trips showed: {:.1} ms", self.queueing_s * 1e3);
+        let _ = writeln!(s, "queue = {{ kind = \"droptail\", packets = {} }}", self.packets);
+    }
+}
+
+pub(super) fn outcome(c: &ConnReport) -> Outcome {
     Outcome {
         duration_s: c.complete_s,
         extra_packets: c.syn_transmissions.saturating_sub(1)
@@ -218,6 +256,8 @@ mod tests {
         };
         let sc = crate::scenario::load(&m.scenario_toml(), "explain.toml", &[]).expect("loads");
         assert!(sc.path.bandwidth_bps.abs_diff(10_000_000) <= 1, "{}", sc.path.bandwidth_bps);
+        // One bottleneck: the hosts' links do not serialize each segment a second time.
+        assert_eq!(sc.path.access_bandwidth_bps, 100_000_000_000);
         // 100 ms of 10 Mbit/s, half again: 187.5 kB, 124 packets of 1518 B.
         assert_eq!(sc.path.queue, crate::scenario::QueueConfig::DropTailPackets(124));
         assert_eq!(sc.client.ack.delayed, crate::profile::DelayedAck::Off);

@@ -22,7 +22,7 @@ use super::model::{ConnModel, Outcome};
 /// A replay within this share of its observed duration holds the connection.
 pub const FAITHFUL: f64 = 0.10;
 /// A connection gains or loses less than this: unchanged (a timer tick).
-const NOTICEABLE_S: f64 = 0.001;
+pub(super) const NOTICEABLE_S: f64 = 0.001;
 /// Bootstrap resamples per interval, and their seed (the same advice for the same capture).
 const RESAMPLES: usize = 400;
 const SEED: u64 = 41;
@@ -104,8 +104,9 @@ impl Advice {
     }
 }
 
-/// Why a replay does not hold its connection.
-fn reason(observed: f64, replay: Option<f64>) -> String {
+/// Why a replay does not hold model `m`'s connection.
+fn reason(m: &ConnModel, replay: Option<f64>) -> String {
+    let observed = m.observed_s;
     match replay {
         None => "the replay did not complete (a model error or a loss it cannot repair)".into(),
         Some(r) if (r - observed).abs() <= FAITHFUL * observed => String::new(),
@@ -113,6 +114,12 @@ fn reason(observed: f64, replay: Option<f64>) -> String {
             "observed {observed:.3} s, replay {r:.3} s: the capture waited on something the model lacks \
              (an application stall, queueing, a middlebox, a capture gap)"
         ),
+        Some(r) if m.lost_syns == 0 && m.lost_synacks == 0 && m.lost_c2s.is_empty() && m.lost_s2c.is_empty() => {
+            format!(
+                "observed {observed:.3} s, replay {r:.3} s: the replay took longer with no loss to replay \
+                 (a round trip the capture's stacks did not need: a window the model opened later)"
+            )
+        }
         Some(r) => format!(
             "observed {observed:.3} s, replay {r:.3} s: the replay lost more than the connection did \
              (a resend the capture read as a loss was not needed)"
@@ -121,7 +128,7 @@ fn reason(observed: f64, replay: Option<f64>) -> String {
 }
 
 /// Runs `work(i)` for every index on `threads` threads, results in index order.
-fn parallel<T: Send>(n: usize, threads: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+pub(super) fn parallel<T: Send>(n: usize, threads: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let threads = threads.clamp(1, n.max(1));
     let chunk = n.div_ceil(threads).max(1);
     let work = &work;
@@ -332,7 +339,7 @@ impl Ranking {
         let runs: Vec<(Result<Outcome, String>, Vec<Outcome>)> = parallel(models.len(), threads, |i| {
             let m = &models[i];
             let base = m.replay(&[]).map_err(|e| e.to_string());
-            let faithful = base.as_ref().is_ok_and(|o| reason(m.observed_s, o.duration_s).is_empty());
+            let faithful = base.as_ref().is_ok_and(|o| reason(m, o.duration_s).is_empty());
             let with = if faithful {
                 singles.iter().map(|f| m.replay(&f.overrides).unwrap_or(UNFINISHED)).collect()
             } else {
@@ -348,7 +355,7 @@ impl Ranking {
         for (i, (m, (base, with))) in models.iter().zip(runs).enumerate() {
             self.replays += 1 + with.len() as u64;
             let (replay_s, why) = match &base {
-                Ok(o) => (o.duration_s, reason(m.observed_s, o.duration_s)),
+                Ok(o) => (o.duration_s, reason(m, o.duration_s)),
                 Err(e) => (None, format!("not replayable: {e}")),
             };
             let faithful = why.is_empty();
@@ -493,13 +500,11 @@ impl Ranking {
 /// `Ranking::replay_batch` finds them, without replaying any fix: what a cluster's worker
 /// needs to replay a trace's faithful connections under the pairs.
 pub fn faithful_baseline(models: &[ConnModel], threads: usize) -> Vec<(usize, Outcome)> {
-    parallel(models.len(), threads, |i| {
-        models[i].replay(&[]).ok().filter(|o| reason(models[i].observed_s, o.duration_s).is_empty())
-    })
-    .into_iter()
-    .enumerate()
-    .filter_map(|(i, o)| o.map(|o| (i, o)))
-    .collect()
+    parallel(models.len(), threads, |i| models[i].replay(&[]).ok().filter(|o| reason(&models[i], o.duration_s).is_empty()))
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.map(|o| (i, o)))
+        .collect()
 }
 
 fn by_saving(a: &FixResult, b: &FixResult) -> std::cmp::Ordering {
@@ -579,6 +584,14 @@ mod tests {
         assert_eq!(a.faithful_ids, vec![0, 2]);
         assert!(a.baseline[1].reason.contains("application stall"), "{}", a.baseline[1].reason);
         assert!(a.saved_s.iter().all(|s| s.len() == 2));
+        // A replay slower than the capture: a loss it replays, or none to blame.
+        let mut slow: Vec<ConnModel> = (0..2).map(|i| conn(i, 5000, u32::from(i == 1))).collect();
+        for m in &mut slow {
+            m.observed_s *= 0.5;
+        }
+        let a = advise(&slow, Side::Server, 1);
+        assert!(a.baseline[0].reason.contains("no loss to replay"), "{}", a.baseline[0].reason);
+        assert!(a.baseline[1].reason.contains("lost more than the connection did"), "{}", a.baseline[1].reason);
     }
 
     #[test]
