@@ -1378,11 +1378,7 @@ impl Conn {
         let path = if same_side { (q.ns - held).min(leg_ns) } else { 0 };
         let rest = q.ns - held - path;
         let answering = dir == S2C && prev_data_dir != Some(S2C as u8);
-        // In a concurrent exchange a side's write left open (no PSH on its last data) goes
-        // on after the other side's data too: both streamed at once, the other's bytes cut
-        // into this side's long write, they did not answer it.
-        let open_concurrent_write = !write_ended && self.exchange.is_concurrent();
-        let mid_write = (same_side || open_concurrent_write) && (!write_ended || rest <= REST_NS);
+        let mid_write = same_side && (!write_ended || rest <= REST_NS);
         let cause = if resent {
             Cause::Timeout
         } else if answering || mid_write {
