@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import shortflow
+from shortflow import _core
 
 DATA = Path(__file__).parent / "data" / "testbed"
 
@@ -28,3 +31,14 @@ def test_a_capture_of_the_kernels_nflog_is_read() -> None:
     assert [r["outcome"] for r in rows] == ["fin", "fin"]
     # Every payload byte: the sum of tshark's `tcp.len` over the file.
     assert sum(r["bytes_c2s"] + r["bytes_s2c"] for r in rows) == 60_588
+
+
+def test_a_concurrent_sides_open_write_goes_on_after_the_other_sides_data(tmp_path: Path) -> None:
+    # The client's 150,000 B write, cut into by the server's 60,000 B and then resting 31 ms
+    # (a lost segment's resend): its last segment carried no PSH, so what it sent next went
+    # on with the same write, not a new ADU (SOURCES.md).
+    out = tmp_path / "v.abt"
+    subprocess.run([sys.executable, "-m", "shortflow", "-q", "analyze",
+                    str(DATA / "concurrent-long-write-lossy-server-side.pcap.gz"), "--abt", str(out)], check=True)
+    (v,) = _core.abt_parse(out.read_text())
+    assert [[n for n, _ in side] for side in v["concurrent"]] == [[150_000], [60_000, 3_000]], v

@@ -521,6 +521,34 @@ impl HeldExchange {
     }
 }
 
+/// The connection's account where it last rested, read for the exchange a packet with data
+/// may end at that rest (`Conn::note_exchange_data`), and each path wait's part since the
+/// held exchange's end (`HeldExchange::path_waits`) then. The packet's own moves of path
+/// time that began before the rest (a server's answer finding its wait since the request
+/// the server's) revise it: that time is the ended exchange's.
+struct RestReading {
+    since: u64,
+    account: [u64; Cause::COUNT],
+    path_waits: [u64; 4],
+}
+
+impl RestReading {
+    fn new(since: u64, c: &Conn) -> Self {
+        let waits = [c.net_since_send[C2S], c.net_since_send[S2C], c.net_since_data[C2S], c.net_since_data[S2C]];
+        let held = c.held_exchange.as_ref().map_or([0; 4], |h| h.path_waits);
+        let path_waits = std::array::from_fn(|i| waits[i].saturating_sub(held[i]));
+        Self { since, account: c.lost_ns, path_waits }
+    }
+
+    /// `moved` of path wait `wait` went to `to` (the held exchange's part aside).
+    fn revise(&mut self, wait: usize, to: Cause, moved: u64) {
+        let older = moved.min(self.path_waits[wait]).min(self.account[Cause::Network as usize]);
+        self.account[Cause::Network as usize] -= older;
+        self.account[to as usize] += older;
+        self.path_waits[wait] -= older;
+    }
+}
+
 /// Where in `HeldExchange::path_waits` the waits since each side's last packet, and since
 /// its last new data, are.
 const WAIT_SEND: usize = 0;
@@ -770,15 +798,18 @@ impl Conn {
 
     /// Moves `amount` of the path's time to `to`: the latest of path wait `wait`
     /// (`WAIT_SEND + d`, `WAIT_DATA + d`), found to be `to`'s. The part of it that ran in the
-    /// held exchange's span (its oldest) is taken from that row.
-    fn move_path_time(&mut self, wait: usize, to: Cause, amount: u64) {
+    /// held exchange's span (its oldest) is taken from that row. Returns what it moved
+    /// besides that part.
+    fn move_path_time(&mut self, wait: usize, to: Cause, amount: u64) -> u64 {
         let moved = self.move_time(Cause::Network, to, amount);
         if let Some(h) = self.held_exchange.as_deref_mut() {
             let older = moved.min(h.path_waits[wait]).min(h.row.time_ns[Cause::Network as usize]);
             h.row.time_ns[Cause::Network as usize] -= older;
             h.row.time_ns[to as usize] += older;
             self.exchange.revise_start(Cause::Network, to, older);
+            return moved - older;
         }
+        moved
     }
 
     /// Path wait `wait` ends (its side sent, or sent new data): none of it can move now.
@@ -1139,8 +1170,8 @@ impl Conn {
         // Where the connection rested before this data, for the exchange it may end: its
         // account read after the revisions above (of time before the rest: a delayed ACK
         // that stalled nobody, a resend's class), before this packet's gap is booked.
-        let rest = match &self.quiet {
-            Some(q) if seg.payload_len > 0 => Some((q.since, self.lost_ns)),
+        let mut rest = match &self.quiet {
+            Some(q) if seg.payload_len > 0 => Some(RestReading::new(q.since, self)),
             _ => None,
         };
         // The gap before this packet.
@@ -1170,7 +1201,10 @@ impl Conn {
                 // Judged on the steps before this packet's (counted below).
                 let resent = self.ids_per_connection(dir) && self.ids_skipped(dir, extra.ip_id, id_before, len_before);
                 let leg = legs[dir].or(full_rtt).unwrap_or(0);
-                let (settled, path, idle) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
+                let (settled, path, idle, moved) = self.settle_quiet(dir, prev_data_dir, write_ended, resent, leg, full_rtt);
+                if let Some(r) = rest.as_mut() {
+                    r.revise(WAIT_DATA + C2S, Cause::Application, moved);
+                }
                 after_rest = idle;
                 cause = settled;
                 network = path;
@@ -1237,14 +1271,20 @@ impl Conn {
             SendEvent::NewData { rwnd_limited: true, .. } => {
                 // The sender's last data filled the receiver's window: what it waited since
                 // (the path's share too: the ACK that opened it) was the window's.
-                self.move_path_time(WAIT_SEND + dir, Cause::ReceiveWindow, self.net_since_send[dir]);
+                let moved = self.move_path_time(WAIT_SEND + dir, Cause::ReceiveWindow, self.net_since_send[dir]);
+                if let Some(r) = rest.as_mut() {
+                    r.revise(WAIT_SEND + dir, Cause::ReceiveWindow, moved);
+                }
                 if !quiet_before {
                     cause = Cause::ReceiveWindow;
                 }
             }
             SendEvent::NewData { new_round: true, .. } => {
                 // A round beyond the first: the sender waited a round trip for ACKs.
-                self.move_path_time(WAIT_SEND + dir, Cause::SlowStart, self.net_since_send[dir]);
+                let moved = self.move_path_time(WAIT_SEND + dir, Cause::SlowStart, self.net_since_send[dir]);
+                if let Some(r) = rest.as_mut() {
+                    r.revise(WAIT_SEND + dir, Cause::SlowStart, moved);
+                }
                 if !quiet_before {
                     cause = Cause::SlowStart;
                 }
@@ -1264,7 +1304,7 @@ impl Conn {
             let other_outstanding = !self.halves[other].data_acked();
             let own_write_done = own_acked && write_ended;
             let d = DataSeen { ts, dir, new_bytes, other_outstanding, after_rest, own_write_done };
-            self.note_exchange_data(d, rest, network, write_ended);
+            self.note_exchange_data(d, rest.map(|r| (r.since, r.account)), network, write_ended);
         }
         self.path_wait_ends(WAIT_SEND + dir);
         self.last_dir = dir;
@@ -1370,15 +1410,19 @@ impl Conn {
         resent: bool,
         leg_ns: u64,
         full_rtt: Option<u64>,
-    ) -> (Cause, u64, bool) {
-        let Some(q) = self.quiet.take() else { return (Cause::Network, 0, false) };
+    ) -> (Cause, u64, bool, u64) {
+        let Some(q) = self.quiet.take() else { return (Cause::Network, 0, false, 0) };
         let held = q.zero_window_ns[dir].min(q.ns);
         self.lost_ns[Cause::ZeroWindow as usize] += held;
         let same_side = prev_data_dir == Some(dir as u8);
         let path = if same_side { (q.ns - held).min(leg_ns) } else { 0 };
         let rest = q.ns - held - path;
         let answering = dir == S2C && prev_data_dir != Some(S2C as u8);
-        let mid_write = same_side && (!write_ended || rest <= REST_NS);
+        // In a concurrent exchange a side's write left open (no PSH on its last data) goes
+        // on after the other side's data too: both streamed at once, the other's bytes cut
+        // into this side's long write, they did not answer it.
+        let open_concurrent_write = !write_ended && self.exchange.is_concurrent();
+        let mid_write = (same_side || open_concurrent_write) && (!write_ended || rest <= REST_NS);
         let cause = if resent {
             Cause::Timeout
         } else if answering || mid_write {
@@ -1387,10 +1431,11 @@ impl Conn {
             Cause::Idle
         };
         self.lost_ns[cause as usize] += rest;
+        let mut moved = 0;
         if answering && !resent && prev_data_dir.is_some() {
             let before = self.net_since_data[C2S].saturating_sub(leg_ns);
             if before > MS.max(full_rtt.unwrap_or(0) / 10) {
-                self.move_path_time(WAIT_DATA + C2S, Cause::Application, before);
+                moved = self.move_path_time(WAIT_DATA + C2S, Cause::Application, before);
             }
         }
         let idle = cause == Cause::Idle;
@@ -1401,7 +1446,7 @@ impl Conn {
         } else {
             cause
         };
-        (cause, path, idle)
+        (cause, path, idle, moved)
     }
 
     /// Without a timed handshake, an RTT sample of half `h`'s data is kept only from the

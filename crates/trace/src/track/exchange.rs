@@ -164,6 +164,11 @@ impl Exchange {
         new
     }
 
+    /// Both sides have had data outstanding at once in this exchange.
+    pub fn is_concurrent(&self) -> bool {
+        self.concurrent
+    }
+
     pub fn has_data(&self) -> bool {
         self.bytes[0] > 0 || self.bytes[1] > 0
     }
