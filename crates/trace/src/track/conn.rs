@@ -534,7 +534,7 @@ struct RestReading {
 
 impl RestReading {
     fn new(since: u64, c: &Conn) -> Self {
-        let waits = [c.net_since_send[C2S], c.net_since_send[S2C], c.net_since_data[C2S], c.net_since_data[S2C]];
+        let waits = c.path_waits();
         let held = c.held_exchange.as_ref().map_or([0; 4], |h| h.path_waits);
         let path_waits = std::array::from_fn(|i| waits[i].saturating_sub(held[i]));
         Self { since, account: c.lost_ns, path_waits }
@@ -757,7 +757,7 @@ impl Conn {
             // What the held row still waited on is no longer told apart from this one's.
             self.release_held_exchange();
             let delack = self.pending_delack.is_some() && self.delack_exchange == row.index;
-            let waits = [self.net_since_send[C2S], self.net_since_send[S2C], self.net_since_data[C2S], self.net_since_data[S2C]];
+            let waits = self.path_waits();
             // Ended where the connection rested, the path's time of this packet's gap is the next one's.
             let after_end = if rest.is_some() { path_after_rest } else { 0 };
             let held = HeldExchange { row, path_waits: waits.map(|w| w.saturating_sub(after_end)), delack };
@@ -810,6 +810,11 @@ impl Conn {
             return moved - older;
         }
         moved
+    }
+
+    /// The path waits running now, at their `WAIT_SEND + d` and `WAIT_DATA + d` places.
+    fn path_waits(&self) -> [u64; 4] {
+        [self.net_since_send[C2S], self.net_since_send[S2C], self.net_since_data[C2S], self.net_since_data[S2C]]
     }
 
     /// Path wait `wait` ends (its side sent, or sent new data): none of it can move now.
